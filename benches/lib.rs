@@ -1,0 +1,1 @@
+//! Benchmarks of the harness itself; see `harness.rs`.

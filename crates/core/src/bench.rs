@@ -1,0 +1,268 @@
+//! The plugin contract: a [`Benchmark`] is a stateless descriptor; a prepared
+//! sweep point is a stateful [`Case`] whose one timed verb is [`Case::run`].
+//!
+//! The runner owns everything else: warm-up, batch sizing, repetitions, the
+//! clock, statistics and turning [`Work`] into rates. A benchmark never times
+//! itself with the wall clock (it may report device-side time, see
+//! [`Work::elapsed`]) and never computes its own statistics.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{BenchError, ConfigError};
+use crate::host::Host;
+use crate::param::{ParamSpec, Point};
+use crate::report::Peak;
+
+/// Whether a larger value of a metric is better (throughput) or worse
+/// (latency, time per operation). `compare` uses it to tell a regression from
+/// an improvement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Throughput-like: higher is better.
+    Higher,
+    /// Latency-like: lower is better.
+    Lower,
+}
+
+/// How the runner derives a metric's per-sample value from a batch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MetricSource {
+    /// Seconds per operation: `elapsed / ops`. Unit `s`.
+    TimePerOp,
+    /// Operations per second: `ops / elapsed`.
+    OpsPerSec,
+    /// Bytes per second: `bytes / elapsed`. Unit `B/s`.
+    BytesPerSec,
+    /// Latency in seconds from the batch's histogram ([`Work::latency`], in
+    /// nanoseconds). The per-sample value is the batch's mean latency; the
+    /// record also carries percentiles of all batches' merged histogram.
+    Latency,
+    /// A value the case reports itself in [`Work::values`] under this key
+    /// (for example UDP loss in %). It is not scaled by time.
+    Reported(&'static str),
+}
+
+/// The declaration of one metric a benchmark produces.
+#[derive(Debug, Clone)]
+pub struct MetricSpec {
+    /// Metric name in results (`time_per_op`, `bandwidth`, `iops`).
+    pub name: &'static str,
+    /// Unit of the stored value, in base units (`s`, `B/s`, `op/s`, `flop/s`, `%`).
+    pub unit: &'static str,
+    /// Which way is better.
+    pub direction: Direction,
+    /// How it is computed from a batch.
+    pub source: MetricSource,
+}
+
+impl MetricSpec {
+    /// Seconds per operation (lower is better).
+    pub fn time_per_op(name: &'static str) -> Self {
+        MetricSpec {
+            name,
+            unit: "s",
+            direction: Direction::Lower,
+            source: MetricSource::TimePerOp,
+        }
+    }
+
+    /// Operations per second (higher is better) in the given unit.
+    pub fn ops_per_sec(name: &'static str, unit: &'static str) -> Self {
+        MetricSpec {
+            name,
+            unit,
+            direction: Direction::Higher,
+            source: MetricSource::OpsPerSec,
+        }
+    }
+
+    /// Bytes per second (higher is better).
+    pub fn bytes_per_sec(name: &'static str) -> Self {
+        MetricSpec {
+            name,
+            unit: "B/s",
+            direction: Direction::Higher,
+            source: MetricSource::BytesPerSec,
+        }
+    }
+
+    /// Latency percentiles from the case's histogram (lower is better).
+    pub fn latency(name: &'static str) -> Self {
+        MetricSpec {
+            name,
+            unit: "s",
+            direction: Direction::Lower,
+            source: MetricSource::Latency,
+        }
+    }
+}
+
+/// What a benchmark is: id, description, parameters and metrics.
+#[derive(Debug, Clone)]
+pub struct Meta {
+    /// Dotted id, `module.name` (`os.syscall`, `disk.io`).
+    pub id: &'static str,
+    /// One-line description for `benchsuite list`.
+    pub description: &'static str,
+    /// Parameters it accepts; the sweep is validated against these.
+    pub params: Vec<ParamSpec>,
+    /// Metrics it produces; the first is the headline metric.
+    pub metrics: Vec<MetricSpec>,
+}
+
+impl Meta {
+    /// The module part of the id (`os` for `os.syscall`).
+    pub fn module(&self) -> &'static str {
+        self.id.split('.').next().unwrap_or(self.id)
+    }
+
+    /// The declaration of a parameter by name.
+    pub fn param(&self, name: &str) -> Option<&ParamSpec> {
+        self.params.iter().find(|p| p.name == name)
+    }
+}
+
+/// Whether a benchmark can run on this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// It can run.
+    Ready,
+    /// It cannot, for this reason (no GPU, no O_DIRECT, ...). Becomes a
+    /// `skipped` record, never an error exit.
+    Skip(String),
+}
+
+/// What a benchmark may know about the run: the host, where it may write,
+/// user options, and the cancellation flag.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// The machine, as detected once at the start of the run.
+    pub host: Arc<Host>,
+    /// Directory a benchmark may create files in (it removes them itself).
+    pub scratch_dir: PathBuf,
+    /// `--quick`: benchmarks may shrink their defaults.
+    pub quick: bool,
+    /// Free-form options a module understands (`peer`, `token`,
+    /// `peak-mem-bw`), set from the CLI or by an embedding program.
+    pub options: BTreeMap<String, String>,
+    /// Set when the user pressed Ctrl-C; long cases should check it between
+    /// operations via [`Context::cancelled`].
+    pub cancel: Arc<AtomicBool>,
+}
+
+impl Context {
+    /// A context for `host` with the scratch directory set to the system
+    /// temporary directory.
+    pub fn new(host: Arc<Host>) -> Self {
+        Context {
+            host,
+            scratch_dir: std::env::temp_dir(),
+            quick: false,
+            options: BTreeMap::new(),
+            cancel: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// True once the run was asked to stop.
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+}
+
+/// The work one batch did. Rates are computed by the runner.
+#[derive(Debug, Default)]
+pub struct Work {
+    /// Operations completed (calls, I/Os, messages, flops...).
+    pub ops: u64,
+    /// Bytes moved, counted once per direction.
+    pub bytes: u64,
+    /// Per-operation latencies in nanoseconds, when the case records them.
+    pub latency: Option<Histogram<u64>>,
+    /// Time measured by the device itself (CUDA events), used instead of the
+    /// runner's wall clock when present.
+    pub elapsed: Option<Duration>,
+    /// Values for [`MetricSource::Reported`] metrics.
+    pub values: BTreeMap<&'static str, f64>,
+}
+
+impl Work {
+    /// Work of `ops` operations.
+    pub fn ops(ops: u64) -> Self {
+        Work {
+            ops,
+            ..Work::default()
+        }
+    }
+
+    /// Work of `ops` operations moving `bytes` bytes.
+    pub fn ops_bytes(ops: u64, bytes: u64) -> Self {
+        Work {
+            ops,
+            bytes,
+            ..Work::default()
+        }
+    }
+}
+
+/// A prepared sweep point. Created by [`Benchmark::prepare`] (untimed),
+/// timed through [`Case::run`], always finished with [`Case::teardown`].
+pub trait Case: Send {
+    /// The one timed verb: perform `iters` iterations and say what was done.
+    /// The runner times this call (unless [`Work::elapsed`] is set).
+    fn run(&mut self, iters: u64) -> Result<Work, BenchError>;
+
+    /// Releases what `prepare` made: files removed, sockets closed, threads
+    /// joined. Always called once, also after an error or an interrupt.
+    fn teardown(&mut self) -> Result<(), BenchError> {
+        Ok(())
+    }
+
+    /// The theoretical peak for the headline metric at this point, if one can
+    /// be derived. The runner adds the efficiency.
+    fn peak(&self) -> Option<Peak> {
+        None
+    }
+
+    /// Caveats to attach to the record (page cache involved, f16 emulated...).
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A benchmark: a stateless descriptor registered in a [`crate::Registry`].
+pub trait Benchmark: Send + Sync {
+    /// Id, description, parameters and metrics.
+    fn meta(&self) -> Meta;
+
+    /// Whether it can run here; the default is [`Probe::Ready`].
+    fn probe(&self, ctx: &Context) -> Probe {
+        let _ = ctx;
+        Probe::Ready
+    }
+
+    /// Cross-parameter checks on a fully filled point, run before anything
+    /// starts (for example `block` must not exceed `size`).
+    fn validate(&self, point: &Point) -> Result<(), ConfigError> {
+        let _ = point;
+        Ok(())
+    }
+
+    /// Untimed setup of one sweep point.
+    fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError>;
+}
+
+impl std::fmt::Debug for dyn Benchmark + '_ {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Benchmark")
+            .field("id", &self.meta().id)
+            .finish()
+    }
+}

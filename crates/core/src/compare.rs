@@ -1,0 +1,1 @@
+//! Comparison of two reports (filled in below).

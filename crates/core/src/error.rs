@@ -1,0 +1,147 @@
+//! Typed errors of the core library.
+//!
+//! Two families: [`ConfigError`] is the user's fault (a bad flag value, an
+//! unknown benchmark) and is detected before anything runs; [`BenchError`] is
+//! what a benchmark reports while it prepares or runs, and becomes a `failed`
+//! record rather than aborting the whole run.
+
+use std::io;
+
+/// A problem with the configuration the user asked for. Always detected
+/// before the first benchmark starts.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A parameter value that does not parse or is out of bounds.
+    #[error("invalid value `{value}` for parameter `{param}`: {reason}")]
+    InvalidValue {
+        /// Parameter name (`block`, `threads`, ...).
+        param: String,
+        /// The text the user gave.
+        value: String,
+        /// Why it was rejected, with a hint of what is accepted.
+        reason: String,
+    },
+    /// A parameter that no selected benchmark accepts.
+    #[error(
+        "unknown parameter `{param}`: valid parameters for the selected benchmarks are {valid}"
+    )]
+    UnknownParam {
+        /// The parameter name given.
+        param: String,
+        /// Comma-separated list of accepted parameter names.
+        valid: String,
+    },
+    /// A selector that matches no benchmark.
+    #[error(
+        "unknown benchmark `{selector}`: valid selectors are `all`, a module ({modules}) or a benchmark id (see `benchsuite list`)"
+    )]
+    UnknownSelector {
+        /// The selector given.
+        selector: String,
+        /// Comma-separated module names.
+        modules: String,
+    },
+    /// A sweep that would produce too many points.
+    #[error(
+        "the sweep expands to {points} points for `{bench}`, more than the limit of {limit}; narrow a range"
+    )]
+    SweepTooLarge {
+        /// Benchmark id.
+        bench: String,
+        /// Number of points.
+        points: usize,
+        /// Limit.
+        limit: usize,
+    },
+    /// Any other invalid setting (for example `--runs 0`).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// An error raised by a benchmark while preparing or running a case. It is
+/// recorded as a `failed` record; the run continues with the next point.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// An operating-system call failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The OS error (its errno is kept).
+        #[source]
+        source: io::Error,
+    },
+    /// A result failed its correctness check (for example a copy whose
+    /// destination does not match its source).
+    #[error("verification failed: {0}")]
+    Verify(String),
+    /// The point cannot run with these parameters on this machine.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The run was interrupted (Ctrl-C) before this record finished.
+    #[error("interrupted")]
+    Interrupted,
+    /// Anything else.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl BenchError {
+    /// Wraps an [`io::Error`] with a short description of what was being done.
+    pub fn io(context: impl Into<String>, source: io::Error) -> Self {
+        BenchError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// Wraps the current `errno` (after a failed libc call).
+    pub fn last_os_error(context: impl Into<String>) -> Self {
+        Self::io(context, io::Error::last_os_error())
+    }
+}
+
+/// Errors reading or comparing result files.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// File path.
+        path: String,
+        /// Cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The file is not a benchsuite JSON report.
+    #[error("{path} is not a valid benchsuite JSON report: {source}")]
+    Parse {
+        /// File path.
+        path: String,
+        /// Cause.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Two reports with different major schema versions.
+    #[error(
+        "cannot compare schema version {base} with {new}: the major versions differ; re-run the baseline with this benchsuite version"
+    )]
+    SchemaMismatch {
+        /// Schema version of the baseline.
+        base: String,
+        /// Schema version of the new report.
+        new: String,
+    },
+    /// The report's schema is newer than this build understands.
+    #[error(
+        "{path} has schema version {found}, this benchsuite reads major version {supported}; upgrade benchsuite"
+    )]
+    UnsupportedSchema {
+        /// File path.
+        path: String,
+        /// Version in the file.
+        found: String,
+        /// Major version this build reads.
+        supported: u32,
+    },
+}

@@ -1,0 +1,1 @@
+//! Exporters: one small file per output format.

@@ -1,0 +1,384 @@
+//! Host detection: what changes the numbers.
+//!
+//! Everything is read from the running machine (`/proc`, `/sys`, `uname`,
+//! runtime CPU feature detection). A field that cannot be read is `None`
+//! (`null` in JSON) — never a guess.
+
+use std::collections::BTreeMap;
+use std::fs;
+
+use serde::{Deserialize, Serialize};
+
+/// The machine a report was measured on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Host {
+    /// Host name.
+    pub hostname: Option<String>,
+    /// Operating system (`linux`).
+    pub os: String,
+    /// CPU architecture (`x86_64`).
+    pub arch: String,
+    /// Kernel release (`uname -r`).
+    pub kernel: Option<String>,
+    /// Processor.
+    pub cpu: CpuInfo,
+    /// Total memory in bytes.
+    pub memory_bytes: Option<u64>,
+    /// Hypervisor, when running virtualised (`kvm`, `vmware`...), or
+    /// `none` when the CPU reports no hypervisor; `null` when unknown.
+    pub virtualization: Option<String>,
+    /// The benchsuite build that measured.
+    pub build: BuildInfo,
+    /// Module-specific facts (file system under test, NIC, GPU), keyed by
+    /// module name.
+    #[serde(default)]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// Processor facts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuInfo {
+    /// Model name.
+    pub model: Option<String>,
+    /// Vendor (`GenuineIntel`, `AuthenticAMD`, ARM implementer).
+    pub vendor: Option<String>,
+    /// Logical CPUs online.
+    pub logical_cpus: Option<usize>,
+    /// Physical cores (distinct core ids per package).
+    pub physical_cores: Option<usize>,
+    /// Sockets (distinct physical package ids).
+    pub sockets: Option<usize>,
+    /// SIMD features detected at run time (`sse2`, `avx2`, `fma`, `avx512f`...).
+    pub simd: Vec<String>,
+    /// Base frequency, MHz (sysfs `base_frequency`), when exposed.
+    pub base_mhz: Option<f64>,
+    /// Maximum frequency, MHz (sysfs `cpuinfo_max_freq`), when exposed.
+    pub max_mhz: Option<f64>,
+    /// Frequency governor of cpu0, when exposed.
+    pub governor: Option<String>,
+    /// Caches of cpu0.
+    pub caches: Vec<CacheInfo>,
+}
+
+/// One cache as seen from cpu0.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheInfo {
+    /// Level (1, 2, 3).
+    pub level: u32,
+    /// `Data`, `Instruction` or `Unified`.
+    pub kind: String,
+    /// Size in bytes.
+    pub size_bytes: u64,
+    /// Logical CPUs sharing it, when known.
+    pub shared_by: Option<usize>,
+}
+
+/// How benchsuite itself was built.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BuildInfo {
+    /// benchsuite-core version.
+    pub version: String,
+    /// `release` or `debug`. Debug builds give meaningless numbers.
+    pub profile: String,
+    /// Target triple parts (`x86_64-linux`).
+    pub target: String,
+}
+
+impl BuildInfo {
+    /// This build.
+    pub fn current() -> BuildInfo {
+        BuildInfo {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            profile: if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "release"
+            }
+            .to_string(),
+            target: format!("{}-{}", std::env::consts::ARCH, std::env::consts::OS),
+        }
+    }
+
+    /// True for a debug build (numbers from it are not representative).
+    pub fn is_debug(&self) -> bool {
+        self.profile == "debug"
+    }
+}
+
+impl Host {
+    /// Detects the current machine. Never fails: unreadable facts are `None`.
+    pub fn detect() -> Host {
+        let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        Host {
+            hostname: hostname(),
+            os: std::env::consts::OS.to_string(),
+            arch: std::env::consts::ARCH.to_string(),
+            kernel: read_trim("/proc/sys/kernel/osrelease"),
+            cpu: CpuInfo::detect(&cpuinfo),
+            memory_bytes: mem_total(),
+            virtualization: virtualization(&cpuinfo),
+            build: BuildInfo::current(),
+            extra: BTreeMap::new(),
+        }
+    }
+
+    /// A list of the facts that could not be detected (for `benchsuite info`).
+    pub fn unknown_fields(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        let c = &self.cpu;
+        let checks: [(&'static str, bool); 12] = [
+            ("hostname", self.hostname.is_none()),
+            ("kernel", self.kernel.is_none()),
+            ("cpu.model", c.model.is_none()),
+            ("cpu.vendor", c.vendor.is_none()),
+            ("cpu.logical_cpus", c.logical_cpus.is_none()),
+            ("cpu.physical_cores", c.physical_cores.is_none()),
+            ("cpu.sockets", c.sockets.is_none()),
+            ("cpu.base_mhz", c.base_mhz.is_none()),
+            ("cpu.max_mhz", c.max_mhz.is_none()),
+            ("cpu.governor", c.governor.is_none()),
+            ("memory_bytes", self.memory_bytes.is_none()),
+            ("virtualization", self.virtualization.is_none()),
+        ];
+        for (name, missing) in checks {
+            if missing {
+                v.push(name);
+            }
+        }
+        if c.caches.is_empty() {
+            v.push("cpu.caches");
+        }
+        v
+    }
+
+    /// Size of the last-level data or unified cache, bytes.
+    pub fn last_level_cache(&self) -> Option<u64> {
+        self.cpu
+            .caches
+            .iter()
+            .filter(|c| c.kind != "Instruction")
+            .max_by_key(|c| c.level)
+            .map(|c| c.size_bytes)
+    }
+}
+
+impl CpuInfo {
+    fn detect(cpuinfo: &str) -> CpuInfo {
+        let field = |key: &str| {
+            cpuinfo.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == key).then(|| v.trim().to_string())
+            })
+        };
+        let (physical_cores, sockets) = topology(cpuinfo);
+        let khz_to_mhz = |p: &str| {
+            read_trim(p)
+                .and_then(|s| s.parse::<f64>().ok())
+                .map(|k| k / 1000.0)
+        };
+        CpuInfo {
+            model: field("model name").or_else(|| field("Model")),
+            vendor: field("vendor_id").or_else(|| field("CPU implementer")),
+            logical_cpus: std::thread::available_parallelism().ok().map(|n| n.get()),
+            physical_cores,
+            sockets,
+            simd: simd_features(),
+            base_mhz: khz_to_mhz("/sys/devices/system/cpu/cpu0/cpufreq/base_frequency"),
+            max_mhz: khz_to_mhz("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"),
+            governor: read_trim("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+            caches: caches(),
+        }
+    }
+}
+
+fn read_trim(path: &str) -> Option<String> {
+    fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+fn hostname() -> Option<String> {
+    read_trim("/proc/sys/kernel/hostname").or_else(|| read_trim("/etc/hostname"))
+}
+
+fn mem_total() -> Option<u64> {
+    let text = fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Distinct (package, core) pairs and distinct packages from /proc/cpuinfo.
+fn topology(cpuinfo: &str) -> (Option<usize>, Option<usize>) {
+    let mut cores = std::collections::BTreeSet::new();
+    let mut packages = std::collections::BTreeSet::new();
+    for block in cpuinfo.split("\n\n") {
+        let get = |key: &str| {
+            block.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == key).then(|| v.trim().to_string())
+            })
+        };
+        if let (Some(pkg), Some(core)) = (get("physical id"), get("core id")) {
+            packages.insert(pkg.clone());
+            cores.insert((pkg, core));
+        }
+    }
+    let n = |s: usize| (s > 0).then_some(s);
+    (n(cores.len()), n(packages.len()))
+}
+
+fn virtualization(cpuinfo: &str) -> Option<String> {
+    let flags = cpuinfo.lines().find(|l| l.starts_with("flags"))?;
+    if !flags.split_whitespace().any(|f| f == "hypervisor") {
+        return Some("none".into());
+    }
+    let vendor = read_trim("/sys/class/dmi/id/sys_vendor")
+        .unwrap_or_default()
+        .to_lowercase();
+    let product = read_trim("/sys/class/dmi/id/product_name")
+        .unwrap_or_default()
+        .to_lowercase();
+    let both = format!("{vendor} {product}");
+    let name = if both.contains("qemu") || both.contains("kvm") {
+        "kvm"
+    } else if both.contains("vmware") {
+        "vmware"
+    } else if both.contains("microsoft") {
+        "hyper-v"
+    } else if both.contains("xen") {
+        "xen"
+    } else if both.contains("amazon") {
+        "kvm (aws nitro)"
+    } else if both.contains("google") {
+        "kvm (gce)"
+    } else {
+        "unknown hypervisor"
+    };
+    Some(name.into())
+}
+
+fn caches() -> Vec<CacheInfo> {
+    let mut out = Vec::new();
+    for i in 0..16 {
+        let base = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+        let Some(level) = read_trim(&format!("{base}/level")).and_then(|s| s.parse().ok()) else {
+            break;
+        };
+        let Some(size) =
+            read_trim(&format!("{base}/size")).and_then(|s| crate::units::parse_size(&s).ok())
+        else {
+            continue;
+        };
+        let shared_by = read_trim(&format!("{base}/shared_cpu_list")).map(|s| cpu_list_len(&s));
+        out.push(CacheInfo {
+            level,
+            kind: read_trim(&format!("{base}/type")).unwrap_or_else(|| "Unified".into()),
+            size_bytes: size,
+            shared_by,
+        });
+    }
+    out
+}
+
+/// Number of CPUs in a list like `0-3,8,10-11`.
+fn cpu_list_len(s: &str) -> usize {
+    s.split(',')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('-') {
+            Some((a, b)) => match (a.parse::<usize>(), b.parse::<usize>()) {
+                (Ok(a), Ok(b)) if b >= a => b - a + 1,
+                _ => 0,
+            },
+            None => 1,
+        })
+        .sum()
+}
+
+fn simd_features() -> Vec<String> {
+    #[allow(unused_mut)]
+    let mut v: Vec<&str> = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    {
+        macro_rules! check {
+            ($($f:tt),*) => {$(
+                if std::arch::is_x86_feature_detected!($f) { v.push($f); }
+            )*};
+        }
+        check!(
+            "sse2",
+            "sse4.2",
+            "avx",
+            "avx2",
+            "fma",
+            "f16c",
+            "avx512f",
+            "avx512bw",
+            "avx512vl",
+            "avx512dq",
+            "avx512vnni",
+            "avx512bf16",
+            "avx512fp16",
+            "avxvnni"
+        );
+        // AMX detection is not stable in std; the kernel's flags say it.
+        let flags = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let flags = flags.lines().find(|l| l.starts_with("flags")).unwrap_or("");
+        for (flag, name) in [
+            ("amx_tile", "amx-tile"),
+            ("amx_int8", "amx-int8"),
+            ("amx_bf16", "amx-bf16"),
+        ] {
+            if flags.split_whitespace().any(|f| f == flag) {
+                v.push(name);
+            }
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        macro_rules! check {
+            ($($f:tt),*) => {$(
+                if std::arch::is_aarch64_feature_detected!($f) { v.push($f); }
+            )*};
+        }
+        check!("neon", "fp16", "dotprod", "sve", "sve2", "bf16", "i8mm");
+    }
+    v.into_iter().map(String::from).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(cpu_list_len("0-3,8,10-11"), 7);
+        assert_eq!(cpu_list_len("0"), 1);
+    }
+
+    #[test]
+    fn topology_counts_distinct_cores() {
+        let text = "processor: 0\nphysical id: 0\ncore id: 0\n\nprocessor: 1\nphysical id: 0\ncore id: 0\n\nprocessor: 2\nphysical id: 0\ncore id: 1\n";
+        assert_eq!(topology(text), (Some(2), Some(1)));
+        assert_eq!(topology(""), (None, None));
+    }
+
+    #[test]
+    fn detect_is_consistent() {
+        let h = Host::detect();
+        assert!(!h.os.is_empty());
+        if let Some(l) = h.cpu.logical_cpus {
+            assert!(l >= 1);
+        }
+        for c in &h.cpu.caches {
+            assert!((1..=4).contains(&c.level) && c.size_bytes >= 1024, "{c:?}");
+        }
+        if let Some(m) = h.memory_bytes {
+            assert!(m > 1 << 20);
+        }
+        let json = serde_json::to_string(&h).unwrap();
+        let back: Host = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, h);
+    }
+}

@@ -1,0 +1,63 @@
+//! # benchsuite-core
+//!
+//! The engine behind benchsuite: the [`Benchmark`] / [`Case`] plugin
+//! contract, typed parameters and sweeps, the [`runner`], statistics, the
+//! versioned result model ([`Report`]), host detection, exporters and
+//! [`compare`](compare::compare).
+//!
+//! This crate knows no resource (CPU, disk, ...) and no command-line parser:
+//! resource crates implement [`Benchmark`]; the `benchsuite` crate composes
+//! them into a [`Registry`] and maps its flags onto a [`RunConfig`].
+//!
+//! ```
+//! use benchsuite_core::{Benchmark, Case, Context, Meta, MetricSpec, Point, Registry, RunConfig, Work, BenchError};
+//!
+//! struct Add;
+//! struct AddCase(u64);
+//! impl Case for AddCase {
+//!     fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
+//!         for i in 0..iters {
+//!             self.0 = std::hint::black_box(self.0.wrapping_add(i));
+//!         }
+//!         Ok(Work::ops(iters))
+//!     }
+//! }
+//! impl Benchmark for Add {
+//!     fn meta(&self) -> Meta {
+//!         Meta { id: "demo.add", description: "adds", params: vec![],
+//!                metrics: vec![MetricSpec::time_per_op("time_per_op")] }
+//!     }
+//!     fn prepare(&self, _: &Context, _: &Point) -> Result<Box<dyn Case>, BenchError> {
+//!         Ok(Box::new(AddCase(0)))
+//!     }
+//! }
+//!
+//! let mut registry = Registry::new();
+//! registry.register(Box::new(Add));
+//! let mut config = RunConfig::quick();
+//! config.runs = 2;
+//! let report = benchsuite_core::runner::run(&registry, &config, &mut benchsuite_core::runner::Silent).unwrap();
+//! assert_eq!(report.records[0].status, benchsuite_core::Status::Ok);
+//! ```
+
+pub mod bench;
+pub mod compare;
+pub mod error;
+pub mod export;
+pub mod host;
+pub mod param;
+pub mod registry;
+pub mod report;
+pub mod runner;
+pub mod stats;
+pub mod sweep;
+pub mod units;
+
+pub use bench::{Benchmark, Case, Context, Direction, Meta, MetricSource, MetricSpec, Probe, Work};
+pub use error::{BenchError, ConfigError, ReportError};
+pub use host::Host;
+pub use param::{ParamKind, ParamSpec, Point, Value};
+pub use registry::{Module, Registry};
+pub use report::{Metric, Peak, PeakInput, Record, Report, SCHEMA_VERSION, Status};
+pub use runner::{Observer, RunConfig};
+pub use stats::{LatencySummary, Summary};

@@ -1,0 +1,352 @@
+//! Typed parameters: what a benchmark accepts and the values of one sweep point.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConfigError;
+use crate::units::{format_size, parse_size};
+
+/// The value of one parameter at one sweep point.
+///
+/// In JSON a value is a plain number, string or boolean (untagged).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Value {
+    /// A boolean (`on`/`off`).
+    Bool(bool),
+    /// A count or a size in bytes.
+    Int(u64),
+    /// A real number.
+    Float(f64),
+    /// One of a fixed set of choices, or free text.
+    Str(String),
+}
+
+impl Value {
+    /// The integer, if this is one.
+    pub fn as_u64(&self) -> Option<u64> {
+        match self {
+            Value::Int(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// The string, if this is one.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The boolean, if this is one.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// The number as a float, for ints and floats.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Int(v) => Some(*v as f64),
+            Value::Float(v) => Some(*v),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Bool(true) => f.write_str("on"),
+            Value::Bool(false) => f.write_str("off"),
+            Value::Int(v) => write!(f, "{v}"),
+            Value::Float(v) => write!(f, "{v}"),
+            Value::Str(s) => f.write_str(s),
+        }
+    }
+}
+
+/// The type and bounds of a parameter.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParamKind {
+    /// A whole number (threads, iterations, arguments) within `min..=max`.
+    Count {
+        /// Smallest accepted value.
+        min: u64,
+        /// Largest accepted value.
+        max: u64,
+    },
+    /// A size in bytes within `min..=max`; accepts `4K`, `1MiB`, ...
+    Size {
+        /// Smallest accepted size.
+        min: u64,
+        /// Largest accepted size.
+        max: u64,
+    },
+    /// One of a fixed list of names.
+    Choice(&'static [&'static str]),
+    /// `on|off` (also `true|false`, `yes|no`, `1|0`).
+    Bool,
+}
+
+impl ParamKind {
+    /// Parses one scalar value (no lists or ranges) and checks its bounds.
+    pub fn parse(&self, param: &str, text: &str) -> Result<Value, ConfigError> {
+        let bad = |reason: String| ConfigError::InvalidValue {
+            param: param.to_string(),
+            value: text.to_string(),
+            reason,
+        };
+        let t = text.trim();
+        match self {
+            ParamKind::Count { min, max } => {
+                let v: u64 = t
+                    .parse()
+                    .map_err(|_| bad("expected a whole number".into()))?;
+                if v < *min || v > *max {
+                    return Err(bad(format!("must be between {min} and {max}")));
+                }
+                Ok(Value::Int(v))
+            }
+            ParamKind::Size { min, max } => {
+                let v = parse_size(t).map_err(bad)?;
+                if v < *min || v > *max {
+                    return Err(bad(format!(
+                        "must be between {} and {}",
+                        format_size(*min),
+                        format_size(*max)
+                    )));
+                }
+                Ok(Value::Int(v))
+            }
+            ParamKind::Choice(names) => {
+                if names.contains(&t) {
+                    Ok(Value::Str(t.to_string()))
+                } else {
+                    Err(bad(format!("expected one of {}", names.join(", "))))
+                }
+            }
+            ParamKind::Bool => match t.to_ascii_lowercase().as_str() {
+                "on" | "true" | "yes" | "1" => Ok(Value::Bool(true)),
+                "off" | "false" | "no" | "0" => Ok(Value::Bool(false)),
+                _ => Err(bad("expected on or off".into())),
+            },
+        }
+    }
+
+    /// Checks that an already-typed value fits this kind and its bounds.
+    pub fn check(&self, param: &str, value: &Value) -> Result<(), ConfigError> {
+        let ok = match (self, value) {
+            (ParamKind::Count { min, max }, Value::Int(v))
+            | (ParamKind::Size { min, max }, Value::Int(v)) => v >= min && v <= max,
+            (ParamKind::Choice(names), Value::Str(s)) => names.contains(&s.as_str()),
+            (ParamKind::Bool, Value::Bool(_)) => true,
+            _ => false,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(ConfigError::InvalidValue {
+                param: param.to_string(),
+                value: value.to_string(),
+                reason: format!("does not fit {}", self.describe()),
+            })
+        }
+    }
+
+    /// A short human description (`1..128`, `512B..100MiB`, `read|write`).
+    pub fn describe(&self) -> String {
+        match self {
+            ParamKind::Count { min, max } => format!("{min}..{max}"),
+            ParamKind::Size { min, max } => format!("{}..{}", format_size(*min), format_size(*max)),
+            ParamKind::Choice(names) => names.join("|"),
+            ParamKind::Bool => "on|off".into(),
+        }
+    }
+
+    /// Formats a value of this kind the way a user would type it.
+    pub fn display(&self, value: &Value) -> String {
+        match (self, value) {
+            (ParamKind::Size { .. }, Value::Int(v)) => format_size(*v),
+            _ => value.to_string(),
+        }
+    }
+}
+
+/// The declaration of one parameter a benchmark accepts.
+#[derive(Debug, Clone)]
+pub struct ParamSpec {
+    /// Name used on the command line (`--param name=...`) and in results.
+    pub name: &'static str,
+    /// One-line description.
+    pub help: &'static str,
+    /// Type and bounds.
+    pub kind: ParamKind,
+    /// Value used when the user gives none.
+    pub default: Value,
+    /// Small value used by conformance tests and `--quick`; `None` means the
+    /// default is already small.
+    pub smoke: Option<Value>,
+}
+
+impl ParamSpec {
+    /// A count parameter.
+    pub fn count(name: &'static str, help: &'static str, min: u64, max: u64, default: u64) -> Self {
+        ParamSpec {
+            name,
+            help,
+            kind: ParamKind::Count { min, max },
+            default: Value::Int(default),
+            smoke: None,
+        }
+    }
+
+    /// A size parameter (bytes).
+    pub fn size(name: &'static str, help: &'static str, min: u64, max: u64, default: u64) -> Self {
+        ParamSpec {
+            name,
+            help,
+            kind: ParamKind::Size { min, max },
+            default: Value::Int(default),
+            smoke: None,
+        }
+    }
+
+    /// A choice parameter; `default` must be one of `choices`.
+    pub fn choice(
+        name: &'static str,
+        help: &'static str,
+        choices: &'static [&'static str],
+        default: &'static str,
+    ) -> Self {
+        ParamSpec {
+            name,
+            help,
+            kind: ParamKind::Choice(choices),
+            default: Value::Str(default.to_string()),
+            smoke: None,
+        }
+    }
+
+    /// A boolean parameter.
+    pub fn flag(name: &'static str, help: &'static str, default: bool) -> Self {
+        ParamSpec {
+            name,
+            help,
+            kind: ParamKind::Bool,
+            default: Value::Bool(default),
+            smoke: None,
+        }
+    }
+
+    /// Sets the smoke value (used by tests and `--quick`).
+    pub fn with_smoke(mut self, smoke: Value) -> Self {
+        self.smoke = Some(smoke);
+        self
+    }
+
+    /// The smoke value, or the default when none is set.
+    pub fn smoke_value(&self) -> &Value {
+        self.smoke.as_ref().unwrap_or(&self.default)
+    }
+}
+
+/// The parameter values of one sweep point, ordered by name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Point(pub BTreeMap<String, Value>);
+
+impl Point {
+    /// The value of a parameter. Panics are avoided: a missing parameter is
+    /// `None` (the runner fills every declared parameter, so benchmarks may
+    /// treat `None` as a programming error and return a `BenchError`).
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.0.get(name)
+    }
+
+    /// An integer parameter (count or size), or a [`BenchError`] naming it.
+    pub fn u64(&self, name: &str) -> Result<u64, crate::BenchError> {
+        self.get(name).and_then(Value::as_u64).ok_or_else(|| {
+            crate::BenchError::Other(format!("parameter `{name}` missing or not an integer"))
+        })
+    }
+
+    /// A choice or string parameter, or a [`BenchError`] naming it.
+    pub fn str(&self, name: &str) -> Result<&str, crate::BenchError> {
+        self.get(name).and_then(Value::as_str).ok_or_else(|| {
+            crate::BenchError::Other(format!("parameter `{name}` missing or not a string"))
+        })
+    }
+
+    /// A boolean parameter, or a [`BenchError`] naming it.
+    pub fn bool(&self, name: &str) -> Result<bool, crate::BenchError> {
+        self.get(name).and_then(Value::as_bool).ok_or_else(|| {
+            crate::BenchError::Other(format!("parameter `{name}` missing or not on/off"))
+        })
+    }
+
+    /// Sets a value.
+    pub fn set(&mut self, name: &str, value: Value) {
+        self.0.insert(name.to_string(), value);
+    }
+
+    /// `name=value` pairs, as a user would type them.
+    pub fn label(&self) -> String {
+        self.0
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_parse_and_bound() {
+        let k = ParamKind::Count { min: 1, max: 128 };
+        assert_eq!(k.parse("threads", "8").unwrap(), Value::Int(8));
+        let e = k.parse("threads", "0").unwrap_err().to_string();
+        assert!(
+            e.contains("threads") && e.contains("between 1 and 128"),
+            "{e}"
+        );
+        let s = ParamKind::Size {
+            min: 1,
+            max: 1 << 30,
+        };
+        assert_eq!(s.parse("block", "1MB").unwrap(), Value::Int(1 << 20));
+        let e = s.parse("block", "1XB").unwrap_err().to_string();
+        assert!(e.contains("block") && e.contains("1XB"), "{e}");
+        let c = ParamKind::Choice(&["read", "write"]);
+        assert!(
+            c.parse("op", "copy")
+                .unwrap_err()
+                .to_string()
+                .contains("read, write")
+        );
+        assert_eq!(
+            ParamKind::Bool.parse("nt", "on").unwrap(),
+            Value::Bool(true)
+        );
+    }
+
+    #[test]
+    fn values_serialize_untagged() {
+        let mut p = Point::default();
+        p.set("block", Value::Int(4096));
+        p.set("op", Value::Str("read".into()));
+        p.set("nt", Value::Bool(false));
+        let j = serde_json::to_string(&p).unwrap();
+        assert_eq!(j, r#"{"block":4096,"nt":false,"op":"read"}"#);
+        let back: Point = serde_json::from_str(&j).unwrap();
+        assert_eq!(back, p);
+    }
+}

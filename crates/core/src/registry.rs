@@ -1,0 +1,216 @@
+//! The list of benchmarks, grouped by module, and selector matching.
+
+use crate::bench::Benchmark;
+use crate::error::ConfigError;
+
+/// A module: a named group of benchmarks (one resource crate).
+#[derive(Debug)]
+pub struct Module {
+    /// Module name (`os`, `disk`); benchmark ids start with `name.`.
+    pub name: &'static str,
+    /// One-line description.
+    pub description: &'static str,
+    /// Its benchmarks, in the order they run.
+    pub benchmarks: Vec<Box<dyn Benchmark>>,
+}
+
+/// All benchmarks known to a run.
+///
+/// Selectors: `all` (or none) selects everything; a module name (`os`) its
+/// benchmarks; an id (`os.syscall`) one benchmark; a glob with `*`
+/// (`mem.*`, `*.latency`) matching ids.
+#[derive(Debug, Default)]
+pub struct Registry {
+    modules: Vec<Module>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Registry::default()
+    }
+
+    /// Adds a module with its benchmarks. A module may be empty (its crate
+    /// exists but has no benchmark yet).
+    pub fn add_module(
+        &mut self,
+        name: &'static str,
+        description: &'static str,
+        benchmarks: Vec<Box<dyn Benchmark>>,
+    ) {
+        self.modules.push(Module {
+            name,
+            description,
+            benchmarks,
+        });
+    }
+
+    /// Adds one benchmark; it joins the module named by its id's prefix,
+    /// created on first use. This is how an embedding program adds its own.
+    pub fn register(&mut self, bench: Box<dyn Benchmark>) {
+        let module = bench.meta().module();
+        match self.modules.iter_mut().find(|m| m.name == module) {
+            Some(m) => m.benchmarks.push(bench),
+            None => self.add_module(module, "", vec![bench]),
+        }
+    }
+
+    /// The modules, in registration order.
+    pub fn modules(&self) -> &[Module] {
+        &self.modules
+    }
+
+    /// Every benchmark, in registration order.
+    pub fn benchmarks(&self) -> impl Iterator<Item = &dyn Benchmark> {
+        self.modules
+            .iter()
+            .flat_map(|m| m.benchmarks.iter().map(|b| b.as_ref()))
+    }
+
+    /// The benchmarks matching any of `selectors` (all when empty), in
+    /// registration order, each once. A selector matching nothing is an
+    /// error naming it; so is a selection with no benchmark at all.
+    pub fn select(&self, selectors: &[String]) -> Result<Vec<&dyn Benchmark>, ConfigError> {
+        let all = selectors.is_empty() || selectors.iter().any(|s| s == "all");
+        let mut chosen = vec![false; self.benchmarks().count()];
+        let mut empty_modules = Vec::new();
+        if all {
+            chosen.iter_mut().for_each(|c| *c = true);
+        } else {
+            for sel in selectors {
+                let mut matched = false;
+                if let Some(m) = self.modules.iter().find(|m| m.name == sel.as_str())
+                    && m.benchmarks.is_empty()
+                {
+                    empty_modules.push(m.name);
+                    matched = true;
+                }
+                for (i, b) in self.benchmarks().enumerate() {
+                    let meta = b.meta();
+                    if meta.module() == sel.as_str()
+                        || meta.id == sel.as_str()
+                        || glob(sel, meta.id)
+                    {
+                        chosen[i] = true;
+                        matched = true;
+                    }
+                }
+                if !matched {
+                    return Err(ConfigError::UnknownSelector {
+                        selector: sel.clone(),
+                        modules: self
+                            .modules
+                            .iter()
+                            .map(|m| m.name)
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    });
+                }
+            }
+        }
+        let out: Vec<&dyn Benchmark> = self
+            .benchmarks()
+            .zip(chosen)
+            .filter_map(|(b, c)| c.then_some(b))
+            .collect();
+        if out.is_empty() {
+            let why = if empty_modules.is_empty() {
+                "no benchmarks are registered".to_string()
+            } else {
+                format!(
+                    "module {} has no benchmarks in this version yet",
+                    empty_modules.join(", ")
+                )
+            };
+            return Err(ConfigError::Invalid(format!("nothing to run: {why}")));
+        }
+        Ok(out)
+    }
+}
+
+/// Glob match where `*` matches any run of characters (only when the
+/// pattern contains one).
+fn glob(pattern: &str, text: &str) -> bool {
+    if !pattern.contains('*') {
+        return false;
+    }
+    fn rec(p: &[u8], t: &[u8]) -> bool {
+        match p.split_first() {
+            None => t.is_empty(),
+            Some((b'*', rest)) => (0..=t.len()).any(|i| rec(rest, &t[i..])),
+            Some((c, rest)) => t.first() == Some(c) && rec(rest, &t[1..]),
+        }
+    }
+    rec(pattern.as_bytes(), text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::{Case, Context, Meta, MetricSpec};
+    use crate::error::BenchError;
+    use crate::param::Point;
+
+    struct Dummy(&'static str);
+    impl Benchmark for Dummy {
+        fn meta(&self) -> Meta {
+            Meta {
+                id: self.0,
+                description: "",
+                params: vec![],
+                metrics: vec![MetricSpec::time_per_op("t")],
+            }
+        }
+        fn prepare(&self, _: &Context, _: &Point) -> Result<Box<dyn Case>, BenchError> {
+            Err(BenchError::Other("not runnable".into()))
+        }
+    }
+
+    fn reg() -> Registry {
+        let mut r = Registry::new();
+        r.add_module(
+            "os",
+            "",
+            vec![Box::new(Dummy("os.syscall")), Box::new(Dummy("os.timer"))],
+        );
+        r.add_module("mem", "", vec![Box::new(Dummy("mem.latency"))]);
+        r.add_module("disk", "", vec![]);
+        r
+    }
+
+    fn ids(r: &Registry, sel: &[&str]) -> Result<Vec<&'static str>, ConfigError> {
+        let s: Vec<String> = sel.iter().map(|s| s.to_string()).collect();
+        Ok(r.select(&s)?.iter().map(|b| b.meta().id).collect())
+    }
+
+    #[test]
+    fn selectors() {
+        let r = reg();
+        assert_eq!(
+            ids(&r, &[]).unwrap(),
+            ["os.syscall", "os.timer", "mem.latency"]
+        );
+        assert_eq!(ids(&r, &["all"]).unwrap().len(), 3);
+        assert_eq!(ids(&r, &["os"]).unwrap(), ["os.syscall", "os.timer"]);
+        assert_eq!(ids(&r, &["os.timer"]).unwrap(), ["os.timer"]);
+        assert_eq!(
+            ids(&r, &["*.latency", "os.timer"]).unwrap(),
+            ["os.timer", "mem.latency"]
+        );
+        assert_eq!(ids(&r, &["mem.*"]).unwrap(), ["mem.latency"]);
+        assert_eq!(ids(&r, &["disk", "os.timer"]).unwrap(), ["os.timer"]);
+        let e = ids(&r, &["bogus"]).unwrap_err().to_string();
+        assert!(e.contains("`bogus`") && e.contains("os, mem, disk"), "{e}");
+        let e = ids(&r, &["disk"]).unwrap_err().to_string();
+        assert!(e.contains("disk has no benchmarks"), "{e}");
+    }
+
+    #[test]
+    fn register_joins_module_by_id_prefix() {
+        let mut r = reg();
+        r.register(Box::new(Dummy("os.extra")));
+        r.register(Box::new(Dummy("custom.thing")));
+        assert_eq!(ids(&r, &["os"]).unwrap().len(), 3);
+        assert_eq!(ids(&r, &["custom"]).unwrap(), ["custom.thing"]);
+    }
+}

@@ -1,0 +1,264 @@
+//! The result model: plain, versioned data, serialised as JSON.
+//!
+//! # Wire format (schema 1.0)
+//!
+//! ```text
+//! {
+//!   "schema_version": "1.0",          // "MAJOR.MINOR"; MAJOR bumps on breaking change
+//!   "tool_version": "0.1.0",           // benchsuite version that wrote the file
+//!   "started_at": "2026-11-21T21:00:00Z",   // RFC 3339, UTC
+//!   "host": { ... },                   // see `Host`; unknown fields are null
+//!   "config": {                        // how the run was made (see `RunConfigRecord`)
+//!     "selectors": ["os"], "params": {"threads": "1,2"}, "runs": 5,
+//!     "min_sample_time_s": 0.01, "warmup_time_s": 0.05, "duration_s": null,
+//!     "interval_s": null, "quick": false, "timer_overhead_s": 2.1e-8,
+//!     "options": {}
+//!   },
+//!   "records": [{
+//!     "id": "os.syscall",             // benchmark id
+//!     "params": {"call": "getppid"},   // the sweep point: numbers (bytes, counts), strings, booleans
+//!     "status": "ok",                  // "ok" | "skipped" | "failed"
+//!     "reason": null,                  // why skipped / the error when failed
+//!     "iters_per_sample": 65536,       // batch size chosen by the runner
+//!     "metrics": [{
+//!       "name": "time_per_op",
+//!       "unit": "s",                   // base units: s, B/s, op/s, flop/s, %
+//!       "direction": "lower",          // "higher" or "lower" is better
+//!       "samples": [5.1e-8, ...],      // one value per sample (per interval with --duration)
+//!       "timestamps": null,            // seconds since the record started, for time series
+//!       "summary": {"n":5, "mean":..., "median":..., "stddev":..., "cv":...,
+//!                   "min":..., "max":..., "p5":..., "p95":..., "trimmed_mean":...,
+//!                   "ci95": [low, high]},
+//!       "latency": null                // or {"count","mean","min","p50","p90","p99","p99_9","p99_99","max"} in s
+//!     }],
+//!     "peak": null,                    // or {"metric","value","unit","formula","inputs":{name:{value,unit,source}},"efficiency"}
+//!     "warnings": []
+//!   }]
+//! }
+//! ```
+//!
+//! Readers must ignore fields they do not know (minor versions add fields).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bench::Direction;
+use crate::error::ReportError;
+use crate::host::Host;
+use crate::param::Point;
+use crate::stats::{LatencySummary, Summary};
+
+/// Current schema version, `MAJOR.MINOR`.
+pub const SCHEMA_VERSION: &str = "1.0";
+/// Major schema version this build reads.
+pub const SCHEMA_MAJOR: u32 = 1;
+
+/// The outcome of one benchmark run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Schema version of this document.
+    pub schema_version: String,
+    /// Version of the benchsuite that produced it.
+    pub tool_version: String,
+    /// When the run started (RFC 3339, UTC).
+    pub started_at: String,
+    /// The machine.
+    pub host: Host,
+    /// How the run was configured.
+    pub config: RunConfigRecord,
+    /// One record per benchmark × sweep point.
+    pub records: Vec<Record>,
+}
+
+/// The run configuration as recorded in the report.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunConfigRecord {
+    /// Selectors given (`os`, `mem.*`).
+    pub selectors: Vec<String>,
+    /// Parameter sweeps given, as typed.
+    pub params: BTreeMap<String, String>,
+    /// Samples per record.
+    pub runs: usize,
+    /// Minimum duration of one sample, seconds.
+    pub min_sample_time_s: f64,
+    /// Warm-up time before sampling, seconds.
+    pub warmup_time_s: f64,
+    /// Time-series mode: total duration, seconds.
+    pub duration_s: Option<f64>,
+    /// Time-series mode: interval between samples, seconds.
+    pub interval_s: Option<f64>,
+    /// Whether `--quick` was given.
+    pub quick: bool,
+    /// Measured cost of one clock read (`Instant::now`), seconds.
+    pub timer_overhead_s: f64,
+    /// Module options (`peer`, `peak-mem-bw`...).
+    #[serde(default)]
+    pub options: BTreeMap<String, String>,
+}
+
+/// Whether a record ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Measured.
+    Ok,
+    /// Not run here; `reason` says why.
+    Skipped,
+    /// Started but failed; `reason` holds the error.
+    Failed,
+}
+
+/// One benchmark at one sweep point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Benchmark id.
+    pub id: String,
+    /// Parameter values of this point.
+    pub params: Point,
+    /// Outcome.
+    pub status: Status,
+    /// Why it was skipped, or the error it failed with.
+    pub reason: Option<String>,
+    /// Iterations in one timed batch (chosen by the runner).
+    pub iters_per_sample: Option<u64>,
+    /// Measured metrics (empty unless `ok`).
+    pub metrics: Vec<Metric>,
+    /// Theoretical peak of the headline metric, with its efficiency.
+    pub peak: Option<Peak>,
+    /// Caveats about this number.
+    pub warnings: Vec<String>,
+}
+
+impl Record {
+    /// A record for a benchmark that did not run.
+    pub fn skipped(id: &str, params: Point, reason: impl Into<String>) -> Record {
+        Record {
+            id: id.to_string(),
+            params,
+            status: Status::Skipped,
+            reason: Some(reason.into()),
+            iters_per_sample: None,
+            metrics: Vec::new(),
+            peak: None,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// A record for a benchmark that failed.
+    pub fn failed(id: &str, params: Point, error: impl Into<String>) -> Record {
+        Record {
+            status: Status::Failed,
+            ..Record::skipped(id, params, error)
+        }
+    }
+
+    /// The metric with this name.
+    pub fn metric(&self, name: &str) -> Option<&Metric> {
+        self.metrics.iter().find(|m| m.name == name)
+    }
+
+    /// `id` followed by its parameters, for display and matching.
+    pub fn key(&self) -> String {
+        let p = self.params.label();
+        if p.is_empty() {
+            self.id.clone()
+        } else {
+            format!("{} {}", self.id, p)
+        }
+    }
+}
+
+/// One measured quantity of a record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    /// Name (`time_per_op`, `bandwidth`).
+    pub name: String,
+    /// Base unit (`s`, `B/s`, `op/s`).
+    pub unit: String,
+    /// Which way is better.
+    pub direction: Direction,
+    /// Raw samples.
+    pub samples: Vec<f64>,
+    /// For time series: seconds since the record started, one per sample.
+    pub timestamps: Option<Vec<f64>>,
+    /// Statistics of `samples`.
+    pub summary: Summary,
+    /// Latency percentiles from the merged histogram, for latency metrics.
+    pub latency: Option<LatencySummary>,
+}
+
+/// One input of a peak formula.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeakInput {
+    /// Value.
+    pub value: f64,
+    /// Unit (`GHz`, `lanes`).
+    pub unit: String,
+    /// Where it came from: `cpuid`, `sysfs`, `table`, `measured`, `user`.
+    pub source: String,
+}
+
+/// A theoretical peak for a metric and how it was derived.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Peak {
+    /// Metric it applies to.
+    pub metric: String,
+    /// The peak, in the metric's unit.
+    pub value: f64,
+    /// Unit.
+    pub unit: String,
+    /// Human-readable formula (`cores × GHz × lanes × FMA ports × 2`).
+    pub formula: String,
+    /// The formula's inputs.
+    pub inputs: BTreeMap<String, PeakInput>,
+    /// `measured median / value`, filled by the runner.
+    pub efficiency: Option<f64>,
+}
+
+impl Report {
+    /// Serialises as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a report always serialises")
+    }
+
+    /// Parses a report and checks its schema major version.
+    pub fn from_json(text: &str, path: &str) -> Result<Report, ReportError> {
+        // Check the version first, so a future major version gets a clear
+        // message rather than a field-level parse error.
+        #[derive(Deserialize)]
+        struct VersionOnly {
+            schema_version: String,
+        }
+        let v: VersionOnly = serde_json::from_str(text).map_err(|source| ReportError::Parse {
+            path: path.to_string(),
+            source,
+        })?;
+        if schema_major(&v.schema_version) != Some(SCHEMA_MAJOR) {
+            return Err(ReportError::UnsupportedSchema {
+                path: path.to_string(),
+                found: v.schema_version,
+                supported: SCHEMA_MAJOR,
+            });
+        }
+        serde_json::from_str(text).map_err(|source| ReportError::Parse {
+            path: path.to_string(),
+            source,
+        })
+    }
+
+    /// Reads and parses a report file.
+    pub fn read(path: &std::path::Path) -> Result<Report, ReportError> {
+        let p = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
+            path: p.clone(),
+            source,
+        })?;
+        Report::from_json(&text, &p)
+    }
+}
+
+/// The major part of a `MAJOR.MINOR` version.
+pub fn schema_major(v: &str) -> Option<u32> {
+    v.split('.').next()?.parse().ok()
+}

@@ -1,0 +1,596 @@
+//! The runner: plans the sweep, then for each point prepares a case, sizes
+//! its batches, warms it up, takes samples, and always tears it down.
+//!
+//! Timing model: a *sample* is one call to [`Case::run`] with a batch of
+//! `iters` iterations, timed with [`Instant`] around the call (or with the
+//! device time the case reports). Batches are sized during warm-up so a
+//! sample lasts at least `min_sample_time` (default 10 ms), which keeps the
+//! ~20-50 ns cost of reading the clock below 0.001% of a sample.
+
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use hdrhistogram::Histogram;
+
+use crate::bench::{Benchmark, Case, Context, MetricSource, MetricSpec, Probe, Work};
+use crate::error::{BenchError, ConfigError};
+use crate::host::Host;
+use crate::param::Point;
+use crate::registry::Registry;
+use crate::report::{Metric, Record, Report, RunConfigRecord, SCHEMA_VERSION, Status};
+use crate::stats::{LatencySummary, Summary, latency_histogram};
+use crate::sweep::{Defaults, expand};
+
+/// Coefficient of variation above which a record gets a "noisy" warning.
+pub const NOISY_CV: f64 = 0.10;
+
+/// A validated run configuration. Build it with [`RunConfig::default`] and
+/// set fields; [`RunConfig::validate`] is called by [`run`].
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// Which benchmarks (`all`, `os`, `os.syscall`, `mem.*`). Empty = all.
+    pub selectors: Vec<String>,
+    /// Parameter sweeps as typed (`threads` → `1,2,4`, `block` → `4K..1M:x2`).
+    pub sweep: BTreeMap<String, String>,
+    /// Samples per record (`--runs`). Default 5.
+    pub runs: usize,
+    /// Minimum duration of one sample (`--min-sample-time`). Default 10 ms.
+    pub min_sample_time: Duration,
+    /// Warm-up before the first sample (`--warmup`). Default 100 ms.
+    pub warmup: Duration,
+    /// Time-series mode (`--duration`): sample for this long.
+    pub duration: Option<Duration>,
+    /// Time-series interval (`--interval`). Default 1 s with `--duration`.
+    pub interval: Option<Duration>,
+    /// `--quick`: fewer runs, shorter samples and warm-up, and benchmarks
+    /// may shrink their defaults.
+    pub quick: bool,
+    /// Use each parameter's smoke value instead of its default (tests).
+    pub smoke: bool,
+    /// Where benchmarks may create files. Default: the system temp dir.
+    pub scratch_dir: Option<PathBuf>,
+    /// Module options (`peer`, `token`, `peak-mem-bw`).
+    pub options: BTreeMap<String, String>,
+    /// Set to stop after the current record (Ctrl-C).
+    pub cancel: Arc<AtomicBool>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            selectors: Vec::new(),
+            sweep: BTreeMap::new(),
+            runs: 5,
+            min_sample_time: Duration::from_millis(10),
+            warmup: Duration::from_millis(100),
+            duration: None,
+            interval: None,
+            quick: false,
+            smoke: false,
+            scratch_dir: None,
+            options: BTreeMap::new(),
+            cancel: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+impl RunConfig {
+    /// The configuration `--quick` gives: 3 runs, 5 ms samples, 20 ms warm-up.
+    pub fn quick() -> Self {
+        RunConfig {
+            quick: true,
+            runs: 3,
+            min_sample_time: Duration::from_millis(5),
+            warmup: Duration::from_millis(20),
+            ..RunConfig::default()
+        }
+    }
+
+    /// Checks values that do not depend on a benchmark.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.runs == 0 {
+            return Err(ConfigError::Invalid("--runs must be at least 1".into()));
+        }
+        if self.runs > 100_000 {
+            return Err(ConfigError::Invalid("--runs must be at most 100000".into()));
+        }
+        if self.min_sample_time.is_zero() {
+            return Err(ConfigError::Invalid(
+                "--min-sample-time must be positive".into(),
+            ));
+        }
+        if self.interval.is_some() && self.duration.is_none() {
+            return Err(ConfigError::Invalid("--interval needs --duration".into()));
+        }
+        if let Some(d) = self.duration {
+            let i = self.interval();
+            if d.is_zero() || i.is_zero() {
+                return Err(ConfigError::Invalid(
+                    "--duration and --interval must be positive".into(),
+                ));
+            }
+            if i > d {
+                return Err(ConfigError::Invalid(format!(
+                    "--interval ({i:?}) is longer than --duration ({d:?})"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn interval(&self) -> Duration {
+        self.interval.unwrap_or(Duration::from_secs(1))
+    }
+}
+
+/// One benchmark with the points it will run.
+#[derive(Debug)]
+pub struct PlannedBench<'r> {
+    /// The benchmark.
+    pub bench: &'r dyn Benchmark,
+    /// Its sweep points, in order.
+    pub points: Vec<Point>,
+}
+
+/// Everything that will run, fully validated.
+#[derive(Debug)]
+pub struct Plan<'r> {
+    /// Benchmarks and their points.
+    pub benches: Vec<PlannedBench<'r>>,
+}
+
+impl Plan<'_> {
+    /// Total number of records the run will produce.
+    pub fn len(&self) -> usize {
+        self.benches.iter().map(|b| b.points.len()).sum()
+    }
+
+    /// True if nothing will run.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Selects benchmarks and expands and validates every sweep point, before
+/// anything runs. A parameter no selected benchmark accepts is an error
+/// listing the valid ones.
+pub fn plan<'r>(registry: &'r Registry, config: &RunConfig) -> Result<Plan<'r>, ConfigError> {
+    config.validate()?;
+    let selected = registry.select(&config.selectors)?;
+    let metas: Vec<_> = selected.iter().map(|b| b.meta()).collect();
+    for name in config.sweep.keys() {
+        if !metas.iter().any(|m| m.param(name).is_some()) {
+            let mut valid: Vec<&str> = metas
+                .iter()
+                .flat_map(|m| m.params.iter().map(|p| p.name))
+                .collect();
+            valid.sort_unstable();
+            valid.dedup();
+            return Err(ConfigError::UnknownParam {
+                param: name.clone(),
+                valid: if valid.is_empty() {
+                    "(none)".into()
+                } else {
+                    valid.join(", ")
+                },
+            });
+        }
+    }
+    let defaults = if config.smoke {
+        Defaults::Smoke
+    } else {
+        Defaults::Default
+    };
+    let mut benches = Vec::new();
+    for (bench, meta) in selected.into_iter().zip(&metas) {
+        let points = expand(meta, &config.sweep, defaults)?;
+        for p in &points {
+            bench.validate(p)?;
+        }
+        benches.push(PlannedBench { bench, points });
+    }
+    Ok(Plan { benches })
+}
+
+/// Receives progress events; the CLI draws a progress bar from them.
+pub trait Observer {
+    /// The run is about to start `total` records.
+    fn start(&mut self, total: usize) {
+        let _ = total;
+    }
+    /// A record is starting.
+    fn record_start(&mut self, id: &str, point: &Point) {
+        let _ = (id, point);
+    }
+    /// A record is done.
+    fn record_done(&mut self, record: &Record) {
+        let _ = record;
+    }
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default)]
+pub struct Silent;
+impl Observer for Silent {}
+
+/// Measures the cost of one `Instant::now()` call, in seconds (median of 11
+/// batches of 10 000 reads).
+pub fn timer_overhead() -> f64 {
+    let mut v: Vec<f64> = (0..11)
+        .map(|_| {
+            let n = 10_000;
+            let t0 = Instant::now();
+            for _ in 0..n {
+                std::hint::black_box(Instant::now());
+            }
+            t0.elapsed().as_secs_f64() / n as f64
+        })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Runs a plan and returns the report. Never fails once planned: a
+/// benchmark that cannot run or fails becomes a record with that status.
+pub fn run_plan(
+    plan: &Plan<'_>,
+    config: &RunConfig,
+    host: Host,
+    observer: &mut dyn Observer,
+) -> Report {
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let host = Arc::new(host);
+    let ctx = Context {
+        host: host.clone(),
+        scratch_dir: config
+            .scratch_dir
+            .clone()
+            .unwrap_or_else(std::env::temp_dir),
+        quick: config.quick,
+        options: config.options.clone(),
+        cancel: config.cancel.clone(),
+    };
+    let overhead = timer_overhead();
+    observer.start(plan.len());
+    let mut records = Vec::new();
+    'outer: for pb in &plan.benches {
+        let meta = pb.bench.meta();
+        let probe = catch_unwind(AssertUnwindSafe(|| pb.bench.probe(&ctx)))
+            .unwrap_or_else(|p| Probe::Skip(format!("probe panicked: {}", panic_message(&p))));
+        for point in &pb.points {
+            if ctx.cancelled() {
+                break 'outer;
+            }
+            observer.record_start(meta.id, point);
+            let mut record = match &probe {
+                Probe::Skip(reason) => Record::skipped(meta.id, point.clone(), reason.clone()),
+                Probe::Ready => run_point(pb.bench, &meta.metrics, meta.id, point, &ctx, config),
+            };
+            if host.build.is_debug() && record.status == Status::Ok {
+                record
+                    .warnings
+                    .push("debug build: numbers are not representative; install with `cargo install --path cli`".into());
+            }
+            observer.record_done(&record);
+            records.push(record);
+        }
+    }
+    Report {
+        schema_version: SCHEMA_VERSION.to_string(),
+        tool_version: host.build.version.clone(),
+        started_at,
+        host: (*host).clone(),
+        config: RunConfigRecord {
+            selectors: config.selectors.clone(),
+            params: config.sweep.clone(),
+            runs: config.runs,
+            min_sample_time_s: config.min_sample_time.as_secs_f64(),
+            warmup_time_s: config.warmup.as_secs_f64(),
+            duration_s: config.duration.map(|d| d.as_secs_f64()),
+            interval_s: config.duration.map(|_| config.interval().as_secs_f64()),
+            quick: config.quick,
+            timer_overhead_s: overhead,
+            options: config.options.clone(),
+        },
+        records,
+    }
+}
+
+/// Plans and runs in one call: the library's main entry point.
+pub fn run(
+    registry: &Registry,
+    config: &RunConfig,
+    observer: &mut dyn Observer,
+) -> Result<Report, ConfigError> {
+    let plan = plan(registry, config)?;
+    Ok(run_plan(&plan, config, Host::detect(), observer))
+}
+
+fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// One timed batch: the work and the time it took.
+struct Batch {
+    work: Work,
+    secs: f64,
+}
+
+fn timed(case: &mut dyn Case, iters: u64) -> Result<Batch, BenchError> {
+    let t0 = Instant::now();
+    let work = case.run(iters)?;
+    let wall = t0.elapsed();
+    let secs = work.elapsed.unwrap_or(wall).as_secs_f64();
+    Ok(Batch { work, secs })
+}
+
+fn run_point(
+    bench: &dyn Benchmark,
+    specs: &[MetricSpec],
+    id: &str,
+    point: &Point,
+    ctx: &Context,
+    config: &RunConfig,
+) -> Record {
+    let mut case = match catch_unwind(AssertUnwindSafe(|| bench.prepare(ctx, point))) {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => return Record::failed(id, point.clone(), format!("prepare: {e}")),
+        Err(p) => {
+            return Record::failed(
+                id,
+                point.clone(),
+                format!("prepare panicked: {}", panic_message(&p)),
+            );
+        }
+    };
+    let measured = catch_unwind(AssertUnwindSafe(|| {
+        measure(case.as_mut(), specs, ctx, config)
+    }))
+    .unwrap_or_else(|p| {
+        Err(BenchError::Other(format!(
+            "panicked: {}",
+            panic_message(&p)
+        )))
+    });
+    let teardown = catch_unwind(AssertUnwindSafe(|| case.teardown())).unwrap_or_else(|p| {
+        Err(BenchError::Other(format!(
+            "panicked: {}",
+            panic_message(&p)
+        )))
+    });
+    let mut record = match measured {
+        Ok((iters, metrics, mut warnings)) => {
+            warnings.extend(case.warnings());
+            let peak = case.peak().map(|mut pk| {
+                if let Some(m) = metrics.iter().find(|m| m.name == pk.metric) {
+                    let eff = m.summary.median / pk.value;
+                    if eff.is_finite() {
+                        pk.efficiency = Some(eff);
+                        if eff > 1.0 {
+                            warnings.push(format!(
+                                "measured {} is {:.1}% of the theoretical peak: above 100% means a bug or a cache effect, not a faster machine",
+                                pk.metric,
+                                eff * 100.0
+                            ));
+                        }
+                    }
+                }
+                pk
+            });
+            Record {
+                id: id.to_string(),
+                params: point.clone(),
+                status: Status::Ok,
+                reason: None,
+                iters_per_sample: Some(iters),
+                metrics,
+                peak,
+                warnings,
+            }
+        }
+        Err(e) => {
+            let mut r = Record::failed(id, point.clone(), e.to_string());
+            r.warnings.extend(case.warnings());
+            r
+        }
+    };
+    if let Err(e) = teardown {
+        record.status = Status::Failed;
+        let msg = format!("teardown: {e}");
+        record.reason = Some(match record.reason.take() {
+            Some(r) => format!("{r}; {msg}"),
+            None => msg,
+        });
+    }
+    record
+}
+
+/// Calibrates the batch size during warm-up, then samples.
+fn measure(
+    case: &mut dyn Case,
+    specs: &[MetricSpec],
+    ctx: &Context,
+    config: &RunConfig,
+) -> Result<(u64, Vec<Metric>, Vec<String>), BenchError> {
+    let target = config.min_sample_time.as_secs_f64();
+    let mut warnings = Vec::new();
+    // Warm-up and batch sizing: grow the batch until one lasts `target`,
+    // then keep running full batches until the warm-up time has passed.
+    let warm_start = Instant::now();
+    let mut iters: u64 = 1;
+    loop {
+        let b = timed(case, iters)?;
+        if b.secs >= target {
+            break;
+        }
+        if ctx.cancelled() {
+            return Err(BenchError::Interrupted);
+        }
+        let grow = if b.secs <= 0.0 {
+            10.0
+        } else {
+            (target / b.secs * 1.2).clamp(1.5, 10.0)
+        };
+        let next = (iters as f64 * grow).ceil() as u64;
+        if next >= 1 << 40 {
+            return Err(BenchError::Other(format!(
+                "a batch of {iters} iterations took only {:.0} ns; the case does no measurable work",
+                b.secs * 1e9
+            )));
+        }
+        iters = next;
+    }
+    while warm_start.elapsed() < config.warmup && !ctx.cancelled() {
+        timed(case, iters)?;
+    }
+
+    let mut batches: Vec<Batch> = Vec::new();
+    let mut stamps: Option<Vec<f64>> = None;
+    if let Some(duration) = config.duration {
+        // Time series: each sample aggregates the batches of one interval.
+        let interval = config.interval().as_secs_f64();
+        let t0 = Instant::now();
+        let mut ts = Vec::new();
+        while t0.elapsed() < duration {
+            let start = Instant::now();
+            let mut agg = Batch {
+                work: Work::default(),
+                secs: 0.0,
+            };
+            while start.elapsed().as_secs_f64() < interval {
+                let b = timed(case, iters)?;
+                merge(&mut agg, b);
+                if ctx.cancelled() {
+                    break;
+                }
+            }
+            ts.push(t0.elapsed().as_secs_f64());
+            batches.push(agg);
+            if ctx.cancelled() {
+                warnings.push(format!(
+                    "interrupted: time series cut short after {:.1} s",
+                    t0.elapsed().as_secs_f64()
+                ));
+                break;
+            }
+        }
+        stamps = Some(ts);
+    } else {
+        for _ in 0..config.runs {
+            batches.push(timed(case, iters)?);
+        }
+    }
+
+    let mut metrics = Vec::new();
+    for spec in specs {
+        let mut samples = Vec::with_capacity(batches.len());
+        let mut merged: Option<Histogram<u64>> = None;
+        for b in &batches {
+            samples.push(sample_value(spec, b)?);
+            if let (MetricSource::Latency, Some(h)) = (&spec.source, &b.work.latency) {
+                match &mut merged {
+                    Some(m) => m
+                        .add(h)
+                        .map_err(|e| BenchError::Other(format!("histogram merge: {e}")))?,
+                    None => merged = Some(h.clone()),
+                }
+            }
+        }
+        let summary = Summary::new(&samples)
+            .map_err(|e| BenchError::Other(format!("metric {}: {e}", spec.name)))?;
+        if summary.cv > NOISY_CV && samples.len() > 2 {
+            warnings.push(format!(
+                "{} is noisy: CV {:.1}% over {} samples; consider more --runs or a quieter machine",
+                spec.name,
+                summary.cv * 100.0,
+                samples.len()
+            ));
+        }
+        metrics.push(Metric {
+            name: spec.name.to_string(),
+            unit: spec.unit.to_string(),
+            direction: spec.direction,
+            samples,
+            timestamps: stamps.clone(),
+            summary,
+            latency: merged.as_ref().and_then(LatencySummary::from_histogram_ns),
+        });
+    }
+    Ok((iters, metrics, warnings))
+}
+
+fn merge(agg: &mut Batch, b: Batch) {
+    agg.secs += b.secs;
+    agg.work.ops += b.work.ops;
+    agg.work.bytes += b.work.bytes;
+    if let Some(h) = b.work.latency {
+        match &mut agg.work.latency {
+            Some(m) => {
+                // Both histograms auto-resize, so adding cannot fail on range.
+                let _ = m.add(&h);
+            }
+            None => agg.work.latency = Some(h),
+        }
+    }
+    // Reported values: keep the latest interval's value.
+    agg.work.values.extend(b.work.values);
+}
+
+fn sample_value(spec: &MetricSpec, b: &Batch) -> Result<f64, BenchError> {
+    let w = &b.work;
+    let need_ops = || {
+        if w.ops == 0 {
+            Err(BenchError::Other(format!(
+                "metric {}: the batch reported 0 operations",
+                spec.name
+            )))
+        } else {
+            Ok(w.ops as f64)
+        }
+    };
+    let need_time = || {
+        if b.secs > 0.0 {
+            Ok(b.secs)
+        } else {
+            Err(BenchError::Other(format!(
+                "metric {}: zero elapsed time",
+                spec.name
+            )))
+        }
+    };
+    match &spec.source {
+        MetricSource::TimePerOp => Ok(need_time()? / need_ops()?),
+        MetricSource::OpsPerSec => Ok(need_ops()? / need_time()?),
+        MetricSource::BytesPerSec => Ok(w.bytes as f64 / need_time()?),
+        MetricSource::Latency => match &w.latency {
+            Some(h) if !h.is_empty() => Ok(h.mean() * 1e-9),
+            _ => Err(BenchError::Other(format!(
+                "metric {}: the case recorded no latencies",
+                spec.name
+            ))),
+        },
+        MetricSource::Reported(key) => w.values.get(key).copied().ok_or_else(|| {
+            BenchError::Other(format!(
+                "metric {}: the case did not report `{key}`",
+                spec.name
+            ))
+        }),
+    }
+}
+
+/// A fresh latency histogram (nanoseconds), for cases that record latencies.
+pub fn new_latency_histogram() -> Histogram<u64> {
+    latency_histogram()
+}
+
+/// Marks the run as cancelled (what the CLI's Ctrl-C handler does).
+pub fn cancel(flag: &AtomicBool) {
+    flag.store(true, Ordering::SeqCst);
+}

@@ -1,0 +1,15 @@
+//! benchsuite net benchmarks. This module has no benchmarks yet; the
+//! registry lists it so `benchsuite list` shows it and selecting it says so.
+
+use benchsuite_core::Benchmark;
+
+/// Module name: benchmark ids start with `net.`.
+pub const MODULE: &str = "net";
+
+/// One-line description of the module.
+pub const DESCRIPTION: &str = "net benchmarks (not implemented yet)";
+
+/// The benchmarks of this module, in the order they run.
+pub fn benchmarks() -> Vec<Box<dyn Benchmark>> {
+    Vec::new()
+}

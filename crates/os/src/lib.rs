@@ -1,0 +1,1 @@
+//! OS-primitive benchmarks.
