@@ -54,6 +54,7 @@ pub mod sweep;
 pub mod units;
 
 pub use bench::{Benchmark, Case, Context, Direction, Meta, MetricSource, MetricSpec, Probe, Work};
+pub use compare::{CompareOptions, Comparison, Verdict};
 pub use error::{BenchError, ConfigError, ReportError};
 pub use host::Host;
 pub use param::{ParamKind, ParamSpec, Point, Value};

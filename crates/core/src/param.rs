@@ -269,21 +269,21 @@ impl Point {
         self.0.get(name)
     }
 
-    /// An integer parameter (count or size), or a [`BenchError`] naming it.
+    /// An integer parameter (count or size), or a [`crate::BenchError`] naming it.
     pub fn u64(&self, name: &str) -> Result<u64, crate::BenchError> {
         self.get(name).and_then(Value::as_u64).ok_or_else(|| {
             crate::BenchError::Other(format!("parameter `{name}` missing or not an integer"))
         })
     }
 
-    /// A choice or string parameter, or a [`BenchError`] naming it.
+    /// A choice or string parameter, or a [`crate::BenchError`] naming it.
     pub fn str(&self, name: &str) -> Result<&str, crate::BenchError> {
         self.get(name).and_then(Value::as_str).ok_or_else(|| {
             crate::BenchError::Other(format!("parameter `{name}` missing or not a string"))
         })
     }
 
-    /// A boolean parameter, or a [`BenchError`] naming it.
+    /// A boolean parameter, or a [`crate::BenchError`] naming it.
     pub fn bool(&self, name: &str) -> Result<bool, crate::BenchError> {
         self.get(name).and_then(Value::as_bool).ok_or_else(|| {
             crate::BenchError::Other(format!("parameter `{name}` missing or not on/off"))

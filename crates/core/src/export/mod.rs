@@ -1,1 +1,428 @@
-//! Exporters: one small file per output format.
+//! Exporters: one small file per output format, chosen with [`Format`].
+//!
+//! | format     | report                                   | comparison                      |
+//! |------------|------------------------------------------|---------------------------------|
+//! | `table`    | aligned plain text, the default on a TTY | one line per metric + verdict   |
+//! | `json`     | the full [`Report`], the baseline format | the full [`Comparison`]         |
+//! | `csv`      | one row per record × metric              | one row per compared metric     |
+//! | `markdown` | a GitHub table of the headline columns   | a GitHub table with verdicts    |
+//!
+//! Every writer takes a `&mut dyn Write` and returns [`io::Result`], so a
+//! closed pipe surfaces as [`io::ErrorKind::BrokenPipe`] for the binary to
+//! treat as success.
+
+use std::fmt;
+use std::io::{self, Write};
+use std::str::FromStr;
+
+use crate::compare::Comparison;
+use crate::report::{Metric, Record, Report, Status};
+use crate::units::format_value;
+
+mod csv;
+mod json;
+mod markdown;
+mod table;
+
+/// An output format. Parsed from the `--format` flag: `table`, `json`, `csv`,
+/// `markdown` (or `md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// Aligned plain-text table for a terminal (the default on a TTY).
+    Table,
+    /// The full data as pretty JSON; a JSON report is the baseline that
+    /// `compare` reads back.
+    Json,
+    /// A flat CSV projection for spreadsheets and scripts.
+    Csv,
+    /// A GitHub-flavoured Markdown table, for pull-request comments.
+    Markdown,
+}
+
+impl Format {
+    /// Every format, in the order they are listed in help texts.
+    pub const ALL: [Format; 4] = [Format::Table, Format::Json, Format::Csv, Format::Markdown];
+
+    /// The canonical name, as accepted by [`FromStr`].
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Json => "json",
+            Format::Csv => "csv",
+            Format::Markdown => "markdown",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An unknown `--format` value; its message lists the valid choices.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown output format `{given}`: expected one of table, json, csv, markdown (or md)")]
+pub struct UnknownFormat {
+    /// The text that was given.
+    pub given: String,
+}
+
+impl FromStr for Format {
+    type Err = UnknownFormat;
+
+    /// Parses a format name, case-insensitively.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "table" => Ok(Format::Table),
+            "json" => Ok(Format::Json),
+            "csv" => Ok(Format::Csv),
+            "md" | "markdown" => Ok(Format::Markdown),
+            _ => Err(UnknownFormat {
+                given: s.to_string(),
+            }),
+        }
+    }
+}
+
+/// Writes `report` to `out` in `format`.
+pub fn write_report(format: Format, report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    match format {
+        Format::Table => table::write_report(report, out),
+        Format::Json => json::write_report(report, out),
+        Format::Csv => csv::write_report(report, out),
+        Format::Markdown => markdown::write_report(report, out),
+    }
+}
+
+/// Writes `comparison` to `out` in `format`.
+pub fn write_comparison(
+    format: Format,
+    comparison: &Comparison,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    match format {
+        Format::Table => table::write_comparison(comparison, out),
+        Format::Json => json::write_comparison(comparison, out),
+        Format::Csv => csv::write_comparison(comparison, out),
+        Format::Markdown => markdown::write_comparison(comparison, out),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Shared by the human-readable formats (table, markdown).
+
+/// Header of the headline columns of a report.
+const REPORT_HEADER: [&str; 7] = [
+    "benchmark",
+    "metric",
+    "median",
+    "±95% CI",
+    "min .. max",
+    "p99",
+    "% of peak",
+];
+
+/// One line of the human-readable report.
+enum Line {
+    /// A measured metric: the cells under [`REPORT_HEADER`]; `first` is true
+    /// on the first metric of a record.
+    Metric { cells: [String; 7], first: bool },
+    /// A record that did not run: its key and `skipped: reason`.
+    NotRun { key: String, note: String },
+}
+
+/// The headline lines of a report, one per record × metric.
+fn report_lines(report: &Report) -> Vec<Line> {
+    let mut lines = Vec::new();
+    for r in &report.records {
+        let key = r.key();
+        if r.status != Status::Ok || r.metrics.is_empty() {
+            let status = status_name(r.status);
+            let note = match &r.reason {
+                Some(why) => format!("{status}: {why}"),
+                None => status.to_string(),
+            };
+            lines.push(Line::NotRun { key, note });
+            continue;
+        }
+        for (i, m) in r.metrics.iter().enumerate() {
+            lines.push(Line::Metric {
+                cells: metric_cells(&key, r, m),
+                first: i == 0,
+            });
+        }
+    }
+    lines
+}
+
+fn metric_cells(key: &str, r: &Record, m: &Metric) -> [String; 7] {
+    let s = &m.summary;
+    let ci = match s.ci95 {
+        Some([lo, hi]) if s.mean != 0.0 => {
+            format!("±{:.1}%", (hi - lo) / 2.0 / s.mean.abs() * 100.0)
+        }
+        _ => "-".to_string(),
+    };
+    let p99 = m
+        .latency
+        .as_ref()
+        .map(|l| format_value(l.p99, "s"))
+        .unwrap_or_default();
+    let efficiency = r
+        .peak
+        .as_ref()
+        .filter(|p| p.metric == m.name)
+        .and_then(|p| p.efficiency)
+        .map(|e| format!("{:.1}%", e * 100.0))
+        .unwrap_or_default();
+    [
+        key.to_string(),
+        m.name.clone(),
+        format_value(s.median, &m.unit),
+        ci,
+        format!(
+            "{} .. {}",
+            format_value(s.min, &m.unit),
+            format_value(s.max, &m.unit)
+        ),
+        p99,
+        efficiency,
+    ]
+}
+
+/// `warning: key: text` for every warning of every record.
+fn warning_lines(report: &Report) -> Vec<String> {
+    report
+        .records
+        .iter()
+        .flat_map(|r| r.warnings.iter().map(move |w| format!("{}: {w}", r.key())))
+        .collect()
+}
+
+/// Header of the comparison columns.
+const COMPARISON_HEADER: [&str; 7] = [
+    "benchmark",
+    "metric",
+    "base",
+    "new",
+    "change",
+    "p-value",
+    "verdict",
+];
+
+/// The cells of each compared metric, under [`COMPARISON_HEADER`].
+fn comparison_rows(c: &Comparison) -> Vec<[String; 7]> {
+    c.metrics
+        .iter()
+        .map(|m| {
+            [
+                m.key.clone(),
+                m.metric.clone(),
+                format_value(m.base_median, &m.unit),
+                format_value(m.new_median, &m.unit),
+                match m.change {
+                    Some(ch) => format!("{:+.1}%", ch * 100.0),
+                    None => "n/a".to_string(),
+                },
+                match m.p_value {
+                    Some(p) if p < 0.001 => "<0.001".to_string(),
+                    Some(p) => format!("{p:.3}"),
+                    None => "-".to_string(),
+                },
+                m.verdict.to_string(),
+            ]
+        })
+        .collect()
+}
+
+/// The one-line summary under a comparison, and one line per record that was
+/// not compared.
+fn comparison_notes(c: &Comparison) -> (String, Vec<String>) {
+    use crate::compare::Verdict::*;
+    let summary = format!(
+        "{} regressed, {} improved, {} noisy, {} unchanged (threshold {:.1}%, alpha {})",
+        c.count(Regressed),
+        c.count(Improved),
+        c.count(Noisy),
+        c.count(Unchanged),
+        c.threshold * 100.0,
+        c.alpha
+    );
+    let what = |key: &str, metric: &Option<String>| match metric {
+        Some(m) => format!("{key} ({m})"),
+        None => key.to_string(),
+    };
+    let mut notes = Vec::new();
+    for u in &c.missing {
+        notes.push(format!("missing in new: {}", what(&u.key, &u.metric)));
+    }
+    for u in &c.added {
+        notes.push(format!("added in new: {}", what(&u.key, &u.metric)));
+    }
+    for n in &c.not_comparable {
+        notes.push(format!(
+            "not compared: {}: {}",
+            what(&n.key, &n.metric),
+            n.reason
+        ));
+    }
+    (summary, notes)
+}
+
+fn status_name(s: Status) -> &'static str {
+    match s {
+        Status::Ok => "ok",
+        Status::Skipped => "skipped",
+        Status::Failed => "failed",
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod fixtures {
+    //! A small report and comparison shared by the exporters' tests.
+
+    use std::collections::BTreeMap;
+
+    use crate::bench::Direction;
+    use crate::compare::{CompareOptions, Comparison, compare};
+    use crate::host::Host;
+    use crate::param::{Point, Value};
+    use crate::report::{Metric, Peak, Record, Report, RunConfigRecord};
+    use crate::stats::{LatencySummary, Summary};
+
+    fn metric(name: &str, unit: &str, direction: Direction, samples: &[f64]) -> Metric {
+        Metric {
+            name: name.into(),
+            unit: unit.into(),
+            direction,
+            samples: samples.to_vec(),
+            timestamps: None,
+            summary: Summary::new(samples).unwrap(),
+            latency: None,
+        }
+    }
+
+    /// Three records: `os.syscall call=getppid` (time per op, with a
+    /// warning), `mem.bandwidth block=4096 op=copy` (bandwidth with a peak,
+    /// latency with percentiles) and a skipped `gpu.flops precision=f16`.
+    pub(crate) fn report() -> Report {
+        let mut syscall = Record {
+            id: "os.syscall".into(),
+            params: Point::default(),
+            status: crate::Status::Ok,
+            reason: None,
+            iters_per_sample: Some(65536),
+            metrics: vec![metric(
+                "time_per_op",
+                "s",
+                Direction::Lower,
+                &[51e-9, 50e-9, 52e-9, 51e-9, 51.5e-9],
+            )],
+            peak: None,
+            warnings: vec!["vDSO, not a real syscall".into()],
+        };
+        syscall.params.set("call", Value::Str("getppid".into()));
+
+        let mut params = Point::default();
+        params.set("block", Value::Int(4096));
+        params.set("op", Value::Str("copy".into()));
+        let mut lat = metric("latency", "s", Direction::Lower, &[1.0e-6, 1.1e-6, 0.9e-6]);
+        lat.latency = Some(LatencySummary {
+            count: 3000,
+            mean: 1.0e-6,
+            min: 0.5e-6,
+            p50: 1.0e-6,
+            p90: 1.5e-6,
+            p99: 2.5e-6,
+            p99_9: 4.0e-6,
+            p99_99: 8.0e-6,
+            max: 9.0e-6,
+        });
+        let bw = Record {
+            id: "mem.bandwidth".into(),
+            params,
+            status: crate::Status::Ok,
+            reason: None,
+            iters_per_sample: Some(16),
+            metrics: vec![
+                metric(
+                    "bandwidth",
+                    "B/s",
+                    Direction::Higher,
+                    &[2.4e9, 2.5e9, 2.6e9],
+                ),
+                lat,
+            ],
+            peak: Some(Peak {
+                metric: "bandwidth".into(),
+                value: 5e9,
+                unit: "B/s".into(),
+                formula: "channels × MT/s × 8".into(),
+                inputs: BTreeMap::new(),
+                efficiency: Some(0.5),
+            }),
+            warnings: Vec::new(),
+        };
+
+        let mut gp = Point::default();
+        gp.set("precision", Value::Str("f16".into()));
+        let gpu = Record::skipped("gpu.flops", gp, "no GPU, found none via NVML");
+
+        Report {
+            schema_version: crate::SCHEMA_VERSION.into(),
+            tool_version: "0.1.0".into(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+            host: Host::default(),
+            config: RunConfigRecord::default(),
+            records: vec![syscall, bw, gpu],
+        }
+    }
+
+    /// The fixture report against itself with bandwidth 30% lower.
+    pub(crate) fn comparison() -> Comparison {
+        let base = report();
+        let mut new = base.clone();
+        let m = &mut new.records[1].metrics[0];
+        for s in &mut m.samples {
+            *s *= 0.7;
+        }
+        m.summary = Summary::new(&m.samples).unwrap();
+        new.records.remove(0);
+        compare(&base, &new, &CompareOptions::default()).unwrap()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_parse_and_list_the_choices() {
+        assert_eq!("md".parse::<Format>().unwrap(), Format::Markdown);
+        assert_eq!("Markdown".parse::<Format>().unwrap(), Format::Markdown);
+        for f in Format::ALL {
+            assert_eq!(f.name().parse::<Format>().unwrap(), f);
+        }
+        let e = "yaml".parse::<Format>().unwrap_err().to_string();
+        assert!(
+            e.contains("`yaml`") && e.contains("table, json, csv, markdown"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn every_format_writes_every_document() {
+        let (r, c) = (fixtures::report(), fixtures::comparison());
+        for f in Format::ALL {
+            let mut out = Vec::new();
+            write_report(f, &r, &mut out).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            assert!(text.contains("getppid"), "{f}: {text}");
+            let mut out = Vec::new();
+            write_comparison(f, &c, &mut out).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            assert!(text.contains("regressed"), "{f}: {text}");
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! CSV: a flat projection for spreadsheets and scripts.
+//!
+//! # Report layout
+//!
+//! One row per record × metric; a record that did not run (`skipped`,
+//! `failed`) gets one row with the metric columns empty. Columns, in order:
+//!
+//! - `id`;
+//! - one column per parameter name found in any record, sorted, empty where a
+//!   record lacks it; values as in JSON (sizes in bytes, `true`/`false`). A
+//!   parameter whose name clashes with a fixed column is written as
+//!   `param.NAME`;
+//! - `status`, `reason`, `metric`, `unit`, `direction`;
+//! - the summary: `n`, `mean`, `median`, `stddev`, `cv`, `min`, `max`, `p5`,
+//!   `p95`, `trimmed_mean`, `ci95_low`, `ci95_high`;
+//! - latency percentiles: `lat_p50`, `lat_p90`, `lat_p99`, `lat_p99_9`,
+//!   `lat_max` (empty unless the metric has a histogram);
+//! - `peak`, `efficiency` (on the metric the peak applies to);
+//! - `warnings`, joined with `; `.
+//!
+//! Numbers are in base units (seconds, B/s) and written as JSON writes them.
+//!
+//! # Comparison layout
+//!
+//! One row per compared metric: `id`, the parameter columns, `metric`,
+//! `unit`, `direction`, `base_median`, `new_median`, `base_n`, `new_n`,
+//! `change` (fraction), `p_value`, `df`, `threshold`, `alpha`, `verdict`.
+
+use std::collections::BTreeSet;
+use std::io::{self, Write};
+
+use crate::compare::Comparison;
+use crate::param::{Point, Value};
+use crate::report::{Record, Report};
+
+use super::status_name;
+
+/// Columns after the parameters in a report.
+const REPORT_COLUMNS: [&str; 25] = [
+    "status",
+    "reason",
+    "metric",
+    "unit",
+    "direction",
+    "n",
+    "mean",
+    "median",
+    "stddev",
+    "cv",
+    "min",
+    "max",
+    "p5",
+    "p95",
+    "trimmed_mean",
+    "ci95_low",
+    "ci95_high",
+    "lat_p50",
+    "lat_p90",
+    "lat_p99",
+    "lat_p99_9",
+    "lat_max",
+    "peak",
+    "efficiency",
+    "warnings",
+];
+
+/// Columns after the parameters in a comparison.
+const COMPARISON_COLUMNS: [&str; 12] = [
+    "metric",
+    "unit",
+    "direction",
+    "base_median",
+    "new_median",
+    "base_n",
+    "new_n",
+    "change",
+    "p_value",
+    "df",
+    "threshold",
+    "alpha",
+];
+
+/// Writes one row per record × metric.
+pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let params = param_names(report.records.iter().map(|r| &r.params));
+    let mut w = ::csv::Writer::from_writer(out);
+    let mut header = vec!["id".to_string()];
+    header.extend(param_headers(&params, &REPORT_COLUMNS));
+    header.extend(REPORT_COLUMNS.iter().map(|c| c.to_string()));
+    w.write_record(&header).map_err(into_io)?;
+
+    for r in &report.records {
+        let lead = lead_cells(r, &params);
+        let warnings = r.warnings.join("; ");
+        let status = status_name(r.status).to_string();
+        let reason = r.reason.clone().unwrap_or_default();
+        if r.metrics.is_empty() {
+            let mut row = lead;
+            row.extend([status, reason]);
+            // Everything between `reason` and `warnings` is empty.
+            row.extend(std::iter::repeat_n(String::new(), REPORT_COLUMNS.len() - 3));
+            row.push(warnings);
+            w.write_record(&row).map_err(into_io)?;
+            continue;
+        }
+        for m in &r.metrics {
+            let s = &m.summary;
+            let lat = m.latency.as_ref();
+            let peak = r.peak.as_ref().filter(|p| p.metric == m.name);
+            let mut row = lead.clone();
+            row.extend([
+                status.clone(),
+                reason.clone(),
+                m.name.clone(),
+                m.unit.clone(),
+                direction_name(m.direction).to_string(),
+                s.n.to_string(),
+            ]);
+            row.extend(
+                [
+                    Some(s.mean),
+                    Some(s.median),
+                    Some(s.stddev),
+                    Some(s.cv),
+                    Some(s.min),
+                    Some(s.max),
+                    Some(s.p5),
+                    Some(s.p95),
+                    Some(s.trimmed_mean),
+                    s.ci95.map(|c| c[0]),
+                    s.ci95.map(|c| c[1]),
+                    lat.map(|l| l.p50),
+                    lat.map(|l| l.p90),
+                    lat.map(|l| l.p99),
+                    lat.map(|l| l.p99_9),
+                    lat.map(|l| l.max),
+                    peak.map(|p| p.value),
+                    peak.and_then(|p| p.efficiency),
+                ]
+                .map(num),
+            );
+            row.push(warnings.clone());
+            w.write_record(&row).map_err(into_io)?;
+        }
+    }
+    w.flush()
+}
+
+/// Writes one row per compared metric.
+pub(super) fn write_comparison(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
+    let params = param_names(c.metrics.iter().map(|m| &m.params));
+    let mut w = ::csv::Writer::from_writer(out);
+    let mut header = vec!["id".to_string()];
+    let mut fixed = COMPARISON_COLUMNS.to_vec();
+    fixed.push("verdict");
+    header.extend(param_headers(&params, &fixed));
+    header.extend(COMPARISON_COLUMNS.iter().map(|c| c.to_string()));
+    header.push("verdict".into());
+    w.write_record(&header).map_err(into_io)?;
+
+    for m in &c.metrics {
+        let mut row = vec![m.id.clone()];
+        row.extend(params.iter().map(|p| param_cell(m.params.get(p))));
+        row.extend([
+            m.metric.clone(),
+            m.unit.clone(),
+            direction_name(m.direction).to_string(),
+            num(Some(m.base_median)),
+            num(Some(m.new_median)),
+            m.base_n.to_string(),
+            m.new_n.to_string(),
+            num(m.change),
+            num(m.p_value),
+            num(m.df),
+            num(Some(c.threshold)),
+            num(Some(c.alpha)),
+            m.verdict.to_string(),
+        ]);
+        w.write_record(&row).map_err(into_io)?;
+    }
+    w.flush()
+}
+
+/// The union of parameter names, sorted.
+fn param_names<'a>(points: impl Iterator<Item = &'a Point>) -> Vec<String> {
+    let set: BTreeSet<&String> = points.flat_map(|p| p.0.keys()).collect();
+    set.into_iter().cloned().collect()
+}
+
+/// Parameter column headers, prefixed with `param.` where a name clashes
+/// with `id` or a fixed column.
+fn param_headers<'a>(names: &'a [String], fixed: &'a [&str]) -> impl Iterator<Item = String> + 'a {
+    names.iter().map(|n| {
+        if n == "id" || fixed.contains(&n.as_str()) {
+            format!("param.{n}")
+        } else {
+            n.clone()
+        }
+    })
+}
+
+/// `id` and the parameter cells of a record.
+fn lead_cells(r: &Record, params: &[String]) -> Vec<String> {
+    let mut row = vec![r.id.clone()];
+    row.extend(params.iter().map(|p| param_cell(r.params.get(p))));
+    row
+}
+
+/// A parameter value as JSON writes it (strings unquoted).
+fn param_cell(v: Option<&Value>) -> String {
+    match v {
+        None => String::new(),
+        Some(Value::Bool(b)) => b.to_string(),
+        Some(Value::Int(i)) => i.to_string(),
+        Some(Value::Float(f)) => num(Some(*f)),
+        Some(Value::Str(s)) => s.clone(),
+    }
+}
+
+/// A number as JSON writes it (shortest round-trip form); empty when absent
+/// or not finite.
+fn num(v: Option<f64>) -> String {
+    v.and_then(serde_json::Number::from_f64)
+        .map(|n| n.to_string())
+        .unwrap_or_default()
+}
+
+fn direction_name(d: crate::bench::Direction) -> &'static str {
+    match d {
+        crate::bench::Direction::Higher => "higher",
+        crate::bench::Direction::Lower => "lower",
+    }
+}
+
+/// Keeps the `io::Error` inside a csv error, so that a broken pipe is still
+/// [`io::ErrorKind::BrokenPipe`].
+fn into_io(e: ::csv::Error) -> io::Error {
+    match e.into_kind() {
+        ::csv::ErrorKind::Io(e) => e,
+        other => io::Error::other(format!("{other:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::fixtures;
+
+    fn read(bytes: &[u8]) -> (Vec<String>, Vec<::csv::StringRecord>) {
+        let mut r = ::csv::Reader::from_reader(bytes);
+        let headers = r.headers().unwrap().iter().map(str::to_string).collect();
+        let rows = r.records().collect::<Result<Vec<_>, _>>().unwrap();
+        (headers, rows)
+    }
+
+    fn cell<'a>(headers: &[String], row: &'a ::csv::StringRecord, name: &str) -> &'a str {
+        let i = headers.iter().position(|h| h == name).unwrap();
+        &row[i]
+    }
+
+    #[test]
+    fn report_reads_back_with_a_standard_reader() {
+        let mut out = Vec::new();
+        write_report(&fixtures::report(), &mut out).unwrap();
+        let (h, rows) = read(&out);
+        let expected: Vec<&str> = ["id", "block", "call", "op", "precision"]
+            .into_iter()
+            .chain(REPORT_COLUMNS)
+            .collect();
+        assert_eq!(h, expected);
+        // syscall: 1 metric, bandwidth: 2 metrics, skipped gpu: 1 row.
+        assert_eq!(rows.len(), 4);
+        assert!(rows.iter().all(|r| r.len() == h.len()));
+
+        let syscall = &rows[0];
+        assert_eq!(cell(&h, syscall, "call"), "getppid");
+        assert_eq!(cell(&h, syscall, "block"), "");
+        assert_eq!(cell(&h, syscall, "median"), "5.1e-8");
+        assert_eq!(cell(&h, syscall, "direction"), "lower");
+        assert_eq!(cell(&h, syscall, "warnings"), "vDSO, not a real syscall");
+
+        let bw = &rows[1];
+        assert_eq!(cell(&h, bw, "block"), "4096");
+        assert_eq!(cell(&h, bw, "median").parse::<f64>().unwrap(), 2.5e9);
+        assert_eq!(cell(&h, bw, "efficiency"), "0.5");
+        assert_eq!(cell(&h, &rows[2], "metric"), "latency");
+        assert_eq!(cell(&h, &rows[2], "lat_p99"), "2.5e-6");
+        assert_eq!(cell(&h, &rows[2], "efficiency"), "");
+
+        let gpu = &rows[3];
+        assert_eq!(cell(&h, gpu, "status"), "skipped");
+        assert_eq!(cell(&h, gpu, "reason"), "no GPU, found none via NVML");
+        assert_eq!(cell(&h, gpu, "metric"), "");
+        assert_eq!(cell(&h, gpu, "median"), "");
+    }
+
+    #[test]
+    fn a_clashing_parameter_name_is_prefixed() {
+        let mut r = fixtures::report();
+        r.records[0].params.set("unit", Value::Str("x".into()));
+        let mut out = Vec::new();
+        write_report(&r, &mut out).unwrap();
+        let (h, rows) = read(&out);
+        assert_eq!(cell(&h, &rows[0], "param.unit"), "x");
+        assert_eq!(cell(&h, &rows[0], "unit"), "s");
+    }
+
+    #[test]
+    fn comparison_reads_back() {
+        let mut out = Vec::new();
+        write_comparison(&fixtures::comparison(), &mut out).unwrap();
+        let (h, rows) = read(&out);
+        assert_eq!(h[..4], ["id", "block", "op", "metric"]);
+        assert_eq!(h.last().unwrap(), "verdict");
+        // bandwidth and latency of mem.bandwidth; os.syscall is missing and
+        // gpu.flops was skipped on both sides.
+        assert_eq!(rows.len(), 2);
+        assert_eq!(cell(&h, &rows[0], "verdict"), "regressed");
+        let change: f64 = cell(&h, &rows[0], "change").parse().unwrap();
+        assert!((change + 0.3).abs() < 1e-9, "{change}");
+        assert_eq!(cell(&h, &rows[1], "verdict"), "unchanged");
+    }
+}

@@ -1,0 +1,149 @@
+//! Markdown: GitHub-flavoured tables with the same headline columns as the
+//! terminal table, for pull-request comments and job summaries.
+
+use std::io::{self, Write};
+
+use crate::compare::Comparison;
+use crate::report::Report;
+
+use super::{
+    COMPARISON_HEADER, Line, REPORT_HEADER, comparison_notes, comparison_rows, report_lines,
+    warning_lines,
+};
+
+/// Writes the report as a table, then its warnings as a list.
+pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let right = [false, false, true, true, true, true, true];
+    write_header(out, &REPORT_HEADER, &right)?;
+    for line in report_lines(report) {
+        match line {
+            Line::Metric { cells, .. } => write_row(out, &cells)?,
+            Line::NotRun { key, note } => {
+                let mut cells: [String; 7] = Default::default();
+                cells[0] = key;
+                cells[1] = note;
+                write_row(out, &cells)?;
+            }
+        }
+    }
+    let warnings = warning_lines(report);
+    if !warnings.is_empty() {
+        writeln!(out, "\n**Warnings**\n")?;
+        for w in warnings {
+            writeln!(out, "- {}", escape(&w))?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the compared metrics as a table, then the summary and notes.
+pub(super) fn write_comparison(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
+    let right = [false, false, true, true, true, true, false];
+    write_header(out, &COMPARISON_HEADER, &right)?;
+    for row in comparison_rows(c) {
+        write_row(out, &row)?;
+    }
+    let (summary, notes) = comparison_notes(c);
+    writeln!(out, "\n{summary}")?;
+    if !notes.is_empty() {
+        writeln!(out)?;
+        for n in notes {
+            writeln!(out, "- {}", escape(&n))?;
+        }
+    }
+    Ok(())
+}
+
+fn write_header(out: &mut dyn Write, header: &[&str], right: &[bool]) -> io::Result<()> {
+    writeln!(out, "| {} |", header.join(" | "))?;
+    let rule: Vec<&str> = right
+        .iter()
+        .map(|&r| if r { "---:" } else { ":---" })
+        .collect();
+    writeln!(out, "|{}|", rule.join("|"))
+}
+
+fn write_row(out: &mut dyn Write, cells: &[String]) -> io::Result<()> {
+    let cells: Vec<String> = cells.iter().map(|c| escape(c)).collect();
+    writeln!(out, "| {} |", cells.join(" | "))
+}
+
+/// Escapes what would break a table cell or be read as markup. Underscores
+/// are left alone: GitHub does not emphasise inside words (`time_per_op`).
+fn escape(s: &str) -> String {
+    let mut e = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '|' | '\\' | '*' | '`' | '<' => {
+                e.push('\\');
+                e.push(ch);
+            }
+            '\n' | '\r' => e.push(' '),
+            c => e.push(c),
+        }
+    }
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::fixtures;
+
+    fn text(f: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> String {
+        let mut out = Vec::new();
+        f(&mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// Rows of the first table, split into cells (pipes inside cells are
+    /// escaped, so a plain split is wrong only on `\|`).
+    fn table_rows(t: &str) -> Vec<Vec<String>> {
+        t.lines()
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| {
+                l.trim_matches('|')
+                    .replace("\\|", "\u{0}")
+                    .split('|')
+                    .map(|c| c.trim().replace('\u{0}', "|"))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn report_is_a_github_table() {
+        let mut r = fixtures::report();
+        r.records[2].reason = Some("driver a|b".into());
+        let t = text(|o| write_report(&r, o));
+        let rows = table_rows(&t);
+        assert_eq!(rows[0][0], "benchmark");
+        assert_eq!(rows[1][2], "---:");
+        // header, rule, 4 lines; every line has the same number of cells.
+        assert_eq!(rows.len(), 6, "{t}");
+        assert!(rows.iter().all(|r| r.len() == 7), "{t}");
+        assert_eq!(
+            rows[2][..3],
+            ["os.syscall call=getppid", "time_per_op", "51.00 ns"]
+        );
+        assert_eq!(rows[3][6], "50.0%");
+        assert_eq!(rows[5][1], "skipped: driver a|b");
+        assert!(
+            t.contains("- os.syscall call=getppid: vDSO, not a real syscall"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn comparison_is_a_github_table() {
+        let t = text(|o| write_comparison(&fixtures::comparison(), o));
+        let rows = table_rows(&t);
+        assert_eq!(rows[0], COMPARISON_HEADER);
+        let bw = rows.iter().find(|r| r[1] == "bandwidth").unwrap();
+        assert_eq!((bw[4].as_str(), bw[6].as_str()), ("-30.0%", "regressed"));
+        assert!(
+            t.contains("- missing in new: os.syscall call=getppid"),
+            "{t}"
+        );
+    }
+}

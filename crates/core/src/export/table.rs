@@ -1,0 +1,207 @@
+//! Table: aligned plain text for a terminal, the default when stdout is a
+//! TTY. No colour, so it reads the same in a log file.
+//!
+//! A report shows one line per record × metric: the benchmark key (id and
+//! parameters, on the first metric of a record only), the metric, the median
+//! in human units, the half-width of the 95% confidence interval of the mean
+//! as a percentage of the mean, the range of the samples, the latency p99 and
+//! the efficiency against the theoretical peak (those last two columns only
+//! when some record has them). A record that did not run shows its status
+//! and reason. Warnings follow the table, one per line.
+
+use std::io::{self, Write};
+
+use crate::compare::Comparison;
+use crate::report::Report;
+
+use super::{
+    COMPARISON_HEADER, Line, REPORT_HEADER, comparison_notes, comparison_rows, report_lines,
+    warning_lines,
+};
+
+/// Space between columns.
+const GAP: &str = "  ";
+
+/// Writes the report as an aligned table followed by its warnings.
+pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let lines = report_lines(report);
+    let rows: Vec<Row> = lines
+        .into_iter()
+        .map(|l| match l {
+            Line::Metric { mut cells, first } => {
+                if !first {
+                    cells[0].clear();
+                }
+                Row::Cells(cells.to_vec())
+            }
+            Line::NotRun { key, note } => Row::Note(key, note),
+        })
+        .collect();
+    // Columns 0 and 1 are text, the others numbers.
+    let right = [false, false, true, true, true, true, true];
+    for line in render(&REPORT_HEADER, &rows, &right) {
+        writeln!(out, "{line}")?;
+    }
+    let warnings = warning_lines(report);
+    if !warnings.is_empty() {
+        writeln!(out)?;
+        for w in warnings {
+            writeln!(out, "warning: {w}")?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes one line per compared metric, a summary line, and the records that
+/// were not compared.
+pub(super) fn write_comparison(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
+    let rows: Vec<Row> = comparison_rows(c)
+        .into_iter()
+        .map(|r| Row::Cells(r.to_vec()))
+        .collect();
+    let right = [false, false, true, true, true, true, false];
+    for line in render(&COMPARISON_HEADER, &rows, &right) {
+        writeln!(out, "{line}")?;
+    }
+    let (summary, notes) = comparison_notes(c);
+    writeln!(out)?;
+    writeln!(out, "{summary}")?;
+    for n in notes {
+        writeln!(out, "{n}")?;
+    }
+    Ok(())
+}
+
+/// One table row.
+enum Row {
+    /// One cell per column.
+    Cells(Vec<String>),
+    /// A first cell, then free text that spans the other columns.
+    Note(String, String),
+}
+
+/// Lays out `rows` under `header`, padding each column to its widest cell
+/// (counted in characters, so `µs` is two wide). Columns empty in every row
+/// are dropped; trailing spaces are trimmed.
+fn render(header: &[&str], rows: &[Row], right: &[bool]) -> Vec<String> {
+    let width = |s: &str| s.chars().count();
+    let used: Vec<usize> = (0..header.len())
+        .filter(|&i| {
+            i == 0
+                || rows
+                    .iter()
+                    .any(|r| matches!(r, Row::Cells(c) if !c[i].is_empty()))
+        })
+        .collect();
+    let mut widths: Vec<usize> = used.iter().map(|&i| width(header[i])).collect();
+    for r in rows {
+        match r {
+            Row::Cells(c) => {
+                for (w, &i) in widths.iter_mut().zip(&used) {
+                    *w = (*w).max(width(&c[i]));
+                }
+            }
+            Row::Note(first, _) => widths[0] = widths[0].max(width(first)),
+        }
+    }
+    let line = |cells: &[&str]| {
+        let mut s = String::new();
+        for (k, (&i, &w)) in used.iter().zip(&widths).enumerate() {
+            if k > 0 {
+                s.push_str(GAP);
+            }
+            let pad = " ".repeat(w - width(cells[i]));
+            if right[i] {
+                s.push_str(&pad);
+                s.push_str(cells[i]);
+            } else {
+                s.push_str(cells[i]);
+                s.push_str(&pad);
+            }
+        }
+        s.trim_end().to_string()
+    };
+    let mut out = vec![line(header)];
+    let total = widths.iter().sum::<usize>() + GAP.len() * (widths.len() - 1);
+    out.push("-".repeat(total));
+    for r in rows {
+        out.push(match r {
+            Row::Cells(c) => line(&c.iter().map(String::as_str).collect::<Vec<_>>()),
+            Row::Note(first, note) => {
+                format!("{first}{}{GAP}{note}", " ".repeat(widths[0] - width(first)))
+            }
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::fixtures;
+
+    fn text(f: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> String {
+        let mut out = Vec::new();
+        f(&mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn report_table_is_aligned_and_readable() {
+        let t = text(|o| write_report(&fixtures::report(), o));
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].starts_with("benchmark"), "{t}");
+        // The median column ends at the same character on every metric row.
+        let end_of = |l: &str, needle: &str| {
+            l.find(needle)
+                .map(|b| l[..b].chars().count() + needle.chars().count())
+        };
+        let e1 = end_of(lines[2], "51.00 ns").unwrap();
+        let e2 = end_of(lines[3], "2.500 GB/s").unwrap();
+        let e3 = end_of(lines[4], "1.00 µs").unwrap();
+        assert_eq!((e1, e2), (e3, e3), "{t}");
+        assert!(lines[2].starts_with("os.syscall call=getppid"), "{t}");
+        assert!(lines[3].contains("50.0%"), "{t}");
+        // The latency row carries the p99 and, being a second metric, no key.
+        assert!(
+            lines[4].starts_with(' ') && lines[4].contains("2.50 µs"),
+            "{t}"
+        );
+        assert!(
+            lines[5].starts_with("gpu.flops precision=f16")
+                && lines[5].ends_with("skipped: no GPU, found none via NVML"),
+            "{t}"
+        );
+        assert_eq!(
+            lines.last().unwrap(),
+            &"warning: os.syscall call=getppid: vDSO, not a real syscall"
+        );
+    }
+
+    #[test]
+    fn empty_columns_are_dropped() {
+        let mut r = fixtures::report();
+        r.records.truncate(1);
+        let t = text(|o| write_report(&r, o));
+        assert!(!t.contains("p99") && !t.contains("% of peak"), "{t}");
+        assert!(t.contains("±95% CI"), "{t}");
+    }
+
+    #[test]
+    fn comparison_table_has_verdicts_and_notes() {
+        let t = text(|o| write_comparison(&fixtures::comparison(), o));
+        let row = t.lines().find(|l| l.contains("bandwidth")).unwrap();
+        assert!(row.contains("-30.0%") && row.ends_with("regressed"), "{t}");
+        assert!(
+            t.contains(
+                "1 regressed, 0 improved, 0 noisy, 1 unchanged (threshold 5.0%, alpha 0.05)"
+            ),
+            "{t}"
+        );
+        assert!(t.contains("missing in new: os.syscall call=getppid"), "{t}");
+        assert!(
+            t.contains("not compared: gpu.flops precision=f16: skipped in base"),
+            "{t}"
+        );
+    }
+}
