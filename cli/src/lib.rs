@@ -1,1 +1,41 @@
-//! facade
+//! # benchsuite
+//!
+//! Measure a machine's CPU, memory, disk, network, GPU and OS primitives
+//! with sound statistics and one versioned result format.
+//!
+//! This crate is the embedding facade and the `benchsuite` binary. A Rust
+//! program embeds it like this:
+//!
+//! ```no_run
+//! let registry = benchsuite::registry();
+//! let mut config = benchsuite::RunConfig::default();
+//! config.selectors = vec!["os.syscall".into()];
+//! let report = benchsuite::run(&registry, &config).expect("valid configuration");
+//! for r in &report.records {
+//!     println!("{} {:?}", r.key(), r.metrics.first().map(|m| m.summary.median));
+//! }
+//! ```
+//!
+//! Your own benchmarks implement [`Benchmark`] and join the registry with
+//! [`Registry::register`]; they then run, sweep, export and compare exactly
+//! like the built-in ones.
+
+mod registry;
+
+pub use benchsuite_core::{
+    BenchError, Benchmark, Case, CompareOptions, Comparison, ConfigError, Context, Direction, Host,
+    LatencySummary, Meta, Metric, MetricSource, MetricSpec, Module, Observer, ParamKind, ParamSpec,
+    Peak, PeakInput, Point, Probe, Record, Registry, Report, ReportError, RunConfig,
+    SCHEMA_VERSION, Status, Summary, Value, Verdict, Work,
+};
+pub use benchsuite_core::{
+    bench, compare, error, export, host, param, report, runner, stats, sweep, units,
+};
+pub use registry::registry;
+
+/// Plans and runs `config` over `registry` without progress output.
+/// Configuration errors (unknown benchmark, bad parameter) are returned
+/// before anything runs; a benchmark that fails becomes a `failed` record.
+pub fn run(registry: &Registry, config: &RunConfig) -> Result<Report, ConfigError> {
+    benchsuite_core::runner::run(registry, config, &mut benchsuite_core::runner::Silent)
+}

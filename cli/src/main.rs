@@ -1,1 +1,48 @@
-fn main() {}
+//! The `benchsuite` binary: parse, run, map the outcome to an exit code.
+//!
+//! Exit codes: 0 ok, 1 regression found by `compare` (or a failure under
+//! `run --strict`), 2 usage or runtime error, 130 interrupted.
+
+mod app;
+mod args;
+mod config;
+mod progress;
+
+use std::io::ErrorKind;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = match args::Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            // --help and --version print to stdout and succeed; usage
+            // errors print clap's message and exit 2.
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match app::run(cli) {
+        Ok(code) => ExitCode::from(code as u8),
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            let mut msg = format!("error: {e}");
+            for cause in e.chain().skip(1) {
+                // Typed errors often already print their cause; don't repeat it.
+                let text = cause.to_string();
+                if !msg.contains(&text) {
+                    msg.push_str(&format!(": {text}"));
+                }
+            }
+            eprintln!("{msg}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain()
+        .filter_map(|c| c.downcast_ref::<std::io::Error>())
+        .any(|io| io.kind() == ErrorKind::BrokenPipe)
+}

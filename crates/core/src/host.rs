@@ -234,6 +234,22 @@ fn virtualization(cpuinfo: &str) -> Option<String> {
     if !flags.split_whitespace().any(|f| f == "hypervisor") {
         return Some("none".into());
     }
+    if let Some(sig) = hypervisor_signature() {
+        let name = match sig.trim_end_matches('\0') {
+            "KVMKVMKVM" => "kvm",
+            "Microsoft Hv" => "hyper-v",
+            "VMwareVMware" => "vmware",
+            "XenVMMXenVMM" => "xen",
+            "TCGTCGTCGTCG" => "qemu-tcg",
+            "ACRNACRNACRN" => "acrn",
+            "bhyve bhyve " => "bhyve",
+            "VBoxVBoxVBox" => "virtualbox",
+            _ => "",
+        };
+        if !name.is_empty() {
+            return Some(name.into());
+        }
+    }
     let vendor = read_trim("/sys/class/dmi/id/sys_vendor")
         .unwrap_or_default()
         .to_lowercase();
@@ -257,6 +273,26 @@ fn virtualization(cpuinfo: &str) -> Option<String> {
         "unknown hypervisor"
     };
     Some(name.into())
+}
+
+/// The hypervisor's CPUID signature (leaf 0x4000_0000), when the CPU
+/// reports running under one.
+#[cfg(target_arch = "x86_64")]
+fn hypervisor_signature() -> Option<String> {
+    use std::arch::x86_64::__cpuid;
+    // CPUID exists on every x86_64 CPU; leaf 0x4000_0000 is reserved for
+    // hypervisors and returns zeros or unrelated values on bare metal.
+    let r = __cpuid(0x4000_0000);
+    let bytes: Vec<u8> = [r.ebx, r.ecx, r.edx]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    String::from_utf8(bytes).ok()
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn hypervisor_signature() -> Option<String> {
+    None
 }
 
 fn caches() -> Vec<CacheInfo> {

@@ -1,0 +1,263 @@
+//! The subcommands.
+
+use std::fs::File;
+use std::io::{self, BufWriter, IsTerminal, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use anyhow::{Context as _, Result};
+use benchsuite::export::{self, Format};
+use benchsuite::{Host, Report, Status};
+
+use crate::args::{Cli, Command, CompareArgs, InfoArgs, ListArgs, RunArgs};
+use crate::config;
+use crate::progress::Progress;
+
+/// The exit status: 0 ok, 1 regression (or a failure under `--strict`),
+/// 130 interrupted. Errors (exit 2) are returned as `Err`.
+pub fn run(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Command::Run(a) => cmd_run(&a),
+        Command::Compare(a) => cmd_compare(&a),
+        Command::List(a) => cmd_list(&a),
+        Command::Info(a) => cmd_info(&a),
+    }
+}
+
+fn cmd_run(args: &RunArgs) -> Result<i32> {
+    let stdout_tty = io::stdout().is_terminal();
+    let (cfg, output, flags) = config::run_config(args, stdout_tty)?;
+    let registry = benchsuite::registry();
+    let plan = benchsuite::runner::plan(&registry, &cfg).map_err(|e| flags.explain(e))?;
+    if let Some(file) = &output.file {
+        // Fail before measuring, not after, if the output cannot be written.
+        File::create(file)
+            .with_context(|| format!("-o {}: cannot create the file", file.display()))?;
+    }
+
+    install_ctrlc(&cfg.cancel);
+    let host = Host::detect();
+    if host.build.is_debug() {
+        eprintln!(
+            "warning: this is a DEBUG build of benchsuite; its numbers are not representative. \
+             Install a release build: cargo install --path cli"
+        );
+    }
+    let mut progress = Progress::new(io::stderr().is_terminal() && !args.no_progress);
+    let report = benchsuite::runner::run_plan(&plan, &cfg, host, &mut progress);
+    drop(progress);
+
+    write_report(&report, output.format, output.file.as_deref())?;
+    if output.file.is_some() && stdout_tty && output.format != Format::Table {
+        write_report(&report, Format::Table, None)?;
+    }
+    let count = |s: Status| report.records.iter().filter(|r| r.status == s).count();
+    let (ok, skipped, failed) = (
+        count(Status::Ok),
+        count(Status::Skipped),
+        count(Status::Failed),
+    );
+    eprintln!(
+        "{} records: {ok} ok, {skipped} skipped, {failed} failed{}",
+        report.records.len(),
+        output
+            .file
+            .as_ref()
+            .map(|f| format!("; written to {}", f.display()))
+            .unwrap_or_default()
+    );
+    if cfg.cancel.load(Ordering::SeqCst) {
+        eprintln!("interrupted: the report holds the records finished before Ctrl-C");
+        return Ok(130);
+    }
+    Ok(if args.strict && failed > 0 { 1 } else { 0 })
+}
+
+/// First Ctrl-C: finish the current record, write what is done, exit 130.
+/// Second Ctrl-C: exit 130 at once.
+fn install_ctrlc(cancel: &Arc<AtomicBool>) {
+    let cancel = cancel.clone();
+    let presses = AtomicUsize::new(0);
+    // An error here only means a handler exists already (embedding tests).
+    let _ = ctrlc::set_handler(move || {
+        if presses.fetch_add(1, Ordering::SeqCst) == 0 {
+            cancel.store(true, Ordering::SeqCst);
+            eprintln!(
+                "\ninterrupt: finishing the current record, then writing the report (Ctrl-C again to abort)"
+            );
+        } else {
+            std::process::exit(130);
+        }
+    });
+}
+
+fn write_report(report: &Report, format: Format, file: Option<&Path>) -> Result<()> {
+    match file {
+        Some(path) => {
+            let f = File::create(path)
+                .with_context(|| format!("-o {}: cannot create the file", path.display()))?;
+            let mut w = BufWriter::new(f);
+            export::write_report(format, report, &mut w)
+                .and_then(|_| w.flush())
+                .with_context(|| format!("-o {}: write failed", path.display()))
+        }
+        None => {
+            let mut out = io::stdout().lock();
+            export::write_report(format, report, &mut out)?;
+            out.flush()?;
+            Ok(())
+        }
+    }
+}
+
+fn cmd_compare(args: &CompareArgs) -> Result<i32> {
+    let options = config::compare_options(args)?;
+    let format = match &args.format {
+        Some(f) => config::parse_format("--format", f)?,
+        None => Format::Table,
+    };
+    let base = Report::read(&args.base)?;
+    let new = Report::read(&args.new)?;
+    let cmp = benchsuite::compare::compare(&base, &new, &options)?;
+    match &args.output {
+        Some(path) => {
+            let f = File::create(path)
+                .with_context(|| format!("-o {}: cannot create the file", path.display()))?;
+            let mut w = BufWriter::new(f);
+            export::write_comparison(format, &cmp, &mut w)?;
+            w.flush()?;
+        }
+        None => {
+            let mut out = io::stdout().lock();
+            export::write_comparison(format, &cmp, &mut out)?;
+            out.flush()?;
+        }
+    }
+    Ok(if cmp.has_regression() { 1 } else { 0 })
+}
+
+fn cmd_list(args: &ListArgs) -> Result<i32> {
+    let registry = benchsuite::registry();
+    let mut out = io::stdout().lock();
+    let wanted: Vec<&str> = registry
+        .select(&args.selectors)
+        .map(|v| v.iter().map(|b| b.meta().id).collect())
+        .or_else(|e| {
+            if args.selectors.is_empty() {
+                Ok(Vec::new())
+            } else {
+                Err(e)
+            }
+        })?;
+    for m in registry.modules() {
+        let benches: Vec<_> = m
+            .benchmarks
+            .iter()
+            .filter(|b| wanted.contains(&b.meta().id))
+            .collect();
+        if benches.is_empty() && !args.selectors.is_empty() {
+            continue;
+        }
+        writeln!(out, "{}  {}", m.name, m.description)?;
+        if m.benchmarks.is_empty() {
+            writeln!(out, "    (no benchmarks yet)")?;
+        }
+        for b in benches {
+            let meta = b.meta();
+            writeln!(out, "  {:<22} {}", meta.id, meta.description)?;
+            for p in &meta.params {
+                writeln!(
+                    out,
+                    "      {:<10} {:<28} default {:<10} {}",
+                    p.name,
+                    p.kind.describe(),
+                    p.kind.display(&p.default),
+                    p.help
+                )?;
+            }
+            let metrics: Vec<String> = meta
+                .metrics
+                .iter()
+                .map(|m| format!("{} [{}]", m.name, m.unit))
+                .collect();
+            writeln!(out, "      metrics: {}", metrics.join(", "))?;
+        }
+    }
+    Ok(0)
+}
+
+fn cmd_info(args: &InfoArgs) -> Result<i32> {
+    let format = match &args.format {
+        Some(f) => config::parse_format("--format", f)?,
+        None => Format::Table,
+    };
+    let host = Host::detect();
+    let mut out = io::stdout().lock();
+    if format == Format::Json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&host)?)?;
+        return Ok(0);
+    }
+    let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
+    let num = |v: Option<usize>| v.map(|n| n.to_string()).unwrap_or_else(|| "unknown".into());
+    let c = &host.cpu;
+    writeln!(out, "hostname        {}", opt(&host.hostname))?;
+    writeln!(out, "os / arch       {} / {}", host.os, host.arch)?;
+    writeln!(out, "kernel          {}", opt(&host.kernel))?;
+    writeln!(out, "virtualization  {}", opt(&host.virtualization))?;
+    writeln!(out, "cpu model       {}", opt(&c.model))?;
+    writeln!(out, "cpu vendor      {}", opt(&c.vendor))?;
+    writeln!(
+        out,
+        "cpus            {} logical, {} physical cores, {} sockets",
+        num(c.logical_cpus),
+        num(c.physical_cores),
+        num(c.sockets)
+    )?;
+    let mhz = |v: Option<f64>| {
+        v.map(|m| format!("{m:.0} MHz"))
+            .unwrap_or_else(|| "unknown".into())
+    };
+    writeln!(
+        out,
+        "frequency       base {}, max {}, governor {}",
+        mhz(c.base_mhz),
+        mhz(c.max_mhz),
+        opt(&c.governor)
+    )?;
+    writeln!(out, "simd            {}", c.simd.join(" "))?;
+    for cache in &c.caches {
+        writeln!(
+            out,
+            "cache L{} {:<11} {}{}",
+            cache.level,
+            cache.kind,
+            benchsuite::units::format_size(cache.size_bytes),
+            cache
+                .shared_by
+                .map(|n| format!(" (shared by {n} cpus)"))
+                .unwrap_or_default()
+        )?;
+    }
+    writeln!(
+        out,
+        "memory          {}",
+        host.memory_bytes
+            .map(benchsuite::units::format_size)
+            .unwrap_or_else(|| "unknown".into())
+    )?;
+    writeln!(
+        out,
+        "build           benchsuite {} ({}, {})",
+        host.build.version, host.build.profile, host.build.target
+    )?;
+    let unknown = host.unknown_fields();
+    if !unknown.is_empty() {
+        writeln!(
+            out,
+            "unknown         {} (reported as null in JSON, never guessed)",
+            unknown.join(", ")
+        )?;
+    }
+    Ok(0)
+}

@@ -1,0 +1,144 @@
+//! Raw command-line arguments (clap). Converted to a validated
+//! [`benchsuite::RunConfig`] in `config.rs`; the library never sees clap.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Measure a machine's CPU, memory, disk, network, GPU and OS primitives.
+///
+/// Results carry full statistics (median, CV, 95% CI), the host they were
+/// measured on, and the theoretical peak where one can be derived.
+/// `benchsuite compare` exits 1 on a statistically significant regression.
+#[derive(Debug, Parser)]
+#[command(name = "benchsuite", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run benchmarks (all modules' quick defaults when no selector is given).
+    Run(RunArgs),
+    /// Compare two JSON reports; exit 1 if NEW regressed against BASE.
+    Compare(CompareArgs),
+    /// List modules, benchmarks, their parameters and defaults.
+    List(ListArgs),
+    /// Show what benchsuite detects about this machine (and what it cannot).
+    Info(InfoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// What to run: `all`, a module (`os`), a benchmark (`os.syscall`) or a
+    /// glob (`mem.*`). Without one, every module runs its quick defaults.
+    #[arg(value_name = "SELECTOR")]
+    pub selectors: Vec<String>,
+
+    /// Block size(s) for benchmarks with a `block` parameter: `4K`, `1MB`,
+    /// lists `4K,64K` and ranges `1K..1M:x2`. Sizes are binary (1K = 1024).
+    #[arg(long, value_name = "SIZES")]
+    pub block: Option<String>,
+
+    /// Thread count(s) for benchmarks with a `threads` parameter: `8`,
+    /// `1,2,4,8`, `1..8`.
+    #[arg(long, value_name = "COUNTS")]
+    pub threads: Option<String>,
+
+    /// Any parameter as NAME=VALUES (repeatable), e.g. `--param args=0..7`.
+    /// `benchsuite list` shows each benchmark's parameters.
+    #[arg(long = "param", short = 'p', value_name = "NAME=VALUES")]
+    pub params: Vec<String>,
+
+    /// Samples per record. The default is 5 (3 with --quick).
+    #[arg(long, value_name = "N")]
+    pub runs: Option<usize>,
+
+    /// Minimum length of one timed sample; batches grow until a sample lasts
+    /// this long. The default is 10ms (5ms with --quick).
+    #[arg(long, value_name = "DURATION")]
+    pub min_sample_time: Option<String>,
+
+    /// Warm-up time before the first sample. The default is 100ms (20ms with --quick).
+    #[arg(long, value_name = "DURATION")]
+    pub warmup: Option<String>,
+
+    /// Time-series mode: sample continuously for this long (e.g. `10m`),
+    /// one rate per --interval.
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+
+    /// Interval between time-series samples with --duration. The default is 1s.
+    #[arg(long, value_name = "DURATION", requires = "duration")]
+    pub interval: Option<String>,
+
+    /// A fast pass: 3 runs, short samples, smaller default sizes.
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Output format: table (default on a terminal), json (default otherwise
+    /// and for -o FILE.json), csv, md.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+
+    /// Write the report to FILE (format from --format or the extension:
+    /// .json, .csv, .md; JSON otherwise).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Directory where disk benchmarks may create (and always remove) their
+    /// files. The default is the system temporary directory.
+    #[arg(long, value_name = "DIR")]
+    pub scratch_dir: Option<PathBuf>,
+
+    /// Exit 1 if any benchmark failed.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// No progress bar on stderr.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline report (JSON written by `benchsuite run -o`).
+    #[arg(value_name = "BASE.json")]
+    pub base: PathBuf,
+
+    /// The new report.
+    #[arg(value_name = "NEW.json")]
+    pub new: PathBuf,
+
+    /// Smallest relative change of the median that counts, e.g. `5%`. The
+    /// default is 5%.
+    #[arg(long, value_name = "PERCENT", default_value = "5%")]
+    pub threshold: String,
+
+    /// Significance level of the Welch t-test. The default is 0.05.
+    #[arg(long, value_name = "ALPHA", default_value_t = 0.05)]
+    pub alpha: f64,
+
+    /// Output format: table (default), json, csv, md.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+
+    /// Write the comparison to FILE instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Only these modules or benchmarks (same selectors as `run`).
+    #[arg(value_name = "SELECTOR")]
+    pub selectors: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// Output format: table (default) or json.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+}

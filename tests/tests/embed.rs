@@ -1,0 +1,75 @@
+//! The embedding story: a program outside the workspace defines its own
+//! benchmark, adds it to benchsuite's registry, runs it through the
+//! library, and gets the same report, exports and comparison.
+
+use benchsuite::export::{Format, write_report};
+use benchsuite::{
+    BenchError, Benchmark, Case, Context, Meta, MetricSpec, ParamSpec, Point, RunConfig, Status,
+    Work,
+};
+
+/// Sums a vector of `len` u64 values: a custom benchmark with one parameter.
+struct VecSum;
+
+struct VecSumCase {
+    data: Vec<u64>,
+}
+
+impl Case for VecSumCase {
+    fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
+        let mut total = 0u64;
+        for _ in 0..iters {
+            let d = std::hint::black_box(&self.data);
+            total = total.wrapping_add(d.iter().sum::<u64>());
+        }
+        std::hint::black_box(total);
+        let bytes = iters * (self.data.len() * 8) as u64;
+        Ok(Work::ops_bytes(iters, bytes))
+    }
+}
+
+impl Benchmark for VecSum {
+    fn meta(&self) -> Meta {
+        Meta {
+            id: "myapp.vecsum",
+            description: "sum a vector of u64",
+            params: vec![ParamSpec::size("len", "elements", 1, 1 << 24, 1024)],
+            metrics: vec![
+                MetricSpec::bytes_per_sec("bandwidth"),
+                MetricSpec::time_per_op("time_per_op"),
+            ],
+        }
+    }
+
+    fn prepare(&self, _: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
+        let len = point.u64("len")? as usize;
+        Ok(Box::new(VecSumCase {
+            data: (0..len as u64).collect(),
+        }))
+    }
+}
+
+#[test]
+fn a_custom_benchmark_runs_like_a_builtin_one() {
+    let mut registry = benchsuite::registry();
+    registry.register(Box::new(VecSum));
+    let config = RunConfig {
+        selectors: vec!["myapp".into()],
+        sweep: [("len".to_string(), "1K,4K".to_string())].into(),
+        ..benchsuite_tests::fast_config()
+    };
+    let report = benchsuite::run(&registry, &config).expect("valid configuration");
+    assert_eq!(report.records.len(), 2);
+    for r in &report.records {
+        assert_eq!(r.status, Status::Ok);
+        let bw = r.metric("bandwidth").unwrap().summary.median;
+        // Positive, and below 10 TB/s, far above any DRAM or cache.
+        assert!(bw > 0.0 && bw < 1e13, "{bw}");
+    }
+    let mut csv = Vec::new();
+    write_report(Format::Csv, &report, &mut csv).unwrap();
+    let mut reader = csv::Reader::from_reader(csv.as_slice());
+    let headers = reader.headers().unwrap().clone();
+    assert!(headers.iter().any(|h| h == "len"));
+    assert_eq!(reader.records().count(), 4, "2 records × 2 metrics");
+}

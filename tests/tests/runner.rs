@@ -1,0 +1,259 @@
+//! The runner's contract, exercised with scripted fakes.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use benchsuite_core::runner::{Silent, run};
+use benchsuite_core::{Registry, Status};
+use benchsuite_tests::{Fake, Script, fast_config};
+
+fn registry(fakes: &[Fake]) -> Registry {
+    let mut r = Registry::new();
+    for f in fakes {
+        r.register(Box::new(f.clone()));
+    }
+    r
+}
+
+#[test]
+fn samples_are_long_enough_and_rates_consistent() {
+    let fake = Fake::new("fake.work", Script::Work, 200);
+    let mut cfg = fast_config();
+    cfg.runs = 4;
+    cfg.min_sample_time = Duration::from_millis(2);
+    let report = run(&registry(&[fake.clone()]), &cfg, &mut Silent).unwrap();
+    let r = &report.records[0];
+    assert_eq!(r.status, Status::Ok, "{:?}", r.reason);
+    let iters = r.iters_per_sample.unwrap();
+    // 200 ns per iteration, samples ≥ 2 ms → at least 10 000 iterations.
+    assert!(
+        iters >= 10_000,
+        "batch of {iters} iterations is shorter than the minimum sample time"
+    );
+    let t = r.metric("time_per_op").unwrap();
+    assert_eq!(t.samples.len(), 4);
+    assert_eq!(t.unit, "s");
+    // Spinning 200 ns per iteration can't be faster than 200 ns.
+    assert!(
+        t.summary.median >= 200e-9 && t.summary.median < 200e-6,
+        "{}",
+        t.summary.median
+    );
+    let rate = r.metric("rate").unwrap();
+    let bw = r.metric("bandwidth").unwrap();
+    for i in 0..4 {
+        assert!((rate.samples[i] * t.samples[i] - 1.0).abs() < 1e-9);
+        assert!((bw.samples[i] - 64.0 * rate.samples[i]).abs() / bw.samples[i] < 1e-9);
+    }
+    assert_eq!(fake.prepare_count(), 1);
+    assert_eq!(fake.teardown_count(), 1);
+    assert!(report.config.timer_overhead_s > 0.0 && report.config.timer_overhead_s < 1e-5);
+}
+
+#[test]
+fn failures_become_records_and_teardown_always_runs() {
+    let fail = Fake::new("fake.fail", Script::FailRun, 10);
+    let panic = Fake::new("fake.panic", Script::PanicRun, 10);
+    let prep = Fake::new("fake.prep", Script::FailPrepare, 10);
+    let skip = Fake::new("fake.skip", Script::Skip, 10);
+    let ok = Fake::new("fake.ok", Script::Work, 10);
+    let reg = registry(&[
+        fail.clone(),
+        panic.clone(),
+        prep.clone(),
+        skip.clone(),
+        ok.clone(),
+    ]);
+    let report = run(&reg, &fast_config(), &mut Silent).unwrap();
+    let status: Vec<_> = report
+        .records
+        .iter()
+        .map(|r| (r.id.as_str(), r.status))
+        .collect();
+    assert_eq!(
+        status,
+        [
+            ("fake.fail", Status::Failed),
+            ("fake.panic", Status::Failed),
+            ("fake.prep", Status::Failed),
+            ("fake.skip", Status::Skipped),
+            ("fake.ok", Status::Ok),
+        ]
+    );
+    assert!(
+        report.records[0]
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("scripted failure")
+    );
+    assert!(
+        report.records[1]
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("scripted panic")
+    );
+    assert!(
+        report.records[2]
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("prepare")
+    );
+    assert_eq!(report.records[3].reason.as_deref(), Some("scripted skip"));
+    // Teardown ran after the error and after the panic; nothing was prepared
+    // for the skipped benchmark; a failed prepare has nothing to tear down.
+    assert_eq!(fail.teardown_count(), 1);
+    assert_eq!(panic.teardown_count(), 1);
+    assert_eq!(prep.teardown_count(), 0);
+    assert_eq!(skip.prepare_count(), 0);
+    assert_eq!(ok.teardown_count(), 1);
+}
+
+#[test]
+fn sweep_produces_one_record_per_point() {
+    let fake = Fake::new("fake.work", Script::Work, 50);
+    let mut cfg = fast_config();
+    cfg.sweep.insert("factor".into(), "1..4:x2".into());
+    cfg.sweep.insert("block".into(), "4K,8K".into());
+    let report = run(&registry(&[fake.clone()]), &cfg, &mut Silent).unwrap();
+    let labels: Vec<String> = report.records.iter().map(|r| r.params.label()).collect();
+    assert_eq!(
+        labels,
+        [
+            "block=4096 factor=1",
+            "block=8192 factor=1",
+            "block=4096 factor=2",
+            "block=8192 factor=2",
+            "block=4096 factor=4",
+            "block=8192 factor=4"
+        ]
+    );
+    // Four times the work per iteration takes longer per operation.
+    let t = |i: usize| {
+        report.records[i]
+            .metric("time_per_op")
+            .unwrap()
+            .summary
+            .median
+    };
+    assert!(
+        t(4) > t(0) * 2.0,
+        "factor 4: {} vs factor 1: {}",
+        t(4),
+        t(0)
+    );
+    assert_eq!(fake.teardown_count(), 6);
+}
+
+#[test]
+fn configuration_errors_come_before_anything_runs() {
+    let fake = Fake::new("fake.work", Script::Work, 50);
+    let reg = registry(&[fake.clone()]);
+    let mut cfg = fast_config();
+    cfg.sweep.insert("bogus".into(), "1".into());
+    let e = run(&reg, &cfg, &mut Silent).unwrap_err().to_string();
+    assert!(e.contains("bogus") && e.contains("block, factor"), "{e}");
+    let mut cfg = fast_config();
+    cfg.sweep.insert("factor".into(), "1,99".into());
+    let e = run(&reg, &cfg, &mut Silent).unwrap_err().to_string();
+    assert!(
+        e.contains("factor") && e.contains("between 1 and 16"),
+        "{e}"
+    );
+    let mut cfg = fast_config();
+    cfg.selectors = vec!["nope".into()];
+    assert!(
+        run(&reg, &cfg, &mut Silent)
+            .unwrap_err()
+            .to_string()
+            .contains("nope")
+    );
+    let mut cfg = fast_config();
+    cfg.runs = 0;
+    assert!(run(&reg, &cfg, &mut Silent).is_err());
+    assert_eq!(
+        fake.prepare_count(),
+        0,
+        "nothing may run on a configuration error"
+    );
+}
+
+#[test]
+fn cancel_finishes_the_current_record_and_stops() {
+    let a = Fake::new("fake.a", Script::CancelDuringRun, 10);
+    let b = Fake::new("fake.b", Script::Work, 10);
+    let reg = registry(&[a.clone(), b.clone()]);
+    let mut cfg = fast_config();
+    cfg.sweep.insert("factor".into(), "1,2".into());
+    let report = run(&reg, &cfg, &mut Silent).unwrap();
+    assert!(cfg.cancel.load(Ordering::SeqCst));
+    // The record in progress is finished and torn down; nothing after it
+    // starts.
+    assert_eq!(report.records.len(), 1);
+    assert_eq!(
+        report.records[0].status,
+        Status::Ok,
+        "{:?}",
+        report.records[0].reason
+    );
+    assert_eq!(a.teardown_count(), 1);
+    assert_eq!(b.prepare_count(), 0);
+}
+
+#[test]
+fn time_series_gives_one_sample_per_interval() {
+    let fake = Fake::new("fake.work", Script::Work, 100);
+    let mut cfg = fast_config();
+    cfg.duration = Some(Duration::from_millis(300));
+    cfg.interval = Some(Duration::from_millis(50));
+    let report = run(&registry(&[fake]), &cfg, &mut Silent).unwrap();
+    let m = report.records[0].metric("rate").unwrap();
+    let ts = m.timestamps.as_ref().expect("a time series has timestamps");
+    assert_eq!(ts.len(), m.samples.len());
+    assert!(
+        (5..=8).contains(&m.samples.len()),
+        "{} samples in 300 ms at 50 ms",
+        m.samples.len()
+    );
+    assert!(ts.windows(2).all(|w| w[1] > w[0]));
+    assert!(*ts.last().unwrap() >= 0.3);
+    assert_eq!(report.config.interval_s, Some(0.05));
+}
+
+#[test]
+fn peak_gives_efficiency_and_flags_the_impossible() {
+    let mut fake = Fake::new("fake.work", Script::Work, 1000);
+    // ~1e6 op/s measured against a 1e9 op/s peak → ~0.1%.
+    fake.peak_ops = Some(1e9);
+    let mut too_fast = Fake::new("fake.fast", Script::Work, 1000);
+    too_fast.peak_ops = Some(1.0);
+    let report = run(&registry(&[fake, too_fast]), &fast_config(), &mut Silent).unwrap();
+    let eff = report.records[0].peak.as_ref().unwrap().efficiency.unwrap();
+    assert!(eff > 0.0 && eff < 0.01, "{eff}");
+    let r = &report.records[1];
+    assert!(r.peak.as_ref().unwrap().efficiency.unwrap() > 1.0);
+    assert!(
+        r.warnings.iter().any(|w| w.contains("theoretical peak")),
+        "{:?}",
+        r.warnings
+    );
+}
+
+#[test]
+fn report_round_trips_through_json() {
+    let fake = Fake::new("fake.work", Script::Work, 100);
+    let skip = Fake::new("fake.skip", Script::Skip, 100);
+    let mut cfg = fast_config();
+    cfg.options = BTreeMap::from([("peer".to_string(), "127.0.0.1:1".to_string())]);
+    let report = run(&registry(&[fake, skip]), &cfg, &mut Silent).unwrap();
+    let json = report.to_json();
+    let back = benchsuite_core::Report::from_json(&json, "mem").unwrap();
+    assert_eq!(back, report);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["schema_version"], "1.0");
+    assert_eq!(v["records"][1]["status"], "skipped");
+    assert_eq!(v["records"][0]["params"]["block"], 4096);
+}
