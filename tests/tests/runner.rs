@@ -22,7 +22,7 @@ fn samples_are_long_enough_and_rates_consistent() {
     let mut cfg = fast_config();
     cfg.runs = 4;
     cfg.min_sample_time = Duration::from_millis(2);
-    let report = run(&registry(&[fake.clone()]), &cfg, &mut Silent).unwrap();
+    let report = run(&registry(std::slice::from_ref(&fake)), &cfg, &mut Silent).unwrap();
     let r = &report.records[0];
     assert_eq!(r.status, Status::Ok, "{:?}", r.reason);
     let iters = r.iters_per_sample.unwrap();
@@ -118,7 +118,7 @@ fn sweep_produces_one_record_per_point() {
     let mut cfg = fast_config();
     cfg.sweep.insert("factor".into(), "1..4:x2".into());
     cfg.sweep.insert("block".into(), "4K,8K".into());
-    let report = run(&registry(&[fake.clone()]), &cfg, &mut Silent).unwrap();
+    let report = run(&registry(std::slice::from_ref(&fake)), &cfg, &mut Silent).unwrap();
     let labels: Vec<String> = report.records.iter().map(|r| r.params.label()).collect();
     assert_eq!(
         labels,
@@ -151,7 +151,7 @@ fn sweep_produces_one_record_per_point() {
 #[test]
 fn configuration_errors_come_before_anything_runs() {
     let fake = Fake::new("fake.work", Script::Work, 50);
-    let reg = registry(&[fake.clone()]);
+    let reg = registry(std::slice::from_ref(&fake));
     let mut cfg = fast_config();
     cfg.sweep.insert("bogus".into(), "1".into());
     let e = run(&reg, &cfg, &mut Silent).unwrap_err().to_string();

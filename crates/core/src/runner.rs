@@ -317,6 +317,41 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
+/// Share of CPU time stolen by the hypervisor above which a record gets a
+/// warning.
+pub const STEAL_WARN: f64 = 0.02;
+
+/// Aggregate CPU time counters from `/proc/stat` (Linux), in ticks.
+#[derive(Debug, Clone, Copy)]
+struct CpuTimes {
+    total: u64,
+    steal: u64,
+}
+
+impl CpuTimes {
+    fn read() -> Option<CpuTimes> {
+        let text = std::fs::read_to_string("/proc/stat").ok()?;
+        let line = text.lines().find(|l| l.starts_with("cpu "))?;
+        let v: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        // user nice system idle iowait irq softirq steal [guest guest_nice]:
+        // guest time is already counted in user/nice, so sum the first eight.
+        (v.len() >= 8).then(|| CpuTimes {
+            total: v[..8].iter().sum(),
+            steal: v[7],
+        })
+    }
+
+    fn steal_fraction_since(&self, before: &CpuTimes) -> Option<f64> {
+        let total = self.total.checked_sub(before.total)?;
+        let steal = self.steal.checked_sub(before.steal)?;
+        (total > 0).then(|| steal as f64 / total as f64)
+    }
+}
+
 /// One timed batch: the work and the time it took.
 struct Batch {
     work: Work,
@@ -350,6 +385,7 @@ fn run_point(
             );
         }
     };
+    let cpu_before = CpuTimes::read();
     let measured = catch_unwind(AssertUnwindSafe(|| {
         measure(case.as_mut(), specs, ctx, config)
     }))
@@ -365,9 +401,18 @@ fn run_point(
             panic_message(&p)
         )))
     });
+    let steal = CpuTimes::read()
+        .zip(cpu_before)
+        .and_then(|(after, before)| after.steal_fraction_since(&before));
     let mut record = match measured {
         Ok((iters, metrics, mut warnings)) => {
             warnings.extend(case.warnings());
+            if let Some(st) = steal.filter(|s| *s > STEAL_WARN) {
+                warnings.push(format!(
+                    "the hypervisor stole {:.1}% of CPU time while this record ran: other guests were competing for the host, expect run-to-run variation",
+                    st * 100.0
+                ));
+            }
             let peak = case.peak().map(|mut pk| {
                 if let Some(m) = metrics.iter().find(|m| m.name == pk.metric) {
                     let eff = m.summary.median / pk.value;

@@ -42,6 +42,23 @@ pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<(
     for line in render(&REPORT_HEADER, &rows, &right) {
         writeln!(out, "{line}")?;
     }
+    let c = &report.config;
+    let sampling = match (c.duration_s, c.interval_s) {
+        (Some(d), Some(i)) => format!("time series over {d} s, one sample per {i} s"),
+        _ => format!("{} samples per record", c.runs),
+    };
+    writeln!(
+        out,
+        "\n{sampling}, each batch >= {} (clock read costs {}, {:.4}% of a batch){}",
+        crate::units::format_seconds(c.min_sample_time_s),
+        crate::units::format_seconds(c.timer_overhead_s),
+        100.0 * c.timer_overhead_s / c.min_sample_time_s,
+        if report.host.build.is_debug() {
+            "; DEBUG BUILD"
+        } else {
+            ""
+        }
+    )?;
     let warnings = warning_lines(report);
     if !warnings.is_empty() {
         writeln!(out)?;
