@@ -22,6 +22,8 @@ pub enum Script {
     PanicRun,
     /// Fails in prepare.
     FailPrepare,
+    /// Prepare says this point cannot run here (a skip, not a failure).
+    SkipPrepare,
     /// Probe says skip.
     Skip,
     /// Sets the shared cancel flag during its first run.
@@ -141,8 +143,12 @@ impl Benchmark for Fake {
 
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         self.prepares.fetch_add(1, Ordering::SeqCst);
-        if self.script == Script::FailPrepare {
-            return Err(BenchError::Unsupported("scripted prepare failure".into()));
+        match self.script {
+            Script::FailPrepare => {
+                return Err(BenchError::Unsupported("scripted prepare failure".into()));
+            }
+            Script::SkipPrepare => return Err(BenchError::Skip("scripted point skip".into())),
+            _ => {}
         }
         Ok(Box::new(FakeCase {
             fake: self.clone(),

@@ -20,7 +20,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run benchmarks (all modules' quick defaults when no selector is given).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Compare two JSON reports; exit 1 if NEW regressed against BASE.
     Compare(CompareArgs),
     /// List modules, benchmarks, their parameters and defaults.
@@ -50,6 +50,33 @@ pub struct RunArgs {
     /// `benchsuite list` shows each benchmark's parameters.
     #[arg(long = "param", short = 'p', value_name = "NAME=VALUES")]
     pub params: Vec<String>,
+
+    /// A named parameter preset for benchmarks with a `preset` parameter
+    /// (e.g. `sysbench-rndrw` for disk.io).
+    #[arg(long, value_name = "NAME")]
+    pub preset: Option<String>,
+
+    /// Network benchmarks: a `benchsuite serve` to measure against
+    /// (HOST:PORT). Without it an in-process server on loopback is used.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub peer: Option<String>,
+
+    /// Network benchmarks: the token the peer requires.
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+
+    /// Theoretical memory bandwidth when it cannot be detected (e.g.
+    /// `68.3GB/s`); memory records then carry an efficiency.
+    #[arg(long, value_name = "RATE")]
+    pub peak_mem_bw: Option<String>,
+
+    /// Disk benchmarks: allow writing to an existing file or a block device.
+    #[arg(long)]
+    pub allow_overwrite: bool,
+
+    /// A module option as KEY=VALUE (repeatable), passed to benchmarks.
+    #[arg(long = "opt", value_name = "KEY=VALUE")]
+    pub options: Vec<String>,
 
     /// Samples per record. The default is 5 (3 with --quick).
     #[arg(long, value_name = "N")]

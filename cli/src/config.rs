@@ -103,6 +103,32 @@ pub fn run_config(args: &RunArgs, stdout_tty: bool) -> Result<(RunConfig, Output
             bail!("--param {name} is given twice; use one list, e.g. --param {name}=a,b");
         }
     }
+    if let Some(preset) = &args.preset {
+        if cfg.sweep.contains_key("preset") {
+            bail!("--preset and --param preset= are both given; use one");
+        }
+        cfg.sweep.insert("preset".into(), preset.clone());
+        flags.0.insert("preset".into(), "--preset".into());
+    }
+    for o in &args.options {
+        let (k, v) = o
+            .split_once('=')
+            .ok_or_else(|| anyhow!("invalid value `{o}` for --opt: expected KEY=VALUE"))?;
+        cfg.options.insert(k.trim().to_string(), v.to_string());
+    }
+    let named = [
+        ("peer", &args.peer),
+        ("token", &args.token),
+        ("peak-mem-bw", &args.peak_mem_bw),
+    ];
+    for (key, value) in named {
+        if let Some(v) = value {
+            cfg.options.insert(key.to_string(), v.clone());
+        }
+    }
+    if args.allow_overwrite {
+        cfg.options.insert("allow-overwrite".into(), "true".into());
+    }
     if let Some(r) = args.runs {
         cfg.runs = r;
     }

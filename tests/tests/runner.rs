@@ -57,12 +57,14 @@ fn failures_become_records_and_teardown_always_runs() {
     let panic = Fake::new("fake.panic", Script::PanicRun, 10);
     let prep = Fake::new("fake.prep", Script::FailPrepare, 10);
     let skip = Fake::new("fake.skip", Script::Skip, 10);
+    let skip_point = Fake::new("fake.skippoint", Script::SkipPrepare, 10);
     let ok = Fake::new("fake.ok", Script::Work, 10);
     let reg = registry(&[
         fail.clone(),
         panic.clone(),
         prep.clone(),
         skip.clone(),
+        skip_point.clone(),
         ok.clone(),
     ]);
     let report = run(&reg, &fast_config(), &mut Silent).unwrap();
@@ -78,6 +80,7 @@ fn failures_become_records_and_teardown_always_runs() {
             ("fake.panic", Status::Failed),
             ("fake.prep", Status::Failed),
             ("fake.skip", Status::Skipped),
+            ("fake.skippoint", Status::Skipped),
             ("fake.ok", Status::Ok),
         ]
     );
@@ -103,6 +106,10 @@ fn failures_become_records_and_teardown_always_runs() {
             .contains("prepare")
     );
     assert_eq!(report.records[3].reason.as_deref(), Some("scripted skip"));
+    assert_eq!(
+        report.records[4].reason.as_deref(),
+        Some("scripted point skip")
+    );
     // Teardown ran after the error and after the panic; nothing was prepared
     // for the skipped benchmark; a failed prepare has nothing to tear down.
     assert_eq!(fail.teardown_count(), 1);

@@ -78,6 +78,11 @@ pub enum BenchError {
     /// The point cannot run with these parameters on this machine.
     #[error("{0}")]
     Unsupported(String),
+    /// This point cannot run here and that is not a failure (an ISA the CPU
+    /// lacks, a file system without O_DIRECT): the record is `skipped` with
+    /// this reason. Return it from `prepare`.
+    #[error("{0}")]
+    Skip(String),
     /// The run was interrupted (Ctrl-C) before this record finished.
     #[error("interrupted")]
     Interrupted,

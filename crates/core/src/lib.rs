@@ -51,6 +51,7 @@ pub mod report;
 pub mod runner;
 pub mod stats;
 pub mod sweep;
+pub mod team;
 pub mod units;
 
 pub use bench::{Benchmark, Case, Context, Direction, Meta, MetricSource, MetricSpec, Probe, Work};

@@ -92,6 +92,12 @@ pub enum ParamKind {
     Choice(&'static [&'static str]),
     /// `on|off` (also `true|false`, `yes|no`, `1|0`).
     Bool,
+    /// Free text (a path, a bit rate, `every:100`); the benchmark checks it
+    /// in [`crate::Benchmark::validate`]. `hint` describes what is accepted.
+    Text {
+        /// What the text may be, for `benchsuite list` (`PATH`, `max|RATE`).
+        hint: &'static str,
+    },
 }
 
 impl ParamKind {
@@ -136,6 +142,13 @@ impl ParamKind {
                 "off" | "false" | "no" | "0" => Ok(Value::Bool(false)),
                 _ => Err(bad("expected on or off".into())),
             },
+            ParamKind::Text { .. } => {
+                if t.is_empty() {
+                    Err(bad("empty value".into()))
+                } else {
+                    Ok(Value::Str(t.to_string()))
+                }
+            }
         }
     }
 
@@ -146,6 +159,7 @@ impl ParamKind {
             | (ParamKind::Size { min, max }, Value::Int(v)) => v >= min && v <= max,
             (ParamKind::Choice(names), Value::Str(s)) => names.contains(&s.as_str()),
             (ParamKind::Bool, Value::Bool(_)) => true,
+            (ParamKind::Text { .. }, Value::Str(_)) => true,
             _ => false,
         };
         if ok {
@@ -166,6 +180,7 @@ impl ParamKind {
             ParamKind::Size { min, max } => format!("{}..{}", format_size(*min), format_size(*max)),
             ParamKind::Choice(names) => names.join("|"),
             ParamKind::Bool => "on|off".into(),
+            ParamKind::Text { hint } => hint.to_string(),
         }
     }
 
@@ -228,6 +243,17 @@ impl ParamSpec {
             name,
             help,
             kind: ParamKind::Choice(choices),
+            default: Value::Str(default.to_string()),
+            smoke: None,
+        }
+    }
+
+    /// A free-text parameter, checked by the benchmark's `validate`.
+    pub fn text(name: &'static str, help: &'static str, hint: &'static str, default: &str) -> Self {
+        ParamSpec {
+            name,
+            help,
+            kind: ParamKind::Text { hint },
             default: Value::Str(default.to_string()),
             smoke: None,
         }

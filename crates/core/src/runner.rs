@@ -376,6 +376,7 @@ fn run_point(
 ) -> Record {
     let mut case = match catch_unwind(AssertUnwindSafe(|| bench.prepare(ctx, point))) {
         Ok(Ok(c)) => c,
+        Ok(Err(BenchError::Skip(reason))) => return Record::skipped(id, point.clone(), reason),
         Ok(Err(e)) => return Record::failed(id, point.clone(), format!("prepare: {e}")),
         Err(p) => {
             return Record::failed(

@@ -1,0 +1,409 @@
+//! A team of worker threads for multi-threaded cases, and CPU pinning.
+//!
+//! A [`Team`] creates its threads once, in `prepare` (untimed): each runs an
+//! `init` closure *on its own thread* (so buffers are first-touched by the
+//! thread that uses them, on its NUMA node) and then parks. [`Team::run`]
+//! releases every worker at once through a barrier, each does `iters`
+//! iterations on its own state, and `run` returns when the last one is done,
+//! with their [`Work`] merged (operations and bytes summed, latency
+//! histograms added — never percentiles averaged). Dropping the team (or
+//! [`Team::shutdown`]) joins every thread.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread::JoinHandle;
+
+use crate::bench::Work;
+use crate::error::BenchError;
+
+/// Logical CPUs this process may run on, in ascending order (from the
+/// affinity mask; falls back to `0..available_parallelism`).
+pub fn allowed_cpus() -> Vec<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: cpu_set_t is plain data; zeroed is a valid empty set, and
+        // sched_getaffinity writes at most size_of::<cpu_set_t>() bytes.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: pid 0 is the calling thread; the pointer and size describe `set`.
+        let rc =
+            unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+        if rc == 0 {
+            // SAFETY: CPU_ISSET reads the set initialised above; the index is below CPU_SETSIZE.
+            let v: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+                .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+                .collect();
+            if !v.is_empty() {
+                return v;
+            }
+        }
+    }
+    let n = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    (0..n).collect()
+}
+
+/// Pins the calling thread to one logical CPU.
+pub fn pin_current_thread(cpu: usize) -> Result<(), BenchError> {
+    #[cfg(target_os = "linux")]
+    {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return Err(BenchError::Other(format!(
+                "cpu {cpu} is beyond CPU_SETSIZE"
+            )));
+        }
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes
+        // within it because cpu < CPU_SETSIZE (checked above).
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: see above.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+        // SAFETY: pid 0 is the calling thread; pointer and size describe `set`.
+        let rc =
+            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+        if rc != 0 {
+            return Err(BenchError::last_os_error(format!(
+                "sched_setaffinity(cpu {cpu})"
+            )));
+        }
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = cpu;
+        Err(BenchError::Unsupported(
+            "thread pinning is implemented on Linux only".into(),
+        ))
+    }
+}
+
+/// Restricts the calling thread to a set of CPUs (used to undo a pin).
+pub fn set_current_thread_cpus(cpus: &[usize]) -> Result<(), BenchError> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: a zeroed cpu_set_t is a valid empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+            // SAFETY: c < CPU_SETSIZE, so CPU_SET writes inside `set`.
+            unsafe { libc::CPU_SET(c, &mut set) };
+        }
+        // SAFETY: pid 0 is the calling thread; pointer and size describe `set`.
+        let rc =
+            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+        if rc != 0 {
+            return Err(BenchError::last_os_error("sched_setaffinity"));
+        }
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = cpus;
+        Ok(())
+    }
+}
+
+/// How a team's threads are placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// Thread `i` pinned to the `i mod n`-th allowed CPU (oversubscribed
+    /// teams wrap around).
+    Pinned,
+    /// Left to the scheduler.
+    Unpinned,
+}
+
+type WorkFn<S> = dyn Fn(&mut S, u64) -> Result<Work, BenchError> + Send + Sync;
+
+struct Shared {
+    start: Barrier,
+    done: Barrier,
+    stop: AtomicBool,
+    iters: Mutex<u64>,
+    results: Mutex<Vec<Option<Result<Work, BenchError>>>>,
+}
+
+/// Worker threads parked between batches. See the module docs.
+pub struct Team {
+    shared: Arc<Shared>,
+    handles: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Team {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Team")
+            .field("threads", &self.handles.len())
+            .finish()
+    }
+}
+
+impl Team {
+    /// Starts `threads` workers. `init(i)` builds worker `i`'s state on that
+    /// worker (after pinning); `work(state, iters)` is one batch. Returns
+    /// the first `init` error, after stopping the workers already started.
+    pub fn new<S, I, W>(
+        threads: usize,
+        placement: Placement,
+        init: I,
+        work: W,
+    ) -> Result<Team, BenchError>
+    where
+        S: 'static,
+        I: Fn(usize) -> Result<S, BenchError> + Send + Sync + 'static,
+        W: Fn(&mut S, u64) -> Result<Work, BenchError> + Send + Sync + 'static,
+    {
+        if threads == 0 {
+            return Err(BenchError::Other("a team needs at least one thread".into()));
+        }
+        let shared = Arc::new(Shared {
+            start: Barrier::new(threads + 1),
+            done: Barrier::new(threads + 1),
+            stop: AtomicBool::new(false),
+            iters: Mutex::new(0),
+            results: Mutex::new((0..threads).map(|_| None).collect()),
+        });
+        let init = Arc::new(init);
+        let work: Arc<WorkFn<S>> = Arc::new(work);
+        let cpus = allowed_cpus();
+        let mut handles = Vec::with_capacity(threads);
+        for i in 0..threads {
+            let (sh, ini, wk) = (shared.clone(), init.clone(), work.clone());
+            let cpu = cpus[i % cpus.len()];
+            let spawned = std::thread::Builder::new()
+                .name(format!("benchsuite-worker-{i}"))
+                .spawn(move || worker(i, placement, cpu, &sh, &*ini, &*wk));
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    // The barriers count `threads` workers; without them the
+                    // started ones would wait forever. Stop and report.
+                    let team = Team { shared, handles };
+                    team.abort_start();
+                    return Err(BenchError::io(
+                        format!("spawning worker {i} of {threads}"),
+                        e,
+                    ));
+                }
+            }
+        }
+        let team = Team { shared, handles };
+        // Initialisation round: every worker reports its init result.
+        team.shared.start.wait();
+        team.shared.done.wait();
+        if let Some(e) = team.take_results().into_iter().find_map(Result::err) {
+            team.shutdown();
+            return Err(e);
+        }
+        Ok(team)
+    }
+
+    /// Number of workers.
+    pub fn len(&self) -> usize {
+        self.handles.len()
+    }
+
+    /// Always false: a team has at least one worker.
+    pub fn is_empty(&self) -> bool {
+        self.handles.is_empty()
+    }
+
+    /// Runs one batch of `iters` iterations on every worker at once and
+    /// returns their merged work. Errors from any worker are returned after
+    /// all have finished the batch.
+    pub fn run(&self, iters: u64) -> Result<Work, BenchError> {
+        *self.shared.iters.lock().unwrap_or_else(|p| p.into_inner()) = iters;
+        self.shared.start.wait();
+        self.shared.done.wait();
+        let mut total = Work::default();
+        for r in self.take_results() {
+            merge_work(&mut total, r?)?;
+        }
+        Ok(total)
+    }
+
+    /// Each worker's own work from one batch (per-thread numbers).
+    pub fn run_each(&self, iters: u64) -> Result<Vec<Work>, BenchError> {
+        *self.shared.iters.lock().unwrap_or_else(|p| p.into_inner()) = iters;
+        self.shared.start.wait();
+        self.shared.done.wait();
+        self.take_results().into_iter().collect()
+    }
+
+    fn take_results(&self) -> Vec<Result<Work, BenchError>> {
+        let mut r = self
+            .shared
+            .results
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        r.iter_mut()
+            .map(|slot| {
+                slot.take()
+                    .unwrap_or_else(|| Err(BenchError::Other("a worker thread died".into())))
+            })
+            .collect()
+    }
+
+    fn abort_start(mut self) {
+        // Workers spawned so far are blocked on `start` which needs all of
+        // them; they cannot be released. Detach them: they hold only Arcs.
+        // This only happens when the OS refuses to create a thread.
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.handles.clear();
+    }
+
+    /// Stops and joins every worker (also done on drop).
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        if self.handles.is_empty() {
+            return;
+        }
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.start.wait();
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Team {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+/// Adds `w` into `total`: operations and bytes summed, histograms added,
+/// device time the maximum, reported values summed.
+pub fn merge_work(total: &mut Work, w: Work) -> Result<(), BenchError> {
+    total.ops += w.ops;
+    total.bytes += w.bytes;
+    if let Some(h) = w.latency {
+        match &mut total.latency {
+            Some(t) => t
+                .add(&h)
+                .map_err(|e| BenchError::Other(format!("merging latency histograms: {e}")))?,
+            None => total.latency = Some(h),
+        }
+    }
+    total.elapsed = match (total.elapsed, w.elapsed) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    };
+    for (k, v) in w.values {
+        *total.values.entry(k).or_insert(0.0) += v;
+    }
+    Ok(())
+}
+
+fn worker<S>(
+    i: usize,
+    placement: Placement,
+    cpu: usize,
+    shared: &Shared,
+    init: &(dyn Fn(usize) -> Result<S, BenchError> + Send + Sync),
+    work: &WorkFn<S>,
+) {
+    let pinned = match placement {
+        Placement::Pinned => pin_current_thread(cpu),
+        Placement::Unpinned => Ok(()),
+    };
+    let mut state = pinned.and_then(|_| init(i));
+    shared.start.wait();
+    let first = match &state {
+        Ok(_) => Ok(Work::default()),
+        Err(e) => Err(BenchError::Other(format!("worker {i}: {e}"))),
+    };
+    shared.results.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(first);
+    shared.done.wait();
+    loop {
+        shared.start.wait();
+        if shared.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let iters = *shared.iters.lock().unwrap_or_else(|p| p.into_inner());
+        let r = match &mut state {
+            Ok(s) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(s, iters)))
+                .unwrap_or_else(|_| Err(BenchError::Other(format!("worker {i} panicked")))),
+            Err(_) => Err(BenchError::Other(format!(
+                "worker {i} failed to initialise"
+            ))),
+        };
+        shared.results.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(r);
+        shared.done.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_worker_runs_each_batch_with_its_own_state() {
+        let team = Team::new(
+            3,
+            Placement::Unpinned,
+            |i| Ok(vec![i as u64; 4]),
+            |s: &mut Vec<u64>, iters| {
+                s[0] += iters;
+                Ok(Work::ops_bytes(iters, s[1] * 10))
+            },
+        )
+        .unwrap();
+        assert_eq!(team.len(), 3);
+        let w = team.run(5).unwrap();
+        assert_eq!(w.ops, 15);
+        assert_eq!(w.bytes, 10 + 20, "workers 1 and 2 report 10 and 20 bytes");
+        let each = team.run_each(2).unwrap();
+        assert_eq!(each.iter().map(|w| w.ops).collect::<Vec<_>>(), [2, 2, 2]);
+        team.shutdown();
+    }
+
+    #[test]
+    fn init_and_work_errors_are_reported_not_hung() {
+        let e = Team::new(
+            2,
+            Placement::Unpinned,
+            |i| {
+                if i == 1 {
+                    Err(BenchError::Other("no buffer".into()))
+                } else {
+                    Ok(())
+                }
+            },
+            |_: &mut (), n| Ok(Work::ops(n)),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("no buffer"), "{e}");
+        let team = Team::new(
+            2,
+            Placement::Pinned,
+            |_| Ok(()),
+            |_: &mut (), n| {
+                if n > 3 {
+                    Err(BenchError::Other("too many".into()))
+                } else {
+                    Ok(Work::ops(n))
+                }
+            },
+        )
+        .unwrap();
+        assert_eq!(team.run(3).unwrap().ops, 6);
+        assert!(team.run(4).is_err());
+        // The team still works after an error, and drop joins it.
+        assert_eq!(team.run(1).unwrap().ops, 2);
+    }
+
+    #[test]
+    fn pinning_follows_the_allowed_cpus() {
+        let cpus = allowed_cpus();
+        assert!(!cpus.is_empty());
+        let first = cpus[0];
+        std::thread::spawn(move || {
+            pin_current_thread(first).unwrap();
+            assert_eq!(allowed_cpus(), vec![first]);
+        })
+        .join()
+        .unwrap();
+        assert!(pin_current_thread(usize::MAX).is_err());
+    }
+}
