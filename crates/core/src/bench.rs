@@ -214,6 +214,10 @@ impl Work {
 
 /// A prepared sweep point. Created by [`Benchmark::prepare`] (untimed),
 /// timed through [`Case::run`], always finished with [`Case::teardown`].
+///
+/// The runner calls `prepare`, every `run` and `teardown` of one case on the
+/// same thread, one case at a time, so a case may change that thread's state
+/// (CPU affinity, signal mask) in `prepare` and restore it in `teardown`.
 pub trait Case: Send {
     /// The one timed verb: perform `iters` iterations and say what was done.
     /// The runner times this call (unless [`Work::elapsed`] is set).
@@ -231,8 +235,15 @@ pub trait Case: Send {
         None
     }
 
-    /// Caveats to attach to the record (page cache involved, f16 emulated...).
+    /// Caveats to attach to the record (page cache involved, f16 emulated...):
+    /// things that make the number mean less than it seems.
     fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Facts that help read the number but are not caveats (the clock
+    /// source, a calibrated frequency, what exactly one operation includes).
+    fn notes(&self) -> Vec<String> {
         Vec::new()
     }
 }

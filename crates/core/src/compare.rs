@@ -12,8 +12,10 @@
 //!    [`Direction`] says whether that change is worse or better.
 //! 2. **Significance** — a Welch t-test on the *medians*. Each side's
 //!    standard error is the asymptotic standard error of the median,
-//!    `se = √(π/2) · stddev / √n` (exact for normal samples), with `stddev`
-//!    and `n` from the metric's [`Summary`](crate::stats::Summary). The
+//!    `se = √(π/2) · σ̂ / √n` (exact for normal samples), where `σ̂` is the
+//!    robust scale `1.4826 · MAD` of the samples when there are at least
+//!    five (so one stray sample — an interrupt, a neighbour's burst — does
+//!    not hide a real shift), and the summary's `stddev` otherwise. The
 //!    statistic `t = (new.median − base.median) / √(se_base² + se_new²)` is
 //!    referred to Student's t with Welch–Satterthwaite degrees of freedom,
 //!    `df = (se_b² + se_n²)² / (se_b⁴/(n_b − 1) + se_n⁴/(n_n − 1))`, and the
@@ -23,7 +25,7 @@
 //!    tail (interrupts, page faults, a neighbour's burst), the median is the
 //!    headline number every exporter prints, and the verdict must be about
 //!    the number the user sees. The *noise* estimate, on the other hand,
-//!    comes from the spread of the samples, which is what `stddev` measures.
+//!    comes from the spread of the samples.
 //!    Using only the summary also means a baseline can be edited or
 //!    synthesised by hand and still compared.
 //! 3. **Verdict** — a change counts only when it is both *large* (beyond the
@@ -392,7 +394,7 @@ fn compare_metric(
     } else {
         None
     };
-    let test = welch_median_test(b.median, b.stddev, b.n, n.median, n.stddev, n.n);
+    let test = welch_median_test(b.median, spread(base), b.n, n.median, spread(new), n.n);
     let beyond = match change {
         Some(c) => c.abs() > options.threshold,
         None => true,
@@ -424,6 +426,26 @@ fn compare_metric(
         df: test.df,
         verdict,
     }
+}
+
+/// The noise estimate of a metric: the robust scale `1.4826 · MAD` of its
+/// samples (consistent with the standard deviation for normal data, but
+/// not inflated by one outlier) when there are at least five samples and
+/// their MAD is not zero; the summary's standard deviation otherwise.
+fn spread(m: &Metric) -> f64 {
+    let s = &m.samples;
+    if s.len() >= 5 && s.len() == m.summary.n && s.iter().all(|v| v.is_finite()) {
+        let mut v = s.clone();
+        v.sort_by(f64::total_cmp);
+        let med = crate::stats::percentile_sorted(&v, 0.5);
+        let mut dev: Vec<f64> = v.iter().map(|x| (x - med).abs()).collect();
+        dev.sort_by(f64::total_cmp);
+        let mad = crate::stats::percentile_sorted(&dev, 0.5);
+        if mad > 0.0 {
+            return 1.4826 * mad;
+        }
+    }
+    m.summary.stddev
 }
 
 /// The outcome of [`welch_median_test`].
@@ -511,6 +533,7 @@ mod tests {
             metrics,
             peak: None,
             warnings: Vec::new(),
+            notes: Vec::new(),
         }
     }
 
@@ -669,6 +692,28 @@ mod tests {
         assert_eq!(verdicts(&c), [("bw", Verdict::Noisy)]);
         assert!(c.metrics[0].p_value.unwrap() > 0.05);
         assert!(!c.has_regression());
+    }
+
+    #[test]
+    fn one_stray_sample_does_not_hide_a_real_shift() {
+        // Seven tight samples, one of them a 3x outlier (an interrupt): the
+        // standard deviation is inflated, the MAD is not, and a 30% worse
+        // median is still a regression.
+        let base_s = [100.0, 101.0, 99.0, 100.5, 99.5, 300.0, 100.2];
+        let new_s: Vec<f64> = base_s.iter().map(|v| v * 1.3).collect();
+        let base = report(vec![record(
+            "os.syscall",
+            1,
+            vec![metric("t", "s", Direction::Lower, &base_s)],
+        )]);
+        let new = report(vec![record(
+            "os.syscall",
+            1,
+            vec![metric("t", "s", Direction::Lower, &new_s)],
+        )]);
+        assert!(base.records[0].metrics[0].summary.cv > 0.5);
+        let c = run(&base, &new);
+        assert_eq!(verdicts(&c), [("t", Verdict::Regressed)]);
     }
 
     #[test]

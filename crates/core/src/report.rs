@@ -32,7 +32,8 @@
 //!       "latency": null                // or {"count","mean","min","p50","p90","p99","p99_9","p99_99","max"} in s
 //!     }],
 //!     "peak": null,                    // or {"metric","value","unit","formula","inputs":{name:{value,unit,source}},"efficiency"}
-//!     "warnings": []
+//!     "warnings": [],                  // caveats: what makes the number mean less than it seems
+//!     "notes": []                      // facts that help read it (clock source, what one op includes)
 //!   }]
 //! }
 //! ```
@@ -128,6 +129,9 @@ pub struct Record {
     pub peak: Option<Peak>,
     /// Caveats about this number.
     pub warnings: Vec<String>,
+    /// Facts that help read it (clock source, what one operation includes).
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 impl Record {
@@ -142,6 +146,7 @@ impl Record {
             metrics: Vec::new(),
             peak: None,
             warnings: Vec::new(),
+            notes: Vec::new(),
         }
     }
 

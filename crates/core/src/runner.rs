@@ -439,11 +439,13 @@ fn run_point(
                 metrics,
                 peak,
                 warnings,
+                notes: case.notes(),
             }
         }
         Err(e) => {
             let mut r = Record::failed(id, point.clone(), e.to_string());
             r.warnings.extend(case.warnings());
+            r.notes.extend(case.notes());
             r
         }
     };

@@ -68,7 +68,7 @@ fn placement(cpus: &str) -> Result<Placement, BenchError> {
     match (cpus, allowed.as_slice()) {
         ("same", [a, ..]) => Ok(Some((*a, *a))),
         ("different", [a, b, ..]) => Ok(Some((*a, *b))),
-        ("different", _) => Err(BenchError::Unsupported(format!(
+        ("different", _) => Err(BenchError::Skip(format!(
             "cpus=different needs two CPUs, and this process may run on only {allowed:?}"
         ))),
         ("same", []) => Err(BenchError::Other(
@@ -297,7 +297,7 @@ mod tests {
         assert_eq!(a, b);
         match placement("different") {
             Ok(Some((a, b))) => assert_ne!(a, b),
-            Err(BenchError::Unsupported(msg)) => assert!(msg.contains("two CPUs")),
+            Err(BenchError::Skip(msg)) => assert!(msg.contains("two CPUs")),
             other => panic!("{other:?}"),
         }
         assert!(placement("bogus").is_err());

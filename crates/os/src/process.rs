@@ -38,7 +38,7 @@ impl Benchmark for ProcessCreate {
             "fork_exit" => None,
             "fork_exec" => {
                 let path = find_true().ok_or_else(|| {
-                    BenchError::Unsupported(format!(
+                    BenchError::Skip(format!(
                         "mode=fork_exec needs a `true` program; none of {} exists",
                         TRUE_PATHS.join(", ")
                     ))
@@ -109,7 +109,7 @@ impl Case for ProcessCase {
         Ok(Work::ops(iters))
     }
 
-    fn warnings(&self) -> Vec<String> {
+    fn notes(&self) -> Vec<String> {
         self.warnings.clone()
     }
 }

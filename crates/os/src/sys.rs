@@ -399,6 +399,13 @@ fn child_main(action: &ChildAction<'_>) -> ! {
             write_fd,
             close,
         } => {
+            // A terminal's Ctrl-C reaches the whole foreground process group.
+            // The partner ignores it so the parent can finish the current
+            // record as promised; the parent ends it through the pipe (or
+            // SIGKILL) in teardown.
+            // SAFETY: signal() is async-signal-safe; SIG_IGN installs no
+            // handler code in this child.
+            unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
             for fd in close {
                 // SAFETY: closing a descriptor number has no memory-safety
                 // preconditions; these are this (child) process's copies.

@@ -105,7 +105,7 @@ fn posix_clock(which: Posix, warnings: &mut Vec<String>) -> Result<Clock, BenchE
 
 #[cfg(not(target_os = "linux"))]
 fn posix_clock(which: Posix, _warnings: &mut Vec<String>) -> Result<Clock, BenchError> {
-    Err(BenchError::Unsupported(format!(
+    Err(BenchError::Skip(format!(
         "clock_gettime({which:?}) is measured on Linux only"
     )))
 }
@@ -133,7 +133,7 @@ fn rdtsc() -> u64 {
 fn tsc_clock(warnings: &mut Vec<String>) -> Result<Clock, BenchError> {
     #[cfg(target_os = "linux")]
     if !crate::sys::tsc_enabled() {
-        return Err(BenchError::Unsupported(
+        return Err(BenchError::Skip(
             "rdtsc is disabled for this process (prctl PR_SET_TSC)".into(),
         ));
     }
@@ -165,7 +165,7 @@ fn tsc_clock(warnings: &mut Vec<String>) -> Result<Clock, BenchError> {
 
 #[cfg(not(target_arch = "x86_64"))]
 fn tsc_clock(_warnings: &mut Vec<String>) -> Result<Clock, BenchError> {
-    Err(BenchError::Unsupported(
+    Err(BenchError::Skip(
         "clock=tsc reads the x86_64 time-stamp counter; this CPU is not x86_64".into(),
     ))
 }
@@ -250,7 +250,7 @@ impl Case for TimerCase {
         Ok(work)
     }
 
-    fn warnings(&self) -> Vec<String> {
+    fn notes(&self) -> Vec<String> {
         self.warnings.clone()
     }
 }
@@ -285,7 +285,7 @@ mod tests {
             let ctx = Context::new(std::sync::Arc::new(benchsuite_core::Host::detect()));
             let mut case = match Timer.prepare(&ctx, &p) {
                 Ok(c) => c,
-                Err(BenchError::Unsupported(_)) => continue,
+                Err(BenchError::Skip(_)) => continue,
                 Err(e) => panic!("{clock}: {e}"),
             };
             let w = case.run(100_000).unwrap();

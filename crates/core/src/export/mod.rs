@@ -321,6 +321,7 @@ pub(crate) mod fixtures {
             )],
             peak: None,
             warnings: vec!["vDSO, not a real syscall".into()],
+            notes: Vec::new(),
         };
         syscall.params.set("call", Value::Str("getppid".into()));
 
@@ -363,6 +364,7 @@ pub(crate) mod fixtures {
                 efficiency: Some(0.5),
             }),
             warnings: Vec::new(),
+            notes: Vec::new(),
         };
 
         let mut gp = Point::default();
