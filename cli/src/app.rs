@@ -10,7 +10,7 @@ use anyhow::{Context as _, Result};
 use benchsuite::export::{self, Format};
 use benchsuite::{Host, Report, Status};
 
-use crate::args::{Cli, Command, CompareArgs, InfoArgs, ListArgs, RunArgs};
+use crate::args::{Cli, Command, CompareArgs, InfoArgs, ListArgs, RunArgs, ServeArgs};
 use crate::config;
 use crate::progress::Progress;
 
@@ -22,6 +22,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Compare(a) => cmd_compare(&a),
         Command::List(a) => cmd_list(&a),
         Command::Info(a) => cmd_info(&a),
+        Command::Serve(a) => cmd_serve(&a),
     }
 }
 
@@ -259,5 +260,42 @@ fn cmd_info(args: &InfoArgs) -> Result<i32> {
             unknown.join(", ")
         )?;
     }
+    Ok(0)
+}
+
+fn cmd_serve(args: &ServeArgs) -> Result<i32> {
+    use std::net::{SocketAddr, ToSocketAddrs};
+    let bind: SocketAddr = args
+        .bind
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "invalid value `{}` for --bind: expected ADDR:PORT, e.g. 127.0.0.1:{} or [::1]:{}",
+                args.bind,
+                benchsuite_net::DEFAULT_PORT,
+                benchsuite_net::DEFAULT_PORT
+            )
+        })?;
+    let mut cfg = benchsuite_net::ServerConfig::new(bind, args.token.clone());
+    cfg.log = true;
+    let token = args.token.is_some();
+    benchsuite_net::serve(cfg, |addr| {
+        eprintln!(
+            "benchsuite serve: listening on {addr} (TCP; UDP tests on ephemeral ports), protocol version {}, {}; Ctrl-C to stop",
+            benchsuite_net::PROTOCOL_VERSION,
+            if token {
+                "token required"
+            } else {
+                "no token (loopback only)"
+            }
+        );
+        eprintln!(
+            "benchsuite serve: clients run `benchsuite run net --peer {addr}{}`",
+            if token { " --token T" } else { "" }
+        );
+    })?;
+    eprintln!("benchsuite serve: stopped");
     Ok(0)
 }

@@ -27,6 +27,9 @@ pub enum Command {
     List(ListArgs),
     /// Show what benchsuite detects about this machine (and what it cannot).
     Info(InfoArgs),
+    /// Serve network benchmarks to clients (`benchsuite run net --peer
+    /// HOST:PORT`) until Ctrl-C or SIGTERM.
+    Serve(ServeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -168,4 +171,17 @@ pub struct InfoArgs {
     /// Output format: table (default) or json.
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address and port to listen on. Any address other than loopback
+    /// (e.g. `0.0.0.0:5301`) requires --token. UDP tests use ephemeral
+    /// ports on the same address.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:5301")]
+    pub bind: String,
+
+    /// The token clients must present (`benchsuite run net --token T`).
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
 }

@@ -217,8 +217,3 @@ fn list_and_info_describe_benchmarks_and_host() {
     assert!(host["cpu"]["simd"].is_array());
     assert!(host["build"]["profile"] == "debug" || host["build"]["profile"] == "release");
 }
-
-#[test]
-fn a_module_without_benchmarks_is_a_clear_error() {
-    assert_usage_error(&["run", "disk", "--block", "1MB", "--threads", "8"], "disk");
-}

@@ -1,15 +1,236 @@
-//! benchsuite net benchmarks. This module has no benchmarks yet; the
-//! registry lists it so `benchsuite list` shows it and selecting it says so.
+//! # benchsuite-net
+//!
+//! Network benchmarks in the manner of iperf3 (bulk TCP and UDP) and
+//! sockperf (ping-pong latency), with their own server, client and control
+//! protocol, so `benchsuite run net` works alone (an in-process server on
+//! loopback) and across two machines (`benchsuite serve` on one,
+//! `benchsuite run net --peer HOST:PORT` on the other).
+//!
+//! | id | one operation | headline | compare with |
+//! |----|---------------|----------|--------------|
+//! | `net.tcp_throughput` | one `block`-sized write per stream | `throughput` (B/s, receiver-counted) | `iperf3 -c HOST -l BLOCK -P N` (`-R` down, `--bidir`) |
+//! | `net.udp_throughput` | one datagram per stream | `received` (B/s), `loss`, `jitter` | `iperf3 -c HOST -u -b RATE -l BLOCK` |
+//! | `net.latency` | one round trip | `rtt` (s, HDR percentiles) | `sockperf ping-pong -m BLOCK --full-rtt` |
+//! | `net.connect` | connect + hello + close | `connect` (s, HDR percentiles) | the classic "connection latency" experiment |
+//!
+//! ## Where the server is
+//!
+//! `--peer HOST:PORT` (option `peer`; port 5301 when left out) names a
+//! `benchsuite serve`; `--token T` (option `token`) is presented in the
+//! hello. Without `--peer`, each record starts an in-process server on
+//! `127.0.0.1:0` in `prepare` and stops it in `teardown` (every thread
+//! joined, every socket closed). `--opt connect-timeout=2s` bounds each TCP
+//! connect (default 5 s). Server and client then share this machine's CPUs,
+//! as iperf3 and sockperf do on loopback.
+//!
+//! ## `net.tcp_throughput` — `block`, `threads`, `direction`, `nodelay`
+//!
+//! `threads` (the `--threads` flag) is the number of parallel streams,
+//! each a TCP connection with one client thread and one server thread
+//! (iperf3 `-P`). One iteration is one `block`-sized `write()` per stream;
+//! the receiver `read()`s in `block`-sized pieces too, as iperf3 `-l` does
+//! on both ends. A batch of `n` iterations sends an 8-byte length, then
+//! `n × block` bytes, and ends when **the receiver** has counted them all
+//! (for `up` the server answers with its count; for `down` this host
+//! counts), so the bytes are receiver-side and no socket buffer full of
+//! unsent data is mistaken for throughput. With `nodelay=off` the batch's
+//! last short segment is pushed out (a `TCP_NODELAY` toggle) so Nagle +
+//! delayed-ACK cannot stall each batch by 40 ms. Metrics: `throughput`
+//! (total, B/s; the headline), `throughput_bits` (the same in bit/s, as
+//! iperf3 prints it), `stream_min` / `stream_max` (the slowest and fastest
+//! stream, each timed from its first write to its receiver's count). At
+//! teardown the server's totals must equal the client's, or the record
+//! fails verification.
+//!
+//! ## `net.udp_throughput` — `block`, `threads`, `rate`
+//!
+//! Each datagram starts with a 64-bit sequence number and the sender's
+//! monotonic timestamp (so `block` ≥ 16, and ≤ 65507, the IPv4 maximum:
+//! anything else is a usage error). `rate=max` sends as fast as the sender
+//! can (iperf3 `-b 0`); `rate=500M` paces the streams to 500 Mbit/s in
+//! total. After each batch the client asks the server over the control
+//! connection what arrived (the server waits until each stream's last
+//! datagram arrived or it was quiet for 2 ms). Metrics:
+//!
+//! - `received` — the receiver's rate on **the receiver's clock**: the
+//!   payload bytes after the batch's first datagram ÷ the time from the
+//!   first to the last datagram the server took from its socket (the
+//!   batch's elapsed time). Datagrams still queued when the sender stops
+//!   count when the receiver takes them, so a deep socket buffer cannot
+//!   inflate the rate; iperf3's receiver line is the same ratio over its
+//!   whole test;
+//! - `loss` — (sent − received) ÷ sent, in % (iperf3 "Lost/Total"); a
+//!   datagram arriving after its batch was counted is reported lost there
+//!   and ignored later; duplicates count as received;
+//! - `jitter` — RFC 3550 interarrival jitter (seconds) at the batch's end,
+//!   mean over streams (iperf3's jitter column);
+//! - `out_of_order` — datagrams that arrived after a higher sequence
+//!   number, in % of those received;
+//! - `offered` — bytes sent ÷ the sender's own send interval;
+//!   `datagrams` — datagrams received per second (receiver's clock).
+//!
+//! The server's UDP sockets keep the system's default receive buffer
+//! (`net.core.rmem_default`), as iperf3 does: a deeper buffer loses less
+//! in bursts but, at overload, hands the receiver cache-cold data.
+//!
+//! ## `net.latency` — `proto`, `block`, `load`
+//!
+//! One iteration is one round trip: write `block` bytes, read them back
+//! from the server's echo; each round trip's time goes into an HDR
+//! histogram, so the record has p50/p90/p99/p99.9/max of `rtt`. TCP runs
+//! with `TCP_NODELAY` on both ends. Note that **sockperf reports half the
+//! round trip** as "latency" unless given `--full-rtt`; `rtt` here is the
+//! full round trip. A UDP ping unanswered within 200 ms is resent and
+//! reported in a warning (it adds no sample). `load=tcp` runs a bulk TCP
+//! stream to the same server throughout (latency under load). On loopback
+//! in a virtual machine that load can *lower* the round trip: busy vCPUs
+//! never halt, so no wake-up goes through the hypervisor — a real effect,
+//! not an error, and a reason to compare like with like.
+//!
+//! ## `net.connect`
+//!
+//! One trial: TCP connect, the hello with the token, the server's welcome
+//! (so the token check is included), a bye and close — the classic
+//! "connection setup + authentication + teardown" experiment. Each trial
+//! goes into the histogram (`connect`: mean per sample, percentiles over
+//! all trials); `trial_stddev` is the standard deviation of the trials
+//! within each sample. The default sampling records several hundred
+//! trials; for exactly the classic 100 trials with mean and stddev over
+//! them, use `--runs 100 --min-sample-time 1ns --warmup 0s`, which makes
+//! each sample one trial.
+//!
+//! ## Peak
+//!
+//! The interface that carries traffic to the peer is found from the
+//! routing decision (the source address a connected UDP socket gets) and
+//! its link speed read from `/sys/class/net/IF/speed`; the peak of the
+//! headline throughput is that speed in bytes/s (× 2 for `bidir`). On
+//! loopback there is no link: the record says the limit is memory
+//! bandwidth. Virtual NICs that report no speed get a warning instead.
+//!
+//! ## The server
+//!
+//! See [`server`] (limits, threads) and [`proto`] (the wire format).
+//! `benchsuite serve` binds 127.0.0.1:5301 by default; any other address
+//! needs `--token`.
 
-use benchsuite_core::Benchmark;
+pub mod client;
+mod connect;
+mod latency;
+pub mod proto;
+pub mod server;
+mod sys;
+mod tcp;
+mod udp;
+
+use std::net::SocketAddr;
+
+use benchsuite_core::{BenchError, Benchmark};
+
+pub use connect::Connect;
+pub use latency::Latency;
+pub use proto::{DEFAULT_PORT, PROTOCOL_VERSION};
+pub use server::{Server, ServerConfig, serve};
+pub use tcp::TcpThroughput;
+pub use udp::{UdpThroughput, parse_rate};
 
 /// Module name: benchmark ids start with `net.`.
 pub const MODULE: &str = "net";
 
 /// One-line description of the module.
-pub const DESCRIPTION: &str = "net benchmarks (not implemented yet)";
+pub const DESCRIPTION: &str = "network: TCP/UDP throughput (iperf3-style), ping-pong latency (sockperf-style), connection setup; against --peer or an in-process loopback server";
 
 /// The benchmarks of this module, in the order they run.
 pub fn benchmarks() -> Vec<Box<dyn Benchmark>> {
-    Vec::new()
+    vec![
+        Box::new(TcpThroughput),
+        Box::new(UdpThroughput),
+        Box::new(Latency),
+        Box::new(Connect),
+    ]
+}
+
+/// What goes wrong talking to a peer or starting a server. Every message
+/// names the peer and says what to check.
+#[derive(Debug, thiserror::Error)]
+pub enum NetError {
+    /// A system call failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The TCP connection could not be made.
+    #[error("cannot connect to {peer}: {source}; {hint}")]
+    Connect {
+        /// Who.
+        peer: SocketAddr,
+        /// What to check.
+        hint: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A bad setting (bind without token, bad peer syntax).
+    #[error("{0}")]
+    Config(String),
+    /// The peer answered, but not as a benchsuite server.
+    #[error("{peer} is not a benchsuite server: {detail}")]
+    NotBenchsuite {
+        /// Who.
+        peer: SocketAddr,
+        /// What it did.
+        detail: String,
+    },
+    /// The two sides speak different protocol versions.
+    #[error(
+        "protocol version mismatch: the server at {peer} speaks benchsuite-net protocol version {theirs}, this client speaks version {ours}; run the same benchsuite version on both hosts"
+    )]
+    Version {
+        /// Who.
+        peer: SocketAddr,
+        /// The server's version.
+        theirs: u32,
+        /// Ours.
+        ours: u32,
+    },
+    /// The server refused (wrong token, a limit, busy).
+    #[error("the server at {peer} refused: {message}")]
+    Refused {
+        /// Who.
+        peer: SocketAddr,
+        /// Why, as a code.
+        code: proto::ErrorCode,
+        /// Why, in words.
+        message: String,
+    },
+    /// The conversation broke the protocol.
+    #[error("protocol error with {peer}: {detail}")]
+    Protocol {
+        /// Who.
+        peer: SocketAddr,
+        /// What happened.
+        detail: String,
+    },
+}
+
+impl NetError {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        NetError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+impl From<NetError> for BenchError {
+    fn from(e: NetError) -> Self {
+        match e {
+            NetError::Io { context, source } => BenchError::Io { context, source },
+            other => BenchError::Other(other.to_string()),
+        }
+    }
 }

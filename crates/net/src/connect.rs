@@ -1,0 +1,88 @@
+//! `net.connect`: TCP connect + the control hello (token check) + close.
+
+use std::time::Instant;
+
+use benchsuite_core::runner::new_latency_histogram;
+use benchsuite_core::{
+    BenchError, Benchmark, Case, Context, Direction, Meta, MetricSource, MetricSpec, Point, Work,
+};
+
+use crate::client::Target;
+
+/// Connection setup latency; see the crate docs.
+#[derive(Debug, Default)]
+pub struct Connect;
+
+impl Benchmark for Connect {
+    fn meta(&self) -> Meta {
+        Meta {
+            id: "net.connect",
+            description: "one trial = TCP connect + hello with the token + the server's welcome + close; latency per trial",
+            params: Vec::new(),
+            metrics: vec![
+                MetricSpec::latency("connect"),
+                MetricSpec {
+                    name: "trial_stddev",
+                    unit: "s",
+                    direction: Direction::Lower,
+                    source: MetricSource::Reported("trial_stddev"),
+                },
+            ],
+        }
+    }
+
+    fn prepare(&self, ctx: &Context, _point: &Point) -> Result<Box<dyn Case>, BenchError> {
+        let target = Target::from_ctx(ctx)?;
+        // One trial up front: a wrong token or an unreachable peer fails
+        // here, with its own message, rather than inside a timed batch.
+        target.control()?.bye();
+        let mut warnings = Vec::new();
+        if target.is_local() {
+            warnings.push(
+                "loopback: no wire, so this is the kernel's TCP handshake, two accepts/wake-ups and the server's hello handling".into(),
+            );
+        }
+        Ok(Box::new(ConnectCase {
+            target: Some(target),
+            warnings,
+        }))
+    }
+}
+
+struct ConnectCase {
+    target: Option<Target>,
+    warnings: Vec<String>,
+}
+
+impl Case for ConnectCase {
+    fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
+        let target = self
+            .target
+            .as_ref()
+            .ok_or_else(|| BenchError::Other("net.connect: already torn down".into()))?;
+        let mut hist = new_latency_histogram();
+        for _ in 0..iters {
+            let t0 = Instant::now();
+            // connect, hello → welcome, bye, close (drop).
+            target.control()?.bye();
+            let ns = t0.elapsed().as_nanos() as u64;
+            hist.record(ns.max(1))
+                .map_err(|e| BenchError::Other(format!("histogram: {e}")))?;
+        }
+        let mut w = Work::ops(iters);
+        w.values.insert("trial_stddev", hist.stdev() * 1e-9);
+        w.latency = Some(hist);
+        Ok(w)
+    }
+
+    fn teardown(&mut self) -> Result<(), BenchError> {
+        if let Some(mut t) = self.target.take() {
+            t.shutdown();
+        }
+        Ok(())
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+}

@@ -1,0 +1,339 @@
+//! `net.latency`: ping-pong round trips over TCP or UDP, optionally while
+//! a bulk TCP stream loads the same path.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use benchsuite_core::runner::new_latency_histogram;
+use benchsuite_core::{
+    BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, ParamSpec, Point, Value,
+    Work,
+};
+
+use crate::client::Link;
+use crate::proto::{MAX_UDP_PAYLOAD, Role, TestSpec, UNBOUNDED, UdpMode};
+
+const PROTOS: &[&str] = &["tcp", "udp"];
+const LOADS: &[&str] = &["none", "tcp"];
+
+/// The largest ping-pong message.
+const MAX_MESSAGE: u64 = 64 << 10;
+
+/// How long a UDP ping waits for its answer before it counts as lost.
+const UDP_PING_TIMEOUT: Duration = Duration::from_millis(200);
+
+/// Consecutive lost UDP pings after which the batch fails.
+const UDP_MAX_LOST_IN_A_ROW: u32 = 10;
+
+/// Block size of the background stream of `load=tcp`.
+const LOAD_BLOCK: usize = 128 << 10;
+
+/// Ping-pong latency; see the crate docs.
+#[derive(Debug, Default)]
+pub struct Latency;
+
+impl Benchmark for Latency {
+    fn meta(&self) -> Meta {
+        Meta {
+            id: "net.latency",
+            description: "ping-pong round-trip time of block-sized messages over TCP or UDP (sockperf ping-pong --full-rtt), optionally under a bulk TCP load",
+            params: vec![
+                ParamSpec::choice(
+                    "proto",
+                    "tcp (TCP_NODELAY on both ends) or udp",
+                    PROTOS,
+                    "tcp",
+                ),
+                ParamSpec::size(
+                    "block",
+                    "message size each way, 1 byte..64 KiB (sockperf -m; lmbench lat_tcp uses 1)",
+                    1,
+                    MAX_MESSAGE,
+                    1,
+                ),
+                ParamSpec::choice(
+                    "load",
+                    "none, or tcp: a bulk TCP stream (128 KiB writes) to the same server runs throughout (latency under load)",
+                    LOADS,
+                    "none",
+                ),
+            ],
+            metrics: vec![MetricSpec::latency("rtt")],
+        }
+    }
+
+    fn validate(&self, point: &Point) -> Result<(), ConfigError> {
+        let udp = point.get("proto").and_then(Value::as_str) == Some("udp");
+        if let Some(b) = point.get("block").and_then(Value::as_u64)
+            && udp
+            && b > u64::from(MAX_UDP_PAYLOAD)
+        {
+            return Err(ConfigError::InvalidValue {
+                param: "block".into(),
+                value: b.to_string(),
+                reason: format!(
+                    "a UDP datagram carries at most {MAX_UDP_PAYLOAD} bytes (65535 minus the IP and UDP headers)"
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
+        let udp = point.str("proto")? == "udp";
+        let block = point.u64("block")? as usize;
+        let load = point.str("load")? == "tcp";
+        if udp && block > MAX_UDP_PAYLOAD as usize {
+            return Err(BenchError::Other(format!(
+                "a UDP datagram carries at most {MAX_UDP_PAYLOAD} bytes"
+            )));
+        }
+        let spec = TestSpec {
+            block: block as u32,
+            tcp_streams: u32::from(!udp) + u32::from(load),
+            udp_streams: u32::from(udp),
+            udp_mode: UdpMode::Echo,
+            nodelay: true,
+        };
+        let mut link = Link::open(ctx, spec)?;
+        let mut case = LatencyCase {
+            pinger: None,
+            load: None,
+            lost: 0,
+            pings: 0,
+            warnings: Vec::new(),
+            link: None,
+        };
+        let setup = (|| -> Result<(), BenchError> {
+            case.pinger = Some(if udp {
+                let port = *link
+                    .udp_ports
+                    .first()
+                    .ok_or_else(|| BenchError::Other("the server opened no UDP socket".into()))?;
+                let s = link.dialer.udp(port)?;
+                s.set_read_timeout(Some(UDP_PING_TIMEOUT))
+                    .map_err(|e| BenchError::io("set_read_timeout", e))?;
+                Pinger::Udp {
+                    sock: s,
+                    seq: 0,
+                    buf: vec![0; block],
+                    back: vec![0; block + 1],
+                }
+            } else {
+                Pinger::Tcp {
+                    sock: link.dialer.attach(Role::Echo, true)?,
+                    buf: vec![0x5a; block],
+                }
+            });
+            if load {
+                case.load = Some(Load::start(link.dialer.attach(Role::Sink, false)?)?);
+                case.warnings.push(
+                    "load=tcp: a bulk TCP stream (128 KiB writes) to the same server ran throughout; on a machine with few CPUs it competes with the ping-pong for them too".into(),
+                );
+            }
+            Ok(())
+        })();
+        if let Err(e) = setup {
+            case.stop_load();
+            case.pinger = None;
+            let _ = link.finish();
+            return Err(e);
+        }
+        if link.target.is_local() {
+            case.warnings.push(
+                "loopback: the round trip is two system calls and two wake-ups on each side, no wire".into(),
+            );
+        }
+        case.link = Some(link);
+        Ok(Box::new(case))
+    }
+}
+
+enum Pinger {
+    Tcp {
+        sock: TcpStream,
+        buf: Vec<u8>,
+    },
+    Udp {
+        sock: UdpSocket,
+        seq: u64,
+        buf: Vec<u8>,
+        back: Vec<u8>,
+    },
+}
+
+/// The background stream of `load=tcp`: a thread writing to a sink until
+/// told to stop.
+struct Load {
+    stop: Arc<AtomicBool>,
+    sock: TcpStream,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Load {
+    fn start(sock: TcpStream) -> Result<Load, BenchError> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut w = sock
+            .try_clone()
+            .map_err(|e| BenchError::io("cloning the load connection", e))?;
+        let st = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("benchsuite-net-load".into())
+            .spawn(move || {
+                let buf = vec![0xa5u8; LOAD_BLOCK];
+                if w.write_all(&UNBOUNDED.to_be_bytes()).is_err() {
+                    return;
+                }
+                while !st.load(Ordering::Relaxed) {
+                    if w.write_all(&buf).is_err() {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| BenchError::io("spawning the load thread", e))?;
+        Ok(Load {
+            stop,
+            sock,
+            thread: Some(thread),
+        })
+    }
+
+    fn stop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // Unblocks a write waiting for buffer space.
+        let _ = self.sock.shutdown(Shutdown::Both);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+struct LatencyCase {
+    pinger: Option<Pinger>,
+    load: Option<Load>,
+    lost: u64,
+    pings: u64,
+    warnings: Vec<String>,
+    link: Option<Link>,
+}
+
+impl LatencyCase {
+    fn stop_load(&mut self) {
+        if let Some(mut l) = self.load.take() {
+            l.stop();
+        }
+    }
+
+    fn finish(&mut self) -> Result<(), BenchError> {
+        self.stop_load();
+        self.pinger = None;
+        match self.link.take() {
+            Some(mut l) => l.finish().map(|_| ()),
+            None => Ok(()),
+        }
+    }
+}
+
+fn io_err(what: &str) -> impl Fn(io::Error) -> BenchError + '_ {
+    move |e| BenchError::io(what.to_string(), e)
+}
+
+impl Case for LatencyCase {
+    fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
+        let mut hist = new_latency_histogram();
+        let pinger = self
+            .pinger
+            .as_mut()
+            .ok_or_else(|| BenchError::Other("net.latency: already torn down".into()))?;
+        match pinger {
+            Pinger::Tcp { sock, buf } => {
+                for _ in 0..iters {
+                    let t0 = Instant::now();
+                    sock.write_all(buf).map_err(io_err("sending a ping"))?;
+                    sock.read_exact(buf)
+                        .map_err(io_err("waiting for the pong"))?;
+                    let ns = t0.elapsed().as_nanos() as u64;
+                    hist.record(ns.max(1))
+                        .map_err(|e| BenchError::Other(format!("histogram: {e}")))?;
+                }
+            }
+            Pinger::Udp {
+                sock,
+                seq,
+                buf,
+                back,
+            } => {
+                let mut done = 0;
+                let mut lost_in_a_row = 0;
+                while done < iters {
+                    *seq += 1;
+                    // A sequence number (as much of it as fits) tells this
+                    // ping's answer from a late answer to a lost one.
+                    let tag = seq.to_be_bytes();
+                    let n = buf.len().min(8);
+                    buf[..n].copy_from_slice(&tag[8 - n..]);
+                    let t0 = Instant::now();
+                    sock.send(buf).map_err(io_err("sending a UDP ping"))?;
+                    self.pings += 1;
+                    let answered = loop {
+                        match sock.recv(back) {
+                            Ok(k) if k == buf.len() && back[..n] == buf[..n] => break true,
+                            Ok(_) => continue, // a stale answer
+                            Err(e) if crate::proto::is_timeout(&e) => break false,
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                            Err(e) => return Err(BenchError::io("waiting for a UDP pong", e)),
+                        }
+                    };
+                    if answered {
+                        let ns = t0.elapsed().as_nanos() as u64;
+                        hist.record(ns.max(1))
+                            .map_err(|e| BenchError::Other(format!("histogram: {e}")))?;
+                        done += 1;
+                        lost_in_a_row = 0;
+                    } else {
+                        self.lost += 1;
+                        lost_in_a_row += 1;
+                        if lost_in_a_row >= UDP_MAX_LOST_IN_A_ROW {
+                            return Err(BenchError::Other(format!(
+                                "{UDP_MAX_LOST_IN_A_ROW} UDP pings in a row got no answer within {} ms: is UDP blocked between the hosts?",
+                                UDP_PING_TIMEOUT.as_millis()
+                            )));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Work {
+            ops: iters,
+            latency: Some(hist),
+            ..Work::default()
+        })
+    }
+
+    fn teardown(&mut self) -> Result<(), BenchError> {
+        self.finish()
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        let mut w = self.warnings.clone();
+        if self.lost > 0 {
+            w.push(format!(
+                "{} of {} UDP pings got no answer within {} ms and were resent; a lost ping adds no sample, and each cost its timeout in wall time",
+                self.lost,
+                self.pings,
+                UDP_PING_TIMEOUT.as_millis()
+            ));
+        }
+        w
+    }
+}
+
+impl Drop for LatencyCase {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}

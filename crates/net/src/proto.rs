@@ -1,0 +1,602 @@
+//! The control protocol between a client (`benchsuite run net ...`) and a
+//! server (`benchsuite serve`, or the in-process one on loopback).
+//!
+//! # Wire format (protocol version 1)
+//!
+//! Every TCP connection starts with the 4 bytes [`MAGIC`] (`BSNT`) from each
+//! side, followed by *frames*: a 4-byte big-endian length `n`
+//! (`n ≤ MAX_FRAME` = 64 KiB) and `n` bytes of UTF-8 JSON, one [`Message`]
+//! tagged by its `"type"`. The client speaks first; the server answers with
+//! its own magic and a frame, so a peer that is not a benchsuite server is
+//! recognised by its first four bytes.
+//!
+//! A **control connection** carries:
+//!
+//! ```text
+//! client                                   server
+//! Hello {version, token, software}   →
+//!                                    ←     Welcome {version, software, limits}  |  Error {code, message, version}
+//! Start {spec}                       →
+//!                                    ←     Ready {session, udp_ports}           |  Error
+//!   ... data connections attach, data flows, per-batch UdpBatch → UdpStats ...
+//! Stop                               →
+//!                                    ←     Stopped {tcp_received, tcp_sent}
+//! (Start ... Stop again, one test at a time)
+//! Bye                                →     (both close)
+//! ```
+//!
+//! A **data connection** sends `Attach {session, role}` and receives
+//! `Attached` (or `Error`); after that it carries raw bytes, see
+//! [`Role`]. The session id is a random 64-bit number known only to the
+//! control connection that authenticated, so a data connection needs no
+//! token of its own.
+//!
+//! # Limits
+//!
+//! A frame above [`MAX_FRAME`] is rejected before anything is allocated;
+//! every read has a deadline ([`IO_TIMEOUT`] for a frame, [`DATA_IDLE`]
+//! between data batches); a test may use at most [`MAX_STREAMS`] data
+//! streams. So a broken or hostile client can neither make the server
+//! allocate without bound nor hold a thread forever.
+
+use std::io::{self, Read, Write};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// The protocol version this build speaks. Bumped on any incompatible
+/// change; peers with different versions refuse each other and both name
+/// the two versions.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The 4 bytes each side sends first on every connection.
+pub const MAGIC: [u8; 4] = *b"BSNT";
+
+/// The largest frame body accepted, in bytes (64 KiB).
+pub const MAX_FRAME: usize = 64 * 1024;
+
+/// The most data streams (TCP connections plus UDP sockets) one test may use.
+pub const MAX_STREAMS: u32 = 128;
+
+/// The largest TCP block (bytes per write and per read), 1 MiB.
+pub const MAX_TCP_BLOCK: u32 = 1 << 20;
+
+/// The largest UDP payload over IPv4: 65535 − 20 (IP header) − 8 (UDP header).
+pub const MAX_UDP_PAYLOAD: u32 = 65_507;
+
+/// Bytes at the start of every UDP throughput datagram: sequence number
+/// and send time (two big-endian `u64`s). Smaller datagrams cannot carry
+/// them, so this is the smallest `block` of `net.udp_throughput`.
+pub const UDP_HEADER: u32 = 16;
+
+/// Deadline for reading one whole frame (and the connection's first frame
+/// after accept).
+pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a data connection (or a whole test) may stay silent between
+/// batches before the server drops it.
+pub const DATA_IDLE: Duration = Duration::from_secs(60);
+
+/// The default TCP port of `benchsuite serve` (UDP test sockets use
+/// ephemeral ports the server names in [`Message::Ready`]).
+pub const DEFAULT_PORT: u16 = 5301;
+
+/// A batch length of `u64::MAX` on a sink or source connection means "until
+/// the connection closes" (the background stream of `net.latency load=tcp`).
+pub const UNBOUNDED: u64 = u64::MAX;
+
+/// What a data connection does after `Attached`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Client → server. Per batch the client sends an 8-byte big-endian
+    /// length `L` then `L` bytes; the server reads them in `block`-sized
+    /// reads and answers with the 8-byte count it received. `L =
+    /// UNBOUNDED`: read until the connection closes, no answer.
+    Sink,
+    /// Server → client. Per batch the client sends an 8-byte length `L`;
+    /// the server sends `L` bytes in `block`-sized writes.
+    Source,
+    /// Ping-pong: the server reads `block` bytes and writes them back,
+    /// until the connection closes.
+    Echo,
+}
+
+/// What the server does with the test's UDP sockets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UdpMode {
+    /// Count datagrams (sequence numbers, loss, reordering, jitter).
+    Sink,
+    /// Send every datagram back to its sender (only to the control
+    /// connection's address, so the server cannot be used as a reflector).
+    Echo,
+}
+
+/// One test as the client asks for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestSpec {
+    /// Bytes per write and per read on TCP; datagram payload on UDP.
+    pub block: u32,
+    /// TCP data connections the client will attach (any roles).
+    pub tcp_streams: u32,
+    /// UDP sockets the server opens for the test.
+    pub udp_streams: u32,
+    /// What the UDP sockets do.
+    pub udp_mode: UdpMode,
+    /// Set `TCP_NODELAY` on the server's ends of the data connections.
+    pub nodelay: bool,
+}
+
+impl TestSpec {
+    /// Checks the spec against the protocol's limits; the message says what
+    /// is wrong in the client's terms.
+    pub fn check(&self) -> Result<(), String> {
+        let streams = u64::from(self.tcp_streams) + u64::from(self.udp_streams);
+        if streams == 0 {
+            return Err("a test needs at least one stream".into());
+        }
+        if streams > u64::from(MAX_STREAMS) {
+            return Err(format!(
+                "{streams} streams asked for, the limit is {MAX_STREAMS}"
+            ));
+        }
+        if self.block == 0 {
+            return Err("block must be at least 1 byte".into());
+        }
+        if self.block > MAX_TCP_BLOCK {
+            return Err(format!(
+                "block of {} bytes is above the limit of {MAX_TCP_BLOCK}",
+                self.block
+            ));
+        }
+        if self.udp_streams > 0 {
+            if self.block > MAX_UDP_PAYLOAD {
+                return Err(format!(
+                    "a UDP datagram of {} bytes is above the IPv4 maximum of {MAX_UDP_PAYLOAD}",
+                    self.block
+                ));
+            }
+            if self.udp_mode == UdpMode::Sink && self.block < UDP_HEADER {
+                return Err(format!(
+                    "a UDP throughput datagram needs at least {UDP_HEADER} bytes (sequence number and timestamp), not {}",
+                    self.block
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a request was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// Missing or wrong token.
+    Auth,
+    /// The peers speak different protocol versions.
+    Version,
+    /// A request above a limit (streams, block, frame size).
+    Limit,
+    /// The server is at capacity (connections or data threads).
+    Busy,
+    /// A message that makes no sense here (wrong order, unknown session).
+    BadRequest,
+    /// Something failed on the server (socket, thread).
+    Internal,
+}
+
+/// Per-stream statistics of one UDP batch, counted by the receiver.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UdpBatchStats {
+    /// Datagrams of this batch received (sequence numbers in the batch's
+    /// range; duplicates counted once each time they arrive).
+    pub received: u64,
+    /// Payload bytes of those datagrams.
+    pub bytes: u64,
+    /// Datagrams that arrived after one with a higher sequence number.
+    pub out_of_order: u64,
+    /// Datagrams of an earlier batch that arrived during this one (already
+    /// counted lost there; not counted here).
+    pub late: u64,
+    /// RFC 3550 interarrival jitter at the end of the batch, nanoseconds.
+    pub jitter_ns: f64,
+    /// When the batch's first datagram was received, ns since the
+    /// server's epoch for the test (all streams of a test share it).
+    pub first_ns: u64,
+    /// When the batch's last datagram was received, same clock.
+    pub last_ns: u64,
+    /// Payload bytes of the first datagram (not part of the rate over
+    /// `last_ns − first_ns`, which counts the datagrams after it).
+    pub first_bytes: u64,
+}
+
+/// One control message. JSON-encoded, tagged by `"type"`; unknown fields
+/// are ignored so later minor additions stay compatible.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Message {
+    /// Client → server, first frame of a control connection.
+    Hello {
+        /// The client's [`PROTOCOL_VERSION`].
+        version: u32,
+        /// The token, if the user gave one (`--token`).
+        token: Option<String>,
+        /// Free text, e.g. `benchsuite 0.1.0`.
+        software: String,
+    },
+    /// Server → client: the hello is accepted.
+    Welcome {
+        /// The server's [`PROTOCOL_VERSION`].
+        version: u32,
+        /// Free text, e.g. `benchsuite 0.1.0`.
+        software: String,
+        /// The server's stream limit.
+        max_streams: u32,
+    },
+    /// Either way: a refusal. The connection is closed after it, except
+    /// for `bad_request`/`limit` answers to `Start`.
+    Error {
+        /// What kind of refusal.
+        code: ErrorCode,
+        /// A sentence for a human.
+        message: String,
+        /// The sender's [`PROTOCOL_VERSION`].
+        version: u32,
+    },
+    /// Client → server: set up a test.
+    Start {
+        /// What to set up.
+        spec: TestSpec,
+    },
+    /// Server → client: the test is set up.
+    Ready {
+        /// Random id the data connections present in `Attach`.
+        session: u64,
+        /// Ports of the test's UDP sockets (same address as the control
+        /// connection), one per UDP stream.
+        udp_ports: Vec<u16>,
+    },
+    /// Client → server, first frame of a data connection.
+    Attach {
+        /// The id from `Ready`.
+        session: u64,
+        /// What the connection does.
+        role: Role,
+    },
+    /// Server → client: the data connection is attached.
+    Attached,
+    /// Client → server: a UDP sink batch has been sent; `end_seq[i]` is one
+    /// past the last sequence number sent on UDP stream `i`.
+    UdpBatch {
+        /// Per stream, one past the last sequence number sent.
+        end_seq: Vec<u64>,
+    },
+    /// Server → client: what each UDP stream received in the batch.
+    UdpStats {
+        /// One entry per UDP stream.
+        streams: Vec<UdpBatchStats>,
+    },
+    /// Client → server: end the test (data connections may already be
+    /// closed).
+    Stop,
+    /// Server → client: the test is over; the server's byte counts.
+    Stopped {
+        /// Bytes the server received on sink connections.
+        tcp_received: u64,
+        /// Bytes the server sent on source connections.
+        tcp_sent: u64,
+    },
+    /// Client → server: closing; no answer.
+    Bye,
+}
+
+/// A frame that cannot be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    /// The length prefix is above [`MAX_FRAME`].
+    #[error("a frame of {0} bytes is above the limit of {MAX_FRAME}")]
+    TooLarge(u64),
+    /// The body is not a valid message.
+    #[error("malformed message: {0}")]
+    Malformed(String),
+}
+
+/// Encodes a message as a frame (length prefix + JSON).
+pub fn encode(msg: &Message) -> Vec<u8> {
+    // Serialising these plain types cannot fail (no maps with non-string
+    // keys, no non-finite floats except jitter, which serde_json writes as
+    // null rather than failing).
+    let body = serde_json::to_vec(msg).unwrap_or_else(|_| b"{}".to_vec());
+    let mut out = Vec::with_capacity(4 + body.len());
+    out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
+/// Decodes the first frame of `buf`: `Ok(None)` if more bytes are needed,
+/// `Ok(Some((message, bytes used)))`, or an error. Never allocates more
+/// than the body it parses (at most [`MAX_FRAME`]) and never panics,
+/// whatever the bytes (property-tested).
+pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, FrameError> {
+    let Some(len) = frame_len(buf)? else {
+        return Ok(None);
+    };
+    let Some(body) = buf.get(4..4 + len) else {
+        return Ok(None);
+    };
+    decode_body(body).map(|m| Some((m, 4 + len)))
+}
+
+/// The body length announced by a frame's first 4 bytes, checked against
+/// the limit; `None` with fewer than 4 bytes.
+fn frame_len(buf: &[u8]) -> Result<Option<usize>, FrameError> {
+    let Some(head) = buf.get(..4) else {
+        return Ok(None);
+    };
+    let len = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
+    if len > MAX_FRAME {
+        return Err(FrameError::TooLarge(len as u64));
+    }
+    Ok(Some(len))
+}
+
+/// Parses a frame body.
+pub fn decode_body(body: &[u8]) -> Result<Message, FrameError> {
+    serde_json::from_slice(body).map_err(|e| FrameError::Malformed(e.to_string()))
+}
+
+/// The `version` field of a body that does not parse as a [`Message`] (a
+/// hello from a different protocol version), if it has one.
+pub fn version_of(body: &[u8]) -> Option<u64> {
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    v.get("version")?.as_u64()
+}
+
+/// Describes bytes that should have been [`MAGIC`]: printable ASCII as
+/// text, anything else in hex.
+pub fn describe_bytes(b: &[u8]) -> String {
+    if !b.is_empty() && b.iter().all(|c| c.is_ascii_graphic() || *c == b' ') {
+        format!("{:?}", String::from_utf8_lossy(b))
+    } else {
+        let hex: Vec<String> = b.iter().map(|c| format!("{c:02x}")).collect();
+        format!("bytes {}", hex.join(" "))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Blocking frame I/O (the client side, and tests)
+// ---------------------------------------------------------------------------
+
+/// Writes a frame.
+pub fn write_frame(w: &mut impl Write, msg: &Message) -> io::Result<()> {
+    w.write_all(&encode(msg))
+}
+
+/// Reads one frame from a blocking stream whose read timeout is already
+/// set: the whole frame must arrive before `deadline`. The body buffer is
+/// allocated only after the length passed the limit.
+pub fn read_frame_blocking(r: &mut impl Read, deadline: Instant) -> io::Result<Message> {
+    let mut head = [0u8; 4];
+    read_exact_by(r, &mut head, deadline)?;
+    let len = frame_len(&head)
+        .map_err(invalid)?
+        .ok_or_else(|| invalid("short frame header"))?;
+    let mut body = vec![0u8; len];
+    read_exact_by(r, &mut body, deadline)?;
+    decode_body(&body).map_err(invalid)
+}
+
+/// `read_exact` that gives up at `deadline` (the stream's read timeout
+/// bounds each single read; this bounds the total).
+pub fn read_exact_by(r: &mut impl Read, mut buf: &mut [u8], deadline: Instant) -> io::Result<()> {
+    while !buf.is_empty() {
+        if Instant::now() >= deadline {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "timed out waiting for the peer",
+            ));
+        }
+        match r.read(buf) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the peer closed the connection",
+                ));
+            }
+            Ok(n) => buf = &mut buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if is_timeout(&e) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// True for the errors a socket read timeout produces.
+pub fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+fn invalid(e: impl ToString) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn all_messages() -> Vec<Message> {
+        vec![
+            Message::Hello {
+                version: PROTOCOL_VERSION,
+                token: Some("s3cret".into()),
+                software: "benchsuite 0.1.0".into(),
+            },
+            Message::Welcome {
+                version: PROTOCOL_VERSION,
+                software: "x".into(),
+                max_streams: MAX_STREAMS,
+            },
+            Message::Error {
+                code: ErrorCode::Auth,
+                message: "wrong token".into(),
+                version: 1,
+            },
+            Message::Start {
+                spec: TestSpec {
+                    block: 4096,
+                    tcp_streams: 2,
+                    udp_streams: 0,
+                    udp_mode: UdpMode::Sink,
+                    nodelay: true,
+                },
+            },
+            Message::Ready {
+                session: u64::MAX,
+                udp_ports: vec![1, 65535],
+            },
+            Message::Attach {
+                session: 7,
+                role: Role::Echo,
+            },
+            Message::Attached,
+            Message::UdpBatch { end_seq: vec![3] },
+            Message::UdpStats {
+                streams: vec![UdpBatchStats {
+                    received: 1,
+                    bytes: 2,
+                    out_of_order: 3,
+                    late: 4,
+                    jitter_ns: 5.5,
+                    first_ns: 6,
+                    last_ns: 7,
+                    first_bytes: 8,
+                }],
+            },
+            Message::Stop,
+            Message::Stopped {
+                tcp_received: 1,
+                tcp_sent: 2,
+            },
+            Message::Bye,
+        ]
+    }
+
+    #[test]
+    fn every_message_round_trips() {
+        for m in all_messages() {
+            let f = encode(&m);
+            assert!(f.len() <= 4 + MAX_FRAME);
+            let (back, used) = decode(&f).unwrap().unwrap();
+            assert_eq!(back, m);
+            assert_eq!(used, f.len());
+            // Every strict prefix asks for more bytes.
+            for cut in 0..f.len() {
+                assert_eq!(decode(&f[..cut]).unwrap(), None, "{m:?} cut at {cut}");
+            }
+            let mut r = &f[..];
+            let got = read_frame_blocking(&mut r, Instant::now() + IO_TIMEOUT).unwrap();
+            assert_eq!(got, m);
+        }
+    }
+
+    #[test]
+    fn oversized_and_malformed_frames_are_rejected() {
+        let mut f = ((MAX_FRAME + 1) as u32).to_be_bytes().to_vec();
+        assert_eq!(decode(&f), Err(FrameError::TooLarge(MAX_FRAME as u64 + 1)));
+        let mut r = &f[..];
+        let e = read_frame_blocking(&mut r, Instant::now() + IO_TIMEOUT).unwrap_err();
+        assert!(e.to_string().contains("above the limit"), "{e}");
+        f = 5u32.to_be_bytes().to_vec();
+        f.extend_from_slice(b"hello");
+        assert!(matches!(decode(&f), Err(FrameError::Malformed(_))));
+        let body = br#"{"type":"hello","version":9,"token":null,"software":"x","new":1}"#;
+        assert!(decode_body(body).is_ok(), "unknown fields are ignored");
+        assert_eq!(version_of(br#"{"type":"hola","version":2}"#), Some(2));
+        assert_eq!(version_of(b"garbage"), None);
+    }
+
+    #[test]
+    fn specs_are_checked_against_the_limits() {
+        let ok = TestSpec {
+            block: 1,
+            tcp_streams: 1,
+            udp_streams: 0,
+            udp_mode: UdpMode::Sink,
+            nodelay: false,
+        };
+        assert!(ok.check().is_ok());
+        let bad = |f: &dyn Fn(&mut TestSpec)| {
+            let mut s = ok.clone();
+            f(&mut s);
+            s.check().unwrap_err()
+        };
+        assert!(bad(&|s| s.block = 0).contains("at least 1"));
+        assert!(bad(&|s| s.tcp_streams = 0).contains("at least one stream"));
+        assert!(bad(&|s| s.tcp_streams = MAX_STREAMS + 1).contains("limit"));
+        assert!(bad(&|s| s.block = MAX_TCP_BLOCK + 1).contains("limit"));
+        assert!(
+            bad(&|s| {
+                s.udp_streams = 1;
+                s.block = MAX_UDP_PAYLOAD + 1
+            })
+            .contains("65507")
+        );
+        assert!(
+            bad(&|s| {
+                s.udp_streams = 1;
+                s.block = 8
+            })
+            .contains("at least 16")
+        );
+    }
+
+    #[test]
+    fn describe_bytes_prints_text_or_hex() {
+        assert_eq!(describe_bytes(b"SSH-"), "\"SSH-\"");
+        assert_eq!(describe_bytes(&[0, 255]), "bytes 00 ff");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Arbitrary bytes never panic the decoder, and it never claims
+        /// more bytes than it was given.
+        #[test]
+        fn decoder_never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            if let Ok(Some((_, used))) = decode(&bytes) {
+                prop_assert!(used <= bytes.len());
+            }
+            let _ = version_of(&bytes);
+            let _ = describe_bytes(&bytes);
+            let mut r = &bytes[..];
+            let _ = read_frame_blocking(&mut r, Instant::now() + Duration::from_secs(1));
+        }
+
+        /// A valid length prefix followed by arbitrary (JSON-ish) bytes.
+        #[test]
+        fn decoder_never_panics_on_framed_garbage(body in "[{}\\[\\]\":,a-z0-9 ]{0,300}") {
+            let mut f = (body.len() as u32).to_be_bytes().to_vec();
+            f.extend_from_slice(body.as_bytes());
+            match decode(&f) {
+                Ok(Some((_, used))) => prop_assert_eq!(used, f.len()),
+                Ok(None) => prop_assert!(false, "a complete frame must decode or fail"),
+                Err(FrameError::TooLarge(_)) => prop_assert!(false, "small frame called too large"),
+                Err(FrameError::Malformed(_)) => {}
+            }
+        }
+
+        /// Any length prefix above the limit is refused from the 4 header
+        /// bytes alone, before a body is read or allocated.
+        #[test]
+        fn oversized_prefixes_are_refused_early(len in (MAX_FRAME as u32 + 1)..=u32::MAX) {
+            let f = len.to_be_bytes();
+            prop_assert_eq!(decode(&f), Err(FrameError::TooLarge(u64::from(len))));
+        }
+    }
+}
