@@ -1,0 +1,531 @@
+//! Theoretical peaks: `cores × GHz × operations per cycle per core`, with
+//! every input and its source recorded.
+//!
+//! - **cores**: distinct physical cores among the CPUs the threads run on
+//!   (sysfs topology; SMT siblings share one core's FMA units).
+//! - **GHz**: the user's `--opt cpu-ghz=…`, else *measured* (see
+//!   [`measured_ghz`]): a VM usually hides the real clock, so it is timed.
+//! - **operations per cycle per core**: lanes × ops per lane × instructions
+//!   per cycle, where instructions per cycle (FMA units of the width, or an
+//!   integer instruction's throughput) come from a small table keyed by the
+//!   CPUID family/model (`source: table`), or `--opt fma-ports=N`
+//!   (`source: user`). An unknown CPU gets **no peak** and a warning, never
+//!   a guess.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use benchsuite_core::team::{Placement, Team};
+use benchsuite_core::{BenchError, Peak, PeakInput, Work};
+
+use crate::kernel::{Kernel, PeakModel};
+
+/// Family/model of an x86 CPU, from CPUID leaf 1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuId {
+    /// `GenuineIntel`, `AuthenticAMD`.
+    pub vendor: String,
+    /// Display family.
+    pub family: u32,
+    /// Display model.
+    pub model: u32,
+}
+
+/// Reads the vendor, family and model with CPUID.
+#[cfg(target_arch = "x86_64")]
+pub fn cpuid() -> Option<CpuId> {
+    use std::arch::x86_64::__cpuid;
+    let l0 = __cpuid(0);
+    let vendor: Vec<u8> = [l0.ebx, l0.edx, l0.ecx]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let l1 = __cpuid(1);
+    let base_family = (l1.eax >> 8) & 0xF;
+    let family = if base_family == 0xF {
+        base_family + ((l1.eax >> 20) & 0xFF)
+    } else {
+        base_family
+    };
+    let mut model = (l1.eax >> 4) & 0xF;
+    if base_family == 6 || base_family == 0xF {
+        model |= ((l1.eax >> 16) & 0xF) << 4;
+    }
+    Some(CpuId {
+        vendor: String::from_utf8(vendor).ok()?,
+        family,
+        model,
+    })
+}
+
+/// Not x86_64: no CPUID.
+#[cfg(not(target_arch = "x86_64"))]
+pub fn cpuid() -> Option<CpuId> {
+    None
+}
+
+/// What the table knows about one microarchitecture.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Uarch {
+    /// Name, for the record.
+    pub name: &'static str,
+    /// FMA (or FP multiply/add) instructions per cycle per core at each
+    /// width: scalar, 128, 256, 512 bits (0 = width not supported).
+    pub fma_per_cycle: [u32; 4],
+    /// FP operations per cycle per core for an even mix of separate
+    /// multiplies and adds (the SSE2 and scalar kernels) at each width:
+    /// scalar, 128, 256, 512 bits. Cores with extra FP adders exceed the
+    /// FMA unit count here.
+    pub muladd_per_cycle: [u32; 4],
+    /// Integer SIMD instruction throughput (instructions per cycle per
+    /// core) by kernel key; an instruction not listed gets no peak.
+    pub int_per_cycle: &'static [(&'static str, f64)],
+}
+
+/// Golden Cove / Raptor Cove server cores (Sapphire / Emerald Rapids) and
+/// Sunny Cove server cores (Ice Lake-SP) have two 512-bit FMA units (ports 0
+/// and 5; Intel documents two for every Xeon Scalable SKU since Ice Lake).
+/// Integer throughputs are Intel's published reciprocal throughputs for these
+/// cores (the Intrinsics Guide's CPI): multiplies and dot products on both
+/// 512-bit pipes (CPI 0.5); `vpmulld` is 2 µops (CPI 1), `vpmullq` 3 µops
+/// (CPI 1.5); scalar `imul` runs on port 1 only.
+const INTEL_SERVER_INT: &[(&str, f64)] = &[
+    ("vpdpbusd zmm", 2.0),
+    ("vpdpwssd zmm", 2.0),
+    ("vpmaddubsw zmm", 2.0),
+    ("vpmaddwd zmm", 2.0),
+    ("vpmulld zmm", 1.0),
+    ("vpmullq zmm", 2.0 / 3.0),
+    ("vpdpbusd ymm", 2.0),
+    ("vpdpwssd ymm", 2.0),
+    ("vpmaddubsw ymm", 2.0),
+    ("vpmaddwd ymm", 2.0),
+    ("vpmulld ymm", 1.0),
+    ("pmaddwd xmm", 2.0),
+    ("imul r32", 1.0),
+    ("imul r64", 1.0),
+];
+
+/// Golden Cove and its successors add two fast FP adders (ports 1 and 5)
+/// next to the FMA units (ports 0 and 1 up to 256 bits): a mix of separate
+/// multiplies and adds issues 3 per cycle up to 256 bits.
+const SPR: Uarch = Uarch {
+    name: "Sapphire Rapids Xeon (Golden Cove): 2 × 512-bit FMA units",
+    fma_per_cycle: [2, 2, 2, 2],
+    muladd_per_cycle: [3, 3, 3, 2],
+    int_per_cycle: INTEL_SERVER_INT,
+};
+const EMR: Uarch = Uarch {
+    name: "Emerald Rapids Xeon (Raptor Cove): 2 × 512-bit FMA units",
+    ..SPR
+};
+const GNR: Uarch = Uarch {
+    name: "Granite Rapids Xeon (Redwood Cove): 2 × 512-bit FMA units",
+    ..SPR
+};
+const ICX: Uarch = Uarch {
+    name: "Ice Lake Xeon (Sunny Cove): 2 × 512-bit FMA units",
+    muladd_per_cycle: [2, 2, 2, 2],
+    ..SPR
+};
+/// Haswell to Comet Lake client/workstation cores: 2 × 256-bit FMA units.
+const HSW_CLIENT: Uarch = Uarch {
+    name: "Haswell..Comet Lake core: 2 × 256-bit FMA units",
+    fma_per_cycle: [2, 2, 2, 0],
+    muladd_per_cycle: [2, 2, 2, 0],
+    int_per_cycle: &[],
+};
+/// Zen 3: 2 × 256-bit FMA pipes, plus 2 FP add pipes (a multiply/add mix
+/// issues 4 per cycle).
+const ZEN3: Uarch = Uarch {
+    name: "AMD Zen 3: 2 × 256-bit FMA pipes",
+    fma_per_cycle: [2, 2, 2, 0],
+    muladd_per_cycle: [4, 4, 4, 0],
+    int_per_cycle: &[],
+};
+/// Zen 4: 2 × 256-bit FMA pipes; a 512-bit FMA occupies both (1 per cycle).
+const ZEN4: Uarch = Uarch {
+    name: "AMD Zen 4: 2 × 256-bit FMA pipes (one 512-bit FMA per cycle)",
+    fma_per_cycle: [2, 2, 2, 1],
+    muladd_per_cycle: [4, 4, 4, 2],
+    int_per_cycle: &[],
+};
+
+/// The table entry for this CPU, if known.
+pub fn uarch(id: &CpuId) -> Option<Uarch> {
+    match (id.vendor.as_str(), id.family, id.model) {
+        ("GenuineIntel", 6, 0x8F) => Some(SPR),
+        ("GenuineIntel", 6, 0xCF) => Some(EMR),
+        ("GenuineIntel", 6, 0xAD | 0xAE) => Some(GNR),
+        ("GenuineIntel", 6, 0x6A | 0x6C) => Some(ICX),
+        (
+            "GenuineIntel",
+            6,
+            0x3C | 0x3F | 0x45 | 0x46 | 0x3D | 0x47 | 0x4F | 0x56 | 0x4E | 0x5E | 0x8E | 0x9E
+            | 0xA5 | 0xA6,
+        ) => Some(HSW_CLIENT),
+        ("AuthenticAMD", 0x19, m) if m <= 0x0F || (0x20..=0x5F).contains(&m) => Some(ZEN3),
+        ("AuthenticAMD", 0x19, m)
+            if (0x10..=0x1F).contains(&m)
+                || (0x60..=0x7F).contains(&m)
+                || (0xA0..=0xAF).contains(&m) =>
+        {
+            Some(ZEN4)
+        }
+        _ => None,
+    }
+}
+
+fn width_index(bits: u32) -> usize {
+    match bits {
+        512 => 3,
+        256 => 2,
+        128 => 1,
+        _ => 0,
+    }
+}
+
+/// Distinct physical cores among `cpus` (sysfs topology), or `None` when the
+/// topology is not exposed.
+pub fn distinct_cores(cpus: &[usize]) -> Option<usize> {
+    let mut set = BTreeSet::new();
+    for c in cpus {
+        let base = format!("/sys/devices/system/cpu/cpu{c}/topology");
+        let read = |f: &str| {
+            std::fs::read_to_string(format!("{base}/{f}"))
+                .ok()
+                .map(|s| s.trim().to_string())
+        };
+        set.insert((read("physical_package_id")?, read("core_id")?));
+    }
+    (!set.is_empty()).then_some(set.len())
+}
+
+/// The CPUs a team of `threads` runs on: the first `threads` allowed CPUs
+/// when pinned, all of them when not.
+pub fn cpus_used(threads: usize, placement: Placement) -> Vec<usize> {
+    let cpus = benchsuite_core::team::allowed_cpus();
+    match placement {
+        Placement::Pinned => cpus.iter().copied().take(threads.max(1)).collect(),
+        Placement::Unpinned => cpus,
+    }
+}
+
+/// How long a clock measurement is reused before it is taken again (the
+/// clock of a shared host drifts over minutes).
+pub const CLOCK_MAX_AGE: Duration = Duration::from_secs(60);
+
+static CLOCK: Mutex<BTreeMap<usize, (f64, Instant)>> = Mutex::new(BTreeMap::new());
+
+/// The sustained clock in GHz with `k` cores busy, measured once per
+/// process and core count (re-measured after [`CLOCK_MAX_AGE`]): `k`
+/// threads pinned to the first `k` allowed CPUs each run a chain of
+/// dependent `add reg, reg` (exactly 1 cycle each on every x86_64 core),
+/// first for 200 ms so the clock can ramp up from idle, then in 100
+/// windows of ~1 ms; a thread's clock is its best window (preemption and
+/// interrupts only ever slow a window down, and short windows make an
+/// undisturbed one likely on a busy machine), and the result is the mean
+/// over the threads.
+///
+/// It is the clock while running scalar integer code: a core that lowers its
+/// clock for heavy 512-bit work ("AVX-512 licence") shows that as lower
+/// efficiency, which is the truth about the machine.
+pub fn measured_ghz(k: usize) -> Result<f64, BenchError> {
+    let k = k.max(1);
+    if let Some((g, at)) = CLOCK.lock().unwrap_or_else(|p| p.into_inner()).get(&k)
+        && at.elapsed() < CLOCK_MAX_AGE
+    {
+        return Ok(*g);
+    }
+    let g = measure_clock(k)?;
+    CLOCK
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(k, (g, Instant::now()));
+    Ok(g)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn measure_clock(k: usize) -> Result<f64, BenchError> {
+    use crate::x86::{ADDS_PER_ITER, add_chain};
+    /// Length of one timed window: short, so that some windows run without
+    /// being preempted even on a busy machine.
+    const WINDOW: f64 = 1e-3;
+    /// Windows per thread; the best one counts.
+    const WINDOWS: u32 = 100;
+    // Calibrate on this thread: iterations for one window.
+    let mut iters = 1_000u64;
+    let window_iters = loop {
+        let t0 = Instant::now();
+        std::hint::black_box(add_chain(iters));
+        let s = t0.elapsed().as_secs_f64();
+        if s > 2e-4 || iters > 1 << 34 {
+            break (((iters as f64) * WINDOW / s.max(1e-9)).ceil() as u64).max(1);
+        }
+        iters *= 10;
+    };
+    let team = Team::new(
+        k,
+        Placement::Pinned,
+        |_| Ok(()),
+        move |_: &mut (), ramp_ms| {
+            // Ramp-up: an idle core may take a while to reach its clock.
+            let t0 = Instant::now();
+            while t0.elapsed().as_secs_f64() * 1e3 < ramp_ms as f64 {
+                std::hint::black_box(add_chain(window_iters));
+            }
+            let mut best: f64 = 0.0;
+            for _ in 0..WINDOWS {
+                let t0 = Instant::now();
+                std::hint::black_box(add_chain(window_iters));
+                let s = t0.elapsed().as_secs_f64();
+                best = best.max((window_iters * ADDS_PER_ITER) as f64 / s / 1e9);
+            }
+            let mut w = Work::ops(1);
+            w.values.insert("ghz", best);
+            Ok(w)
+        },
+    )?;
+    let w = team.run(200)?;
+    team.shutdown();
+    let ghz = w.values.get("ghz").copied().unwrap_or(0.0) / k as f64;
+    if !(0.1..=10.0).contains(&ghz) {
+        return Err(BenchError::Other(format!(
+            "the clock measurement gave {ghz:.3} GHz, which is not plausible; pass --opt cpu-ghz=N"
+        )));
+    }
+    Ok(ghz)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn measure_clock(_k: usize) -> Result<f64, BenchError> {
+    Err(BenchError::Unsupported(
+        "the clock is measured with an x86_64 add chain; pass --opt cpu-ghz=N".into(),
+    ))
+}
+
+/// User overrides from `--opt`: `cpu-ghz`, `fma-ports`.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--opt cpu-ghz=3.1`: clock in GHz.
+    pub ghz: Option<f64>,
+    /// `--opt fma-ports=2`: FMA units at the kernel's width.
+    pub fma_ports: Option<u32>,
+}
+
+impl Overrides {
+    /// Reads the options; a malformed value is an error naming the option.
+    pub fn from_options(opts: &BTreeMap<String, String>) -> Result<Overrides, BenchError> {
+        let ghz = match opts.get("cpu-ghz") {
+            Some(s) => {
+                let v: f64 = s.trim().parse().map_err(|_| {
+                    BenchError::Other(format!(
+                        "--opt cpu-ghz={s}: expected a clock in GHz such as 3.1"
+                    ))
+                })?;
+                if !(0.01..=20.0).contains(&v) {
+                    return Err(BenchError::Other(format!(
+                        "--opt cpu-ghz={s}: must be between 0.01 and 20 GHz"
+                    )));
+                }
+                Some(v)
+            }
+            None => None,
+        };
+        let fma_ports = match opts.get("fma-ports") {
+            Some(s) => {
+                let v: u32 = s.trim().parse().map_err(|_| {
+                    BenchError::Other(format!("--opt fma-ports={s}: expected 1, 2, ..."))
+                })?;
+                if !(1..=16).contains(&v) {
+                    return Err(BenchError::Other(format!(
+                        "--opt fma-ports={s}: must be between 1 and 16"
+                    )));
+                }
+                Some(v)
+            }
+            None => None,
+        };
+        Ok(Overrides { ghz, fma_ports })
+    }
+}
+
+fn input(value: f64, unit: &str, source: &str) -> PeakInput {
+    PeakInput {
+        value,
+        unit: unit.to_string(),
+        source: source.to_string(),
+    }
+}
+
+/// The peak of `kernel` on `cpus` (the CPUs its `threads` threads use), for
+/// metric `metric` in `unit`; `Err` says why there is none.
+pub fn kernel_peak(
+    kernel: &Kernel,
+    metric: &str,
+    unit: &str,
+    threads: usize,
+    cpus: &[usize],
+    ov: &Overrides,
+) -> Result<Peak, String> {
+    let mut inputs = BTreeMap::new();
+    let cores = distinct_cores(cpus)
+        .ok_or("the CPU topology (sysfs core_id) is not readable, so the core count is unknown")?
+        .min(threads);
+    inputs.insert("cores".into(), input(cores as f64, "cores", "sysfs"));
+    let id = cpuid();
+    let table = id.as_ref().and_then(uarch);
+    let w = width_index(kernel.width_bits);
+    let (per_cycle, formula) = match kernel.peak_model {
+        PeakModel::Fma => {
+            let (units, src) = match (ov.fma_ports, table) {
+                (Some(p), _) => (p, "user"),
+                (None, Some(t)) if t.fma_per_cycle[w] > 0 => (t.fma_per_cycle[w], "table"),
+                _ => {
+                    return Err(format!(
+                        "FMA units per core are not known for this CPU ({}); pass --opt fma-ports=N",
+                        describe(id.as_ref())
+                    ));
+                }
+            };
+            inputs.insert(
+                format!("{}-bit FMA units", kernel.width_bits),
+                input(units as f64, "units", src),
+            );
+            inputs.insert(
+                "flops per instruction".into(),
+                input(kernel.ops_per_instr as f64, "flop", "isa"),
+            );
+            (
+                kernel.ops_per_instr as f64 * units as f64,
+                "cores × GHz × (lanes × 2 flops per FMA) × FMA units",
+            )
+        }
+        PeakModel::MulAdd { lanes } => {
+            let (ops, src) = match (ov.fma_ports, table) {
+                (Some(p), _) => (p, "user"),
+                (None, Some(t)) if t.muladd_per_cycle[w] > 0 => (t.muladd_per_cycle[w], "table"),
+                _ => {
+                    return Err(format!(
+                        "FP pipes per core are not known for this CPU ({}); pass --opt fma-ports=N",
+                        describe(id.as_ref())
+                    ));
+                }
+            };
+            inputs.insert("lanes".into(), input(lanes as f64, "lanes", "isa"));
+            inputs.insert(
+                format!(
+                    "{}-bit multiply/add instructions per cycle",
+                    kernel.width_bits
+                ),
+                input(ops as f64, "instructions/cycle", src),
+            );
+            (
+                (lanes * ops) as f64,
+                "cores × GHz × lanes × multiply/add instructions per cycle (1 flop per lane each)",
+            )
+        }
+        PeakModel::Table(key) => {
+            let ipc = table
+                .and_then(|t| t.int_per_cycle.iter().find(|(k, _)| *k == key))
+                .map(|(_, v)| *v)
+                .ok_or_else(|| {
+                    format!(
+                        "the throughput of {key} is not in the table for this CPU ({})",
+                        describe(id.as_ref())
+                    )
+                })?;
+            inputs.insert(
+                format!("{key} per cycle"),
+                input(ipc, "instructions/cycle", "table"),
+            );
+            inputs.insert(
+                "ops per instruction".into(),
+                input(kernel.ops_per_instr as f64, "op", "isa"),
+            );
+            (
+                ipc * kernel.ops_per_instr as f64,
+                "cores × GHz × ops per instruction × instructions per cycle",
+            )
+        }
+    };
+    let formula = match (table, ov.fma_ports) {
+        (Some(t), None) => format!("{formula}; table entry: {}", t.name),
+        _ => formula.to_string(),
+    };
+    let (ghz, src) = match ov.ghz {
+        Some(g) => (g, "user"),
+        None => (
+            measured_ghz(cpus.len().min(threads).max(1)).map_err(|e| e.to_string())?,
+            "measured",
+        ),
+    };
+    inputs.insert("GHz".into(), input(ghz, "GHz", src));
+    Ok(Peak {
+        metric: metric.to_string(),
+        value: cores as f64 * ghz * 1e9 * per_cycle,
+        unit: unit.to_string(),
+        formula,
+        inputs,
+        efficiency: None,
+    })
+}
+
+fn describe(id: Option<&CpuId>) -> String {
+    match id {
+        Some(c) => format!("{} family {:#x} model {:#x}", c.vendor, c.family, c.model),
+        None => "CPUID not available".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_lookup() {
+        let spr = CpuId {
+            vendor: "GenuineIntel".into(),
+            family: 6,
+            model: 0x8F,
+        };
+        assert_eq!(uarch(&spr).unwrap().fma_per_cycle[3], 2);
+        let unknown = CpuId {
+            vendor: "GenuineIntel".into(),
+            family: 6,
+            model: 0x01,
+        };
+        assert!(uarch(&unknown).is_none());
+    }
+
+    #[test]
+    fn clock_is_plausible_and_cached() {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let g = measured_ghz(1).unwrap();
+            assert!((0.1..=10.0).contains(&g), "{g}");
+            assert_eq!(measured_ghz(1).unwrap(), g, "cached per process");
+        }
+    }
+
+    #[test]
+    fn overrides_are_checked() {
+        let mut o = BTreeMap::new();
+        o.insert("cpu-ghz".to_string(), "fast".to_string());
+        let e = Overrides::from_options(&o).unwrap_err().to_string();
+        assert!(e.contains("cpu-ghz"), "{e}");
+        o.insert("cpu-ghz".to_string(), "2.5".to_string());
+        o.insert("fma-ports".to_string(), "2".to_string());
+        let v = Overrides::from_options(&o).unwrap();
+        assert_eq!((v.ghz, v.fma_ports), (Some(2.5), Some(2)));
+    }
+
+    #[test]
+    fn topology_counts_cores() {
+        let cpus = benchsuite_core::team::allowed_cpus();
+        if let Some(n) = distinct_cores(&cpus) {
+            assert!(n >= 1 && n <= cpus.len());
+        }
+    }
+}
