@@ -1,0 +1,678 @@
+//! `mem.bandwidth`: STREAM-style kernels over per-thread working sets.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use benchsuite_core::team::{Placement, Team, allowed_cpus};
+use benchsuite_core::units::format_size;
+use benchsuite_core::{
+    BenchError, Benchmark, Case, ConfigError, Context, Host, Meta, MetricSpec, ParamSpec, Peak,
+    Point, Value, Work,
+};
+
+use crate::buf::{Buf, HUGE_PAGE, Pages};
+use crate::kernels::{self, Arrays, Isa, OPS, Op, Order};
+use crate::peak;
+use crate::sys;
+
+/// Values of the `pattern` parameter.
+const PATTERNS: &[&str] = &["seq", "random"];
+/// Values of the `nt` parameter.
+const NT: &[&str] = &["auto", "on", "off"];
+/// Values of the `isa` parameter.
+const ISAS: &[&str] = &["auto", "avx512", "avx2", "scalar"];
+
+/// Most random block indices precomputed per thread (16 MiB of `u32`).
+/// Working sets with more blocks are sampled: a pass visits this many
+/// uniformly drawn blocks.
+pub const RANDOM_TABLE_CAP: usize = 1 << 22;
+
+/// Largest `size` accepted (per thread).
+const MAX_SIZE: u64 = 1 << 40;
+
+/// Distance between a thread's arrays beyond a whole number of pages, so
+/// `a[i]`, `b[i]` and `c[i]` never share their low 12 address bits (which
+/// would make loads wait on unrelated stores: 4K aliasing).
+const SKEW: usize = 5 * 64;
+
+/// Working-set bandwidth; see the crate docs.
+#[derive(Debug, Default)]
+pub struct Bandwidth;
+
+/// The parameters of one point, parsed.
+#[derive(Debug, Clone, Copy)]
+struct Params {
+    op: Op,
+    random: bool,
+    block: u64,
+    /// Per thread; 0 = auto.
+    size: u64,
+    threads: usize,
+    nt: Option<bool>,
+    isa: Option<Isa>,
+    huge: bool,
+}
+
+impl Params {
+    fn parse(point: &Point) -> Result<Params, BenchError> {
+        let op = point.str("op")?;
+        let op = Op::parse(op).ok_or_else(|| BenchError::Other(format!("unknown op `{op}`")))?;
+        let isa = match point.str("isa")? {
+            "auto" => None,
+            "avx512" => Some(Isa::Avx512),
+            "avx2" => Some(Isa::Avx2),
+            "scalar" => Some(Isa::Scalar),
+            other => return Err(BenchError::Other(format!("unknown isa `{other}`"))),
+        };
+        Ok(Params {
+            op,
+            random: point.str("pattern")? == "random",
+            block: point.u64("block")?,
+            size: point.u64("size")?,
+            threads: point.u64("threads")? as usize,
+            nt: match point.str("nt")? {
+                "on" => Some(true),
+                "off" => Some(false),
+                _ => None,
+            },
+            isa,
+            huge: point.bool("hugepages")?,
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        OPS[self.op as usize]
+    }
+}
+
+/// How a working set of `size` bytes is laid out for a kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Layout {
+    /// Bytes in each array: whole blocks and whole cache lines.
+    array: u64,
+    /// Blocks per array.
+    blocks: u64,
+    /// Blocks one random pass visits (all of them, or the table cap).
+    random_len: u64,
+}
+
+impl Layout {
+    fn new(p: &Params, size: u64) -> Result<Layout, String> {
+        let unit = p.block.max(64);
+        let arrays = p.op.arrays() as u64;
+        let array = size / arrays / unit * unit;
+        if array == 0 {
+            return Err(format!(
+                "size {} cannot hold one block of {} in each of the {arrays} arrays op={} uses (arrays are whole blocks of at least 64 B): use size >= {}",
+                format_size(size),
+                format_size(p.block),
+                p.name(),
+                format_size(unit * arrays)
+            ));
+        }
+        let blocks = array / p.block;
+        if p.random && blocks > u32::MAX as u64 + 1 {
+            return Err(format!(
+                "pattern=random indexes at most 2^32 blocks per array, and size {} / block {} makes {blocks}: use a larger block",
+                format_size(size),
+                format_size(p.block)
+            ));
+        }
+        Ok(Layout {
+            array,
+            blocks,
+            random_len: blocks.min(RANDOM_TABLE_CAP as u64),
+        })
+    }
+
+    /// Bytes one thread maps: arrays (page-rounded and skewed) and the
+    /// random table.
+    fn footprint(&self, p: &Params) -> u64 {
+        let stride = self.array.next_multiple_of(4096) + SKEW as u64;
+        let table = if p.random { self.random_len * 4 } else { 0 };
+        stride * p.op.arrays() as u64 + table
+    }
+
+    /// Accesses and STREAM-counted bytes of one pass.
+    fn per_pass(&self, p: &Params) -> (u64, u64) {
+        let accesses = if p.random {
+            self.random_len
+        } else {
+            self.blocks
+        };
+        (accesses, accesses * p.block * p.op.arrays() as u64)
+    }
+}
+
+impl Benchmark for Bandwidth {
+    fn meta(&self) -> Meta {
+        Meta {
+            id: "mem.bandwidth",
+            description: "STREAM-style read/write/copy/scale/add/triad over a per-thread working set, sequential or random blocks; bytes counted as STREAM counts them",
+            params: vec![
+                ParamSpec::choice(
+                    "op",
+                    "read: sum a; write: a = const; copy: a = b; scale: a = 3b; add: a = b + c; triad: a = b + 3c (STREAM counts 8 B per array per element: 8, 8, 16, 16, 24, 24 B)",
+                    OPS,
+                    "triad",
+                ),
+                ParamSpec::choice(
+                    "pattern",
+                    "seq: blocks front to back; random: blocks at random block-aligned offsets (precomputed, untimed order)",
+                    PATTERNS,
+                    "seq",
+                ),
+                ParamSpec::size(
+                    "block",
+                    "bytes per access: 1, 2, 4, 8, 16, 32 (one load/store of that width) or a multiple of 64 (a run of 64 B vectors); the default, 64, is one cache line",
+                    1,
+                    1 << 30,
+                    64,
+                ),
+                ParamSpec::size(
+                    "size",
+                    "working set per thread, all arrays together; 0 (default) = auto: 4x the last-level cache (2x, at most 1GiB, with --quick), DRAM-bound",
+                    0,
+                    MAX_SIZE,
+                    0,
+                )
+                .with_smoke(Value::Int(256 << 10)),
+                ParamSpec::count("threads", "worker threads, each pinned to its own CPU with its own working set (first-touched by that thread)", 1, 1024, 1),
+                ParamSpec::choice(
+                    "nt",
+                    "non-temporal stores (no write-allocate): on, off, or auto = on when the working set is DRAM-bound (larger than the caches the host reports) and the block is 64 B or more",
+                    NT,
+                    "auto",
+                ),
+                ParamSpec::choice(
+                    "isa",
+                    "kernel instruction set: auto = the widest this CPU has (avx512, then avx2 with FMA, then scalar = portable code the compiler vectorises for the baseline target)",
+                    ISAS,
+                    "auto",
+                ),
+                ParamSpec::flag(
+                    "hugepages",
+                    "back the arrays with transparent huge pages (MADV_HUGEPAGE), so TLB misses do not limit streaming; off asks for 4 KiB pages (MADV_NOHUGEPAGE)",
+                    true,
+                ),
+            ],
+            metrics: vec![
+                MetricSpec::bytes_per_sec("bandwidth"),
+                MetricSpec::time_per_op("time_per_access"),
+            ],
+        }
+    }
+
+    fn validate(&self, point: &Point) -> Result<(), ConfigError> {
+        let bad = |param: &str, reason: String| ConfigError::InvalidValue {
+            param: param.into(),
+            value: point
+                .get(param)
+                .map(|v| match (param, v) {
+                    ("size" | "block", Value::Int(b)) => format_size(*b),
+                    (_, v) => v.to_string(),
+                })
+                .unwrap_or_default(),
+            reason,
+        };
+        let p = Params::parse(point).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        kernels::block_ok(p.op, p.block).map_err(|e| bad("block", e))?;
+        if p.nt == Some(true) {
+            if p.block < 64 {
+                return Err(bad(
+                    "nt",
+                    format!(
+                        "non-temporal stores need blocks of 64 B or more, and block is {}",
+                        format_size(p.block)
+                    ),
+                ));
+            }
+            if p.isa == Some(Isa::Scalar) {
+                return Err(bad(
+                    "nt",
+                    "isa=scalar has no non-temporal stores; use isa=auto, avx2 or avx512".into(),
+                ));
+            }
+        }
+        if p.size != 0 {
+            if p.block > p.size {
+                return Err(bad(
+                    "block",
+                    format!(
+                        "block {} is larger than size {} (the working set per thread): use a block <= size",
+                        format_size(p.block),
+                        format_size(p.size)
+                    ),
+                ));
+            }
+            let layout = Layout::new(&p, p.size).map_err(|e| bad("size", e))?;
+            let total = layout.footprint(&p).saturating_mul(p.threads as u64);
+            sys::check_fits_in_memory(
+                total,
+                &format!("size {} × {} threads", format_size(p.size), p.threads),
+                "use a smaller size or fewer threads",
+            )
+            .map_err(|e| bad("size", e))?;
+        }
+        Ok(())
+    }
+
+    fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
+        let p = Params::parse(point)?;
+        let mut notes = Vec::new();
+        let (dram_peak, peak_note) =
+            peak::dram_peak(ctx.options.get(peak::OPTION).map(String::as_str))
+                .map_err(BenchError::Other)?;
+
+        let isa = match p.isa {
+            None => Isa::best(),
+            Some(i) if i.available() => i,
+            Some(i) => {
+                return Err(BenchError::Skip(format!(
+                    "isa={}: this CPU lacks it",
+                    i.name()
+                )));
+            }
+        };
+        if p.nt == Some(true) && !isa.has_nt() {
+            return Err(BenchError::Skip(format!(
+                "nt=on: the {} kernels have no non-temporal stores",
+                isa.name()
+            )));
+        }
+
+        let size = if p.size == 0 {
+            let (s, note) = auto_size(&ctx.host, ctx.quick, p.threads);
+            notes.push(note);
+            s
+        } else {
+            p.size
+        };
+        if p.block > size {
+            return Err(BenchError::Unsupported(format!(
+                "block {} is larger than the automatic size {}",
+                format_size(p.block),
+                format_size(size)
+            )));
+        }
+        let layout = Layout::new(&p, size).map_err(BenchError::Unsupported)?;
+        let total = layout.footprint(&p).saturating_mul(p.threads as u64);
+        sys::check_fits_in_memory(
+            total,
+            &format!(
+                "the working set ({} × {} threads)",
+                format_size(size),
+                p.threads
+            ),
+            "use a smaller size or fewer threads",
+        )
+        .map_err(BenchError::Unsupported)?;
+
+        let ws = layout.array * p.op.arrays() as u64;
+        if ws * 100 < size * 99 {
+            notes.push(format!(
+                "working set rounded down to {} per thread ({} arrays of {}, whole blocks)",
+                format_size(ws),
+                p.op.arrays(),
+                format_size(layout.array)
+            ));
+        }
+        let fit = sys::cache_fit(&ctx.host, ws, p.threads);
+        let nt = match p.nt {
+            Some(v) => v,
+            None => p.op.stores() && p.block >= 64 && isa.has_nt() && fit.is_dram(),
+        };
+        notes.push(fit.note.clone());
+        notes.push(store_note(&p, nt, isa));
+        if p.random && p.block < 64 {
+            notes.push(format!(
+                "random {}-byte accesses: each one moves a whole 64 B cache line (or more, with the adjacent-line prefetcher), so the memory system carries at least {}x the counted bytes; this point is bound by access latency and parallelism, not bandwidth — read time_per_access",
+                p.block,
+                64 / p.block
+            ));
+        }
+        if p.random && layout.blocks > layout.random_len {
+            notes.push(format!(
+                "pattern=random: {} of the {} blocks per array are visited per pass (uniform draws, precomputed)",
+                layout.random_len, layout.blocks
+            ));
+        }
+        let cpus = allowed_cpus();
+        if p.threads > cpus.len() {
+            notes.push(format!(
+                "{} threads on {} CPUs: threads share CPUs, so this is not a per-core bandwidth",
+                p.threads,
+                cpus.len()
+            ));
+        }
+
+        let pages = if p.huge && layout.footprint(&p) >= HUGE_PAGE as u64 {
+            Pages::Huge
+        } else {
+            Pages::Small
+        };
+        let mode = Arc::new(AtomicU8::new(MODE_RUN));
+        let shape = Shape {
+            p,
+            layout,
+            isa,
+            nt,
+            pages,
+        };
+        let team = {
+            let mode = mode.clone();
+            Team::new(
+                p.threads,
+                Placement::Pinned,
+                move |i| Worker::new(shape, i),
+                move |w: &mut Worker, iters| match mode.load(Ordering::Relaxed) {
+                    MODE_VERIFY => w.verify().map(|()| Work::default()),
+                    MODE_PAGES => Ok(w.pages()),
+                    _ => Ok(w.run(iters)),
+                },
+            )?
+        };
+        if p.huge && pages == Pages::Small {
+            notes.push("hugepages=on, but each thread's arrays are smaller than one 2 MiB huge page: 4 KiB pages".into());
+        } else if p.huge {
+            mode.store(MODE_PAGES, Ordering::Relaxed);
+            let each = team.run_each(0);
+            mode.store(MODE_RUN, Ordering::Relaxed);
+            notes.push(huge_note(&each?));
+        }
+
+        let peak = match (&dram_peak, fit.is_dram()) {
+            (Some(pk), true) => Some(pk.to_peak("bandwidth")),
+            (None, true) => {
+                notes.push(peak_note.clone());
+                None
+            }
+            (Some(_), false) => {
+                notes.push("the DRAM peak does not apply to a working set that fits in a cache: no efficiency".into());
+                None
+            }
+            (None, false) => None,
+        };
+        if peak.is_some() {
+            notes.push(format!(
+                "{peak_note}; efficiency = STREAM-counted bandwidth / that peak"
+            ));
+        }
+        Ok(Box::new(BandwidthCase {
+            team: Some(team),
+            mode,
+            notes,
+            peak,
+        }))
+    }
+}
+
+/// The default working set per thread: 4× the last-level cache (2× and at
+/// most 1 GiB with `--quick`), at least 64 MiB, and at most what memory
+/// allows; with a note saying how it was chosen.
+fn auto_size(host: &Host, quick: bool, threads: usize) -> (u64, String) {
+    const MIB: u64 = 1 << 20;
+    let llc = host.last_level_cache();
+    let (mut size, mut why) = match (llc, quick) {
+        (Some(l), false) => (
+            (4 * l).max(64 * MIB),
+            format!(
+                "4x the last-level cache ({}) the host reports",
+                format_size(l)
+            ),
+        ),
+        (Some(l), true) => (
+            (2 * l).clamp(64 * MIB, 1 << 30),
+            format!(
+                "--quick: 2x the last-level cache ({}) the host reports, at most 1GiB; the full default is 4x, which leaves less cache reuse",
+                format_size(l)
+            ),
+        ),
+        (None, false) => (
+            1 << 30,
+            "the host reports no cache sizes, so 1GiB".to_string(),
+        ),
+        (None, true) => (
+            256 * MIB,
+            "--quick, and the host reports no cache sizes: 256MiB".to_string(),
+        ),
+    };
+    if let Some(avail) = sys::mem_available() {
+        let cap = (avail as f64 * sys::MEM_SHARE / 2.0 / threads.max(1) as f64) as u64 / MIB * MIB;
+        if size > cap && cap >= 16 * MIB {
+            size = cap;
+            why.push_str(&format!(
+                ", capped at {} by available memory",
+                format_size(cap)
+            ));
+        }
+    }
+    (
+        size,
+        format!("size=auto: {} per thread ({why})", format_size(size)),
+    )
+}
+
+/// What the stores do, and how STREAM's byte count relates to real traffic.
+fn store_note(p: &Params, nt: bool, isa: Isa) -> String {
+    let kernels = match isa {
+        Isa::Avx512 => "AVX-512 (64 B vectors)",
+        Isa::Avx2 => "AVX2+FMA (32 B vectors)",
+        Isa::Scalar => "portable (compiler-vectorised)",
+    };
+    let width = if p.block < 64 {
+        format!("{}-byte scalar/vector accesses", p.block)
+    } else {
+        format!("{kernels} kernels")
+    };
+    if !p.op.stores() {
+        return format!("{width}; read only: counted bytes = bytes loaded");
+    }
+    if nt {
+        return format!(
+            "{width} with non-temporal stores (+ sfence per batch): no write-allocate, so STREAM-counted bytes are the real traffic{}",
+            if p.nt.is_none() {
+                " (nt=auto: the working set is DRAM-bound)"
+            } else {
+                ""
+            }
+        );
+    }
+    let factor = match p.op {
+        Op::Write => "2x",
+        Op::Copy | Op::Scale => "1.5x",
+        _ => "1.33x",
+    };
+    format!(
+        "{width} with regular stores: each stored line is first read (write-allocate), which STREAM does not count, so real traffic is {factor} the counted bytes{}",
+        if p.nt.is_none() && p.block >= 64 && isa.has_nt() {
+            " (nt=auto: the working set fits in a cache)"
+        } else {
+            ""
+        }
+    )
+}
+
+/// What backs the arrays after first touch, from each worker's
+/// `/proc/self/smaps` figures.
+fn huge_note(each: &[Work]) -> String {
+    let sum = |k: &str| each.iter().filter_map(|w| w.values.get(k)).sum::<f64>();
+    let (huge, rss) = (sum("huge"), sum("rss"));
+    match sys::thp_mode().as_deref() {
+        Some("never") => {
+            "hugepages=on, but transparent huge pages are disabled (THP `never`): 4 KiB pages"
+                .into()
+        }
+        None => {
+            "hugepages=on: this kernel exposes no transparent-huge-page setting; page size unknown"
+                .into()
+        }
+        Some(mode) if rss > 0.0 => format!(
+            "hugepages=on (MADV_HUGEPAGE, THP `{mode}`): {:.0}% of the arrays' resident memory is in 2 MiB pages{}",
+            100.0 * huge / rss,
+            if huge < rss * 0.9 {
+                " (the kernel could not find enough free 2 MiB pages; expect more TLB misses)"
+            } else {
+                ""
+            }
+        ),
+        Some(mode) => format!("hugepages=on (MADV_HUGEPAGE, THP `{mode}`): backing not readable"),
+    }
+}
+
+/// What the team's work function does on the next batch.
+const MODE_RUN: u8 = 0;
+const MODE_VERIFY: u8 = 1;
+const MODE_PAGES: u8 = 2;
+
+/// Everything a worker needs to build its state.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    p: Params,
+    layout: Layout,
+    isa: Isa,
+    nt: bool,
+    pages: Pages,
+}
+
+/// One thread's arrays and random order, owned by that thread.
+struct Worker {
+    shape: Shape,
+    buf: Buf,
+    arr: Arrays,
+    order: Vec<u32>,
+    sink: f64,
+}
+
+impl Worker {
+    /// Runs on the (pinned) worker thread: maps, first-touches and fills the
+    /// arrays there, and draws this thread's random order.
+    fn new(shape: Shape, index: usize) -> Result<Worker, BenchError> {
+        let Shape { p, layout, .. } = shape;
+        let stride = layout.array.next_multiple_of(4096) as usize + SKEW;
+        let n = p.op.arrays();
+        let buf = Buf::new(stride * n, shape.pages)?;
+        let at = |k: usize| {
+            if k < n {
+                // SAFETY: k < n, so k × stride + array <= n × stride = the
+                // buffer's length; SKEW is a multiple of 64, so the array
+                // starts 64-B aligned.
+                unsafe { buf.as_ptr().add(k * stride) }
+            } else {
+                std::ptr::null_mut()
+            }
+        };
+        let arr = Arrays {
+            a: at(0),
+            b: at(1),
+            c: at(2),
+            len: layout.array as usize,
+        };
+        // SAFETY: the arrays are disjoint, 64-B aligned ranges of `buf`,
+        // which this worker owns.
+        unsafe { kernels::fill(p.op, &arr) };
+        let order = if p.random {
+            kernels::random_order(layout.blocks, RANDOM_TABLE_CAP, 0x6d65_6d00 + index as u64)
+        } else {
+            Vec::new()
+        };
+        Ok(Worker {
+            shape,
+            buf,
+            arr,
+            order,
+            sink: 0.0,
+        })
+    }
+
+    fn order(&self) -> Order<'_> {
+        if self.shape.p.random {
+            Order::Random(&self.order)
+        } else {
+            Order::Seq
+        }
+    }
+
+    /// One batch: `iters` passes.
+    fn run(&mut self, iters: u64) -> Work {
+        let s = &self.shape;
+        // SAFETY: the arrays, block, order and ISA were validated and built
+        // together in `new`/`prepare` (block divides the array length,
+        // indices are below the block count, nt only with a wide block on an
+        // ISA that has it).
+        let v = unsafe {
+            kernels::pass(
+                s.isa,
+                s.p.op,
+                s.nt,
+                &self.arr,
+                s.p.block as usize,
+                self.order(),
+                iters,
+            )
+        };
+        self.sink = std::hint::black_box(self.sink + v);
+        let (accesses, bytes) = s.layout.per_pass(&s.p);
+        Work::ops_bytes(accesses * iters, bytes * iters)
+    }
+
+    /// Huge-page backing of this worker's buffer, as `values` `huge`/`rss`.
+    fn pages(&self) -> Work {
+        let mut w = Work::default();
+        if let Some((huge, rss)) = sys::huge_backing(self.buf.as_ptr() as usize) {
+            w.values.insert("huge", huge as f64);
+            w.values.insert("rss", rss as f64);
+        }
+        w
+    }
+
+    /// Checks the destination (after the timed region).
+    fn verify(&self) -> Result<(), BenchError> {
+        // SAFETY: as in `run`.
+        unsafe {
+            kernels::verify(
+                self.shape.p.op,
+                &self.arr,
+                self.shape.p.block as usize,
+                self.order(),
+            )
+        }
+        .map_err(BenchError::Verify)
+    }
+}
+
+struct BandwidthCase {
+    team: Option<Team>,
+    mode: Arc<AtomicU8>,
+    notes: Vec<String>,
+    peak: Option<Peak>,
+}
+
+impl Case for BandwidthCase {
+    fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
+        match &self.team {
+            Some(t) => t.run(iters),
+            None => Err(BenchError::Other("the case was torn down".into())),
+        }
+    }
+
+    /// Verifies every thread's destination (outside the timed region), then
+    /// joins the workers, which unmaps their buffers.
+    fn teardown(&mut self) -> Result<(), BenchError> {
+        let Some(team) = self.team.take() else {
+            return Ok(());
+        };
+        self.mode.store(MODE_VERIFY, Ordering::Relaxed);
+        let r = team.run(0).map(|_| ());
+        team.shutdown();
+        r
+    }
+
+    fn peak(&self) -> Option<Peak> {
+        self.peak.clone()
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.notes.clone()
+    }
+}

@@ -1,0 +1,518 @@
+//! `mem.latency`: dependent loads through a pointer chain.
+
+use benchsuite_core::team::{Placement, Team};
+use benchsuite_core::units::format_size;
+use benchsuite_core::{
+    BenchError, Benchmark, Case, ConfigError, Context, Host, Meta, MetricSpec, ParamSpec, Point,
+    Value, Work,
+};
+
+use crate::buf::{Buf, HUGE_PAGE, Pages};
+use crate::sys::{self, Rng};
+
+/// Values of the `pattern` parameter.
+const PATTERNS: &[&str] = &["random", "pages", "stride"];
+
+/// The page the `pages` pattern visits one slot of at a time (4 KiB, the
+/// base page of x86_64 and of lmbench's `getpagesize()` there).
+const PAGE: u64 = 4096;
+
+/// How the chain is linked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pattern {
+    /// One uniformly random cycle through every node (Sattolo).
+    Random,
+    /// lmbench `lat_mem_rd -t`: a random page order, walked once per lap,
+    /// one slot of each page per lap (slots in a random order).
+    Pages,
+    /// Node `i` to node `i + 1`.
+    Stride,
+}
+
+/// Largest `size` accepted.
+const MAX_SIZE: u64 = 1 << 40;
+
+/// Load-to-load latency; see the crate docs.
+#[derive(Debug, Default)]
+pub struct Latency;
+
+#[derive(Debug, Clone, Copy)]
+struct Params {
+    /// 0 = auto.
+    size: u64,
+    pattern: Pattern,
+    stride: u64,
+    huge: bool,
+}
+
+impl Params {
+    fn parse(point: &Point) -> Result<Params, BenchError> {
+        Ok(Params {
+            size: point.u64("size")?,
+            pattern: match point.str("pattern")? {
+                "random" => Pattern::Random,
+                "pages" => Pattern::Pages,
+                "stride" => Pattern::Stride,
+                other => return Err(BenchError::Other(format!("unknown pattern `{other}`"))),
+            },
+            stride: point.u64("stride")?,
+            huge: point.bool("hugepages")?,
+        })
+    }
+
+    /// Nodes in the chain for a working set of `size` bytes (whole pages
+    /// for `pages`).
+    fn nodes(&self, size: u64) -> Result<u64, String> {
+        let n = if self.pattern == Pattern::Pages {
+            size / PAGE * (PAGE / self.stride)
+        } else {
+            size / self.stride
+        };
+        if n < 2 {
+            return Err(format!(
+                "size {} holds fewer than two nodes {} apart: use size >= 2 x stride",
+                format_size(size),
+                format_size(self.stride)
+            ));
+        }
+        if n > u32::MAX as u64 {
+            return Err(format!(
+                "size {} / stride {} makes {n} nodes, more than 2^32: use a larger stride",
+                format_size(size),
+                format_size(self.stride)
+            ));
+        }
+        Ok(n)
+    }
+
+    /// Bytes mapped while preparing: the chain and the temporary
+    /// permutation (4 B per node for `random`, 8 B per page for `pages`).
+    fn footprint(&self, size: u64, nodes: u64) -> u64 {
+        size + match self.pattern {
+            Pattern::Random => nodes * 4,
+            Pattern::Pages => size / PAGE * 8,
+            Pattern::Stride => 0,
+        }
+    }
+}
+
+impl Benchmark for Latency {
+    fn meta(&self) -> Meta {
+        Meta {
+            id: "mem.latency",
+            description: "load-to-load latency: a chain of dependent loads through a random cyclic permutation (or a fixed stride) over the working set",
+            params: vec![
+                ParamSpec::size(
+                    "size",
+                    "working set: the chain spans this many bytes; 0 (default) = auto: 4x the last-level cache (2x, at most 1GiB, with --quick)",
+                    0,
+                    MAX_SIZE,
+                    0,
+                )
+                .with_smoke(Value::Int(256 << 10)),
+                ParamSpec::choice(
+                    "pattern",
+                    "random: one uniformly random cycle through every node (Sattolo), which prefetchers cannot follow; pages: lmbench lat_mem_rd -t's order (a random page order walked once per lap, one random slot of each 4 KiB page per lap; every load a new page); stride: node i points to node i+1 (lmbench lat_mem_rd's default, prefetch-friendly)",
+                    PATTERNS,
+                    "random",
+                ),
+                ParamSpec::size(
+                    "stride",
+                    "distance between nodes, a multiple of 8 B; 64 (default) puts one node in every cache line",
+                    8,
+                    1 << 30,
+                    64,
+                ),
+                ParamSpec::flag(
+                    "hugepages",
+                    "on: 2 MiB transparent huge pages (MADV_HUGEPAGE), so few loads miss the TLB and the figure is closer to DRAM latency alone; off (default): 4 KiB pages (MADV_NOHUGEPAGE), like a plain malloc, TLB misses included",
+                    false,
+                ),
+            ],
+            metrics: vec![MetricSpec::time_per_op("latency")],
+        }
+    }
+
+    fn validate(&self, point: &Point) -> Result<(), ConfigError> {
+        let p = Params::parse(point).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        let bad = |param: &str, value: u64, reason: String| ConfigError::InvalidValue {
+            param: param.into(),
+            value: format_size(value),
+            reason,
+        };
+        if !p.stride.is_multiple_of(8) {
+            return Err(bad(
+                "stride",
+                p.stride,
+                "must be a multiple of 8 B (a node holds one pointer)".into(),
+            ));
+        }
+        if p.pattern == Pattern::Pages && !PAGE.is_multiple_of(p.stride) {
+            return Err(bad(
+                "stride",
+                p.stride,
+                "pattern=pages divides each 4 KiB page into slots: use a stride that divides 4096 (8, 16, ..., 4K)".into(),
+            ));
+        }
+        if p.size != 0 {
+            if p.stride > p.size {
+                return Err(bad(
+                    "stride",
+                    p.stride,
+                    format!(
+                        "stride {} is larger than size {}",
+                        format_size(p.stride),
+                        format_size(p.size)
+                    ),
+                ));
+            }
+            let nodes = p.nodes(p.size).map_err(|e| bad("size", p.size, e))?;
+            sys::check_fits_in_memory(
+                p.footprint(p.size, nodes),
+                &format!("size {}", format_size(p.size)),
+                "use a smaller size",
+            )
+            .map_err(|e| bad("size", p.size, e))?;
+        }
+        Ok(())
+    }
+
+    fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
+        let p = Params::parse(point)?;
+        let mut notes = Vec::new();
+        let size = if p.size == 0 {
+            let (s, note) = auto_size(&ctx.host, ctx.quick);
+            notes.push(note);
+            s
+        } else {
+            p.size
+        };
+        let nodes = p.nodes(size).map_err(BenchError::Unsupported)?;
+        sys::check_fits_in_memory(
+            p.footprint(size, nodes),
+            &format!("the chain ({})", format_size(size)),
+            "use a smaller size",
+        )
+        .map_err(BenchError::Unsupported)?;
+        let span = nodes * p.stride;
+        notes.push(sys::cache_fit(&ctx.host, span, 1).note);
+        notes.push(match p.pattern {
+            Pattern::Random => format!(
+                "one uniformly random cycle (Sattolo) through {nodes} nodes {} apart: every load depends on the previous one and goes to an unpredictable line, so prefetchers cannot help (pattern=pages is lmbench `lat_mem_rd -t`'s order)",
+                format_size(p.stride)
+            ),
+            Pattern::Pages => format!(
+                "lmbench `lat_mem_rd -t` order through {nodes} nodes {} apart: a random order of the {} pages, walked {} times, one random slot of each page per walk; every load depends on the previous one and touches a new page",
+                format_size(p.stride),
+                span / PAGE,
+                PAGE / p.stride
+            ),
+            Pattern::Stride => format!(
+                "sequential chase through {nodes} nodes {} apart: hardware prefetchers predict it, so this is latency as a streaming program sees it, not a DRAM round trip; compare with lmbench `lat_mem_rd` (default pattern)",
+                format_size(p.stride)
+            ),
+        });
+        let pages = if p.huge && span >= HUGE_PAGE as u64 {
+            Pages::Huge
+        } else {
+            Pages::Small
+        };
+        let team = Team::new(
+            1,
+            Placement::Pinned,
+            move |_| Chain::new(p, span as usize, nodes as usize, pages),
+            |c: &mut Chain, iters| Ok(c.run(iters)),
+        )?;
+        let backing = team.run_each(0)?;
+        notes.push(if p.huge && pages == Pages::Small {
+            "hugepages=on, but the chain is smaller than one 2 MiB huge page: 4 KiB pages".into()
+        } else {
+            page_note(p.huge, &backing)
+        });
+        Ok(Box::new(LatencyCase {
+            team: Some(team),
+            notes,
+        }))
+    }
+}
+
+/// Default working set: as `mem.bandwidth`'s (4× the LLC; 2×, at most
+/// 1 GiB, with `--quick`), for the same reason: beyond every cache.
+fn auto_size(host: &Host, quick: bool) -> (u64, String) {
+    const MIB: u64 = 1 << 20;
+    let (mut size, mut why) = match (host.last_level_cache(), quick) {
+        (Some(l), false) => (
+            (4 * l).max(64 * MIB),
+            format!(
+                "4x the last-level cache ({}) the host reports",
+                format_size(l)
+            ),
+        ),
+        (Some(l), true) => (
+            (2 * l).clamp(64 * MIB, 1 << 30),
+            format!(
+                "--quick: 2x the last-level cache ({}) the host reports, at most 1GiB",
+                format_size(l)
+            ),
+        ),
+        (None, false) => (1 << 30, "the host reports no cache sizes, so 1GiB".into()),
+        (None, true) => (
+            256 * MIB,
+            "--quick, and the host reports no cache sizes: 256MiB".into(),
+        ),
+    };
+    if let Some(avail) = sys::mem_available() {
+        let cap = (avail as f64 * sys::MEM_SHARE / 2.0) as u64 / MIB * MIB;
+        if size > cap && cap >= 16 * MIB {
+            size = cap;
+            why.push_str(&format!(
+                ", capped at {} by available memory",
+                format_size(cap)
+            ));
+        }
+    }
+    (size, format!("size=auto: {} ({why})", format_size(size)))
+}
+
+fn page_note(huge: bool, backing: &[Work]) -> String {
+    let v = |k: &str| backing.iter().filter_map(|w| w.values.get(k)).sum::<f64>();
+    let share = if v("rss") > 0.0 {
+        format!("{:.0}%", 100.0 * v("huge") / v("rss"))
+    } else {
+        "an unknown share".into()
+    };
+    let thp = sys::thp_mode().unwrap_or_else(|| "unknown".into());
+    if huge {
+        format!(
+            "hugepages=on (MADV_HUGEPAGE, THP `{thp}`): {share} of the chain is in 2 MiB pages; TLB misses mostly removed"
+        )
+    } else {
+        format!(
+            "hugepages=off (MADV_NOHUGEPAGE): 4 KiB pages ({share} huge), so loads over a large working set also miss the TLB and pay a page walk"
+        )
+    }
+}
+
+/// The chain, owned by the worker thread that built it.
+struct Chain {
+    _buf: Buf,
+    /// Where the next batch continues.
+    cur: *const usize,
+    /// Huge-page backing, reported by the first (zero-iteration) batch.
+    backing: Option<(u64, u64)>,
+}
+
+impl Chain {
+    /// Builds the chain on the (pinned) worker: node `i` at byte `i ×
+    /// stride` holds the address of its successor.
+    fn new(p: Params, span: usize, nodes: usize, pages: Pages) -> Result<Chain, BenchError> {
+        let buf = Buf::new(span, pages)?;
+        let base = buf.as_ptr();
+        let stride = p.stride as usize;
+        let node = |i: usize| -> *mut usize {
+            // SAFETY: i < nodes and nodes × stride = span = the buffer's
+            // length, so the node (8 bytes, stride >= 8) is inside it;
+            // stride is a multiple of 8, so it is aligned for usize.
+            unsafe { base.add(i * stride).cast::<usize>() }
+        };
+        let mut rng = Rng::new(0x006c_6174_656e_6379);
+        let mut shuffled = |n: usize| -> Vec<u32> {
+            let mut v: Vec<u32> = (0..n as u32).collect();
+            for i in (1..n).rev() {
+                let j = rng.below(i as u64 + 1) as usize;
+                v.swap(i, j);
+            }
+            v
+        };
+        // `order(k)` is the node visited k-th; node order(k) points to
+        // order(k + 1), and the last to the first.
+        let start = match p.pattern {
+            Pattern::Random => {
+                // Sattolo's algorithm: a uniformly random permutation with
+                // a single cycle, so the chase visits every node once per
+                // lap. next[i] is node i's successor.
+                let mut next: Vec<u32> = (0..nodes as u32).collect();
+                for i in (1..nodes).rev() {
+                    let j = rng.below(i as u64) as usize;
+                    next.swap(i, j);
+                }
+                for (i, &n) in next.iter().enumerate() {
+                    // SAFETY: both nodes are inside the buffer (see `node`),
+                    // which this worker owns exclusively.
+                    unsafe { node(i).write(node(n as usize) as usize) };
+                }
+                node(0)
+            }
+            Pattern::Pages => {
+                // lib_mem.c thrash_initialize: in lap j, the i-th page of a
+                // random page order is entered at slot words[(i + j) mod
+                // slots]; after the last page of a lap comes the first.
+                let slots = PAGE as usize / stride;
+                let npages = nodes / slots;
+                let pages = shuffled(npages);
+                let words = shuffled(slots);
+                let order = |k: usize| {
+                    let (j, i) = (k / npages, k % npages);
+                    pages[i] as usize * slots + words[(i + j) % slots] as usize
+                };
+                for k in 0..nodes {
+                    // SAFETY: order() yields node indices below nodes.
+                    unsafe { node(order(k)).write(node(order((k + 1) % nodes)) as usize) };
+                }
+                node(order(0))
+            }
+            Pattern::Stride => {
+                for i in 0..nodes {
+                    // SAFETY: as above.
+                    unsafe { node(i).write(node((i + 1) % nodes) as usize) };
+                }
+                node(0)
+            }
+        };
+        let backing = sys::huge_backing(base as usize);
+        Ok(Chain {
+            cur: start,
+            _buf: buf,
+            backing,
+        })
+    }
+
+    /// `iters` dependent loads, continuing where the last batch stopped.
+    fn run(&mut self, iters: u64) -> Work {
+        if iters == 0 {
+            let mut w = Work::default();
+            if let Some((huge, rss)) = self.backing {
+                w.values.insert("huge", huge as f64);
+                w.values.insert("rss", rss as f64);
+            }
+            return w;
+        }
+        let mut p = self.cur;
+        macro_rules! hop {
+            () => {
+                // SAFETY: p always points at a node of this chain (it
+                // starts at node 0 and each node holds a node's address),
+                // inside the buffer this Chain owns.
+                p = unsafe { *p } as *const usize;
+            };
+        }
+        for _ in 0..iters / 16 {
+            hop!();
+            hop!();
+            hop!();
+            hop!();
+            hop!();
+            hop!();
+            hop!();
+            hop!();
+            hop!();
+            hop!();
+            hop!();
+            hop!();
+            hop!();
+            hop!();
+            hop!();
+            hop!();
+        }
+        for _ in 0..iters % 16 {
+            hop!();
+        }
+        self.cur = std::hint::black_box(p);
+        Work::ops(iters)
+    }
+}
+
+struct LatencyCase {
+    team: Option<Team>,
+    notes: Vec<String>,
+}
+
+impl Case for LatencyCase {
+    fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
+        match &self.team {
+            // A zero-iteration batch would report page backing, not loads.
+            Some(t) => t.run(iters.max(1)),
+            None => Err(BenchError::Other("the case was torn down".into())),
+        }
+    }
+
+    fn teardown(&mut self) -> Result<(), BenchError> {
+        if let Some(t) = self.team.take() {
+            t.shutdown();
+        }
+        Ok(())
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.notes.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Follows the chain from its start and checks it is one cycle through
+    /// every node, with consecutive nodes where the pattern puts them.
+    fn walk(pattern: Pattern, size: u64, stride: u64) {
+        let p = Params {
+            size,
+            pattern,
+            stride,
+            huge: false,
+        };
+        let nodes = p.nodes(size).unwrap() as usize;
+        let span = nodes * stride as usize;
+        let chain = Chain::new(p, span, nodes, Pages::Small).unwrap();
+        let base = chain._buf.as_ptr() as usize;
+        let mut seen = vec![false; nodes];
+        let mut cur = chain.cur;
+        let mut pages_in_a_row = 0;
+        for step in 0..nodes {
+            let off = cur as usize - base;
+            assert_eq!(off % stride as usize, 0, "{pattern:?}: node off its slot");
+            let i = off / stride as usize;
+            assert!(
+                !seen[i],
+                "{pattern:?}: node {i} visited twice before step {nodes}"
+            );
+            seen[i] = true;
+            // SAFETY: cur points at a node of the chain inside its buffer.
+            let next = unsafe { *cur } as *const usize;
+            if pattern == Pattern::Pages && (next as usize - base) / 4096 != off / 4096 {
+                pages_in_a_row += 1;
+            }
+            if pattern == Pattern::Stride {
+                assert_eq!(
+                    next as usize - base,
+                    (i + 1) % nodes * stride as usize,
+                    "step {step}"
+                );
+            }
+            cur = next;
+        }
+        assert_eq!(
+            cur, chain.cur,
+            "{pattern:?}: the chain must close after every node"
+        );
+        if pattern == Pattern::Pages {
+            assert_eq!(
+                pages_in_a_row, nodes,
+                "every load of pattern=pages goes to another page"
+            );
+        }
+    }
+
+    #[test]
+    fn every_pattern_is_one_cycle_through_every_node() {
+        for (pattern, size, stride) in [
+            (Pattern::Random, 64 << 10, 64),
+            (Pattern::Random, 8 << 10, 8),
+            (Pattern::Pages, 64 << 10, 128),
+            (Pattern::Pages, 16 << 10, 4096),
+            (Pattern::Stride, 64 << 10, 64),
+        ] {
+            walk(pattern, size, stride);
+        }
+    }
+}
