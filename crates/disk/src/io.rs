@@ -59,6 +59,7 @@ fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError> {
     let shown = dir.display().to_string();
     check_target(ctx, &dir)?;
     let mut warnings = Vec::new();
+    let mut notes = Vec::new();
 
     let fs = sys::fs_info(&dir).map_err(|e| sys::io_error(format!("statfs({shown})"), e))?;
     if fs.is_memory() {
@@ -147,6 +148,7 @@ fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError> {
     // O_DIRECT: does the file system take it, and with which alignment?
     let page = sys::page_size();
     let mut align = page;
+    let mut cache_mode = "buffered (page cache)".to_string();
     if s.direct {
         let (probe, _) = sys::scratch_file(&dir)
             .map_err(|e| sys::io_error(format!("creating a scratch file in {shown}"), e))?;
@@ -177,6 +179,10 @@ fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError> {
             )));
         }
         align = align.max(a.mem);
+        cache_mode = format!(
+            "O_DIRECT, offsets and lengths aligned to {} B and buffers to {} B (from {})",
+            a.offset, align, a.source
+        );
     } else {
         warnings.push(PAGE_CACHE_WARNING.into());
         if let Some(mem) = ctx.host.memory_bytes
@@ -192,7 +198,7 @@ fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError> {
 
     // Say what ran where the parameters alone do not.
     if s.block_auto {
-        warnings.push(format!(
+        notes.push(format!(
             "block=0 (auto): ran with block={} ({} for {} ops)",
             format_size(s.block),
             format_size(s.block),
@@ -204,7 +210,7 @@ fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError> {
         ));
     }
     if let Some(p) = s.preset {
-        warnings.push(format!(
+        notes.push(format!(
             "preset {p}: ran op={} block={} rwmix={} fsync={}; the op, block, rwmix and fsync values in the parameters are the ones it replaced",
             s.op.name(),
             format_size(s.block),
@@ -217,6 +223,22 @@ fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError> {
             "verify=on: every read is checked and written blocks are read back at teardown; the check's CPU time is inside the timing".into(),
         );
     }
+
+    notes.push(format!(
+        "measured {} file(s) of {} in {shown} ({}), one per thread, created unnamed and laid out with data before timing; {cache_mode}; engine={}{}",
+        s.threads,
+        format_size(s.file_len()),
+        fs.name,
+        match engine {
+            EngineKind::Sync => "sync (pread/pwrite)",
+            EngineKind::IoUring => "io_uring",
+        },
+        if engine == EngineKind::IoUring {
+            format!(", qd={qd} per thread")
+        } else {
+            String::new()
+        }
+    ));
 
     let sh = Arc::new(Shared {
         op: s.op,
@@ -246,6 +268,7 @@ fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError> {
         sh,
         threads: s.threads as u64,
         warnings,
+        notes,
     }))
 }
 
@@ -291,6 +314,7 @@ struct DiskCase {
     sh: Arc<Shared>,
     threads: u64,
     warnings: Vec<String>,
+    notes: Vec<String>,
 }
 
 impl Case for DiskCase {
@@ -320,8 +344,12 @@ impl Case for DiskCase {
     }
 
     fn warnings(&self) -> Vec<String> {
-        let mut w = self.warnings.clone();
-        w.extend(
+        self.warnings.clone()
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let mut n = self.notes.clone();
+        n.extend(
             self.sh
                 .notes
                 .lock()
@@ -329,7 +357,7 @@ impl Case for DiskCase {
                 .iter()
                 .cloned(),
         );
-        w
+        n
     }
 }
 

@@ -27,6 +27,13 @@
 //! their percentiles averaged). `--duration 60s --interval 1s` gives a
 //! per-second time series.
 //!
+//! Each record's notes say what was measured: the file system and
+//! directory, the files, the `O_DIRECT` alignment and where it came from,
+//! the engine and how its ring was set up (and what `block=0` or a preset
+//! resolved to). Its warnings say what makes the number mean less than it
+//! seems: the page cache, a memory file system, an engine fallback, an
+//! ignored `qd`.
+//!
 //! ### What one iteration is
 //!
 //! One completed I/O of `block` bytes. A batch of `n` iterations is

@@ -65,9 +65,16 @@ impl std::fmt::Debug for Uring {
     }
 }
 
-fn build_ring(entries: u32) -> io::Result<IoUring> {
+/// How each ring was set up, for the record's notes.
+const SETUPS: [&str; 3] = [
+    "single issuer + deferred task work + cooperative task running",
+    "cooperative task running",
+    "default flags",
+];
+
+fn build_ring(entries: u32) -> io::Result<(IoUring, &'static str)> {
     let mut last = None;
-    for flags in 0..3 {
+    for (flags, setup) in SETUPS.iter().enumerate() {
         let mut b = IoUring::builder();
         if flags == 0 {
             b.setup_single_issuer().setup_defer_taskrun();
@@ -76,7 +83,7 @@ fn build_ring(entries: u32) -> io::Result<IoUring> {
             b.setup_coop_taskrun();
         }
         match b.build(entries) {
-            Ok(r) => return Ok(r),
+            Ok(r) => return Ok((r, setup)),
             // Older kernels reject the newer setup flags with EINVAL.
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = Some(e),
             Err(e) => return Err(e),
@@ -128,11 +135,11 @@ fn disabled_hint() -> String {
 
 impl Uring {
     /// A ring of `qd` slots with their buffers; registers the buffers when
-    /// the kernel allows (the note says when it did not).
-    pub fn new(sh: &Shared, rng: &mut Rng) -> Result<(Uring, Option<String>), BenchError> {
+    /// the kernel allows. The note says how the ring was set up.
+    pub fn new(sh: &Shared, rng: &mut Rng) -> Result<(Uring, String), BenchError> {
         let qd = sh.qd;
         let entries = (qd as u32).next_power_of_two();
-        let ring =
+        let (ring, setup) =
             build_ring(entries).map_err(|e| crate::sys::io_error("creating an io_uring", e))?;
         let mut bufs = Vec::with_capacity(qd);
         for _ in 0..qd {
@@ -153,13 +160,16 @@ impl Uring {
         // registration.
         let reg = unsafe { ring.submitter().register_buffers(&iovecs) };
         let (registered, note) = match reg {
-            Ok(()) => (true, None),
+            Ok(()) => (
+                true,
+                format!("io_uring ring: {setup}; buffers registered (READ_FIXED/WRITE_FIXED)"),
+            ),
             Err(e) => (
                 false,
-                Some(format!(
-                    "io_uring refused to register the I/O buffers ({}): used plain IORING_OP_READ/WRITE, which pin pages per I/O (fio's default, fixedbufs=0)",
+                format!(
+                    "io_uring ring: {setup}; the kernel refused to register the buffers ({}), so plain READ/WRITE were used, which pin pages per I/O (fio's default, fixedbufs=0)",
                     crate::sys::io_error("register_buffers", e)
-                )),
+                ),
             ),
         };
         let now = Instant::now();

@@ -69,7 +69,8 @@ pub struct Shared {
     pub cancel: Arc<AtomicBool>,
     /// Completions left in the current batch, all threads together.
     pub budget: AtomicI64,
-    /// Caveats found by workers (registration refused...), deduplicated.
+    /// Facts found by workers (how the ring was set up, whether buffers
+    /// were registered, whether O_TMPFILE worked), deduplicated.
     pub notes: Mutex<Vec<String>>,
 }
 
@@ -199,8 +200,13 @@ impl Worker {
     /// (untimed), and sets up its engine.
     pub fn new(id: usize, sh: Arc<Shared>) -> Result<Worker, BenchError> {
         let dir = sh.dir.display().to_string();
-        let (file, _) = scratch_file(&sh.dir)
+        let (file, unnamed) = scratch_file(&sh.dir)
             .map_err(|e| io_error(format!("creating a scratch file in {dir}"), e))?;
+        if !unnamed {
+            sh.note(format!(
+                "{dir} has no O_TMPFILE: the scratch files were created as .benchsuite-scratch-<pid>-<n>.dat and unlinked at once"
+            ));
+        }
         if sh.direct {
             set_direct(&file).map_err(|e| {
                 io_error(
@@ -233,9 +239,7 @@ impl Worker {
             #[cfg(target_os = "linux")]
             EngineKind::IoUring => {
                 let (u, note) = crate::uring::Uring::new(&sh, &mut picker.rng)?;
-                if let Some(n) = note {
-                    sh.note(n);
-                }
+                sh.note(note);
                 Io::Uring(Box::new(u))
             }
             #[cfg(not(target_os = "linux"))]

@@ -118,6 +118,19 @@ fn every_op_and_engine_runs_verified() {
             .any(|w| w.contains("qd=8 was not applied"));
         assert_eq!(said, engine == "sync" && qd == 8, "{:?}", r.warnings);
         assert!(r.warnings.iter().any(|w| w.contains("verify=on")));
+        // The record says what was measured, and how the engine ran.
+        assert!(
+            r.notes.iter().any(|n| n.starts_with("measured ")),
+            "{:?}",
+            r.notes
+        );
+        if engine == "io_uring" {
+            assert!(
+                r.notes.iter().any(|n| n.starts_with("io_uring ring: ")),
+                "{:?}",
+                r.notes
+            );
+        }
     }
     assert_eq!(entries(dir.path()), Vec::<String>::new());
 }
@@ -155,11 +168,11 @@ fn buffered_fsync_and_preset_points_run_and_say_what_they_measured() {
     let r = &report.records[0];
     check(r);
     assert!(
-        r.warnings
+        r.notes
             .iter()
-            .any(|w| w.contains("ran op=randrw block=16KiB rwmix=60 fsync=every:40")),
+            .any(|n| n.contains("ran op=randrw block=16KiB rwmix=60 fsync=every:40")),
         "{:?}",
-        r.warnings
+        r.notes
     );
     assert_eq!(entries(dir.path()), Vec::<String>::new());
 }
