@@ -259,11 +259,17 @@ impl Benchmark for Bandwidth {
 
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         let p = Params::parse(point)?;
+        // Facts that help read the number go to `notes`; what makes it mean
+        // less than it seems goes to `warnings`.
         let mut notes = Vec::new();
+        let mut warnings = Vec::new();
         let (dram_peak, peak_note) =
             peak::dram_peak(ctx.options.get(peak::OPTION).map(String::as_str))
                 .map_err(BenchError::Other)?;
 
+        // validate() already checked this; a program that calls prepare
+        // directly gets the same refusal rather than a kernel that skips work.
+        kernels::block_ok(p.op, p.block).map_err(BenchError::Unsupported)?;
         let isa = match p.isa {
             None => Isa::best(),
             Some(i) if i.available() => i,
@@ -283,7 +289,13 @@ impl Benchmark for Bandwidth {
 
         let size = if p.size == 0 {
             let (s, note) = auto_size(&ctx.host, ctx.quick, p.threads);
-            notes.push(note);
+            // --quick's smaller working set is a caveat; the full default is
+            // just a fact.
+            if ctx.quick {
+                warnings.push(note)
+            } else {
+                notes.push(note)
+            }
             s
         } else {
             p.size
@@ -325,7 +337,7 @@ impl Benchmark for Bandwidth {
         notes.push(fit.note.clone());
         notes.push(store_note(&p, nt, isa));
         if p.random && p.block < 64 {
-            notes.push(format!(
+            warnings.push(format!(
                 "random {}-byte accesses: each one moves a whole 64 B cache line (or more, with the adjacent-line prefetcher), so the memory system carries at least {}x the counted bytes; this point is bound by access latency and parallelism, not bandwidth — read time_per_access",
                 p.block,
                 64 / p.block
@@ -339,7 +351,7 @@ impl Benchmark for Bandwidth {
         }
         let cpus = allowed_cpus();
         if p.threads > cpus.len() {
-            notes.push(format!(
+            warnings.push(format!(
                 "{} threads on {} CPUs: threads share CPUs, so this is not a per-core bandwidth",
                 p.threads,
                 cpus.len()
@@ -378,7 +390,12 @@ impl Benchmark for Bandwidth {
             mode.store(MODE_PAGES, Ordering::Relaxed);
             let each = team.run_each(0);
             mode.store(MODE_RUN, Ordering::Relaxed);
-            notes.push(huge_note(&each?));
+            let (note, caveat) = huge_note(&each?);
+            if caveat {
+                warnings.push(note)
+            } else {
+                notes.push(note)
+            }
         }
 
         let peak = match (&dram_peak, fit.is_dram()) {
@@ -402,6 +419,7 @@ impl Benchmark for Bandwidth {
             team: Some(team),
             mode,
             notes,
+            warnings,
             peak,
         }))
     }
@@ -495,28 +513,39 @@ fn store_note(p: &Params, nt: bool, isa: Isa) -> String {
 
 /// What backs the arrays after first touch, from each worker's
 /// `/proc/self/smaps` figures.
-fn huge_note(each: &[Work]) -> String {
+fn huge_note(each: &[Work]) -> (String, bool) {
     let sum = |k: &str| each.iter().filter_map(|w| w.values.get(k)).sum::<f64>();
     let (huge, rss) = (sum("huge"), sum("rss"));
     match sys::thp_mode().as_deref() {
-        Some("never") => {
+        Some("never") => (
             "hugepages=on, but transparent huge pages are disabled (THP `never`): 4 KiB pages"
-                .into()
-        }
-        None => {
+                .into(),
+            true,
+        ),
+        None => (
             "hugepages=on: this kernel exposes no transparent-huge-page setting; page size unknown"
-                .into()
-        }
-        Some(mode) if rss > 0.0 => format!(
-            "hugepages=on (MADV_HUGEPAGE, THP `{mode}`): {:.0}% of the arrays' resident memory is in 2 MiB pages{}",
-            100.0 * huge / rss,
-            if huge < rss * 0.9 {
+                .into(),
+            true,
+        ),
+        Some(mode) if rss > 0.0 => {
+            let short = huge < rss * 0.9;
+            let why = if short {
                 " (the kernel could not find enough free 2 MiB pages; expect more TLB misses)"
             } else {
                 ""
-            }
+            };
+            (
+                format!(
+                    "hugepages=on (MADV_HUGEPAGE, THP `{mode}`): {:.0}% of the arrays' resident memory is in 2 MiB pages{why}",
+                    100.0 * huge / rss
+                ),
+                short,
+            )
+        }
+        Some(mode) => (
+            format!("hugepages=on (MADV_HUGEPAGE, THP `{mode}`): backing not readable"),
+            true,
         ),
-        Some(mode) => format!("hugepages=on (MADV_HUGEPAGE, THP `{mode}`): backing not readable"),
     }
 }
 
@@ -645,6 +674,7 @@ struct BandwidthCase {
     team: Option<Team>,
     mode: Arc<AtomicU8>,
     notes: Vec<String>,
+    warnings: Vec<String>,
     peak: Option<Peak>,
 }
 
@@ -673,6 +703,10 @@ impl Case for BandwidthCase {
     }
 
     fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+
+    fn notes(&self) -> Vec<String> {
         self.notes.clone()
     }
 }

@@ -265,6 +265,7 @@ pub unsafe fn pass(
     };
     // Monomorphise on the kernel and the store kind, so each pass is one
     // straight loop with no per-block dispatch.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_macros))]
     macro_rules! each_op {
         ($m:ident, $nt:literal) => {
             match op {
@@ -318,8 +319,11 @@ pub fn block_ok(op: Op, block: u64) -> Result<(), String> {
             OPS[op as usize]
         ));
     }
+    if block == 16 && !cfg!(target_arch = "x86_64") {
+        return Err("16 B single accesses are implemented with SSE2, on x86_64 only".into());
+    }
     if block == 32 && !narrow::has_32() {
-        return Err("32 B accesses need AVX, which this CPU lacks".into());
+        return Err("32 B single accesses need AVX (x86_64), which this CPU lacks".into());
     }
     Ok(())
 }
@@ -1015,13 +1019,9 @@ mod narrow {
                 }
                 #[cfg(target_arch = "x86_64")]
                 (32, _) => pass32(op, arr, order),
-                // Other widths are rejected by block_ok; off x86_64 a 16 or
-                // 32 B unit is two or four 8 B accesses.
-                (_, false) => move_units::<u64>(op, arr, order),
-                (_, true) => {
-                    arith_units::<f64>(op, arr, order);
-                    0
-                }
+                // block_ok admits no other width (16 and 32 B only on
+                // x86_64); treat anything else as unreachable-by-contract.
+                _ => 0,
             }
         };
         r as f64

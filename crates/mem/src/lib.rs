@@ -85,6 +85,13 @@
 //! naming the flag. A single thread rarely reaches the DRAM peak: the
 //! efficiency of a `threads=1` record is that of one core.
 //!
+//! **Notes and warnings.** Facts that help read a record — the cache level
+//! its working set fits in, the store policy and how STREAM's count relates
+//! to real traffic, the page backing, where the peak came from — are record
+//! notes. Caveats — `--quick`'s smaller working set, random sub-line
+//! accesses being latency-bound, more threads than CPUs, fewer huge pages
+//! than asked for — are warnings.
+//!
 //! ## `mem.latency`
 //!
 //! Parameters, with defaults: `size` (`0` = auto, as above),
