@@ -90,6 +90,24 @@ impl RunConfig {
         }
     }
 
+    /// The configuration module conformance tests use: `selector` at the
+    /// smoke point of every parameter not in `sweep`, 3 runs of ≥ 1 ms
+    /// after a 1 ms warm-up.
+    pub fn smoke_test(selector: &str, sweep: &[(&str, &str)]) -> Self {
+        RunConfig {
+            selectors: vec![selector.to_string()],
+            sweep: sweep
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            smoke: true,
+            runs: 3,
+            min_sample_time: Duration::from_millis(1),
+            warmup: Duration::from_millis(1),
+            ..RunConfig::quick()
+        }
+    }
+
     /// Checks values that do not depend on a benchmark.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.runs == 0 {

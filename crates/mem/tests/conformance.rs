@@ -2,9 +2,6 @@
 //! choices, through the real runner; bad input rejected before anything
 //! runs; notes, verification and peaks as documented.
 
-use std::collections::BTreeMap;
-use std::time::Duration;
-
 use benchsuite_core::host::CacheInfo;
 use benchsuite_core::runner::{self, Silent};
 use benchsuite_core::{Host, MetricSource, Record, Registry, Report, RunConfig, Status};
@@ -17,18 +14,7 @@ fn registry() -> Registry {
 }
 
 fn config(selector: &str, sweep: &[(&str, &str)]) -> RunConfig {
-    RunConfig {
-        selectors: vec![selector.to_string()],
-        sweep: sweep
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect::<BTreeMap<_, _>>(),
-        smoke: true,
-        runs: 3,
-        min_sample_time: Duration::from_millis(1),
-        warmup: Duration::from_millis(1),
-        ..RunConfig::quick()
-    }
+    RunConfig::smoke_test(selector, sweep)
 }
 
 fn run(selector: &str, sweep: &[(&str, &str)]) -> Report {
