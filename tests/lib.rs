@@ -75,6 +75,8 @@ struct FakeCase {
     fake: Fake,
     ctx: Context,
     factor: u64,
+    /// `block` after `0` (auto) was resolved to 4 KiB.
+    block: u64,
 }
 
 fn spin(d: Duration) {
@@ -113,6 +115,10 @@ impl Case for FakeCase {
             efficiency: None,
         })
     }
+
+    fn resolved(&self) -> Vec<(&'static str, Value)> {
+        vec![("block", Value::Int(self.block))]
+    }
 }
 
 impl Benchmark for Fake {
@@ -122,7 +128,7 @@ impl Benchmark for Fake {
             description: "a scripted fake",
             params: vec![
                 ParamSpec::count("factor", "multiplies the work per iteration", 1, 16, 1),
-                ParamSpec::size("block", "bytes per op", 1, 1 << 30, 4096)
+                ParamSpec::size("block", "bytes per op; 0 = auto (4 KiB)", 0, 1 << 30, 4096)
                     .with_smoke(Value::Int(512)),
             ],
             metrics: vec![
@@ -154,7 +160,15 @@ impl Benchmark for Fake {
             fake: self.clone(),
             ctx: ctx.clone(),
             factor: point.u64("factor")?,
+            block: match point.u64("block")? {
+                0 => 4096,
+                b => b,
+            },
         }))
+    }
+
+    fn host_facts(&self, _: &Context) -> Option<serde_json::Value> {
+        Some(serde_json::json!({ "fake": self.id }))
     }
 }
 

@@ -38,15 +38,14 @@ fn cmd_run(args: &RunArgs) -> Result<i32> {
     }
 
     install_ctrlc(&cfg.cancel);
-    let host = Host::detect();
-    if host.build.is_debug() {
+    if plan.host().build.is_debug() {
         eprintln!(
             "warning: this is a DEBUG build of benchsuite; its numbers are not representative. \
              Install a release build: cargo install --path cli"
         );
     }
     let mut progress = Progress::new(io::stderr().is_terminal() && !args.no_progress);
-    let report = benchsuite::runner::run_plan(&plan, &cfg, host, &mut progress);
+    let report = benchsuite::runner::run_plan(&plan, &cfg, &mut progress);
     drop(progress);
 
     write_report(&report, output.format, output.file.as_deref())?;

@@ -25,8 +25,9 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// Asserts a usage error: exit 2, one clear message naming `needle`, no panic.
-fn assert_usage_error(args: &[&str], needle: &str) {
+/// Runs `args`, asserts exit 2 with a one-line message naming `needle`, and
+/// returns the message.
+fn assert_usage_error(args: &[&str], needle: &str) -> String {
     let o = run(args);
     let err = stderr(&o);
     assert_eq!(
@@ -42,6 +43,7 @@ fn assert_usage_error(args: &[&str], needle: &str) {
         !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
         "{args:?} panicked: {err}"
     );
+    err
 }
 
 fn run_json(extra: &[&str], dir: &Path, name: &str) -> serde_json::Value {
@@ -125,7 +127,11 @@ fn csv_output_parses_with_a_standard_reader() {
 fn bad_input_exits_2_naming_the_flag_or_file() {
     assert_usage_error(&["run", "os", "--block", "1XB"], "--block");
     assert_usage_error(&["run", "--block", "1XB"], "XB");
-    assert_usage_error(&["run", "os", "--threads", "0"], "--threads");
+    let e = assert_usage_error(&["run", "os", "--threads", "0"], "--threads");
+    assert!(
+        e.contains("at least 1") && !e.contains("18446744073709551615"),
+        "{e}"
+    );
     assert_usage_error(&["run", "nosuchbench"], "nosuchbench");
     assert_usage_error(&["run", "os", "--runs", "0"], "--runs");
     assert_usage_error(&["run", "os", "--param", "nosuch=1"], "nosuch");

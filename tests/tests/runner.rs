@@ -264,3 +264,19 @@ fn report_round_trips_through_json() {
     assert_eq!(v["records"][1]["status"], "skipped");
     assert_eq!(v["records"][0]["params"]["block"], 4096);
 }
+
+#[test]
+fn records_show_resolved_values_and_modules_add_host_facts() {
+    let f = Fake::new("fake.auto", Script::Work, 100);
+    let reg = registry(std::slice::from_ref(&f));
+    let mut cfg = fast_config();
+    cfg.sweep.insert("block".into(), "0,512".into());
+    let report = run(&reg, &cfg, &mut Silent).unwrap();
+    let blocks: Vec<u64> = report
+        .records
+        .iter()
+        .map(|r| r.params.get("block").and_then(|v| v.as_u64()).unwrap())
+        .collect();
+    assert_eq!(blocks, [4096, 512]);
+    assert_eq!(report.host.extra["fake"]["fake"], "fake.auto");
+}

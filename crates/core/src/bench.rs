@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{BenchError, ConfigError};
 use crate::host::Host;
-use crate::param::{ParamSpec, Point};
+use crate::param::{ParamSpec, Point, Value};
 use crate::report::Peak;
 
 /// Whether a larger value of a metric is better (throughput) or worse
@@ -246,6 +246,15 @@ pub trait Case: Send {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// Parameters whose value was chosen in `prepare` (an `auto` default
+    /// such as `size=0` resolved to four times the last-level cache, or a
+    /// block size picked from the access pattern). The record shows these
+    /// values instead of the placeholder, so a reader and `compare` see what
+    /// actually ran.
+    fn resolved(&self) -> Vec<(&'static str, Value)> {
+        Vec::new()
+    }
 }
 
 /// A benchmark: a stateless descriptor registered in a [`crate::Registry`].
@@ -260,10 +269,22 @@ pub trait Benchmark: Send + Sync {
     }
 
     /// Cross-parameter checks on a fully filled point, run before anything
-    /// starts (for example `block` must not exceed `size`).
-    fn validate(&self, point: &Point) -> Result<(), ConfigError> {
-        let _ = point;
+    /// starts (for example `block` must not exceed `size`, or `size` must
+    /// fit in the memory `ctx.host` has). An error here stops the whole run
+    /// before it measures anything; the CLI prints it and exits 2.
+    fn validate(&self, ctx: &Context, point: &Point) -> Result<(), ConfigError> {
+        let _ = (ctx, point);
         Ok(())
+    }
+
+    /// Facts about the hardware this benchmark measures that belong in the
+    /// report's host section (GPU model and clocks, NIC speed, file system).
+    /// Called once per run, after a `Ready` probe; the runner stores the
+    /// value under [`Meta::module`] in [`Host::extra`](crate::Host), the
+    /// first benchmark of a module to return one wins.
+    fn host_facts(&self, ctx: &Context) -> Option<serde_json::Value> {
+        let _ = ctx;
+        None
     }
 
     /// Untimed setup of one sweep point.

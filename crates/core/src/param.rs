@@ -115,18 +115,26 @@ impl ParamKind {
                     .parse()
                     .map_err(|_| bad("expected a whole number".into()))?;
                 if v < *min || v > *max {
-                    return Err(bad(format!("must be between {min} and {max}")));
+                    return Err(bad(if *max == u64::MAX {
+                        format!("must be at least {min}")
+                    } else {
+                        format!("must be between {min} and {max}")
+                    }));
                 }
                 Ok(Value::Int(v))
             }
             ParamKind::Size { min, max } => {
                 let v = parse_size(t).map_err(bad)?;
                 if v < *min || v > *max {
-                    return Err(bad(format!(
-                        "must be between {} and {}",
-                        format_size(*min),
-                        format_size(*max)
-                    )));
+                    return Err(bad(if *max == u64::MAX {
+                        format!("must be at least {}", format_size(*min))
+                    } else {
+                        format!(
+                            "must be between {} and {}",
+                            format_size(*min),
+                            format_size(*max)
+                        )
+                    }));
                 }
                 Ok(Value::Int(v))
             }

@@ -143,6 +143,17 @@ impl RunConfig {
     fn interval(&self) -> Duration {
         self.interval.unwrap_or(Duration::from_secs(1))
     }
+
+    /// The context benchmarks see under this configuration on `host`.
+    pub fn context(&self, host: Arc<Host>) -> Context {
+        Context {
+            host,
+            scratch_dir: self.scratch_dir.clone().unwrap_or_else(std::env::temp_dir),
+            quick: self.quick,
+            options: self.options.clone(),
+            cancel: self.cancel.clone(),
+        }
+    }
 }
 
 /// One benchmark with the points it will run.
@@ -159,9 +170,16 @@ pub struct PlannedBench<'r> {
 pub struct Plan<'r> {
     /// Benchmarks and their points.
     pub benches: Vec<PlannedBench<'r>>,
+    /// The context every benchmark was validated against and will run in.
+    pub ctx: Context,
 }
 
 impl Plan<'_> {
+    /// The machine the plan was made for.
+    pub fn host(&self) -> &Host {
+        &self.ctx.host
+    }
+
     /// Total number of records the run will produce.
     pub fn len(&self) -> usize {
         self.benches.iter().map(|b| b.points.len()).sum()
@@ -177,7 +195,19 @@ impl Plan<'_> {
 /// anything runs. A parameter no selected benchmark accepts is an error
 /// listing the valid ones.
 pub fn plan<'r>(registry: &'r Registry, config: &RunConfig) -> Result<Plan<'r>, ConfigError> {
+    plan_on(registry, config, Host::detect())
+}
+
+/// [`plan`] for a given host (an embedding program that knows better, or a
+/// test that fakes one): benchmarks validate their points against it, and
+/// [`run_plan`] records it.
+pub fn plan_on<'r>(
+    registry: &'r Registry,
+    config: &RunConfig,
+    host: Host,
+) -> Result<Plan<'r>, ConfigError> {
     config.validate()?;
+    let ctx = config.context(Arc::new(host));
     let selected = registry.select(&config.selectors)?;
     let metas: Vec<_> = selected.iter().map(|b| b.meta()).collect();
     for name in config.sweep.keys() {
@@ -207,11 +237,11 @@ pub fn plan<'r>(registry: &'r Registry, config: &RunConfig) -> Result<Plan<'r>, 
     for (bench, meta) in selected.into_iter().zip(&metas) {
         let points = expand(meta, &config.sweep, defaults)?;
         for p in &points {
-            bench.validate(p)?;
+            bench.validate(&ctx, p)?;
         }
         benches.push(PlannedBench { bench, points });
     }
-    Ok(Plan { benches })
+    Ok(Plan { benches, ctx })
 }
 
 /// Receives progress events; the CLI draws a progress bar from them.
@@ -254,31 +284,24 @@ pub fn timer_overhead() -> f64 {
 
 /// Runs a plan and returns the report. Never fails once planned: a
 /// benchmark that cannot run or fails becomes a record with that status.
-pub fn run_plan(
-    plan: &Plan<'_>,
-    config: &RunConfig,
-    host: Host,
-    observer: &mut dyn Observer,
-) -> Report {
+pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer) -> Report {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let host = Arc::new(host);
-    let ctx = Context {
-        host: host.clone(),
-        scratch_dir: config
-            .scratch_dir
-            .clone()
-            .unwrap_or_else(std::env::temp_dir),
-        quick: config.quick,
-        options: config.options.clone(),
-        cancel: config.cancel.clone(),
-    };
+    let ctx = &plan.ctx;
+    let host = &ctx.host;
+    let mut facts = BTreeMap::new();
     let overhead = timer_overhead();
     observer.start(plan.len());
     let mut records = Vec::new();
     'outer: for pb in &plan.benches {
         let meta = pb.bench.meta();
-        let probe = catch_unwind(AssertUnwindSafe(|| pb.bench.probe(&ctx)))
+        let probe = catch_unwind(AssertUnwindSafe(|| pb.bench.probe(ctx)))
             .unwrap_or_else(|p| Probe::Skip(format!("probe panicked: {}", panic_message(&p))));
+        if probe == Probe::Ready
+            && !facts.contains_key(meta.module())
+            && let Ok(Some(v)) = catch_unwind(AssertUnwindSafe(|| pb.bench.host_facts(ctx)))
+        {
+            facts.insert(meta.module().to_string(), v);
+        }
         for point in &pb.points {
             if ctx.cancelled() {
                 break 'outer;
@@ -286,7 +309,7 @@ pub fn run_plan(
             observer.record_start(meta.id, point);
             let mut record = match &probe {
                 Probe::Skip(reason) => Record::skipped(meta.id, point.clone(), reason.clone()),
-                Probe::Ready => run_point(pb.bench, &meta.metrics, meta.id, point, &ctx, config),
+                Probe::Ready => run_point(pb.bench, &meta.metrics, meta.id, point, ctx, config),
             };
             if host.build.is_debug() && record.status == Status::Ok {
                 record
@@ -301,7 +324,11 @@ pub fn run_plan(
         schema_version: SCHEMA_VERSION.to_string(),
         tool_version: host.build.version.clone(),
         started_at,
-        host: (*host).clone(),
+        host: {
+            let mut h = (**host).clone();
+            h.extra.extend(facts);
+            h
+        },
         config: RunConfigRecord {
             selectors: config.selectors.clone(),
             params: config.sweep.clone(),
@@ -325,7 +352,7 @@ pub fn run(
     observer: &mut dyn Observer,
 ) -> Result<Report, ConfigError> {
     let plan = plan(registry, config)?;
-    Ok(run_plan(&plan, config, Host::detect(), observer))
+    Ok(run_plan(&plan, config, observer))
 }
 
 fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
@@ -368,6 +395,17 @@ impl CpuTimes {
         let steal = self.steal.checked_sub(before.steal)?;
         (total > 0).then(|| steal as f64 / total as f64)
     }
+}
+
+/// `point` with the values the case resolved in `prepare`.
+fn resolved_point(point: &Point, case: &dyn Case) -> Point {
+    let mut p = point.clone();
+    for (name, value) in case.resolved() {
+        if p.get(name).is_some() {
+            p.set(name, value);
+        }
+    }
+    p
 }
 
 /// One timed batch: the work and the time it took.
@@ -450,7 +488,7 @@ fn run_point(
             });
             Record {
                 id: id.to_string(),
-                params: point.clone(),
+                params: resolved_point(point, case.as_ref()),
                 status: Status::Ok,
                 reason: None,
                 iters_per_sample: Some(iters),
@@ -461,7 +499,7 @@ fn run_point(
             }
         }
         Err(e) => {
-            let mut r = Record::failed(id, point.clone(), e.to_string());
+            let mut r = Record::failed(id, resolved_point(point, case.as_ref()), e.to_string());
             r.warnings.extend(case.warnings());
             r.notes.extend(case.notes());
             r

@@ -80,7 +80,7 @@ impl Benchmark for Linpack {
         }
     }
 
-    fn validate(&self, point: &Point) -> Result<(), ConfigError> {
+    fn validate(&self, _ctx: &Context, point: &Point) -> Result<(), ConfigError> {
         let Some(n) = point.get("n").and_then(Value::as_u64) else {
             return Ok(());
         };
@@ -338,12 +338,13 @@ mod tests {
         p.set("n", Value::Int(MAX_N));
         p.set("threads", Value::Int(1));
         p.set("pin", Value::Bool(true));
+        let ctx = Context::new(std::sync::Arc::new(benchsuite_core::Host::default()));
         if mem_available().is_some_and(|m| m < bytes_needed(MAX_N)) {
-            let e = Linpack.validate(&p).unwrap_err().to_string();
+            let e = Linpack.validate(&ctx, &p).unwrap_err().to_string();
             assert!(e.contains("`n`") && e.contains("GiB"), "{e}");
         }
         p.set("n", Value::Int(8));
-        Linpack.validate(&p).unwrap();
+        Linpack.validate(&ctx, &p).unwrap();
     }
 
     #[test]

@@ -41,7 +41,7 @@ impl Benchmark for DiskIo {
         }
     }
 
-    fn validate(&self, point: &Point) -> Result<(), ConfigError> {
+    fn validate(&self, _ctx: &Context, point: &Point) -> Result<(), ConfigError> {
         Settings::from_point(point).map(|_| ())
     }
 

@@ -203,7 +203,7 @@ impl Benchmark for Bandwidth {
         }
     }
 
-    fn validate(&self, point: &Point) -> Result<(), ConfigError> {
+    fn validate(&self, _ctx: &Context, point: &Point) -> Result<(), ConfigError> {
         let bad = |param: &str, reason: String| ConfigError::InvalidValue {
             param: param.into(),
             value: point
@@ -415,12 +415,18 @@ impl Benchmark for Bandwidth {
                 "{peak_note}; efficiency = STREAM-counted bandwidth / that peak"
             ));
         }
+        let resolved = vec![
+            ("size", Value::Int(size)),
+            ("nt", Value::Str(if nt { "on" } else { "off" }.into())),
+            ("isa", Value::Str(isa.name().into())),
+        ];
         Ok(Box::new(BandwidthCase {
             team: Some(team),
             mode,
             notes,
             warnings,
             peak,
+            resolved,
         }))
     }
 }
@@ -676,6 +682,7 @@ struct BandwidthCase {
     notes: Vec<String>,
     warnings: Vec<String>,
     peak: Option<Peak>,
+    resolved: Vec<(&'static str, Value)>,
 }
 
 impl Case for BandwidthCase {
@@ -708,5 +715,9 @@ impl Case for BandwidthCase {
 
     fn notes(&self) -> Vec<String> {
         self.notes.clone()
+    }
+
+    fn resolved(&self) -> Vec<(&'static str, Value)> {
+        self.resolved.clone()
     }
 }

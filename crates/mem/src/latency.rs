@@ -133,7 +133,7 @@ impl Benchmark for Latency {
         }
     }
 
-    fn validate(&self, point: &Point) -> Result<(), ConfigError> {
+    fn validate(&self, _ctx: &Context, point: &Point) -> Result<(), ConfigError> {
         let p = Params::parse(point).map_err(|e| ConfigError::Invalid(e.to_string()))?;
         let bad = |param: &str, value: u64, reason: String| ConfigError::InvalidValue {
             param: param.into(),
@@ -247,6 +247,7 @@ impl Benchmark for Latency {
             team: Some(team),
             notes,
             warnings,
+            size,
         }))
     }
 }
@@ -468,6 +469,8 @@ struct LatencyCase {
     team: Option<Team>,
     notes: Vec<String>,
     warnings: Vec<String>,
+    /// The working set, after `size=0` (auto) was resolved.
+    size: u64,
 }
 
 impl Case for LatencyCase {
@@ -492,6 +495,10 @@ impl Case for LatencyCase {
 
     fn notes(&self) -> Vec<String> {
         self.notes.clone()
+    }
+
+    fn resolved(&self) -> Vec<(&'static str, Value)> {
+        vec![("size", Value::Int(self.size))]
     }
 }
 

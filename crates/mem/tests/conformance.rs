@@ -30,8 +30,8 @@ fn run_on(host: Host, selector: &str, sweep: &[(&str, &str)], options: &[(&str, 
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let reg = registry();
-    let plan = runner::plan(&reg, &cfg).expect("the plan is valid");
-    runner::run_plan(&plan, &cfg, host, &mut Silent)
+    let plan = runner::plan_on(&reg, &cfg, host).expect("the plan is valid");
+    runner::run_plan(&plan, &cfg, &mut Silent)
 }
 
 fn tiny_cache_host() -> Host {
@@ -424,10 +424,17 @@ fn automatic_size_follows_the_last_level_cache() {
     cfg.smoke = false;
     cfg.quick = true;
     let reg = registry();
-    let plan = runner::plan(&reg, &cfg).unwrap();
-    let report = runner::run_plan(&plan, &cfg, tiny_cache_host(), &mut Silent);
+    let plan = runner::plan_on(&reg, &cfg, tiny_cache_host()).unwrap();
+    let report = runner::run_plan(&plan, &cfg, &mut Silent);
     let r = &report.records[0];
     check(r);
+    // The record shows the size that ran, not the `0` placeholder.
+    assert_eq!(
+        r.params.get("size").and_then(|v| v.as_u64()),
+        Some(64 << 20),
+        "{:?}",
+        r.params
+    );
     // --quick: 2x the 1 MiB LLC, at least 64 MiB; smaller than the full
     // default, so a caveat (warning) rather than a note.
     assert!(

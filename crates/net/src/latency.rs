@@ -66,7 +66,7 @@ impl Benchmark for Latency {
         }
     }
 
-    fn validate(&self, point: &Point) -> Result<(), ConfigError> {
+    fn validate(&self, _ctx: &Context, point: &Point) -> Result<(), ConfigError> {
         let udp = point.get("proto").and_then(Value::as_str) == Some("udp");
         if let Some(b) = point.get("block").and_then(Value::as_u64)
             && udp

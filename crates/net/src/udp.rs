@@ -119,7 +119,7 @@ impl Benchmark for UdpThroughput {
         }
     }
 
-    fn validate(&self, point: &Point) -> Result<(), ConfigError> {
+    fn validate(&self, _ctx: &Context, point: &Point) -> Result<(), ConfigError> {
         if let Some(b) = point.get("block").and_then(Value::as_u64) {
             check_udp_block(b)?;
         }
@@ -397,14 +397,15 @@ mod tests {
         assert!(e.contains("block") && e.contains("65507"), "{e}");
         assert!(check_udp_block(65507).is_ok());
         assert!(check_udp_block(15).is_err());
+        let ctx = Context::new(std::sync::Arc::new(benchsuite_core::Host::default()));
         let mut p = Point::default();
         p.set("block", Value::Int(64 << 10));
         p.set("rate", Value::Str("max".into()));
-        assert!(UdpThroughput.validate(&p).is_err());
+        assert!(UdpThroughput.validate(&ctx, &p).is_err());
         p.set("block", Value::Int(32 << 10));
-        assert!(UdpThroughput.validate(&p).is_ok());
+        assert!(UdpThroughput.validate(&ctx, &p).is_ok());
         p.set("rate", Value::Str("lots".into()));
-        let e = UdpThroughput.validate(&p).unwrap_err().to_string();
+        let e = UdpThroughput.validate(&ctx, &p).unwrap_err().to_string();
         assert!(e.contains("rate") && e.contains("lots"), "{e}");
     }
 }

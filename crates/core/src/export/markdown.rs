@@ -7,11 +7,11 @@ use crate::compare::Comparison;
 use crate::report::Report;
 
 use super::{
-    COMPARISON_HEADER, Line, REPORT_HEADER, comparison_notes, comparison_rows, report_lines,
-    warning_lines,
+    COMPARISON_HEADER, Line, REPORT_HEADER, comparison_notes, comparison_rows, note_lines,
+    report_lines, warning_lines,
 };
 
-/// Writes the report as a table, then its warnings as a list.
+/// Writes the report as a table, then its warnings and notes as lists.
 pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let right = [false, false, true, true, true, true, true];
     write_header(out, &REPORT_HEADER, &right)?;
@@ -31,6 +31,13 @@ pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<(
         writeln!(out, "\n**Warnings**\n")?;
         for w in warnings {
             writeln!(out, "- {}", escape(&w))?;
+        }
+    }
+    let notes = note_lines(report);
+    if !notes.is_empty() {
+        writeln!(out, "\n**Notes**\n")?;
+        for n in notes {
+            writeln!(out, "- {}", escape(&n))?;
         }
     }
     Ok(())

@@ -200,6 +200,29 @@ fn warning_lines(report: &Report) -> Vec<String> {
         .collect()
 }
 
+/// The records' notes, each text once: a note that several records share
+/// (the same scratch directory, the same clock source) is shown with the
+/// first record's key and how many more carry it.
+fn note_lines(report: &Report) -> Vec<String> {
+    let mut order: Vec<(&str, String, usize)> = Vec::new();
+    for r in &report.records {
+        for n in &r.notes {
+            match order.iter_mut().find(|(text, _, _)| *text == n.as_str()) {
+                Some(e) => e.2 += 1,
+                None => order.push((n.as_str(), r.key(), 0)),
+            }
+        }
+    }
+    order
+        .into_iter()
+        .map(|(text, key, more)| match more {
+            0 => format!("{key}: {text}"),
+            1 => format!("{key} (and 1 more record): {text}"),
+            m => format!("{key} (and {m} more records): {text}"),
+        })
+        .collect()
+}
+
 /// Header of the comparison columns.
 const COMPARISON_HEADER: [&str; 7] = [
     "benchmark",

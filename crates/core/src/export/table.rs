@@ -7,7 +7,8 @@
 //! as a percentage of the mean, the range of the samples, the latency p99 and
 //! the efficiency against the theoretical peak (those last two columns only
 //! when some record has them). A record that did not run shows its status
-//! and reason. Warnings follow the table, one per line.
+//! and reason. Warnings follow the table, one per line, then the records'
+//! notes (each distinct text once).
 
 use std::io::{self, Write};
 
@@ -15,8 +16,8 @@ use crate::compare::Comparison;
 use crate::report::Report;
 
 use super::{
-    COMPARISON_HEADER, Line, REPORT_HEADER, comparison_notes, comparison_rows, report_lines,
-    warning_lines,
+    COMPARISON_HEADER, Line, REPORT_HEADER, comparison_notes, comparison_rows, note_lines,
+    report_lines, warning_lines,
 };
 
 /// Space between columns.
@@ -64,6 +65,13 @@ pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<(
         writeln!(out)?;
         for w in warnings {
             writeln!(out, "warning: {w}")?;
+        }
+    }
+    let notes = note_lines(report);
+    if !notes.is_empty() {
+        writeln!(out)?;
+        for n in notes {
+            writeln!(out, "note: {n}")?;
         }
     }
     Ok(())
@@ -192,6 +200,27 @@ mod tests {
         assert_eq!(
             lines.last().unwrap(),
             &"warning: os.syscall call=getppid: vDSO, not a real syscall"
+        );
+    }
+
+    #[test]
+    fn notes_follow_the_warnings_each_text_once() {
+        let mut r = fixtures::report();
+        r.records[0].notes = vec!["clock: tsc".into(), "one op = one getppid".into()];
+        r.records[1].notes = vec!["clock: tsc".into()];
+        let t = text(|o| write_report(&r, o));
+        let notes: Vec<&str> = t.lines().filter(|l| l.starts_with("note: ")).collect();
+        assert_eq!(
+            notes,
+            [
+                "note: os.syscall call=getppid (and 1 more record): clock: tsc",
+                "note: os.syscall call=getppid: one op = one getppid",
+            ],
+            "{t}"
+        );
+        assert!(
+            t.find("warning: ").unwrap() < t.find("note: ").unwrap(),
+            "{t}"
         );
     }
 
