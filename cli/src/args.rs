@@ -73,7 +73,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "RATE")]
     pub peak_mem_bw: Option<String>,
 
-    /// Disk benchmarks: allow writing to an existing file or a block device.
+    /// Disk benchmarks: allow writing to an existing file or block device
+    /// named by `--param dir=PATH` (tested in place, like fio's --filename;
+    /// its contents are overwritten). Reading one in place needs no flag.
     #[arg(long)]
     pub allow_overwrite: bool,
 

@@ -1,17 +1,17 @@
 //! `disk.io`: the benchmark descriptor and its prepared case.
 
-use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicI64;
 use std::sync::{Arc, Mutex};
 
 use benchsuite_core::team::{Placement, Team};
 use benchsuite_core::units::format_size;
 use benchsuite_core::{
-    BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, Point, Work,
+    BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, Point, Value, Work,
 };
 
-use crate::settings::{DirChoice, EngineKind, Settings, declare};
+use crate::settings::{EngineKind, Settings, declare};
 use crate::sys;
+use crate::target::{self, Kind, Refusal, Target};
 use crate::worker::{FINISH, Shared, Worker};
 
 /// `ctx.options` key (`--opt disk.space-check=off`) that skips the free
@@ -41,8 +41,14 @@ impl Benchmark for DiskIo {
         }
     }
 
-    fn validate(&self, _ctx: &Context, point: &Point) -> Result<(), ConfigError> {
-        Settings::from_point(point).map(|_| ())
+    fn validate(&self, ctx: &Context, point: &Point) -> Result<(), ConfigError> {
+        let s = Settings::from_point(point)?;
+        match target::examine(ctx, &s) {
+            Err(Refusal::Usage(e)) => Err(e),
+            // A target that cannot be examined (a --scratch-dir that does
+            // not exist) fails its record in `prepare`, as any I/O error.
+            Ok(_) | Err(Refusal::Io(_)) => Ok(()),
+        }
     }
 
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
@@ -51,55 +57,85 @@ impl Benchmark for DiskIo {
     }
 }
 
+fn engine_name(e: EngineKind) -> &'static str {
+    match e {
+        EngineKind::Sync => "sync",
+        EngineKind::IoUring => "io_uring",
+    }
+}
+
 fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError> {
-    let dir: PathBuf = match &s.dir {
-        DirChoice::Auto => ctx.scratch_dir.clone(),
-        DirChoice::Path(p) => p.clone(),
+    // `validate` refused the usage errors before the run; seeing one here
+    // means the target changed since (or validate was bypassed).
+    let (dir, in_place) = match target::examine(ctx, s) {
+        Ok(Target::Dir(d)) => {
+            target::check_dir(&d)?;
+            (d, None)
+        }
+        Ok(Target::InPlace(t)) => (t.path.clone(), Some(t)),
+        Err(Refusal::Usage(e)) => return Err(BenchError::Unsupported(e.to_string())),
+        Err(Refusal::Io(e)) => return Err(e),
     };
     let shown = dir.display().to_string();
-    check_target(ctx, &dir)?;
     let mut warnings = Vec::new();
     let mut notes = Vec::new();
 
-    let fs = sys::fs_info(&dir).map_err(|e| sys::io_error(format!("statfs({shown})"), e))?;
-    if fs.is_memory() {
-        if s.direct {
-            return Err(BenchError::Skip(format!(
-                "{shown} is on {} (memory): there is no disk under it to measure; point --scratch-dir or dir= at a disk, or use direct=off to measure the page cache",
+    // What holds the data: a file system (memory ones have no disk), or
+    // the block device itself.
+    let fs_name = if in_place
+        .as_ref()
+        .is_some_and(|t| t.kind == Kind::BlockDevice)
+    {
+        "block device".to_string()
+    } else {
+        let fs = sys::fs_info(&dir).map_err(|e| sys::io_error(format!("statfs({shown})"), e))?;
+        if fs.is_memory() {
+            if s.direct {
+                return Err(BenchError::Skip(format!(
+                    "{shown} is on {} (memory): there is no disk under it to measure; point --scratch-dir or dir= at a disk, or use direct=off to measure the page cache",
+                    fs.name
+                )));
+            }
+            warnings.push(format!(
+                "{shown} is on {} (memory): this measures RAM and the kernel's file code, not a disk",
                 fs.name
-            )));
+            ));
         }
-        warnings.push(format!(
-            "{shown} is on {} (memory): this measures RAM and the kernel's file code, not a disk",
-            fs.name
-        ));
-    }
+        fs.name
+    };
 
-    // Free space, before anything is written.
-    let total = s.file_len().saturating_mul(s.threads as u64);
-    let margin = total / 100 + (1 << 20);
+    // Bytes each thread uses: its own scratch file, or its region of the
+    // target (capped by the target's length).
+    let file_len = in_place.as_ref().map_or(s.file_len(), |t| t.region);
+    let nblocks = file_len / s.block;
+    let total = file_len.saturating_mul(s.threads as u64);
+
+    // Free space, before anything is written (scratch files only: in place
+    // nothing grows).
     let check_space = ctx
         .options
         .get(SPACE_CHECK_OPTION)
         .is_none_or(|v| v != "off");
-    if check_space {
-        let free =
-            sys::free_bytes(&dir).map_err(|e| sys::io_error(format!("statvfs({shown})"), e))?;
-        if total.saturating_add(margin) > free {
-            return Err(BenchError::Unsupported(format!(
-                "not enough free space in {shown} ({}): {} file(s) of {} need {} plus a {} margin, {} is available; lower size or threads, or point dir= or --scratch-dir elsewhere. Nothing was written",
-                fs.name,
-                s.threads,
-                format_size(s.file_len()),
-                format_size(total),
-                format_size(margin),
-                format_size(free)
-            )));
+    if in_place.is_none() {
+        if check_space {
+            let margin = total / 100 + (1 << 20);
+            let free =
+                sys::free_bytes(&dir).map_err(|e| sys::io_error(format!("statvfs({shown})"), e))?;
+            if total.saturating_add(margin) > free {
+                return Err(BenchError::Unsupported(format!(
+                    "not enough free space in {shown} ({fs_name}): {} file(s) of {} need {} plus a {} margin, {} is available; lower size or threads, or point dir= or --scratch-dir elsewhere. Nothing was written",
+                    s.threads,
+                    format_size(file_len),
+                    format_size(total),
+                    format_size(margin),
+                    format_size(free)
+                )));
+            }
+        } else {
+            warnings.push(format!(
+                "the free-space check was skipped ({SPACE_CHECK_OPTION}=off)"
+            ));
         }
-    } else {
-        warnings.push(format!(
-            "the free-space check was skipped ({SPACE_CHECK_OPTION}=off)"
-        ));
     }
 
     // Engine.
@@ -125,10 +161,9 @@ fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError> {
         ));
         qd = 1;
     }
-    let nblocks = s.blocks_per_file();
     if qd as u64 > nblocks {
         warnings.push(format!(
-            "qd={qd} is more than the {nblocks} blocks in each file: ran with qd={nblocks}"
+            "qd={qd} is more than the {nblocks} blocks each thread has: ran with qd={nblocks}"
         ));
         qd = nblocks as usize;
     }
@@ -145,19 +180,50 @@ fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError> {
         )));
     }
 
+    // The target tested in place is opened once; the threads share it.
+    let target_file = match &in_place {
+        None => None,
+        Some(t) => Some(
+            sys::open_in_place(&t.path, t.writes, t.kind == Kind::BlockDevice).map_err(|e| {
+                if t.kind == Kind::BlockDevice && e.raw_os_error() == Some(libc::EBUSY) {
+                    BenchError::Unsupported(format!(
+                        "{shown} is in use (mounted, or claimed by RAID, LVM or swap): the kernel refused an exclusive open (EBUSY), and writing under a file system would corrupt it; unmount it first, or test a file on it. Nothing was written"
+                    ))
+                } else {
+                    sys::io_error(
+                        format!(
+                            "opening {shown} to test it in place ({})",
+                            if t.writes { "read-write" } else { "read-only" }
+                        ),
+                        e,
+                    )
+                }
+            })?,
+        ),
+    };
+
     // O_DIRECT: does the file system take it, and with which alignment?
     let page = sys::page_size();
     let mut align = page;
     let mut cache_mode = "buffered (page cache)".to_string();
     if s.direct {
-        let (probe, _) = sys::scratch_file(&dir)
-            .map_err(|e| sys::io_error(format!("creating a scratch file in {shown}"), e))?;
+        let probe = match &target_file {
+            // The same open file description as the threads' descriptors:
+            // O_DIRECT set here holds for all of them.
+            Some(f) => f
+                .try_clone()
+                .map_err(|e| sys::io_error(format!("duplicating the descriptor of {shown}"), e))?,
+            None => {
+                sys::scratch_file(&dir)
+                    .map_err(|e| sys::io_error(format!("creating a scratch file in {shown}"), e))?
+                    .0
+            }
+        };
         match sys::set_direct(&probe) {
             Ok(()) => {}
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
                 return Err(BenchError::Skip(format!(
-                    "{shown} ({}) refuses O_DIRECT (EINVAL): direct=on cannot run here; use direct=off to measure through the page cache, or another dir",
-                    fs.name
+                    "{shown} ({fs_name}) refuses O_DIRECT (EINVAL): direct=on cannot run here; use direct=off to measure through the page cache, or another dir"
                 )));
             }
             Err(e) => return Err(sys::io_error("turning on O_DIRECT", e)),
@@ -166,8 +232,7 @@ fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError> {
             .map_err(|e| sys::io_error("finding the O_DIRECT alignment", e))?
             .ok_or_else(|| {
                 BenchError::Skip(format!(
-                    "{shown} ({}) reports no direct I/O support for regular files (statx STATX_DIOALIGN is 0): use direct=off",
-                    fs.name
+                    "{shown} ({fs_name}) reports no direct I/O support for regular files (statx STATX_DIOALIGN is 0): use direct=off"
                 ))
             })?;
         if !s.block.is_multiple_of(a.offset as u64) {
@@ -189,33 +254,19 @@ fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError> {
             && total <= mem
         {
             warnings.push(format!(
-                "direct=off and the files ({} in total) fit in this machine's {} of RAM: reads are mostly served from memory once cached, and writes land in memory first",
+                "direct=off and the {} tested ({} in total) fit in this machine's {} of RAM: reads are mostly served from memory once cached, and writes land in memory first",
+                if in_place.is_some() { "regions" } else { "files" },
                 format_size(total),
                 format_size(mem)
             ));
         }
     }
 
-    // Say what ran where the parameters alone do not.
-    if s.block_auto {
-        notes.push(format!(
-            "block=0 (auto): ran with block={} ({} for {} ops)",
-            format_size(s.block),
-            format_size(s.block),
-            if s.op.random() {
-                "random"
-            } else {
-                "sequential"
-            }
-        ));
-    }
+    // Say what ran where the parameters alone do not (the values `auto`
+    // and the preset chose are in the record's parameters: `resolved`).
     if let Some(p) = s.preset {
         notes.push(format!(
-            "preset {p}: ran op={} block={} rwmix={} fsync={}; the op, block, rwmix and fsync values in the parameters are the ones it replaced",
-            s.op.name(),
-            format_size(s.block),
-            s.rwmix,
-            s.fsync.label()
+            "preset {p} applied: op, block, rwmix and fsync are the values it sets (sysbench fileio --file-test-mode=rndrw)"
         ));
     }
     if s.verify {
@@ -223,12 +274,8 @@ fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError> {
             "verify=on: every read is checked and written blocks are read back at teardown; the check's CPU time is inside the timing".into(),
         );
     }
-
-    notes.push(format!(
-        "measured {} file(s) of {} in {shown} ({}), one per thread, created unnamed and laid out with data before timing; {cache_mode}; engine={}{}",
-        s.threads,
-        format_size(s.file_len()),
-        fs.name,
+    let engine_text = format!(
+        "engine={}{}",
         match engine {
             EngineKind::Sync => "sync (pread/pwrite)",
             EngineKind::IoUring => "io_uring",
@@ -238,7 +285,74 @@ fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError> {
         } else {
             String::new()
         }
-    ));
+    );
+    match &in_place {
+        None => notes.push(format!(
+            "measured {} file(s) of {} in {shown} ({fs_name}), one per thread, created unnamed and laid out with data before timing; {cache_mode}; {engine_text}",
+            s.threads,
+            format_size(file_len),
+        )),
+        Some(t) => {
+            let span = t.span(s.threads);
+            let regions = if s.threads == 1 {
+                format!("one region of {}", format_size(t.region))
+            } else {
+                format!(
+                    "{} disjoint regions of {}, thread i using [i × {}, (i + 1) × {})",
+                    s.threads,
+                    format_size(t.region),
+                    t.region,
+                    t.region
+                )
+            };
+            let capped = if t.region < s.file_len() {
+                format!(
+                    "; size={} was capped to the target's length",
+                    format_size(s.file_len())
+                )
+            } else {
+                String::new()
+            };
+            let on = if t.kind == Kind::File {
+                format!(" on {fs_name}")
+            } else {
+                String::new()
+            };
+            if t.writes {
+                notes.push(format!(
+                    "tested {shown} in place ({}{on}, {} bytes); its contents were overwritten in [0, {span}) ({regions}{capped}; {}); it was not truncated, extended or deleted; {cache_mode}; {engine_text}",
+                    t.kind.label(),
+                    t.len,
+                    if s.verify {
+                        "verify=on first wrote its pattern over all of it".to_string()
+                    } else if s.op.random() {
+                        format!("op={} wrote random blocks of it", s.op.name())
+                    } else {
+                        format!("op={} wrote it from the start, wrapping around", s.op.name())
+                    }
+                ));
+            } else {
+                notes.push(format!(
+                    "tested {shown} in place ({}{on}, {} bytes), read-only: read its existing contents in [0, {span}) ({regions}{capped}) and wrote nothing; what it holds shapes the result (holes and unwritten extents read as zeros without device I/O{}); {cache_mode}; {engine_text}",
+                    t.kind.label(),
+                    t.len,
+                    if s.direct {
+                        ""
+                    } else {
+                        ", and with direct=off pages already cached are served from memory"
+                    }
+                ));
+            }
+            if t.sparse() {
+                let allocated = t.allocated.unwrap_or(0);
+                warnings.push(format!(
+                    "{shown} is sparse: only {} of its {} are allocated on disk (st_blocks); reading a hole returns zeros without touching the device, and writing one first allocates space, so these numbers are not the disk's. Fill the file with data first (fio's layout, dd) or use a directory",
+                    format_size(allocated),
+                    format_size(t.len)
+                ));
+            }
+        }
+    }
 
     let sh = Arc::new(Shared {
         op: s.op,
@@ -252,6 +366,7 @@ fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError> {
         engine,
         align,
         dir: dir.clone(),
+        target: target_file,
         cancel: ctx.cancel.clone(),
         budget: AtomicI64::new(0),
         notes: Mutex::new(Vec::new()),
@@ -263,49 +378,22 @@ fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError> {
         move |i| Worker::new(i, init_sh.clone()),
         |w: &mut Worker, iters| w.batch(iters),
     )?;
+    let resolved = vec![
+        ("op", Value::Str(s.op.name().into())),
+        ("block", Value::Int(s.block)),
+        ("rwmix", Value::Int(s.rwmix as u64)),
+        ("fsync", Value::Str(s.fsync.label())),
+        ("engine", Value::Str(engine_name(engine).into())),
+        ("qd", Value::Int(qd as u64)),
+        ("size", Value::Int(file_len)),
+    ];
     Ok(Box::new(DiskCase {
         team: Some(team),
         sh,
         threads: s.threads as u64,
         warnings,
         notes,
-    }))
-}
-
-/// The scratch location must be a directory. A block device or an existing
-/// file is refused: disk.io writes only into files it creates itself.
-fn check_target(ctx: &Context, dir: &Path) -> Result<(), BenchError> {
-    let shown = dir.display();
-    let meta = std::fs::metadata(dir)
-        .map_err(|e| sys::io_error(format!("using scratch directory {shown}"), e))?;
-    if meta.is_dir() {
-        if !sys::dir_writable(dir) {
-            return Err(BenchError::Unsupported(format!(
-                "scratch directory {shown} is not writable by this user (or is on a read-only file system)"
-            )));
-        }
-        return Ok(());
-    }
-    use std::os::unix::fs::FileTypeExt;
-    let kind = if meta.file_type().is_block_device() {
-        "a block device"
-    } else if meta.is_file() {
-        "an existing file"
-    } else {
-        "not a directory"
-    };
-    let allowed = ctx
-        .options
-        .get("allow-overwrite")
-        .is_some_and(|v| v == "true");
-    Err(BenchError::Unsupported(if allowed {
-        format!(
-            "{shown} is {kind}: disk.io creates its own files inside a scratch directory; testing an existing file or device in place is not implemented, even with --allow-overwrite (nothing was written)"
-        )
-    } else {
-        format!(
-            "{shown} is {kind}: refusing to write to it (disk.io writes only into files it creates inside a scratch directory; nothing was written)"
-        )
+        resolved,
     }))
 }
 
@@ -315,6 +403,8 @@ struct DiskCase {
     threads: u64,
     warnings: Vec<String>,
     notes: Vec<String>,
+    /// The values that ran, for the record's parameters.
+    resolved: Vec<(&'static str, Value)>,
 }
 
 impl Case for DiskCase {
@@ -345,6 +435,10 @@ impl Case for DiskCase {
 
     fn warnings(&self) -> Vec<String> {
         self.warnings.clone()
+    }
+
+    fn resolved(&self) -> Vec<(&'static str, Value)> {
+        self.resolved.clone()
     }
 
     fn notes(&self) -> Vec<String> {

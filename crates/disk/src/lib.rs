@@ -12,13 +12,13 @@
 //! | `block` (`--block`) | `0` = auto | bytes per I/O, 512 B..100 MiB; auto is 1 MiB sequential, 4 KiB random (`bs=`) |
 //! | `threads` (`--threads`) | 1 | threads, each with its own file (`numjobs=`) |
 //! | `qd` | 1 | I/Os in flight per thread with io_uring (`iodepth=`) |
-//! | `size` | 1 GiB | each thread's file, rounded down to whole blocks (`size=`) |
+//! | `size` | 1 GiB | each thread's file (in place: region), rounded down to whole blocks (`size=`) |
 //! | `rwmix` | 70 | percent reads for `randrw` (`rwmixread=`) |
 //! | `engine` | `io_uring` | `io_uring` or `sync` (`ioengine=io_uring` / `psync`) |
 //! | `direct` | on | `O_DIRECT` (`direct=1`) |
 //! | `fsync` | `none` | `end` (after each timed batch), `every:N` (after N writes; `fsync=N`) |
 //! | `verify` | off | per-block pattern, checked on every read and read back at teardown |
-//! | `dir` | `auto` | scratch directory; `auto` = `--scratch-dir`, else `$TMPDIR`, else `/tmp` |
+//! | `dir` | `auto` | scratch directory; `auto` = `--scratch-dir`, else `$TMPDIR`, else `/tmp`; an existing file or block device is tested in place (`filename=`, see below) |
 //! | `preset` (`--preset`) | `none` | `sysbench-rndrw` = `op=randrw block=16K rwmix=60 fsync=every:40` |
 //!
 //! Metrics: `bandwidth` (B/s, reads and writes together), `iops` (IO/s) and
@@ -27,12 +27,17 @@
 //! their percentiles averaged). `--duration 60s --interval 1s` gives a
 //! per-second time series.
 //!
-//! Each record's notes say what was measured: the file system and
-//! directory, the files, the `O_DIRECT` alignment and where it came from,
-//! the engine and how its ring was set up (and what `block=0` or a preset
-//! resolved to). Its warnings say what makes the number mean less than it
-//! seems: the page cache, a memory file system, an engine fallback, an
-//! ignored `qd`.
+//! Each record's parameters are the values that ran: `block=0` shows the
+//! block it chose, `--preset` the `op`, `block`, `rwmix` and `fsync` it
+//! set, `engine=sync` where io_uring fell back, the `qd` it was clamped to
+//! (1 with `engine=sync`, at most the blocks per file), the `size` used
+//! (whole blocks; in place, capped by the target). Its notes say what was
+//! measured: the file system and directory (or the target tested in place
+//! and which bytes of it were overwritten), the files, the `O_DIRECT`
+//! alignment and where it came from, the engine and how its ring was set
+//! up, that a preset was applied. Its warnings say what makes the number
+//! mean less than it seems: the page cache, a memory file system, an
+//! engine fallback, an ignored `qd`, a sparse target.
 //!
 //! ### What one iteration is
 //!
@@ -86,8 +91,40 @@
 //! deduplicating storage cannot shortcut the work. The layout is flushed
 //! (`fsync`) before timing.
 //!
-//! A `dir` that is a block device or an existing file is refused, with or
-//! without `--allow-overwrite` (in-place testing is not implemented).
+//! ### An existing file or block device: in place
+//!
+//! A `dir` (or, with `dir=auto`, a `--scratch-dir`) that names an existing
+//! regular file or block device is tested in place, as fio's `--filename`
+//! does, instead of creating scratch files:
+//!
+//! - **Read-only points** (`op=read|randread` with `verify=off`) run
+//!   without any flag: the target is opened read-only and nothing is
+//!   written. The note says its existing contents were read: what it holds
+//!   shapes the result (holes and unwritten extents read as zeros without
+//!   device I/O; with `direct=off`, pages already cached come from memory).
+//!   A regular file with fewer bytes allocated than its length
+//!   (`st_blocks × 512 < size`: holes) gets a warning.
+//! - **Points that write** (`write`, `randwrite`, `randrw`, or `verify=on`,
+//!   which writes its pattern first) need `--allow-overwrite`. Without it
+//!   the plan is refused before anything runs, one line naming `dir` and
+//!   the flag (exit 2). With it the target's data is overwritten, and the
+//!   note says so: `tested PATH in place (existing file, N bytes); its
+//!   contents were overwritten in [0, END)`.
+//! - The target is never created, truncated, extended or deleted, and there
+//!   is no layout pass (its data is already there; `verify=on` writes its
+//!   pattern over the regions first). Thread `i` uses bytes `[i × size,
+//!   (i + 1) × size)`; with one thread `size` is capped by the target's
+//!   length (the record's `size` says what ran), with more threads a
+//!   target shorter than `threads × size` is refused naming `threads`. A
+//!   target shorter than one block is refused naming `dir`. The length of a
+//!   block device comes from `ioctl(BLKGETSIZE64)`.
+//! - A block device opened for writing is opened `O_EXCL`: the kernel
+//!   refuses (`EBUSY`) while it is mounted or claimed (RAID, LVM, swap), so
+//!   a mounted file system is never written under; the record fails and
+//!   nothing is written.
+//! - `O_DIRECT` alignment comes from the target itself:
+//!   `statx(STATX_DIOALIGN)`, else for a device its logical block size
+//!   (`ioctl(BLKSSZGET)`).
 //!
 //! ### Direct and buffered I/O
 //!
@@ -153,6 +190,8 @@ mod settings;
 #[cfg(target_os = "linux")]
 mod sys;
 #[cfg(target_os = "linux")]
+mod target;
+#[cfg(target_os = "linux")]
 mod uring;
 #[cfg(target_os = "linux")]
 mod worker;
@@ -161,6 +200,8 @@ use benchsuite_core::Benchmark;
 
 #[cfg(target_os = "linux")]
 pub use io::{DiskIo, PAGE_CACHE_WARNING, SPACE_CHECK_OPTION};
+#[cfg(target_os = "linux")]
+pub use target::ALLOW_OVERWRITE_OPTION;
 
 /// Module name: benchmark ids start with `disk.`.
 pub const MODULE: &str = "disk";

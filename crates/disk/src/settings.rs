@@ -469,9 +469,10 @@ impl Settings {
     }
 }
 
-/// A `dir` must exist and be a writable directory. A block device or a
-/// regular file passes here; `prepare` refuses it unless `--allow-overwrite`
-/// is given, because `validate` cannot see the run's options.
+/// A `dir` must exist and be a writable directory, or an existing regular
+/// file or block device. Whether the point may use the latter (in place,
+/// read-only, or writing with `--allow-overwrite`) needs the run's options:
+/// `crate::target::examine` decides, in `validate`.
 fn check_dir(d: &std::path::Path) -> Result<(), ConfigError> {
     let shown = d.display().to_string();
     let meta =

@@ -228,6 +228,16 @@ pub fn dio_align(file: &File) -> io::Result<Option<DioAlign>> {
         }));
     }
     let meta = file.metadata()?;
+    if std::os::unix::fs::FileTypeExt::is_block_device(&meta.file_type()) {
+        // A device node's st_dev is the file system holding /dev, not the
+        // device: ask the device itself.
+        let n = logical_block_size(file)?;
+        return Ok(Some(DioAlign {
+            mem: n,
+            offset: n,
+            source: "the block device's logical block size (ioctl BLKSSZGET)".into(),
+        }));
+    }
     let dev = std::os::unix::fs::MetadataExt::dev(&meta);
     let (maj, min) = (libc::major(dev), libc::minor(dev));
     let base = format!("/sys/dev/block/{maj}:{min}");
@@ -358,16 +368,83 @@ pub fn preallocate(file: &File, len: u64) -> io::Result<bool> {
     }
 }
 
-/// Drops the file's pages from the page cache (`POSIX_FADV_DONTNEED`), so
-/// a buffered run starts cold, as fio's `invalidate=1` does. Dirty pages
-/// must have been written back first (`sync_all`).
-pub fn drop_cache(file: &File) -> io::Result<()> {
+/// Drops the pages of bytes `[offset, offset + len)` of the file from the
+/// page cache (`POSIX_FADV_DONTNEED`), so a buffered run starts cold, as
+/// fio's `invalidate=1` does. Dirty pages must have been written back first
+/// (`sync_all`); clean pages of other users of the file are only evicted,
+/// never changed.
+pub fn drop_cache(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "range too large",
+        ));
+    };
     // SAFETY: posix_fadvise on a descriptor we own with integer arguments.
-    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    let rc =
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), offset, len, libc::POSIX_FADV_DONTNEED) };
     if rc != 0 {
         return Err(io::Error::from_raw_os_error(rc));
     }
     Ok(())
+}
+
+/// `BLKGETSIZE64` from `<linux/fs.h>`: `_IOR(0x12, 114, size_t)`.
+const BLKGETSIZE64: libc::Ioctl = libc::_IOR::<u64>(0x12, 114);
+
+/// Size in bytes of the block device open as `file` (`ioctl BLKGETSIZE64`).
+pub fn block_device_size(file: &File) -> io::Result<u64> {
+    let mut bytes: u64 = 0;
+    // SAFETY: BLKGETSIZE64 writes one u64 through the pointer, which points
+    // to a live local; the descriptor is ours.
+    let rc = unsafe { libc::ioctl(file.as_raw_fd(), BLKGETSIZE64, &mut bytes as *mut u64) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(bytes)
+}
+
+/// Logical block size of the block device open as `file` (`ioctl
+/// BLKSSZGET`): the unit `O_DIRECT` offsets, lengths and buffers must be
+/// aligned to on it.
+pub fn logical_block_size(file: &File) -> io::Result<usize> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: BLKSSZGET writes one int through the pointer, which points to
+    // a live local; the descriptor is ours.
+    let rc = unsafe {
+        libc::ioctl(
+            file.as_raw_fd(),
+            libc::BLKSSZGET,
+            &mut n as *mut libc::c_int,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    match usize::try_from(n) {
+        Ok(n) if n.is_power_of_two() => Ok(n),
+        _ => Err(io::Error::other(format!(
+            "the device reports a logical block size of {n} B"
+        ))),
+    }
+}
+
+/// Opens an existing file or block device to test it in place: never
+/// created, truncated or extended here. `write` opens it read-write (else
+/// read-only). A block device opened for writing is opened `O_EXCL`, which
+/// the kernel refuses with `EBUSY` while it is mounted or claimed by
+/// another exclusive user (a RAID or LVM member): writing under a mounted
+/// file system would corrupt it.
+pub fn open_in_place(path: &Path, write: bool, block_device: bool) -> io::Result<File> {
+    let mut flags = 0;
+    if write && block_device {
+        flags |= libc::O_EXCL;
+    }
+    OpenOptions::new()
+        .read(true)
+        .write(write)
+        .custom_flags(flags)
+        .open(path)
 }
 
 /// The system page size.

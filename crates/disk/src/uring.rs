@@ -45,6 +45,8 @@ pub struct Uring {
     inflight: usize,
     registered: bool,
     broken: bool,
+    /// Offset of block 0 in the file ([`Shared::base`]).
+    base: u64,
     /// Blocks with an I/O in flight (verify=on only, so a read never races
     /// a write of the same block).
     busy: HashSet<u64>,
@@ -136,7 +138,7 @@ fn disabled_hint() -> String {
 impl Uring {
     /// A ring of `qd` slots with their buffers; registers the buffers when
     /// the kernel allows. The note says how the ring was set up.
-    pub fn new(sh: &Shared, rng: &mut Rng) -> Result<(Uring, String), BenchError> {
+    pub fn new(sh: &Shared, base: u64, rng: &mut Rng) -> Result<(Uring, String), BenchError> {
         let qd = sh.qd;
         let entries = (qd as u32).next_power_of_two();
         let (ring, setup) =
@@ -189,6 +191,7 @@ impl Uring {
                 inflight: 0,
                 registered,
                 broken: false,
+                base,
                 busy: HashSet::new(),
                 fresh: Vec::with_capacity(qd),
                 cqes: Vec::with_capacity(qd),
@@ -229,7 +232,7 @@ impl Uring {
             let Some(idx) = self.free.pop() else {
                 break;
             };
-            let off = blk * block as u64;
+            let off = self.base + blk * block as u64;
             let generation = if write {
                 *writes_since_sync += 1;
                 *writes += 1;
@@ -380,9 +383,9 @@ impl Uring {
             self.inflight = self.inflight.saturating_sub(1);
             self.free.push(idx);
             self.busy.remove(&slot.blk);
-            let off = slot.blk * block as u64;
+            let off = self.base + slot.blk * block as u64;
             if res < 0 || res as usize != block {
-                first.get_or_insert(completion_error(slot.write, block, off, id, res));
+                first.get_or_insert(completion_error(sh, slot.write, off, id, res));
                 continue;
             }
             let ns = now.saturating_duration_since(slot.issued).as_nanos() as u64;
@@ -394,7 +397,7 @@ impl Uring {
                     &self.bufs[idx].as_slice()[..block],
                     off,
                     slot.generation,
-                    &format!("thread {id}'s file"),
+                    &sh.file_name(id),
                 ) {
                     first.get_or_insert(e);
                 }

@@ -63,8 +63,14 @@ pub struct Shared {
     pub engine: EngineKind,
     /// Buffer alignment (at least a page).
     pub align: usize,
-    /// Directory of the scratch files.
+    /// Directory of the scratch files, or the file or block device tested
+    /// in place.
     pub dir: PathBuf,
+    /// The existing file or block device tested in place (opened once in
+    /// `prepare`; each thread uses a duplicate of the descriptor and its
+    /// own region `[id × len, (id + 1) × len)`). `None`: each thread
+    /// creates its own scratch file in `dir`.
+    pub target: Option<File>,
     /// Ctrl-C.
     pub cancel: Arc<AtomicBool>,
     /// Completions left in the current batch, all threads together.
@@ -84,6 +90,25 @@ impl Shared {
 
     fn len(&self) -> u64 {
         self.nblocks * self.block as u64
+    }
+
+    /// Thread `id`'s first byte: 0 in its own scratch file, `id × len` in
+    /// a target tested in place.
+    pub(crate) fn base(&self, id: usize) -> u64 {
+        if self.target.is_some() {
+            id as u64 * self.len()
+        } else {
+            0
+        }
+    }
+
+    /// What thread `id` does I/O to, for messages.
+    pub(crate) fn file_name(&self, id: usize) -> String {
+        if self.target.is_some() {
+            format!("{} (thread {id}'s region)", self.dir.display())
+        } else {
+            format!("thread {id}'s file")
+        }
     }
 }
 
@@ -163,6 +188,8 @@ pub struct Worker {
     writes_since_sync: u64,
     /// Writes issued so far (the scramble stamp).
     writes: u64,
+    /// Offset of block 0 in `file` ([`Shared::base`]).
+    base: u64,
     // Field order matters: the engine (whose Drop drains in-flight I/O into
     // its buffers) is dropped before the file is closed.
     io: Io,
@@ -187,34 +214,46 @@ pub(crate) struct Tally {
     pub ops: u64,
 }
 
-fn what(write: bool, block: usize, off: u64, id: usize) -> String {
+fn what(sh: &Shared, write: bool, off: u64, id: usize) -> String {
     format!(
-        "{} of {} at offset {off} in thread {id}'s file",
+        "{} of {} at offset {off} in {}",
         if write { "write" } else { "read" },
-        format_size(block as u64)
+        format_size(sh.block as u64),
+        sh.file_name(id)
     )
 }
 
 impl Worker {
-    /// Creates thread `id`'s scratch file, lays it out with real data
-    /// (untimed), and sets up its engine.
+    /// Creates thread `id`'s scratch file and lays it out with real data
+    /// (untimed), or takes its region of the target tested in place, and
+    /// sets up its engine.
     pub fn new(id: usize, sh: Arc<Shared>) -> Result<Worker, BenchError> {
         let dir = sh.dir.display().to_string();
-        let (file, unnamed) = scratch_file(&sh.dir)
-            .map_err(|e| io_error(format!("creating a scratch file in {dir}"), e))?;
-        if !unnamed {
-            sh.note(format!(
-                "{dir} has no O_TMPFILE: the scratch files were created as .benchsuite-scratch-<pid>-<n>.dat and unlinked at once"
-            ));
-        }
-        if sh.direct {
-            set_direct(&file).map_err(|e| {
-                io_error(
-                    format!("turning on O_DIRECT for a scratch file in {dir}"),
-                    e,
-                )
-            })?;
-        }
+        let file = match &sh.target {
+            // Shares the open file description, O_DIRECT included.
+            Some(t) => t
+                .try_clone()
+                .map_err(|e| io_error(format!("duplicating the descriptor of {dir}"), e))?,
+            None => {
+                let (file, unnamed) = scratch_file(&sh.dir)
+                    .map_err(|e| io_error(format!("creating a scratch file in {dir}"), e))?;
+                if !unnamed {
+                    sh.note(format!(
+                        "{dir} has no O_TMPFILE: the scratch files were created as .benchsuite-scratch-<pid>-<n>.dat and unlinked at once"
+                    ));
+                }
+                if sh.direct {
+                    set_direct(&file).map_err(|e| {
+                        io_error(
+                            format!("turning on O_DIRECT for a scratch file in {dir}"),
+                            e,
+                        )
+                    })?;
+                }
+                file
+            }
+        };
+        let base = sh.base(id);
         let gens = if sh.verify {
             vec![0u32; sh.nblocks as usize]
         } else {
@@ -229,7 +268,7 @@ impl Worker {
             gens,
             pending: None,
         };
-        layout(&file, &sh, id, &mut picker.rng)?;
+        layout(&file, &sh, id, base, &mut picker.rng)?;
         let io = match sh.engine {
             EngineKind::Sync => {
                 let mut b = AlignedBuf::new(sh.block, sh.align)?;
@@ -238,7 +277,7 @@ impl Worker {
             }
             #[cfg(target_os = "linux")]
             EngineKind::IoUring => {
-                let (u, note) = crate::uring::Uring::new(&sh, &mut picker.rng)?;
+                let (u, note) = crate::uring::Uring::new(&sh, base, &mut picker.rng)?;
                 sh.note(note);
                 Io::Uring(Box::new(u))
             }
@@ -256,6 +295,7 @@ impl Worker {
             hist: new_latency_histogram(),
             writes_since_sync: 0,
             writes: 0,
+            base,
             io,
             file,
         })
@@ -298,7 +338,7 @@ impl Worker {
     fn sync(&mut self) -> Result<(), BenchError> {
         self.file
             .sync_all()
-            .map_err(|e| io_error(format!("fsync of thread {}'s file", self.id), e))?;
+            .map_err(|e| io_error(format!("fsync of {}", self.sh.file_name(self.id)), e))?;
         self.writes_since_sync = 0;
         Ok(())
     }
@@ -317,7 +357,7 @@ impl Worker {
                 self.sync()?;
             }
             let (blk, write) = self.picker.draw();
-            let off = blk * block as u64;
+            let off = self.base + blk * block as u64;
             let Io::Sync(buf) = &mut self.io else {
                 return Err(BenchError::Other("sync loop without a sync buffer".into()));
             };
@@ -343,10 +383,10 @@ impl Worker {
                 self.file.read_exact_at(b, off)
             };
             let ns = t0.elapsed().as_nanos() as u64;
-            r.map_err(|e| io_error(what(write, block, off, self.id), e))?;
+            r.map_err(|e| io_error(what(&self.sh, write, off, self.id), e))?;
             self.hist.saturating_record(ns.max(1));
             if !write && self.sh.verify {
-                check_block(b, off, generation, &format!("thread {}'s file", self.id))?;
+                check_block(b, off, generation, &self.sh.file_name(self.id))?;
             }
             t.ops += 1;
         }
@@ -378,7 +418,7 @@ impl Worker {
                 if sync_due {
                     self.file
                         .sync_all()
-                        .map_err(|e| io_error(format!("fsync of thread {}'s file", self.id), e))?;
+                        .map_err(|e| io_error(format!("fsync of {}", sh.file_name(self.id)), e))?;
                     self.writes_since_sync = 0;
                     continue;
                 }
@@ -423,7 +463,7 @@ impl Worker {
         }
         let block = self.sh.block;
         let mut buf = AlignedBuf::new(block, self.sh.align)?;
-        let desc = format!("thread {}'s file (read back at teardown)", self.id);
+        let desc = format!("{} (read back at teardown)", self.sh.file_name(self.id));
         for blk in 0..self.sh.nblocks {
             if self.sh.cancel.load(Ordering::Relaxed) {
                 return Err(BenchError::Interrupted);
@@ -432,96 +472,110 @@ impl Worker {
             if g == 0 {
                 continue;
             }
-            let off = blk * block as u64;
+            let off = self.base + blk * block as u64;
             let b = buf.as_mut_slice();
             self.file
                 .read_exact_at(b, off)
-                .map_err(|e| io_error(what(false, block, off, self.id), e))?;
+                .map_err(|e| io_error(what(&self.sh, false, off, self.id), e))?;
             check_block(b, off, g, &desc)?;
         }
         Ok(())
     }
 }
 
-/// Writes the whole file once, sequentially, with real data (never holes:
-/// a hole reads back as zeros without touching the device), then makes it
-/// durable; with `direct=off` its pages are then dropped from the page
-/// cache so the timed phase starts cold (fio's `invalidate=1`).
-fn layout(file: &File, sh: &Shared, id: usize, rng: &mut Rng) -> Result<(), BenchError> {
+/// Prepares thread `id`'s bytes `[base, base + len)` before timing.
+///
+/// A scratch file is written once, sequentially, with real data (never
+/// holes: a hole reads back as zeros without touching the device), then
+/// made durable. A target tested in place already holds its data and is
+/// written only with `verify=on` (the pattern the reads are checked
+/// against), never reserved, extended or truncated. With `direct=off` the
+/// range's pages are then dropped from the page cache so the timed phase
+/// starts cold (fio's `invalidate=1`).
+fn layout(file: &File, sh: &Shared, id: usize, base: u64, rng: &mut Rng) -> Result<(), BenchError> {
     let len = sh.len();
-    let dir = sh.dir.display();
-    preallocate(file, len).map_err(|e| {
-        io_error(
-            format!(
-                "reserving {} for thread {id}'s file in {dir}",
-                format_size(len)
-            ),
-            e,
-        )
-    })?;
-    let per = (LAYOUT_CHUNK / sh.block).max(1);
-    let chunk = per * sh.block;
-    let mut buf = AlignedBuf::new(chunk, sh.align)?;
-    if !sh.verify {
-        rng.fill(buf.as_mut_slice());
-    }
-    let mut off = 0u64;
-    while off < len {
-        if sh.cancel.load(Ordering::Relaxed) {
-            return Err(BenchError::Interrupted);
-        }
-        let n = chunk.min((len - off) as usize);
-        let b = &mut buf.as_mut_slice()[..n];
-        if sh.verify {
-            for (i, blk) in b.chunks_exact_mut(sh.block).enumerate() {
-                fill_block(blk, off + (i * sh.block) as u64, 0);
-            }
-        } else {
-            // Every 512 B sector unique: deduplicating storage cannot
-            // store the file as one repeated chunk.
-            scramble(b, off, 0);
-        }
-        file.write_all_at(b, off).map_err(|e| {
+    let name = sh.file_name(id);
+    let in_place = sh.target.is_some();
+    if !in_place {
+        preallocate(file, len).map_err(|e| {
             io_error(
                 format!(
-                    "laying out thread {id}'s file in {dir}: write of {} at offset {off}",
-                    format_size(n as u64)
+                    "reserving {} for thread {id}'s file in {}",
+                    format_size(len),
+                    sh.dir.display()
                 ),
                 e,
             )
         })?;
-        off += n as u64;
     }
-    file.sync_all()
-        .map_err(|e| io_error(format!("fsync after laying out thread {id}'s file"), e))?;
+    if !in_place || sh.verify {
+        let per = (LAYOUT_CHUNK / sh.block).max(1);
+        let chunk = per * sh.block;
+        let mut buf = AlignedBuf::new(chunk, sh.align)?;
+        if !sh.verify {
+            rng.fill(buf.as_mut_slice());
+        }
+        let mut off = base;
+        let end = base + len;
+        while off < end {
+            if sh.cancel.load(Ordering::Relaxed) {
+                return Err(BenchError::Interrupted);
+            }
+            let n = chunk.min((end - off) as usize);
+            let b = &mut buf.as_mut_slice()[..n];
+            if sh.verify {
+                for (i, blk) in b.chunks_exact_mut(sh.block).enumerate() {
+                    fill_block(blk, off + (i * sh.block) as u64, 0);
+                }
+            } else {
+                // Every 512 B sector unique: deduplicating storage cannot
+                // store the file as one repeated chunk.
+                scramble(b, off, 0);
+            }
+            file.write_all_at(b, off).map_err(|e| {
+                io_error(
+                    format!(
+                        "laying out {name}: write of {} at offset {off}",
+                        format_size(n as u64)
+                    ),
+                    e,
+                )
+            })?;
+            off += n as u64;
+        }
+        file.sync_all()
+            .map_err(|e| io_error(format!("fsync after laying out {name}"), e))?;
+    }
     if !sh.direct {
-        drop_cache(file).map_err(|e| io_error("posix_fadvise(DONTNEED)", e))?;
+        drop_cache(file, base, len)
+            .map_err(|e| io_error(format!("posix_fadvise(DONTNEED) on {name}"), e))?;
     }
     Ok(())
 }
 
 /// Used by the io_uring engine to describe an I/O in errors.
-pub(crate) fn describe(write: bool, block: usize, off: u64, id: usize) -> String {
-    what(write, block, off, id)
+pub(crate) fn describe(sh: &Shared, write: bool, off: u64, id: usize) -> String {
+    what(sh, write, off, id)
 }
 
 /// The error for a failed I/O completion (`res` is `-errno`).
 pub(crate) fn completion_error(
+    sh: &Shared,
     write: bool,
-    block: usize,
     off: u64,
     id: usize,
     res: i32,
 ) -> BenchError {
     if res < 0 {
         io_error(
-            describe(write, block, off, id),
+            describe(sh, write, off, id),
             io::Error::from_raw_os_error(-res),
         )
     } else {
         BenchError::Other(format!(
-            "{}: short transfer, {res} of {block} bytes",
-            describe(write, block, off, id)
+            "{}: short transfer, {res} of {} bytes",
+            describe(sh, write, off, id),
+            sh.block
         ))
     }
 }

@@ -43,13 +43,13 @@ fn check(r: &Record) {
     }
     let bw = &r.metrics[0];
     let iops = &r.metrics[1];
+    // The record shows the block that ran, never `0` (auto).
     let block = r.params.get("block").and_then(|v| v.as_u64()).unwrap();
-    if block != 0 {
-        // bandwidth = iops × block, sample by sample.
-        for (b, i) in bw.samples.iter().zip(&iops.samples) {
-            let ratio = b / (i * block as f64);
-            assert!((ratio - 1.0).abs() < 1e-9, "{what}: {b} vs {i} × {block}");
-        }
+    assert!(block >= 512, "{what}");
+    // bandwidth = iops × block, sample by sample.
+    for (b, i) in bw.samples.iter().zip(&iops.samples) {
+        let ratio = b / (i * block as f64);
+        assert!((ratio - 1.0).abs() < 1e-9, "{what}: {b} vs {i} × {block}");
     }
     let lat = r.metrics[2].latency.as_ref().expect("latency percentiles");
     assert!(lat.count > 0, "{what}");
@@ -108,15 +108,32 @@ fn every_op_and_engine_runs_verified() {
     ))
     .unwrap();
     assert_eq!(report.records.len(), 5 * 2 * 2 * 2 * 2);
+    let mut clamped = 0;
     for r in &report.records {
         check(r);
+        // The record's parameters are what ran: sync ran qd=1, and no
+        // queue is deeper than the blocks of a 4 MiB file.
         let engine = r.params.get("engine").unwrap().as_str().unwrap();
         let qd = r.params.get("qd").unwrap().as_u64().unwrap();
+        let block = r.params.get("block").unwrap().as_u64().unwrap();
+        let op = r.params.get("op").unwrap().as_str().unwrap();
+        let auto = if op.starts_with("rand") {
+            4 << 10
+        } else {
+            1 << 20
+        };
+        assert!(block == 4 << 10 || block == auto, "{op} block={block}");
+        assert!(qd == 1 || qd == 8 || qd == (4 << 20) / block, "qd={qd}");
         let said = r
             .warnings
             .iter()
             .any(|w| w.contains("qd=8 was not applied"));
-        assert_eq!(said, engine == "sync" && qd == 8, "{:?}", r.warnings);
+        if said {
+            assert_eq!((engine, qd), ("sync", 1), "{:?}", r.warnings);
+            clamped += 1;
+        } else if engine == "sync" {
+            assert_eq!(qd, 1);
+        }
         assert!(r.warnings.iter().any(|w| w.contains("verify=on")));
         // The record says what was measured, and how the engine ran.
         assert!(
@@ -132,6 +149,8 @@ fn every_op_and_engine_runs_verified() {
             );
         }
     }
+    // Half of the sync points asked for qd=8.
+    assert_eq!(clamped, 5 * 2 * 2 * 2 / 2);
     assert_eq!(entries(dir.path()), Vec::<String>::new());
 }
 
@@ -167,10 +186,18 @@ fn buffered_fsync_and_preset_points_run_and_say_what_they_measured() {
     let report = run(&config(dir.path(), &[("preset", "sysbench-rndrw")])).unwrap();
     let r = &report.records[0];
     check(r);
+    // The record's parameters are the preset's recipe, and a note says
+    // the preset set them.
+    let p = &r.params;
+    assert_eq!(p.get("op").unwrap().as_str(), Some("randrw"));
+    assert_eq!(p.get("block").unwrap().as_u64(), Some(16 << 10));
+    assert_eq!(p.get("rwmix").unwrap().as_u64(), Some(60));
+    assert_eq!(p.get("fsync").unwrap().as_str(), Some("every:40"));
+    assert_eq!(p.get("preset").unwrap().as_str(), Some("sysbench-rndrw"));
     assert!(
         r.notes
             .iter()
-            .any(|n| n.contains("ran op=randrw block=16KiB rwmix=60 fsync=every:40")),
+            .any(|n| n.starts_with("preset sysbench-rndrw applied")),
         "{:?}",
         r.notes
     );

@@ -1,7 +1,8 @@
 //! The error paths of `disk.io`: bad parameters are one-line errors naming
 //! the parameter before anything runs; a full file system, a missing
-//! O_DIRECT or a target that is not ours become failed or skipped records
-//! with a clear reason, leave nothing behind, and the run goes on.
+//! O_DIRECT or an unwritable target become failed or skipped records with a
+//! clear reason, leave nothing behind, and the run goes on. (Existing files
+//! and block devices as targets: `in_place.rs`.)
 
 mod common;
 
@@ -67,32 +68,6 @@ fn an_unwritable_dir_is_refused_naming_the_parameter() {
     };
     let e = config_error(&[("dir", path.to_str().unwrap())]);
     assert!(e.contains("`dir`") && e.contains("not writable"), "{e}");
-}
-
-#[test]
-fn an_existing_file_is_never_overwritten() {
-    let dir = scratch();
-    let victim = dir.path().join("precious.dat");
-    std::fs::write(&victim, b"keep me").unwrap();
-    for allow in [false, true] {
-        let mut cfg = config(
-            dir.path(),
-            &[("dir", victim.to_str().unwrap()), ("op", "write")],
-        );
-        if allow {
-            cfg.options.insert("allow-overwrite".into(), "true".into());
-        }
-        let report = run(&cfg).unwrap();
-        let r = &report.records[0];
-        assert_eq!(r.status, Status::Failed);
-        let reason = r.reason.as_deref().unwrap();
-        assert!(
-            reason.contains("an existing file") && reason.contains("nothing was written"),
-            "{reason}"
-        );
-    }
-    assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
-    assert_eq!(entries(dir.path()), ["precious.dat"]);
 }
 
 #[test]
