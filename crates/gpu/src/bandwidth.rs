@@ -1,0 +1,604 @@
+//! `gpu.bandwidth`: device-to-device copies (a copy kernel, `cuMemcpyDtoD`)
+//! and host<->device copies (pinned or pageable host memory), from one byte
+//! (launch and latency cost) to gigabytes (bandwidth).
+
+use benchsuite_core::units::format_size;
+use benchsuite_core::{
+    BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, ParamSpec, Peak, Point,
+    Probe, Value, Work,
+};
+use cudarc::driver::result;
+
+use crate::cuda::{DeviceBuffer, Gpu, HostBuffer, Kernel, Timer, arg, cu};
+use crate::kernels::MEMORY_SOURCE;
+use crate::params::{self, WgpuKind};
+use crate::peak;
+
+/// Device-memory and host-link bandwidth; see the crate docs.
+#[derive(Debug, Default)]
+pub struct Bandwidth;
+
+/// `op` choices.
+pub(crate) const OPS: &[&str] = &["d2d_kernel", "d2d_memcpy", "h2d", "d2h"];
+
+/// Largest `block` accepted by the parser; the real bound is the device's
+/// memory, checked in `validate`.
+const MAX_BLOCK: u64 = 1 << 40;
+
+/// Threads per block of the copy kernel.
+const COPY_THREADS: u32 = 256;
+
+/// Verification and pattern chunk (bounded host memory for any block).
+const CHUNK: usize = 64 << 20;
+
+/// One copy direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// Device to device by the copy kernel.
+    D2dKernel,
+    /// Device to device by `cuMemcpyDtoDAsync` (the copy engine or the
+    /// driver's own kernel, its choice).
+    D2dMemcpy,
+    /// Host to device, `cuMemcpyHtoDAsync`.
+    H2d,
+    /// Device to host, `cuMemcpyDtoHAsync`.
+    D2h,
+}
+
+impl Op {
+    pub(crate) fn parse(s: &str) -> Option<Op> {
+        Some(match s {
+            "d2d_kernel" => Op::D2dKernel,
+            "d2d_memcpy" => Op::D2dMemcpy,
+            "h2d" => Op::H2d,
+            "d2h" => Op::D2h,
+            _ => return None,
+        })
+    }
+
+    pub(crate) fn is_d2d(self) -> bool {
+        matches!(self, Op::D2dKernel | Op::D2dMemcpy)
+    }
+
+    /// Bytes one copy of `block` bytes counts: 2N for device-to-device (N
+    /// read and N written, as STREAM copy and the memory peak count), N
+    /// across the host link (one direction).
+    pub(crate) fn counted_bytes(self, block: u64) -> u64 {
+        if self.is_d2d() { 2 * block } else { block }
+    }
+
+    /// Device bytes a point allocates.
+    pub(crate) fn device_bytes(self, block: u64) -> u64 {
+        if self.is_d2d() { 2 * block } else { block }
+    }
+}
+
+impl Benchmark for Bandwidth {
+    fn meta(&self) -> Meta {
+        Meta {
+            id: "gpu.bandwidth",
+            description: "GPU memory copies: device-to-device (copy kernel, cuMemcpy) and host<->device (pinned, pageable), 1 B to GiBs, against the HBM/PCIe peak",
+            params: vec![
+                ParamSpec::choice(
+                    "op",
+                    "d2d_kernel (copy kernel) | d2d_memcpy (cuMemcpyDtoD) | h2d | d2h (cuMemcpy across the host link)",
+                    OPS,
+                    "d2d_kernel",
+                ),
+                ParamSpec::size(
+                    "block",
+                    "bytes per copy: small blocks show the per-copy launch/latency cost, large ones the bandwidth (device-to-device needs 2 × block of device memory)",
+                    1,
+                    MAX_BLOCK,
+                    256 << 20,
+                )
+                .with_smoke(Value::Int(64 << 10)),
+                ParamSpec::choice(
+                    "memory",
+                    "host memory for h2d/d2h: pinned (page-locked, cuMemHostAlloc; DMA reads it directly) | pageable (ordinary memory the driver stages through its own pinned buffers)",
+                    &["pinned", "pageable"],
+                    "pinned",
+                ),
+                params::device(true),
+                params::backend(),
+            ],
+            metrics: vec![
+                MetricSpec::bytes_per_sec("bandwidth"),
+                MetricSpec::time_per_op("time_per_op"),
+            ],
+        }
+    }
+
+    /// Ready: CUDA or wgpu is decided per point in `prepare`.
+    fn probe(&self, _ctx: &Context) -> Probe {
+        Probe::Ready
+    }
+
+    fn validate(&self, ctx: &Context, point: &Point) -> Result<(), ConfigError> {
+        let Some(info) = params::cuda_device(point)? else {
+            return Ok(());
+        };
+        let op = point
+            .get("op")
+            .and_then(|v| v.as_str())
+            .and_then(Op::parse)
+            .unwrap_or(Op::D2dKernel);
+        let block = point.get("block").and_then(|v| v.as_u64()).unwrap_or(0);
+        check_fits(op, block, info, ctx.host.memory_bytes)
+            .map_err(|reason| params::invalid("block", point, reason))
+    }
+
+    fn host_facts(&self, ctx: &Context) -> Option<serde_json::Value> {
+        Some(params::host_facts(ctx))
+    }
+
+    fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
+        if !params::is_cuda(point) {
+            return params::wgpu_case(ctx, point, WgpuKind::Bandwidth);
+        }
+        prepare(point)
+    }
+}
+
+/// Whether `block` fits the device (and the host, for host copies).
+pub(crate) fn check_fits(
+    op: Op,
+    block: u64,
+    info: &crate::cuda::DeviceInfo,
+    host_memory: Option<u64>,
+) -> Result<(), String> {
+    let need = op.device_bytes(block);
+    if need > info.memory_bytes {
+        return Err(format!(
+            "{} needs {} of device memory{}, more than the {} of device {} ({})",
+            format_size(block),
+            params::gib(need),
+            if op.is_d2d() {
+                " (source and destination)"
+            } else {
+                ""
+            },
+            params::gib(info.memory_bytes),
+            info.index,
+            info.name
+        ));
+    }
+    if let Some(host) = host_memory.filter(|h| !op.is_d2d() && block > *h) {
+        return Err(format!(
+            "{} of host buffer is more than this machine's {} of memory",
+            format_size(block),
+            params::gib(host)
+        ));
+    }
+    Ok(())
+}
+
+/// The byte at `offset` of the test pattern: a per-8-byte hash, so a copy
+/// to the wrong place or a stale buffer is caught.
+pub(crate) fn fill_pattern(buf: &mut [u8], offset: u64) {
+    debug_assert_eq!(offset % 8, 0);
+    for (k, chunk) in buf.chunks_mut(8).enumerate() {
+        let w = splitmix(offset / 8 + k as u64).to_le_bytes();
+        chunk.copy_from_slice(&w[..chunk.len()]);
+    }
+}
+
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The first offset where `got` differs from the pattern at `offset`.
+pub(crate) fn check_pattern(got: &[u8], offset: u64) -> Option<u64> {
+    let mut want = vec![0u8; got.len()];
+    fill_pattern(&mut want, offset);
+    got.iter()
+        .zip(&want)
+        .position(|(a, b)| a != b)
+        .map(|i| offset + i as u64)
+}
+
+/// Fields drop in declaration order: buffers before `gpu`.
+struct CopyCase {
+    op: Op,
+    block: usize,
+    timer: Timer,
+    src: Option<DeviceBuffer>,
+    dst: Option<DeviceBuffer>,
+    host: Option<HostBuffer>,
+    kernel: Option<Kernel>,
+    grid: u32,
+    /// Pageable host copies are timed by the host clock (see `run`).
+    wall_clock: bool,
+    peak: Option<Peak>,
+    warnings: Vec<String>,
+    notes: Vec<String>,
+    gpu: Gpu,
+}
+
+fn prepare(point: &Point) -> Result<Box<dyn Case>, BenchError> {
+    let op = Op::parse(point.str("op")?).ok_or_else(|| BenchError::Other("unknown op".into()))?;
+    let block = point.u64("block")?;
+    let pinned = point.str("memory")? == "pinned";
+    let gpu = Gpu::open(point.u64("device")? as usize)?;
+    let info = gpu.info.clone();
+    check_fits(op, block, &info, None).map_err(BenchError::Unsupported)?;
+    let free = gpu.free_memory()?;
+    if op.device_bytes(block) > free {
+        return Err(BenchError::Unsupported(format!(
+            "{} needs {} of device memory but only {} is free on device {}",
+            format_size(block),
+            params::gib(op.device_bytes(block)),
+            params::gib(free),
+            info.index
+        )));
+    }
+    let block = usize::try_from(block).map_err(|_| {
+        BenchError::Unsupported("block does not fit this machine's address space".into())
+    })?;
+    let timer = Timer::new(&gpu)?;
+    let mut case = CopyCase {
+        op,
+        block,
+        timer,
+        src: None,
+        dst: None,
+        host: None,
+        kernel: None,
+        grid: 1,
+        wall_clock: !op.is_d2d() && !pinned,
+        peak: None,
+        warnings: Vec::new(),
+        notes: Vec::new(),
+        gpu,
+    };
+    match op {
+        Op::D2dKernel | Op::D2dMemcpy => {
+            case.src = Some(DeviceBuffer::new(&case.gpu, block)?);
+            case.dst = Some(DeviceBuffer::new(&case.gpu, block)?);
+        }
+        Op::H2d => {
+            case.host = Some(HostBuffer::new(&case.gpu, block, pinned)?);
+            case.dst = Some(DeviceBuffer::new(&case.gpu, block)?);
+        }
+        Op::D2h => {
+            case.src = Some(DeviceBuffer::new(&case.gpu, block)?);
+            case.host = Some(HostBuffer::new(&case.gpu, block, pinned)?);
+        }
+    }
+    if op == Op::D2dKernel {
+        let k = case.gpu.kernel("copy", MEMORY_SOURCE)?;
+        let per_sm = k.occupancy(COPY_THREADS)?.max(1);
+        let full = per_sm * info.sms;
+        let vectors = (block as u64 / 16).div_ceil(COPY_THREADS as u64).max(1);
+        case.grid = vectors.min(full as u64) as u32;
+        case.kernel = Some(k);
+    }
+
+    // Fill the source, copy once, check the destination: outside any timed
+    // region, and it warms the path (page mappings, the kernel's first
+    // launch) before the runner's own warm-up.
+    case.fill_source()?;
+    case.copy_once()?;
+    case.gpu.sync()?;
+    case.verify()?;
+    describe(&mut case, pinned);
+    Ok(Box::new(case))
+}
+
+fn describe(case: &mut CopyCase, pinned: bool) {
+    let info = &case.gpu.info;
+    let block = case.block as u64;
+    case.notes.push(info.describe());
+    case.notes.push(match case.op {
+        Op::D2dKernel | Op::D2dMemcpy => format!(
+            "bytes counted once per direction: a device-to-device copy of {} counts {} ({} read + {} written, as STREAM copy and the memory peak count)",
+            format_size(block),
+            format_size(2 * block),
+            format_size(block),
+            format_size(block)
+        ),
+        Op::H2d | Op::D2h => format!(
+            "bytes counted once per direction: a {} copy of {} counts {}",
+            if case.op == Op::H2d { "host-to-device" } else { "device-to-host" },
+            format_size(block),
+            format_size(block)
+        ),
+    });
+    case.notes.push(match case.op {
+        Op::D2dKernel => format!(
+            "copy kernel (NVRTC, {}): 16-byte vectors, four loads in flight per thread, grid-stride; {} blocks × {COPY_THREADS} threads",
+            case.kernel.as_ref().map(|k| k.target.as_str()).unwrap_or("?"),
+            case.grid
+        ),
+        Op::D2dMemcpy => "cuMemcpyDtoDAsync on a non-blocking stream".into(),
+        _ => format!(
+            "cuMemcpy{}Async with {} host memory",
+            if case.op == Op::H2d { "HtoD" } else { "DtoH" },
+            if pinned { "pinned (cuMemHostAlloc)" } else { "pageable" }
+        ),
+    });
+    case.notes.push(if case.wall_clock {
+        "time: the host clock around a batch of back-to-back copies and a final stream synchronise (pageable copies are staged by the host, so device events would miss part of the work)".into()
+    } else {
+        "time: CUDA events around a batch of back-to-back copies".into()
+    });
+    case.notes.push(
+        "the destination was checked byte for byte against the source pattern after one untimed copy".into(),
+    );
+    match peak_for(case.op, block, info) {
+        Ok(p) => case.peak = Some(p),
+        Err(w) => case.warnings.push(w),
+    }
+}
+
+/// The peak a copy is measured against, or why none applies: device
+/// memory for device copies whose buffers are well beyond the L2 cache,
+/// the PCIe link for host copies.
+pub(crate) fn peak_for(op: Op, block: u64, info: &crate::cuda::DeviceInfo) -> Result<Peak, String> {
+    if op.is_d2d() {
+        if block < 2 * info.l2_bytes {
+            return Err(format!(
+                "source and destination ({}) {} the {} L2 cache: this measures the L2 at least in part, not device memory alone, so no device-memory peak applies; use block ≥ {} for device memory",
+                format_size(2 * block),
+                if 2 * block <= info.l2_bytes {
+                    "fit in"
+                } else {
+                    "are not much larger than"
+                },
+                format_size(info.l2_bytes),
+                format_size(2 * info.l2_bytes)
+            ));
+        }
+        if info.mem_clock_khz == 0 || info.bus_width_bits == 0 {
+            return Err(
+                "no device-memory peak: the driver reports no memory clock or bus width".into(),
+            );
+        }
+        return Ok(peak::memory_peak(info.mem_clock_khz, info.bus_width_bits));
+    }
+    if info.integrated {
+        return Err("integrated GPU: host and device share memory, so no link peak applies".into());
+    }
+    info.pcie
+        .as_ref()
+        .and_then(|l| peak::pcie_peak(l.max_gts, l.max_width))
+        .ok_or_else(|| {
+            format!(
+                "no link peak: the PCIe link of {} is not readable in sysfs",
+                info.pci_bus_id
+            )
+        })
+}
+
+impl CopyCase {
+    fn fill_source(&mut self) -> Result<(), BenchError> {
+        if let Some(h) = self.host.as_mut().filter(|_| self.op == Op::H2d) {
+            for (i, c) in h.as_mut_slice().chunks_mut(CHUNK).enumerate() {
+                fill_pattern(c, (i * CHUNK) as u64);
+            }
+        }
+        if let Some(src) = &self.src {
+            let mut buf = vec![0u8; CHUNK.min(self.block)];
+            let mut off = 0;
+            while off < self.block {
+                let n = CHUNK.min(self.block - off);
+                fill_pattern(&mut buf[..n], off as u64);
+                src.upload(off, &buf[..n])?;
+                off += n;
+            }
+        }
+        Ok(())
+    }
+
+    fn verify(&self) -> Result<(), BenchError> {
+        let bad = if let Some(dst) = &self.dst {
+            let mut buf = vec![0u8; CHUNK.min(self.block)];
+            let mut off = 0;
+            let mut bad = None;
+            while off < self.block && bad.is_none() {
+                let n = CHUNK.min(self.block - off);
+                dst.download(off, &mut buf[..n])?;
+                bad = check_pattern(&buf[..n], off as u64);
+                off += n;
+            }
+            bad
+        } else if let Some(h) = &self.host {
+            h.as_slice()
+                .chunks(CHUNK)
+                .enumerate()
+                .find_map(|(i, c)| check_pattern(c, (i * CHUNK) as u64))
+        } else {
+            None
+        };
+        match bad {
+            None => Ok(()),
+            Some(at) => Err(BenchError::Verify(format!(
+                "after one {:?} copy of {} the destination differs from the source at byte {at}",
+                self.op,
+                format_size(self.block as u64)
+            ))),
+        }
+    }
+
+    fn copy_once(&mut self) -> Result<(), BenchError> {
+        let n = self.block;
+        let stream = self.gpu.raw_stream();
+        match self.op {
+            Op::D2dKernel => {
+                let (Some(k), Some(src), Some(dst)) = (&self.kernel, &self.src, &self.dst) else {
+                    return Err(BenchError::Other("copy case not prepared".into()));
+                };
+                let (mut s, mut d, mut len) = (src.ptr(), dst.ptr(), n as u64);
+                let mut p = [arg(&mut s), arg(&mut d), arg(&mut len)];
+                // SAFETY: copy(const u8 *src, u8 *dst, u64 nbytes): the
+                // parameters match in order and type; both buffers hold
+                // `n` bytes and stay allocated until teardown, which
+                // synchronises the stream first.
+                unsafe { k.launch(&self.gpu, self.grid, COPY_THREADS, &mut p) }
+            }
+            Op::D2dMemcpy => {
+                let (Some(src), Some(dst)) = (&self.src, &self.dst) else {
+                    return Err(BenchError::Other("copy case not prepared".into()));
+                };
+                // SAFETY: both device ranges hold `n` bytes and outlive the
+                // queued copy (teardown synchronises before freeing).
+                unsafe { result::memcpy_dtod_async(dst.ptr(), src.ptr(), n, stream) }
+                    .map_err(cu("cuMemcpyDtoDAsync"))
+            }
+            Op::H2d => {
+                let (Some(h), Some(dst)) = (&self.host, &self.dst) else {
+                    return Err(BenchError::Other("copy case not prepared".into()));
+                };
+                // SAFETY: the host buffer holds `n` bytes and is neither
+                // written nor freed while copies are queued (runs end with a
+                // synchronise); the device range holds `n` bytes.
+                unsafe { result::memcpy_htod_async(dst.ptr(), &h.as_slice()[..n], stream) }
+                    .map_err(cu("cuMemcpyHtoDAsync"))
+            }
+            Op::D2h => {
+                let (Some(h), Some(src)) = (&mut self.host, &self.src) else {
+                    return Err(BenchError::Other("copy case not prepared".into()));
+                };
+                // SAFETY: as above; the host buffer is not read by the host
+                // until the stream has been synchronised.
+                unsafe { result::memcpy_dtoh_async(&mut h.as_mut_slice()[..n], src.ptr(), stream) }
+                    .map_err(cu("cuMemcpyDtoHAsync"))
+            }
+        }
+    }
+}
+
+impl Case for CopyCase {
+    fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
+        self.gpu.bind()?;
+        if !self.wall_clock {
+            self.timer.start(&self.gpu)?;
+        }
+        for _ in 0..iters {
+            self.copy_once()?;
+        }
+        let elapsed = if self.wall_clock {
+            self.gpu.sync()?;
+            None
+        } else {
+            Some(self.timer.stop(&self.gpu)?)
+        };
+        Ok(Work {
+            ops: iters,
+            bytes: iters * self.op.counted_bytes(self.block as u64),
+            elapsed,
+            ..Work::default()
+        })
+    }
+
+    fn teardown(&mut self) -> Result<(), BenchError> {
+        self.gpu.sync()?;
+        self.src = None;
+        self.dst = None;
+        self.host = None;
+        self.kernel = None;
+        self.gpu.check()
+    }
+
+    fn peak(&self) -> Option<Peak> {
+        self.peak.clone()
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.notes.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cuda::device::tests::h100;
+
+    #[test]
+    fn a_device_copy_counts_both_directions_a_host_copy_one() {
+        assert_eq!(Op::D2dKernel.counted_bytes(1 << 20), 2 << 20);
+        assert_eq!(Op::D2dMemcpy.counted_bytes(1), 2);
+        assert_eq!(Op::H2d.counted_bytes(1 << 20), 1 << 20);
+        assert_eq!(Op::D2h.counted_bytes(7), 7);
+        for o in OPS {
+            assert!(Op::parse(o).is_some(), "{o}");
+        }
+    }
+
+    #[test]
+    fn a_block_larger_than_the_device_is_refused_before_allocating() {
+        let d = h100();
+        let e = check_fits(Op::D2dKernel, 64 << 30, &d, None).unwrap_err();
+        assert!(
+            e.contains("128.0 GiB") && e.contains("source and destination"),
+            "{e}"
+        );
+        assert!(e.contains("NVIDIA H100"), "{e}");
+        assert!(check_fits(Op::D2dKernel, 32 << 30, &d, None).is_ok());
+        // A host copy needs the block once on the device, once on the host.
+        assert!(check_fits(Op::H2d, 64 << 30, &d, None).is_ok());
+        let e = check_fits(Op::H2d, 64 << 30, &d, Some(16 << 30)).unwrap_err();
+        assert!(e.contains("host"), "{e}");
+    }
+
+    #[test]
+    fn peaks_apply_beyond_the_l2_and_across_the_link() {
+        let d = h100();
+        let e = peak_for(Op::D2dKernel, 16 << 20, &d).unwrap_err();
+        assert!(e.contains("fit in") && e.contains("L2"), "{e}");
+        let e = peak_for(Op::D2dMemcpy, 64 << 20, &d).unwrap_err();
+        assert!(e.contains("not much larger"), "{e}");
+        let p = peak_for(Op::D2dKernel, 256 << 20, &d).unwrap();
+        assert!((p.value / 3.352e12 - 1.0).abs() < 0.002, "{}", p.value);
+        let p = peak_for(Op::H2d, 1, &d).unwrap();
+        assert!((p.value / 63.02e9 - 1.0).abs() < 0.001, "{}", p.value);
+        assert_eq!(p.inputs["lanes"].source, "sysfs");
+        let mut j = d.clone();
+        j.integrated = true;
+        assert!(peak_for(Op::D2h, 1, &j).unwrap_err().contains("integrated"));
+        j.integrated = false;
+        j.pcie = None;
+        assert!(peak_for(Op::D2h, 1, &j).unwrap_err().contains("sysfs"));
+    }
+
+    #[test]
+    fn the_pattern_is_position_dependent_and_checks_catch_a_shift() {
+        let mut a = vec![0u8; 4096 + 5];
+        fill_pattern(&mut a, 0);
+        assert_eq!(check_pattern(&a, 0), None);
+        // The same bytes read at another offset do not match.
+        assert!(check_pattern(&a[8..], 0).is_some());
+        let mut b = a.clone();
+        b[1000] ^= 1;
+        assert_eq!(check_pattern(&b, 0), Some(1000));
+        // Filling in chunks equals filling at once.
+        let mut c = vec![0u8; 4096 + 5];
+        let (x, y) = c.split_at_mut(2048);
+        fill_pattern(x, 0);
+        fill_pattern(y, 2048);
+        assert_eq!(a, c);
+        assert!(
+            a.iter().filter(|&&v| v == 0).count() < 64,
+            "a mostly nonzero pattern"
+        );
+    }
+
+    #[test]
+    fn the_contract_params_and_metrics_are_declared() {
+        let m = Bandwidth.meta();
+        for p in ["op", "block", "memory", "device", "backend"] {
+            assert!(m.param(p).is_some(), "{p}");
+        }
+        assert_eq!(m.metrics[0].name, "bandwidth");
+        assert_eq!(m.metrics[1].name, "time_per_op");
+        let smoke = m.param("block").unwrap().smoke_value().as_u64().unwrap();
+        assert!(smoke <= 1 << 20);
+    }
+}

@@ -1,0 +1,456 @@
+//! The driver and its devices: found once per process, described once.
+//!
+//! Detection needs no CUDA context: `cuInit`, `cuDeviceGet*` and
+//! `cuDeviceGetAttribute` only, so `validate` and `host_facts` are cheap and
+//! allocate nothing on the GPU.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use cudarc::driver::result::{self, DriverError};
+use cudarc::driver::sys::{self, CUdevice_attribute as Attr};
+use serde_json::{Value as Json, json};
+
+use super::libs;
+use crate::peak::{self, Arith};
+
+/// What the driver reports about one device.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct DeviceInfo {
+    /// Ordinal (`device` parameter).
+    pub index: usize,
+    /// Marketing name (`NVIDIA H100 80GB HBM3`).
+    pub name: String,
+    /// Compute capability (major, minor).
+    pub cc: (u32, u32),
+    /// Streaming multiprocessors.
+    pub sms: u32,
+    /// Maximum SM clock in kHz (`CU_DEVICE_ATTRIBUTE_CLOCK_RATE`).
+    pub clock_khz: u32,
+    /// Memory clock in kHz.
+    pub mem_clock_khz: u32,
+    /// Memory bus width in bits.
+    pub bus_width_bits: u32,
+    /// Device memory in bytes.
+    pub memory_bytes: u64,
+    /// L2 cache in bytes.
+    pub l2_bytes: u64,
+    /// Resident threads per SM.
+    pub max_threads_per_sm: u32,
+    /// The driver's FP32:FP64 throughput ratio.
+    pub fp32_to_fp64: Option<u32>,
+    /// An integrated GPU (Jetson, GH200's coherent memory is not this).
+    pub integrated: bool,
+    /// ECC enabled.
+    pub ecc: bool,
+    /// PCI address `dddd:bb:dd.0`.
+    pub pci_bus_id: String,
+    /// The PCIe link, from sysfs.
+    pub pcie: Option<PcieLink>,
+}
+
+/// A PCIe link as the kernel reports it in sysfs.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PcieLink {
+    /// The usable maximum: the slower of the GPU's and the upstream port's
+    /// maximum transfer rate, in GT/s.
+    pub max_gts: f64,
+    /// The narrower of the two maximum widths.
+    pub max_width: u32,
+    /// The current rate (GPUs train down when idle).
+    pub current_gts: Option<f64>,
+    /// The current width.
+    pub current_width: Option<u32>,
+}
+
+/// The driver and every device it sees.
+#[derive(Debug, Clone)]
+pub(crate) struct Driver {
+    /// `cuDriverGetVersion`, e.g. 12040 for CUDA 12.4.
+    pub version: i32,
+    /// Devices by ordinal.
+    pub devices: Vec<DeviceInfo>,
+}
+
+impl Driver {
+    /// `12.4` for 12040.
+    pub(crate) fn version_string(&self) -> String {
+        format!("{}.{}", self.version / 1000, (self.version % 1000) / 10)
+    }
+
+    /// The device `index`, or an error listing the devices there are.
+    pub(crate) fn device(&self, index: usize) -> Result<&DeviceInfo, String> {
+        self.devices
+            .get(index)
+            .ok_or_else(|| format!("there is no CUDA device {index}: {}", self.list()))
+    }
+
+    /// `this machine has 2 CUDA devices: 0 = NVIDIA H100 ..., 1 = ...`.
+    pub(crate) fn list(&self) -> String {
+        let names: Vec<String> = self
+            .devices
+            .iter()
+            .map(|d| format!("{} = {}", d.index, d.name))
+            .collect();
+        format!(
+            "this machine has {} CUDA device{}: {}",
+            self.devices.len(),
+            if self.devices.len() == 1 { "" } else { "s" },
+            names.join(", ")
+        )
+    }
+}
+
+/// The driver, detected once per process, or why it cannot be used
+/// (`no CUDA driver: ...`, `no CUDA device: ...`). Never panics: a missing
+/// library is checked first and a misbehaving one is caught.
+pub(crate) fn driver() -> Result<&'static Driver, String> {
+    static DRIVER: OnceLock<Result<Driver, String>> = OnceLock::new();
+    DRIVER
+        .get_or_init(|| {
+            libs::driver()?;
+            catch_unwind(AssertUnwindSafe(detect)).unwrap_or_else(|p| {
+                let msg = p
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                Err(format!("the CUDA driver library is unusable: {msg}"))
+            })
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// `CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)`.
+pub(crate) fn describe(e: DriverError) -> String {
+    match e.error_string() {
+        Ok(s) => format!("{:?} ({})", e.0, s.to_string_lossy()),
+        Err(_) => format!("{:?}", e.0),
+    }
+}
+
+fn detect() -> Result<Driver, String> {
+    if let Err(e) = result::init() {
+        return Err(match e.0 {
+            sys::CUresult::CUDA_ERROR_NO_DEVICE => format!(
+                "no CUDA device: the NVIDIA driver is installed but sees no GPU (cuInit: {})",
+                describe(e)
+            ),
+            sys::CUresult::CUDA_ERROR_STUB_LIBRARY => format!(
+                "no CUDA driver: the libcuda.so found is the toolkit's stub, not the driver's; remove the stubs directory from LD_LIBRARY_PATH (cuInit: {})",
+                describe(e)
+            ),
+            _ => format!("the CUDA driver cannot start: cuInit: {}", describe(e)),
+        });
+    }
+    let mut version = 0;
+    // SAFETY: `version` is a valid out-pointer for the duration of the call.
+    unsafe { sys::cuDriverGetVersion(&mut version) }
+        .result()
+        .map_err(|e| format!("cuDriverGetVersion: {}", describe(e)))?;
+    let count =
+        result::device::get_count().map_err(|e| format!("cuDeviceGetCount: {}", describe(e)))?;
+    if count <= 0 {
+        return Err("no CUDA device: the NVIDIA driver sees no GPU (check `nvidia-smi`, and CUDA_VISIBLE_DEVICES)".into());
+    }
+    let devices = (0..count as usize)
+        .map(info)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("reading device attributes: {}", describe(e)))?;
+    Ok(Driver { version, devices })
+}
+
+fn info(index: usize) -> Result<DeviceInfo, DriverError> {
+    let dev = result::device::get(index as i32)?;
+    // SAFETY: `dev` was just returned by cuDeviceGet for a valid ordinal.
+    let attr = |a: Attr| unsafe { result::device::get_attribute(dev, a) };
+    let u = |a: Attr| attr(a).map(|v| v.max(0) as u32);
+    // Attributes only peaks and facts use: 0 (unknown) rather than a failed
+    // detection if a driver stops reporting one (CUDA 13 deprecates the
+    // clock attributes).
+    let opt = |a: Attr| u(a).unwrap_or(0);
+    let name = result::device::get_name(dev)?;
+    // SAFETY: as above.
+    let memory_bytes = unsafe { result::device::total_mem(dev) }? as u64;
+    let domain = opt(Attr::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID);
+    let bus = opt(Attr::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID);
+    let slot = opt(Attr::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID);
+    let pci_bus_id = format!("{domain:04x}:{bus:02x}:{slot:02x}.0");
+    Ok(DeviceInfo {
+        index,
+        name,
+        cc: (
+            u(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            u(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+        ),
+        sms: u(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+        clock_khz: opt(Attr::CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
+        mem_clock_khz: opt(Attr::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE),
+        bus_width_bits: opt(Attr::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH),
+        memory_bytes,
+        l2_bytes: opt(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE) as u64,
+        max_threads_per_sm: opt(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR),
+        fp32_to_fp64: u(Attr::CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO)
+            .ok()
+            .filter(|r| *r > 0),
+        integrated: opt(Attr::CU_DEVICE_ATTRIBUTE_INTEGRATED) != 0,
+        ecc: opt(Attr::CU_DEVICE_ATTRIBUTE_ECC_ENABLED) != 0,
+        pcie: pcie_link(std::path::Path::new("/sys/bus/pci/devices").join(&pci_bus_id)),
+        pci_bus_id,
+    })
+}
+
+/// Parses a sysfs link speed: `16.0 GT/s PCIe` → 16.0 (`8 GT/s`, `2.5 GT/s`).
+pub(crate) fn parse_gts(s: &str) -> Option<f64> {
+    s.split_whitespace().next()?.parse().ok()
+}
+
+/// Reads the link of the PCI device at `dev` (a sysfs device directory),
+/// bounded by its upstream port (the parent directory) where that has one.
+pub(crate) fn pcie_link(dev: PathBuf) -> Option<PcieLink> {
+    let read = |p: &std::path::Path, f: &str| std::fs::read_to_string(p.join(f)).ok();
+    let dev = std::fs::canonicalize(&dev).unwrap_or(dev);
+    let mut max_gts = parse_gts(&read(&dev, "max_link_speed")?)?;
+    let mut max_width: u32 = read(&dev, "max_link_width")?.trim().parse().ok()?;
+    if let Some(up) = dev.parent() {
+        if let Some(g) = read(up, "max_link_speed").and_then(|s| parse_gts(&s)) {
+            max_gts = max_gts.min(g);
+        }
+        if let Some(w) = read(up, "max_link_width").and_then(|s| s.trim().parse().ok()) {
+            max_width = max_width.min(w);
+        }
+    }
+    Some(PcieLink {
+        max_gts,
+        max_width,
+        current_gts: read(&dev, "current_link_speed").and_then(|s| parse_gts(&s)),
+        current_width: read(&dev, "current_link_width").and_then(|s| s.trim().parse().ok()),
+    })
+}
+
+impl DeviceInfo {
+    /// `9.0`.
+    pub(crate) fn cc_string(&self) -> String {
+        format!("{}.{}", self.cc.0, self.cc.1)
+    }
+
+    /// A one-line description for notes.
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "device {} = {} (compute capability {}, {} SMs at up to {} MHz, {:.1} GiB)",
+            self.index,
+            self.name,
+            self.cc_string(),
+            self.sms,
+            self.clock_khz / 1000,
+            self.memory_bytes as f64 / (1u64 << 30) as f64
+        )
+    }
+
+    /// Export-restricted variants whose compute is slower than the
+    /// compute capability implies (H20; H800's FP64), for which a
+    /// table-derived peak would be wrong.
+    pub(crate) fn restricted(&self, what: &str) -> bool {
+        let n = self.name.to_ascii_uppercase();
+        let h20 = n
+            .match_indices("H20")
+            .any(|(i, _)| !n[i + 3..].starts_with(|c: char| c.is_ascii_digit()));
+        h20 || (n.contains("H800") && what == "f64")
+    }
+
+    /// The device facts for the report's host section.
+    pub(crate) fn facts(&self) -> Json {
+        let flops = |a: Arith| {
+            peak::cuda_core_rate(self.cc, a, self.fp32_to_fp64)
+                .filter(|_| !self.restricted(a.name()) && self.clock_khz > 0)
+                .map(|r| {
+                    peak::cuda_core_peak(
+                        "flops",
+                        "FLOP/s",
+                        a,
+                        &r,
+                        self.sms,
+                        self.sms,
+                        self.clock_khz,
+                    )
+                    .value
+                })
+        };
+        let gemm = |g: peak::Gemm| {
+            peak::gemm_rate(self.cc, g, self.fp32_to_fp64)
+                .filter(|_| !self.restricted(g.name()) && self.clock_khz > 0)
+                .map(|r| peak::gemm_peak(g, &r, self.sms, self.clock_khz).value)
+        };
+        json!({
+            "index": self.index,
+            "name": self.name,
+            "compute_capability": self.cc_string(),
+            "sms": self.sms,
+            "max_sm_clock_mhz": self.clock_khz / 1000,
+            "memory_clock_mhz": self.mem_clock_khz / 1000,
+            "memory_bus_width_bits": self.bus_width_bits,
+            "memory_bytes": self.memory_bytes,
+            "l2_cache_bytes": self.l2_bytes,
+            "max_threads_per_sm": self.max_threads_per_sm,
+            "fp32_to_fp64_ratio": self.fp32_to_fp64,
+            "integrated": self.integrated,
+            "ecc": self.ecc,
+            "pci_bus_id": self.pci_bus_id,
+            "pcie": self.pcie.as_ref().map(|l| json!({
+                "max_gen": peak::pcie_gen(l.max_gts),
+                "max_gts": l.max_gts,
+                "max_width": l.max_width,
+                "current_gen": l.current_gts.and_then(peak::pcie_gen),
+                "current_width": l.current_width,
+                "peak_bytes_per_sec_per_direction": peak::pcie_bandwidth(l.max_gts, l.max_width),
+            })),
+            "peaks": {
+                "memory_bytes_per_sec": (self.mem_clock_khz > 0 && self.bus_width_bits > 0)
+                    .then(|| peak::memory_bandwidth(self.mem_clock_khz, self.bus_width_bits)),
+                "memory_formula": "memory clock × bus width × 2 / 8",
+                "flops_f64": flops(Arith::F64),
+                "flops_f32": flops(Arith::F32),
+                "flops_f16": flops(Arith::F16),
+                "flops_bf16": flops(Arith::Bf16),
+                "iops_i32": flops(Arith::I32),
+                "flops_formula": "SMs × results per clock per SM × 2 × max SM clock (crates/gpu/src/peak.rs)",
+                "tensor_flops_f16": gemm(peak::Gemm::F16),
+                "tensor_flops_bf16": gemm(peak::Gemm::Bf16),
+                "tensor_flops_tf32": gemm(peak::Gemm::Tf32),
+                "gemm_flops_f64": gemm(peak::Gemm::F64),
+            },
+        })
+    }
+}
+
+/// The module's host facts: the driver and every device, or why CUDA is
+/// not usable here.
+pub(crate) fn host_facts() -> Json {
+    match driver() {
+        Ok(d) => json!({
+            "cuda_driver_version": d.version_string(),
+            "nvrtc": match libs::nvrtc() {
+                Ok(()) => super::nvrtc::version().map(|(a, b)| Json::from(format!("{a}.{b}"))).unwrap_or(Json::Null),
+                Err(e) => Json::from(e),
+            },
+            "cublas": match libs::cublas() { Ok(()) => Json::from("found"), Err(e) => Json::from(e) },
+            "nvlink": super::nvml::nvlink_summary(&d.devices),
+            "devices": d.devices.iter().map(DeviceInfo::facts).collect::<Vec<_>>(),
+        }),
+        Err(reason) => json!({ "cuda": null, "reason": reason }),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// An H100 SXM as the driver describes it.
+    pub(crate) fn h100() -> DeviceInfo {
+        DeviceInfo {
+            index: 0,
+            name: "NVIDIA H100 80GB HBM3".into(),
+            cc: (9, 0),
+            sms: 132,
+            clock_khz: 1_980_000,
+            mem_clock_khz: 2_619_000,
+            bus_width_bits: 5120,
+            memory_bytes: 85_031_714_816,
+            l2_bytes: 52_428_800,
+            max_threads_per_sm: 2048,
+            fp32_to_fp64: Some(2),
+            integrated: false,
+            ecc: true,
+            pci_bus_id: "0000:19:00.0".into(),
+            pcie: Some(PcieLink {
+                max_gts: 32.0,
+                max_width: 16,
+                current_gts: Some(32.0),
+                current_width: Some(16),
+            }),
+        }
+    }
+
+    #[test]
+    fn facts_carry_the_derived_peaks() {
+        let f = h100().facts();
+        assert_eq!(f["compute_capability"], "9.0");
+        assert_eq!(f["sms"], 132);
+        assert_eq!(f["pcie"]["max_gen"], 5);
+        let bw = f["peaks"]["memory_bytes_per_sec"].as_f64().unwrap();
+        assert!((bw / 3.352e12 - 1.0).abs() < 0.002, "{bw}");
+        let f32 = f["peaks"]["flops_f32"].as_f64().unwrap();
+        assert!((f32 / 66.9e12 - 1.0).abs() < 0.005, "{f32}");
+        assert!(f["peaks"]["tensor_flops_bf16"].as_f64().unwrap() > 1e15);
+    }
+
+    #[test]
+    fn export_variants_get_no_table_peak() {
+        let mut d = h100();
+        d.name = "NVIDIA H20".into();
+        assert!(d.restricted("bf16"));
+        assert!(d.facts()["peaks"]["tensor_flops_bf16"].is_null());
+        d.name = "NVIDIA H200".into();
+        assert!(!d.restricted("bf16"));
+        d.name = "NVIDIA H800 PCIe".into();
+        assert!(d.restricted("f64") && !d.restricted("f32"));
+    }
+
+    #[test]
+    fn the_device_list_names_every_device() {
+        let d = Driver {
+            version: 12040,
+            devices: vec![h100(), DeviceInfo { index: 1, ..h100() }],
+        };
+        assert_eq!(d.version_string(), "12.4");
+        let e = d.device(3).unwrap_err();
+        assert!(
+            e.contains("no CUDA device 3") && e.contains("2 CUDA devices"),
+            "{e}"
+        );
+        assert!(
+            e.contains("0 = NVIDIA H100") && e.contains("1 = NVIDIA H100"),
+            "{e}"
+        );
+        assert!(d.device(1).is_ok());
+    }
+
+    #[test]
+    fn sysfs_link_speeds_parse() {
+        assert_eq!(parse_gts("16.0 GT/s PCIe\n"), Some(16.0));
+        assert_eq!(parse_gts("2.5 GT/s"), Some(2.5));
+        assert_eq!(parse_gts("Unknown"), None);
+    }
+
+    #[test]
+    fn a_pcie_link_is_read_from_a_sysfs_tree() {
+        let root = std::env::temp_dir().join(format!("bs-gpu-sysfs-{}", std::process::id()));
+        let up = root.join("0000:00:01.0");
+        let dev = up.join("0000:01:00.0");
+        std::fs::create_dir_all(&dev).unwrap();
+        std::fs::write(up.join("max_link_speed"), "16.0 GT/s PCIe\n").unwrap();
+        std::fs::write(up.join("max_link_width"), "16\n").unwrap();
+        std::fs::write(dev.join("max_link_speed"), "32.0 GT/s PCIe\n").unwrap();
+        std::fs::write(dev.join("max_link_width"), "16\n").unwrap();
+        std::fs::write(dev.join("current_link_speed"), "2.5 GT/s PCIe\n").unwrap();
+        std::fs::write(dev.join("current_link_width"), "16\n").unwrap();
+        let l = pcie_link(dev).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+        // A Gen5 GPU in a Gen4 slot runs at Gen4.
+        assert_eq!(l.max_gts, 16.0);
+        assert_eq!(l.max_width, 16);
+        assert_eq!(l.current_gts, Some(2.5));
+    }
+
+    #[test]
+    fn without_a_driver_detection_says_why() {
+        if libs::driver().is_err() {
+            let e = driver().unwrap_err();
+            assert!(e.starts_with("no CUDA driver"), "{e}");
+            let f = host_facts();
+            assert!(f["reason"].as_str().unwrap().contains("no CUDA driver"));
+        }
+    }
+}

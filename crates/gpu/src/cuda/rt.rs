@@ -1,0 +1,370 @@
+//! The small runtime the benchmarks use: a device with its own stream,
+//! device and host buffers, CUDA-event timers and kernels.
+//!
+//! Hot paths (launches, copies) call the driver directly through
+//! `cudarc::driver::result` with raw pointers: no per-call bookkeeping, as
+//! nvbandwidth does. Every resource is freed on drop; cases drop them in
+//! `teardown` and then check the context's deferred error state.
+
+use std::alloc::Layout;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use benchsuite_core::BenchError;
+use cudarc::driver::result::{self, DriverError};
+use cudarc::driver::sys::{self, CUdeviceptr};
+use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream};
+use cudarc::nvrtc::Ptx;
+
+use super::device::{self, DeviceInfo, describe};
+use super::nvrtc::{self, Image};
+
+/// Turns a driver error into a failed-record error naming the call.
+pub(crate) fn cu(what: impl Into<String>) -> impl FnOnce(DriverError) -> BenchError {
+    let what = what.into();
+    move |e| BenchError::Other(format!("{what}: {}", describe(e)))
+}
+
+/// One device, its (shared, primary) context and a stream of our own.
+#[derive(Debug)]
+pub(crate) struct Gpu {
+    /// What the driver reports about the device.
+    pub info: DeviceInfo,
+    /// The device's primary context, retained for the life of the process.
+    pub ctx: Arc<CudaContext>,
+    /// A non-blocking stream every operation of the case goes through.
+    pub stream: Arc<CudaStream>,
+}
+
+impl Gpu {
+    /// Opens device `index`. A machine without a usable driver or device is
+    /// a skip; an index past the last device is an error listing them.
+    pub(crate) fn open(index: usize) -> Result<Gpu, BenchError> {
+        let drv = device::driver().map_err(BenchError::Skip)?;
+        let info = drv.device(index).map_err(BenchError::Other)?.clone();
+        let ctx = context(index)?;
+        let stream = ctx.new_stream().map_err(cu("cuStreamCreate"))?;
+        Ok(Gpu { info, ctx, stream })
+    }
+
+    /// Makes the context current on this thread (the runner may call from
+    /// a thread that has not used it yet).
+    pub(crate) fn bind(&self) -> Result<(), BenchError> {
+        self.ctx.bind_to_thread().map_err(cu("cuCtxSetCurrent"))
+    }
+
+    /// The raw stream handle.
+    pub(crate) fn raw_stream(&self) -> sys::CUstream {
+        self.stream.cu_stream()
+    }
+
+    /// Waits for everything queued on the stream.
+    pub(crate) fn sync(&self) -> Result<(), BenchError> {
+        self.stream.synchronize().map_err(cu("cuStreamSynchronize"))
+    }
+
+    /// Errors the driver recorded while freeing resources (drops cannot
+    /// return them); call after dropping a case's buffers.
+    pub(crate) fn check(&self) -> Result<(), BenchError> {
+        self.ctx.check_err().map_err(cu("releasing GPU resources"))
+    }
+
+    /// Free device memory right now, in bytes.
+    pub(crate) fn free_memory(&self) -> Result<u64, BenchError> {
+        self.ctx
+            .mem_get_info()
+            .map(|(free, _)| free as u64)
+            .map_err(cu("cuMemGetInfo"))
+    }
+
+    /// Compiles (once per process) and loads `name` from `src`.
+    pub(crate) fn kernel(&self, name: &str, src: &str) -> Result<Kernel, BenchError> {
+        super::libs::nvrtc().map_err(BenchError::Skip)?;
+        let image = nvrtc::compile(name, src, self.info.cc).map_err(BenchError::Other)?;
+        Kernel::load(self, &image, name)
+    }
+}
+
+/// Retains the primary context of `index` once per process: creating it
+/// costs 100+ ms and a few hundred MB of device memory, so sweep points
+/// share it.
+fn context(index: usize) -> Result<Arc<CudaContext>, BenchError> {
+    static CTX: OnceLock<Mutex<HashMap<usize, Arc<CudaContext>>>> = OnceLock::new();
+    let mut map = CTX
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(c) = map.get(&index) {
+        return Ok(c.clone());
+    }
+    let c = catch_unwind(|| CudaContext::new(index))
+        .map_err(|_| BenchError::Other("the CUDA driver panicked creating a context".into()))?
+        .map_err(cu(format!("creating a context on device {index}")))?;
+    map.insert(index, c.clone());
+    Ok(c)
+}
+
+/// Device memory from `cuMemAlloc`, freed on drop.
+#[derive(Debug)]
+pub(crate) struct DeviceBuffer {
+    ptr: CUdeviceptr,
+    bytes: usize,
+    ctx: Arc<CudaContext>,
+}
+
+impl DeviceBuffer {
+    /// Allocates `bytes` (at least 1) of device memory, 256-byte aligned.
+    pub(crate) fn new(gpu: &Gpu, bytes: usize) -> Result<DeviceBuffer, BenchError> {
+        gpu.bind()?;
+        // SAFETY: the context is current; the memory is uninitialised bytes,
+        // which is all this type exposes (raw pointers and byte copies).
+        let ptr = unsafe { result::malloc_sync(bytes.max(1)) }
+            .map_err(cu(format!("cuMemAlloc of {bytes} bytes")))?;
+        Ok(DeviceBuffer {
+            ptr,
+            bytes,
+            ctx: gpu.ctx.clone(),
+        })
+    }
+
+    /// The device address.
+    pub(crate) fn ptr(&self) -> CUdeviceptr {
+        self.ptr
+    }
+
+    /// Copies `data` to `offset` and waits (untimed setup).
+    pub(crate) fn upload(&self, offset: usize, data: &[u8]) -> Result<(), BenchError> {
+        assert!(offset + data.len() <= self.bytes, "upload out of bounds");
+        self.ctx.bind_to_thread().map_err(cu("cuCtxSetCurrent"))?;
+        // SAFETY: the destination range lies inside this allocation (checked
+        // above) and `data` is a live host slice; the copy is synchronous.
+        unsafe { result::memcpy_htod_sync(self.ptr + offset as u64, data) }
+            .map_err(cu("cuMemcpyHtoD"))
+    }
+
+    /// Copies from `offset` into `out` and waits (untimed checks).
+    pub(crate) fn download(&self, offset: usize, out: &mut [u8]) -> Result<(), BenchError> {
+        assert!(offset + out.len() <= self.bytes, "download out of bounds");
+        self.ctx.bind_to_thread().map_err(cu("cuCtxSetCurrent"))?;
+        // SAFETY: the source range lies inside this allocation and `out` is a
+        // live, exclusively borrowed host slice; the copy is synchronous.
+        unsafe { result::memcpy_dtoh_sync(out, self.ptr + offset as u64) }
+            .map_err(cu("cuMemcpyDtoH"))
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        self.ctx.record_err(self.ctx.bind_to_thread());
+        // SAFETY: `ptr` came from cuMemAlloc and is freed once; cases
+        // synchronise their stream before dropping buffers, so no queued
+        // work still uses it.
+        self.ctx.record_err(unsafe { result::free_sync(self.ptr) });
+    }
+}
+
+/// Host memory for transfers: page-locked (`cuMemHostAlloc`, the DMA engine
+/// reads it directly) or pageable (ordinary, page-aligned memory the driver
+/// stages through its own pinned buffers).
+#[derive(Debug)]
+pub(crate) struct HostBuffer {
+    ptr: *mut u8,
+    bytes: usize,
+    pinned: Option<Arc<CudaContext>>,
+}
+
+// SAFETY: the buffer owns its memory exclusively (like a Vec<u8>); the raw
+// pointer is only dereferenced through &self/&mut self methods.
+unsafe impl Send for HostBuffer {}
+
+impl HostBuffer {
+    /// Allocates `bytes` (at least 1), pinned or pageable, and touches every
+    /// page so no first-touch fault lands in a timed copy.
+    pub(crate) fn new(gpu: &Gpu, bytes: usize, pinned: bool) -> Result<HostBuffer, BenchError> {
+        let n = bytes.max(1);
+        let (ptr, ctx) = if pinned {
+            gpu.bind()?;
+            // SAFETY: the context is current; the returned memory is owned by
+            // this buffer and freed with cuMemFreeHost on drop.
+            let p = unsafe { result::malloc_host(n, sys::CU_MEMHOSTALLOC_PORTABLE) }
+                .map_err(cu(format!("cuMemHostAlloc of {bytes} bytes")))?;
+            (p as *mut u8, Some(gpu.ctx.clone()))
+        } else {
+            let layout = Self::layout(n)?;
+            // SAFETY: the layout has a nonzero size.
+            let p = unsafe { std::alloc::alloc(layout) };
+            if p.is_null() {
+                return Err(BenchError::Other(format!(
+                    "cannot allocate {bytes} bytes of host memory"
+                )));
+            }
+            (p, None)
+        };
+        // SAFETY: `ptr` points to `n` writable bytes just allocated; writing
+        // them initialises the buffer and faults every page in now.
+        unsafe { std::ptr::write_bytes(ptr, 0, n) };
+        Ok(HostBuffer {
+            ptr,
+            bytes: n,
+            pinned: ctx,
+        })
+    }
+
+    fn layout(n: usize) -> Result<Layout, BenchError> {
+        Layout::from_size_align(n, 4096)
+            .map_err(|e| BenchError::Other(format!("host buffer of {n} bytes: {e}")))
+    }
+
+    /// The bytes.
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        // SAFETY: `ptr` points to `bytes` initialised bytes owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.bytes) }
+    }
+
+    /// The bytes, mutably.
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and `&mut self` makes the borrow exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.bytes) }
+    }
+}
+
+impl Drop for HostBuffer {
+    fn drop(&mut self) {
+        match &self.pinned {
+            Some(ctx) => {
+                ctx.record_err(ctx.bind_to_thread());
+                // SAFETY: `ptr` came from cuMemHostAlloc and is freed once,
+                // after the case synchronised its stream.
+                ctx.record_err(unsafe { result::free_host(self.ptr as *mut c_void) });
+            }
+            None => {
+                if let Ok(layout) = Self::layout(self.bytes) {
+                    // SAFETY: allocated in `new` with this same layout.
+                    unsafe { std::alloc::dealloc(self.ptr, layout) };
+                }
+            }
+        }
+    }
+}
+
+/// Two CUDA events bracketing work on a stream: device time, not host time.
+#[derive(Debug)]
+pub(crate) struct Timer {
+    start: CudaEvent,
+    stop: CudaEvent,
+}
+
+impl Timer {
+    /// Two timing events.
+    pub(crate) fn new(gpu: &Gpu) -> Result<Timer, BenchError> {
+        let ev = || {
+            gpu.ctx
+                .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(cu("cuEventCreate"))
+        };
+        Ok(Timer {
+            start: ev()?,
+            stop: ev()?,
+        })
+    }
+
+    /// Records the start on `gpu`'s stream.
+    pub(crate) fn start(&self, gpu: &Gpu) -> Result<(), BenchError> {
+        self.start.record(&gpu.stream).map_err(cu("cuEventRecord"))
+    }
+
+    /// Records the end, waits for it and returns the time between the two
+    /// (the events' resolution is about half a microsecond).
+    pub(crate) fn stop(&self, gpu: &Gpu) -> Result<Duration, BenchError> {
+        self.stop.record(&gpu.stream).map_err(cu("cuEventRecord"))?;
+        let ms = self
+            .start
+            .elapsed_ms(&self.stop)
+            .map_err(cu("cuEventElapsedTime"))?;
+        Ok(Duration::from_secs_f64(f64::from(ms).max(0.0) / 1e3))
+    }
+}
+
+/// A loaded kernel.
+#[derive(Debug)]
+pub(crate) struct Kernel {
+    func: CudaFunction,
+    _module: Arc<CudaModule>,
+    /// What NVRTC compiled for: `sm_90` (machine code) or `compute_90`
+    /// (PTX the driver compiled).
+    pub target: String,
+}
+
+impl Kernel {
+    /// Loads `name` from a compiled image into `gpu`'s context.
+    pub(crate) fn load(gpu: &Gpu, image: &Image, name: &str) -> Result<Kernel, BenchError> {
+        let module = catch_unwind(AssertUnwindSafe(|| {
+            gpu.ctx.load_module(Ptx::from_binary(image.bytes.clone()))
+        }))
+        .map_err(|_| BenchError::Other("the CUDA driver panicked loading a module".into()))?
+        .map_err(|e| {
+            let hint = if image.is_cubin() {
+                ""
+            } else {
+                "; the kernel was compiled to PTX, which needs a driver at least as new as NVRTC"
+            };
+            BenchError::Other(format!(
+                "cuModuleLoadData ({}): {}{hint}",
+                image.target,
+                describe(e)
+            ))
+        })?;
+        let func = module
+            .load_function(name)
+            .map_err(cu(format!("cuModuleGetFunction {name}")))?;
+        Ok(Kernel {
+            func,
+            _module: module,
+            target: image.target.clone(),
+        })
+    }
+
+    /// Blocks of `threads` threads one SM holds at once for this kernel.
+    pub(crate) fn occupancy(&self, threads: u32) -> Result<u32, BenchError> {
+        self.func
+            .occupancy_max_active_blocks_per_multiprocessor(threads, 0, None)
+            .map_err(cu("cuOccupancyMaxActiveBlocksPerMultiprocessor"))
+    }
+
+    /// Queues the kernel on `gpu`'s stream.
+    ///
+    /// # Safety
+    /// `params` must point to one value per kernel parameter, each of the
+    /// type the kernel declares, alive until this call returns; pointers
+    /// among them must address device memory the kernel may access for as
+    /// long as it runs.
+    pub(crate) unsafe fn launch(
+        &self,
+        gpu: &Gpu,
+        grid: u32,
+        block: u32,
+        params: &mut [*mut c_void],
+    ) -> Result<(), BenchError> {
+        // SAFETY: forwarded from this function's contract; the function
+        // handle is alive (the module is held by `self`).
+        unsafe {
+            result::launch_kernel(
+                self.func.cu_function(),
+                (grid, 1, 1),
+                (block, 1, 1),
+                0,
+                gpu.raw_stream(),
+                params,
+            )
+        }
+        .map_err(cu("cuLaunchKernel"))
+    }
+}
+
+/// A pointer to `v` as a kernel parameter.
+pub(crate) fn arg<T>(v: &mut T) -> *mut c_void {
+    v as *mut T as *mut c_void
+}

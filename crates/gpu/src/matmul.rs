@@ -1,0 +1,509 @@
+//! `gpu.matmul`: square GEMM throughput through cuBLAS (tensor cores where
+//! the GPU has them for the type), the ceiling next to `gpu.flops`'s
+//! CUDA-core one.
+
+use std::ffi::c_void;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use benchsuite_core::units::format_size;
+use benchsuite_core::{
+    BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, ParamSpec, Peak, Point,
+    Probe, Value, Work,
+};
+use cudarc::cublas::CudaBlas;
+use cudarc::cublas::sys as blas;
+
+use crate::cuda::{self, DeviceBuffer, Gpu, Timer};
+use crate::kernels::emulate::{bf16_bits, bf16_value, f16_bits, f16_value};
+use crate::params;
+use crate::peak::{self, Gemm};
+
+/// cuBLAS GEMM throughput; see the crate docs.
+#[derive(Debug, Default)]
+pub struct Matmul;
+
+/// cuBLAS workspace: NVIDIA recommends 32 MiB on Hopper (PyTorch uses the
+/// same there); more than enough elsewhere.
+const WORKSPACE: usize = 32 << 20;
+
+/// Host chunk used to generate and upload the matrices.
+const CHUNK_ELEMS: usize = 8 << 20;
+
+impl Benchmark for Matmul {
+    fn meta(&self) -> Meta {
+        Meta {
+            id: "gpu.matmul",
+            description: "GPU GEMM throughput via cuBLAS (f16/bf16/tf32 tensor cores, f64), C = A·B with N×N matrices",
+            params: vec![
+                ParamSpec::choice(
+                    "precision",
+                    "f16 | bf16 (16-bit in and out, f32 accumulation, as torch.matmul) | tf32 (f32 data, TF32 tensor-core math) | f64 (DGEMM)",
+                    &["f16", "bf16", "tf32", "f64"],
+                    "bf16",
+                ),
+                ParamSpec::count(
+                    "n",
+                    "matrix size N (A, B and C are N×N): 1024..16384 spans launch-bound to compute-bound",
+                    16,
+                    65536,
+                    8192,
+                )
+                .with_smoke(Value::Int(256)),
+                params::device(false),
+            ],
+            metrics: vec![MetricSpec::ops_per_sec("flops", "FLOP/s")],
+        }
+    }
+
+    fn probe(&self, _ctx: &Context) -> Probe {
+        params::cuda_probe()
+    }
+
+    fn validate(&self, _ctx: &Context, point: &Point) -> Result<(), ConfigError> {
+        let Some(info) = params::cuda_device(point)? else {
+            return Ok(());
+        };
+        let g = point
+            .get("precision")
+            .and_then(|v| v.as_str())
+            .and_then(Gemm::parse)
+            .unwrap_or(Gemm::Bf16);
+        let n = point.get("n").and_then(|v| v.as_u64()).unwrap_or(0);
+        check_fits(g, n, info).map_err(|r| params::invalid("n", point, r))
+    }
+
+    fn host_facts(&self, ctx: &Context) -> Option<serde_json::Value> {
+        Some(params::host_facts(ctx))
+    }
+
+    fn prepare(&self, _ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
+        prepare(point)
+    }
+}
+
+/// Device bytes of the three matrices and the workspace.
+pub(crate) fn device_bytes(g: Gemm, n: u64) -> u64 {
+    3 * n * n * g.elem_bytes() + WORKSPACE as u64
+}
+
+fn check_fits(g: Gemm, n: u64, info: &cuda::DeviceInfo) -> Result<(), String> {
+    let need = device_bytes(g, n);
+    if need > info.memory_bytes {
+        return Err(format!(
+            "three {n}×{n} {} matrices need {}, more than the {} of device {} ({})",
+            g.name(),
+            params::gib(need),
+            params::gib(info.memory_bytes),
+            info.index,
+            info.name
+        ));
+    }
+    Ok(())
+}
+
+/// FLOPs of one N×N×N GEMM: N³ multiply-adds, 2 operations each.
+pub(crate) fn gemm_flops(n: u64) -> u64 {
+    2 * n * n * n
+}
+
+/// Element `idx` of matrix `seed`, exactly representable in the type: an
+/// integer of the type's significand width scaled into [-1, 1), so the
+/// host can recompute any product exactly; every representable value of
+/// that grid is equally likely (full bit activity, like random data).
+pub(crate) fn element(g: Gemm, seed: u64, idx: u64) -> f64 {
+    let h = splitmix(idx ^ (seed << 48));
+    match g {
+        Gemm::F16 | Gemm::Tf32 => ((h >> 53) as i64 - 1024) as f64 / 1024.0,
+        Gemm::Bf16 => ((h >> 56) as i64 - 128) as f64 / 128.0,
+        Gemm::F64 => ((h >> 11) as i64 - (1 << 52)) as f64 / (1u64 << 52) as f64,
+    }
+}
+
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Stores `v` as the type's bytes (little endian).
+fn encode(g: Gemm, v: f64, out: &mut Vec<u8>) {
+    match g {
+        Gemm::F16 => out.extend_from_slice(&f16_bits(v).to_le_bytes()),
+        Gemm::Bf16 => out.extend_from_slice(&bf16_bits(v).to_le_bytes()),
+        Gemm::Tf32 => out.extend_from_slice(&(v as f32).to_le_bytes()),
+        Gemm::F64 => out.extend_from_slice(&v.to_le_bytes()),
+    }
+}
+
+fn decode(g: Gemm, b: &[u8]) -> f64 {
+    match g {
+        Gemm::F16 => f16_value(u16::from_le_bytes([b[0], b[1]])),
+        Gemm::Bf16 => bf16_value(u16::from_le_bytes([b[0], b[1]])),
+        Gemm::Tf32 => f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
+        Gemm::F64 => f64::from_le_bytes(b[..8].try_into().unwrap_or_default()),
+    }
+}
+
+/// Allowed |C - reference| as a fraction of Σ|a·b| over the dot product:
+/// the output rounding (f16 2^-11, bf16 2^-8 relative) plus f32
+/// accumulation and split-K partial sums, with margin. A transposed or
+/// misplaced matrix is off by the order of the sum itself.
+fn tolerance(g: Gemm) -> f64 {
+    match g {
+        Gemm::F16 | Gemm::Tf32 => 4e-3,
+        Gemm::Bf16 => 1.6e-2,
+        Gemm::F64 => 1e-9,
+    }
+}
+
+/// Fields drop in declaration order: the cuBLAS handle, then the buffers
+/// (the workspace after the handle that uses it), then `gpu`.
+struct GemmCase {
+    blas: Option<CudaBlas>,
+    g: Gemm,
+    n: u64,
+    a: Option<DeviceBuffer>,
+    b: Option<DeviceBuffer>,
+    c: Option<DeviceBuffer>,
+    workspace: Option<DeviceBuffer>,
+    timer: Timer,
+    peak: Option<Peak>,
+    warnings: Vec<String>,
+    notes: Vec<String>,
+    gpu: Gpu,
+}
+
+fn prepare(point: &Point) -> Result<Box<dyn Case>, BenchError> {
+    let precision = point.str("precision")?;
+    let g = Gemm::parse(precision)
+        .ok_or_else(|| BenchError::Other(format!("unknown precision {precision}")))?;
+    let n = point.u64("n")?;
+    let gpu = Gpu::open(point.u64("device")? as usize)?;
+    cuda::libs::cublas().map_err(BenchError::Skip)?;
+    let info = gpu.info.clone();
+    if info.cc < g.min_cc() {
+        return Err(BenchError::Skip(format!(
+            "{} GEMM needs compute capability {}.{} or newer (tensor cores for the type); device {} ({}) is {}",
+            g.name(),
+            g.min_cc().0,
+            g.min_cc().1,
+            info.index,
+            info.name,
+            info.cc_string()
+        )));
+    }
+    check_fits(g, n, &info).map_err(BenchError::Unsupported)?;
+    let free = gpu.free_memory()?;
+    if device_bytes(g, n) > free {
+        return Err(BenchError::Unsupported(format!(
+            "n={n} needs {} of device memory but only {} is free",
+            params::gib(device_bytes(g, n)),
+            params::gib(free)
+        )));
+    }
+    let bytes = (n * n * g.elem_bytes()) as usize;
+    let blas = catch_unwind(AssertUnwindSafe(|| CudaBlas::new(gpu.stream.clone())))
+        .map_err(|_| BenchError::Other("cuBLAS panicked creating a handle".into()))?
+        .map_err(|e| BenchError::Other(format!("cublasCreate: {e:?}")))?;
+    let workspace = DeviceBuffer::new(&gpu, WORKSPACE)?;
+    // SAFETY: the handle is live; the workspace is device memory of
+    // WORKSPACE bytes that outlives every GEMM queued with this handle (the
+    // case drops the handle before the buffer, after a synchronise).
+    unsafe {
+        blas::cublasSetWorkspace_v2(*blas.handle(), workspace.ptr() as *mut c_void, WORKSPACE)
+    }
+    .result()
+    .map_err(|e| BenchError::Other(format!("cublasSetWorkspace: {e:?}")))?;
+    let mut case = GemmCase {
+        a: Some(DeviceBuffer::new(&gpu, bytes)?),
+        b: Some(DeviceBuffer::new(&gpu, bytes)?),
+        c: Some(DeviceBuffer::new(&gpu, bytes)?),
+        workspace: Some(workspace),
+        blas: Some(blas),
+        timer: Timer::new(&gpu)?,
+        gpu,
+        g,
+        n,
+        peak: None,
+        warnings: Vec::new(),
+        notes: Vec::new(),
+    };
+    case.upload(0)?;
+    case.upload(1)?;
+    case.gemm()?;
+    case.gpu.sync()?;
+    case.verify()?;
+
+    let flops_per = gemm_flops(n);
+    match peak::gemm_rate(info.cc, g, info.fp32_to_fp64) {
+        Some(_) if info.clock_khz == 0 => case
+            .warnings
+            .push("no theoretical peak: the driver reports no SM clock".into()),
+        Some(_) if info.restricted(g.name()) => case.warnings.push(format!(
+            "no theoretical peak: {} is an export variant whose tensor rate differs from its compute capability's",
+            info.name
+        )),
+        Some(r) => case.peak = Some(peak::gemm_peak(g, &r, info.sms, info.clock_khz)),
+        None => case.warnings.push(format!(
+            "no theoretical peak: the {} tensor rate of compute capability {} depends on the board (GeForce and professional cards differ) and is not in the table",
+            g.name(),
+            info.cc_string()
+        )),
+    }
+    if n < 2048 {
+        case.notes.push(format!(
+            "n={n} is small: a GEMM of {} is too short to fill the GPU, launch and tail effects dominate",
+            format_size(flops_per)
+        ));
+    }
+    case.notes.push(info.describe());
+    case.notes.push(format!(
+        "one op = one floating-point operation: a GEMM of N={n} counts 2·N³ = {flops_per} (N³ multiply-adds); C = A·B, column-major, no transposes, alpha = 1, beta = 0"
+    ));
+    case.notes.push(format!(
+        "cuBLAS {}: {}; {} workspace; time by CUDA events around back-to-back GEMMs",
+        if g == Gemm::F64 {
+            "cublasDgemm"
+        } else {
+            "cublasGemmEx"
+        },
+        match g {
+            Gemm::F16 => "CUDA_R_16F in and out, CUBLAS_COMPUTE_32F",
+            Gemm::Bf16 => "CUDA_R_16BF in and out, CUBLAS_COMPUTE_32F",
+            Gemm::Tf32 => "CUDA_R_32F in and out, CUBLAS_COMPUTE_32F_FAST_TF32",
+            Gemm::F64 => "f64",
+        },
+        format_size(WORKSPACE as u64)
+    ));
+    case.notes.push(
+        "inputs are exact in the type and uniformly spread over [-1, 1); 16 entries of C were checked against a host computation".into(),
+    );
+    Ok(Box::new(case))
+}
+
+impl GemmCase {
+    /// Generates matrix `which` (0 = A, 1 = B) on the host and uploads it.
+    fn upload(&self, which: u64) -> Result<(), BenchError> {
+        let buf = if which == 0 { &self.a } else { &self.b };
+        let Some(buf) = buf else {
+            return Err(BenchError::Other("matrix not allocated".into()));
+        };
+        let total = self.n * self.n;
+        let eb = self.g.elem_bytes() as usize;
+        let mut bytes = Vec::with_capacity(CHUNK_ELEMS * eb);
+        let mut start = 0u64;
+        while start < total {
+            let end = (start + CHUNK_ELEMS as u64).min(total);
+            bytes.clear();
+            for idx in start..end {
+                encode(self.g, element(self.g, which, idx), &mut bytes);
+            }
+            buf.upload(start as usize * eb, &bytes)?;
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// Queues one GEMM on the case's stream.
+    fn gemm(&self) -> Result<(), BenchError> {
+        let (Some(h), Some(a), Some(b), Some(c)) = (&self.blas, &self.a, &self.b, &self.c) else {
+            return Err(BenchError::Other("GEMM case not prepared".into()));
+        };
+        let n = self.n as i32;
+        let (a, b, c) = (
+            a.ptr() as *const c_void,
+            b.ptr() as *const c_void,
+            c.ptr() as *mut c_void,
+        );
+        let op = blas::cublasOperation_t::CUBLAS_OP_N;
+        let status = if self.g == Gemm::F64 {
+            let (alpha, beta) = (1.0f64, 0.0f64);
+            // SAFETY: A, B, C are device buffers of N×N f64 (ld = N),
+            // alive until teardown synchronises; alpha/beta are host
+            // scalars read during the call (host pointer mode).
+            unsafe {
+                blas::cublasDgemm_v2(
+                    *h.handle(),
+                    op,
+                    op,
+                    n,
+                    n,
+                    n,
+                    &alpha,
+                    a as *const f64,
+                    n,
+                    b as *const f64,
+                    n,
+                    &beta,
+                    c as *mut f64,
+                    n,
+                )
+            }
+        } else {
+            let (ty, compute) = match self.g {
+                Gemm::F16 => (
+                    blas::cudaDataType::CUDA_R_16F,
+                    blas::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                ),
+                Gemm::Bf16 => (
+                    blas::cudaDataType::CUDA_R_16BF,
+                    blas::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                ),
+                _ => (
+                    blas::cudaDataType::CUDA_R_32F,
+                    blas::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
+                ),
+            };
+            let (alpha, beta) = (1.0f32, 0.0f32);
+            // SAFETY: A, B, C are device buffers of N×N elements of `ty`
+            // (ld = N), alive until teardown synchronises; with a 32F
+            // compute type alpha/beta are f32 host scalars.
+            unsafe {
+                blas::cublasGemmEx(
+                    *h.handle(),
+                    op,
+                    op,
+                    n,
+                    n,
+                    n,
+                    &alpha as *const f32 as *const c_void,
+                    a,
+                    ty,
+                    n,
+                    b,
+                    ty,
+                    n,
+                    &beta as *const f32 as *const c_void,
+                    c,
+                    ty,
+                    n,
+                    compute,
+                    blas::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+                )
+            }
+        };
+        status
+            .result()
+            .map_err(|e| BenchError::Other(format!("cuBLAS GEMM: {e:?}")))
+    }
+
+    /// Compares 16 entries of C with a host computation from the same
+    /// generated inputs.
+    fn verify(&self) -> Result<(), BenchError> {
+        let Some(c) = &self.c else {
+            return Err(BenchError::Other("GEMM case not prepared".into()));
+        };
+        let n = self.n;
+        let eb = self.g.elem_bytes() as usize;
+        let picks = (0..16u64).map(|k| match k {
+            0 => (0, 0),
+            1 => (n - 1, n - 1),
+            2 => (n - 1, 0),
+            3 => (0, n - 1),
+            _ => {
+                let h = splitmix(k);
+                (h % n, (h >> 32) % n)
+            }
+        });
+        for (i, j) in picks {
+            let mut got = vec![0u8; eb];
+            c.download(((i + j * n) as usize) * eb, &mut got)?;
+            let got = decode(self.g, &got);
+            let (mut sum, mut mag) = (0.0f64, 0.0f64);
+            for k in 0..n {
+                // Column-major: A(i,k) at i + k·N, B(k,j) at k + j·N.
+                let p = element(self.g, 0, i + k * n) * element(self.g, 1, k + j * n);
+                sum += p;
+                mag += p.abs();
+            }
+            let err = (got - sum).abs();
+            if !got.is_finite() || err > tolerance(self.g) * mag + 1e-30 {
+                return Err(BenchError::Verify(format!(
+                    "{} GEMM, N={n}: C[{i},{j}] = {got}, the host computes {sum} (error {err:.3e}, allowed {:.3e})",
+                    self.g.name(),
+                    tolerance(self.g) * mag
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Case for GemmCase {
+    fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
+        self.gpu.bind()?;
+        self.timer.start(&self.gpu)?;
+        for _ in 0..iters {
+            self.gemm()?;
+        }
+        let elapsed = self.timer.stop(&self.gpu)?;
+        Ok(Work {
+            ops: iters * gemm_flops(self.n),
+            elapsed: Some(elapsed),
+            ..Work::default()
+        })
+    }
+
+    fn teardown(&mut self) -> Result<(), BenchError> {
+        self.gpu.sync()?;
+        self.blas = None;
+        self.a = None;
+        self.b = None;
+        self.c = None;
+        self.workspace = None;
+        self.gpu.check()
+    }
+
+    fn peak(&self) -> Option<Peak> {
+        self.peak.clone()
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.notes.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cuda::device::tests::h100;
+
+    #[test]
+    fn elements_are_exact_in_their_type_and_cover_minus_one_to_one() {
+        for g in [Gemm::F16, Gemm::Bf16, Gemm::Tf32, Gemm::F64] {
+            let mut lo: f64 = 0.0;
+            let mut hi: f64 = 0.0;
+            let mut bytes = Vec::new();
+            for idx in 0..4096 {
+                let v = element(g, 1, idx);
+                assert!((-1.0..1.0).contains(&v), "{g:?} {v}");
+                lo = lo.min(v);
+                hi = hi.max(v);
+                bytes.clear();
+                encode(g, v, &mut bytes);
+                assert_eq!(decode(g, &bytes), v, "{g:?} {v} round trip");
+            }
+            assert!(lo < -0.9 && hi > 0.9, "{g:?} spans [-1, 1): {lo} {hi}");
+        }
+        // A and B differ.
+        assert_ne!(element(Gemm::F64, 0, 5), element(Gemm::F64, 1, 5));
+    }
+
+    #[test]
+    fn flops_are_two_n_cubed() {
+        assert_eq!(gemm_flops(8192), 2 * 8192u64.pow(3));
+    }
+
+    #[test]
+    fn an_oversized_matrix_is_a_usage_error_naming_the_memory() {
+        let d = h100();
+        assert!(check_fits(Gemm::F64, 16384, &d).is_ok());
+        let e = check_fits(Gemm::F64, 65536, &d).unwrap_err();
+        assert!(e.contains("96.0 GiB") && e.contains("NVIDIA H100"), "{e}");
+    }
+}
