@@ -139,6 +139,10 @@ fn bad_input_exits_2_naming_the_flag_or_file() {
     assert_usage_error(&["run", "os", "--format", "xml"], "--format");
     assert_usage_error(&["run", "os", "--duration", "ten"], "--duration");
     assert_usage_error(&["run", "os", "--bogus-flag"], "--bogus-flag");
+    assert_usage_error(
+        &["run", "mem.bandwidth", "--peak-mem-bw", "fast"],
+        "--peak-mem-bw",
+    );
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.json");
     let bad = dir.path().join("bad.json");

@@ -203,7 +203,12 @@ impl Benchmark for Bandwidth {
         }
     }
 
-    fn validate(&self, _ctx: &Context, point: &Point) -> Result<(), ConfigError> {
+    fn validate(&self, ctx: &Context, point: &Point) -> Result<(), ConfigError> {
+        if let Some(text) = ctx.options.get(crate::peak::OPTION) {
+            crate::peak::parse_rate(text).map_err(|e| {
+                ConfigError::Invalid(format!("invalid value `{text}` for --peak-mem-bw: {e}"))
+            })?;
+        }
         let bad = |param: &str, reason: String| ConfigError::InvalidValue {
             param: param.into(),
             value: point

@@ -81,8 +81,8 @@
 //! root only): Σ populated DIMMs × configured MT/s × data width, which is
 //! channels × MT/s × 8 B with one DIMM per channel. When neither is known the
 //! record says so and carries no efficiency. Records that fit in a cache get
-//! no DRAM peak. A malformed `--peak-mem-bw` fails each record with a message
-//! naming the flag. A single thread rarely reaches the DRAM peak: the
+//! no DRAM peak. A malformed `--peak-mem-bw` is a usage error naming the
+//! flag, before anything runs. A single thread rarely reaches the DRAM peak: the
 //! efficiency of a `threads=1` record is that of one core.
 //!
 //! **Notes and warnings.** Facts that help read a record — the cache level

@@ -403,19 +403,13 @@ fn without_a_peak_the_record_says_so_and_garbage_fails_naming_the_flag() {
             r.notes
         );
     }
-    let report = run_on(
-        tiny_cache_host(),
-        "mem.bandwidth",
-        &[("op", "read")],
-        &[("peak-mem-bw", "fast")],
-    );
-    let r = &report.records[0];
-    assert_eq!(r.status, Status::Failed);
-    let reason = r.reason.as_deref().unwrap_or_default();
-    assert!(
-        reason.contains("--peak-mem-bw") && reason.contains("fast"),
-        "{reason}"
-    );
+    // A malformed rate is a usage error before anything runs.
+    let mut cfg = config("mem.bandwidth", &[("op", "read")]);
+    cfg.options.insert("peak-mem-bw".into(), "fast".into());
+    let e = runner::plan_on(&registry(), &cfg, tiny_cache_host())
+        .expect_err("a malformed --peak-mem-bw is refused")
+        .to_string();
+    assert!(e.contains("--peak-mem-bw") && e.contains("fast"), "{e}");
 }
 
 #[test]
