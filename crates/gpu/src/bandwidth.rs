@@ -136,7 +136,7 @@ impl Benchmark for Bandwidth {
         if !params::is_cuda(point) {
             return params::wgpu_case(ctx, point, WgpuKind::Bandwidth);
         }
-        prepare(point)
+        prepare(point, crate::cuda::device::virtualized(&ctx.host))
     }
 }
 
@@ -218,7 +218,7 @@ struct CopyCase {
     gpu: Gpu,
 }
 
-fn prepare(point: &Point) -> Result<Box<dyn Case>, BenchError> {
+fn prepare(point: &Point, virtualized: bool) -> Result<Box<dyn Case>, BenchError> {
     let op = Op::parse(point.str("op")?).ok_or_else(|| BenchError::Other("unknown op".into()))?;
     let block = point.u64("block")?;
     let pinned = point.str("memory")? == "pinned";
@@ -284,11 +284,11 @@ fn prepare(point: &Point) -> Result<Box<dyn Case>, BenchError> {
     case.copy_once()?;
     case.gpu.sync()?;
     case.verify()?;
-    describe(&mut case, pinned);
+    describe(&mut case, pinned, virtualized);
     Ok(Box::new(case))
 }
 
-fn describe(case: &mut CopyCase, pinned: bool) {
+fn describe(case: &mut CopyCase, pinned: bool, virtualized: bool) {
     let info = &case.gpu.info;
     let block = case.block as u64;
     case.notes.push(info.describe());
@@ -328,7 +328,7 @@ fn describe(case: &mut CopyCase, pinned: bool) {
     case.notes.push(
         "the destination was checked byte for byte against the source pattern after one untimed copy".into(),
     );
-    match peak_for(case.op, block, info) {
+    match peak_for(case.op, block, info, virtualized) {
         Ok(p) => case.peak = Some(p),
         Err(w) => case.warnings.push(w),
     }
@@ -336,8 +336,14 @@ fn describe(case: &mut CopyCase, pinned: bool) {
 
 /// The peak a copy is measured against, or why none applies: device
 /// memory for device copies whose buffers are well beyond the L2 cache,
-/// the PCIe link for host copies.
-pub(crate) fn peak_for(op: Op, block: u64, info: &crate::cuda::DeviceInfo) -> Result<Peak, String> {
+/// the PCIe link for host copies (in a virtual machine the GPU's own link,
+/// see `PcieLink::usable`).
+pub(crate) fn peak_for(
+    op: Op,
+    block: u64,
+    info: &crate::cuda::DeviceInfo,
+    virtualized: bool,
+) -> Result<Peak, String> {
     if op.is_d2d() {
         if block < 2 * info.l2_bytes {
             return Err(format!(
@@ -364,7 +370,10 @@ pub(crate) fn peak_for(op: Op, block: u64, info: &crate::cuda::DeviceInfo) -> Re
     }
     info.pcie
         .as_ref()
-        .and_then(|l| peak::pcie_peak(l.max_gts, l.max_width))
+        .and_then(|l| {
+            let (gts, width) = l.usable(!virtualized);
+            peak::pcie_peak(gts, width)
+        })
         .ok_or_else(|| {
             format!(
                 "no link peak: the PCIe link of {} is not readable in sysfs",
@@ -551,21 +560,39 @@ mod tests {
     #[test]
     fn peaks_apply_beyond_the_l2_and_across_the_link() {
         let d = h100();
-        let e = peak_for(Op::D2dKernel, 16 << 20, &d).unwrap_err();
+        let e = peak_for(Op::D2dKernel, 16 << 20, &d, false).unwrap_err();
         assert!(e.contains("fit in") && e.contains("L2"), "{e}");
-        let e = peak_for(Op::D2dMemcpy, 64 << 20, &d).unwrap_err();
+        let e = peak_for(Op::D2dMemcpy, 64 << 20, &d, false).unwrap_err();
         assert!(e.contains("not much larger"), "{e}");
-        let p = peak_for(Op::D2dKernel, 256 << 20, &d).unwrap();
+        let p = peak_for(Op::D2dKernel, 256 << 20, &d, false).unwrap();
         assert!((p.value / 3.352e12 - 1.0).abs() < 0.002, "{}", p.value);
-        let p = peak_for(Op::H2d, 1, &d).unwrap();
+        let p = peak_for(Op::H2d, 1, &d, false).unwrap();
         assert!((p.value / 63.02e9 - 1.0).abs() < 0.001, "{}", p.value);
         assert_eq!(p.inputs["lanes"].source, "sysfs");
+        // Behind a Gen4 port the link is Gen4, except that a VM's port is
+        // emulated and the GPU's own Gen5 link counts.
+        let mut g4 = d.clone();
+        if let Some(l) = g4.pcie.as_mut() {
+            l.port_gts = Some(16.0);
+        }
+        let p = peak_for(Op::H2d, 1, &g4, false).unwrap();
+        assert!((p.value / 31.51e9 - 1.0).abs() < 0.001, "{}", p.value);
+        let p = peak_for(Op::H2d, 1, &g4, true).unwrap();
+        assert!((p.value / 63.02e9 - 1.0).abs() < 0.001, "{}", p.value);
         let mut j = d.clone();
         j.integrated = true;
-        assert!(peak_for(Op::D2h, 1, &j).unwrap_err().contains("integrated"));
+        assert!(
+            peak_for(Op::D2h, 1, &j, false)
+                .unwrap_err()
+                .contains("integrated")
+        );
         j.integrated = false;
         j.pcie = None;
-        assert!(peak_for(Op::D2h, 1, &j).unwrap_err().contains("sysfs"));
+        assert!(
+            peak_for(Op::D2h, 1, &j, false)
+                .unwrap_err()
+                .contains("sysfs")
+        );
     }
 
     #[test]

@@ -14,22 +14,27 @@
 //!
 //! ## Builds and runs anywhere
 //!
-//! The driver (`libcuda`), NVRTC and cuBLAS are loaded at run time
-//! (cudarc's `dynamic-loading`), so the crate compiles without a CUDA
-//! toolkit and its tests pass without a GPU. Each entry point first checks
-//! that the library it needs loads; otherwise the record is *skipped* with
-//! the reason: `no CUDA driver: ...`, `no CUDA device: ...`, `NVRTC not
-//! found: ... set LD_LIBRARY_PATH to ...`, `cuBLAS not found: ...`. NVRTC and
-//! cuBLAS are also looked for where the CUDA toolkit and pip's `nvidia-*`
-//! wheels (which PyTorch installs) put them, and loaded from there. The
-//! driver must support CUDA 12.0 or newer.
+//! The driver (`libcuda`), NVRTC and cuBLAS are loaded at run time (the
+//! driver through cudarc's `dynamic-loading`, NVRTC and cuBLAS by this
+//! crate, `cuda/libs.rs`), so the crate compiles without a CUDA toolkit and
+//! its tests pass without a GPU. Each entry point first checks that the
+//! library it needs loads; otherwise the record is *skipped* with the
+//! reason: `no CUDA driver: ...`, `no CUDA device: ...`, `NVRTC not found:
+//! ... set LD_LIBRARY_PATH to ...`, `cuBLAS not found: ...`. NVRTC and
+//! cuBLAS of CUDA 13 or 12 (`libnvrtc.so.13`/`.12`, `libcublas.so.13`/`.12`;
+//! the newest major version the driver can run) are looked for on the
+//! loader's path, then where the CUDA toolkit and pip's `nvidia-*` wheels
+//! (which PyTorch installs) put them, and loaded from there. The driver
+//! must support CUDA 12.0 or newer (NVIDIA driver 525+); an older one makes
+//! every CUDA record a skip saying so.
 //!
-//! Kernels are CUDA C (`kernels.rs`) compiled at run time by NVRTC
-//! to machine code (CUBIN) for the device's own `sm_XY`, so a driver older
-//! than NVRTC is fine. Timing uses CUDA events around a batch of
-//! back-to-back operations on the case's own stream (the runner's
-//! `Work::elapsed`), except pageable host copies (host clock, see below).
-//! The runner's warm-up and batch sizing apply as everywhere.
+//! Kernels are CUDA C (`kernels.rs`) compiled at run time by NVRTC to
+//! machine code (CUBIN) for the device's own `sm_XY`, so a driver older
+//! than NVRTC of the same CUDA major version is fine. Timing uses CUDA
+//! events around a batch of back-to-back operations on the case's own
+//! stream (the runner's `Work::elapsed`), except pageable host copies
+//! (host clock, see below). The runner's warm-up and batch sizing apply as
+//! everywhere.
 //!
 //! ## `gpu.flops` — `precision=f64|f32|f16|bf16`, `blocks`, `threads_per_block`, `device`, `backend`
 //!
@@ -107,7 +112,8 @@
 //!   5120 bit → 3.35 TB/s); no peak for blocks under 2 × L2, which the
 //!   L2 cache serves at least in part.
 //! - Host link: `PCIe GT/s × encoding × lanes / 8` per direction, from
-//!   sysfs (the slower of the GPU's and its upstream port's maximum).
+//!   sysfs (the slower of the GPU's and its upstream port's maximum; in a
+//!   virtual machine, whose ports are emulated, the GPU's own).
 //!
 //! Where a rate is unknown (dp4a, a GeForce tensor rate, an export
 //! variant such as H20) the record says so instead of guessing. Every

@@ -3,16 +3,14 @@
 //! CUDA-core one.
 
 use std::ffi::c_void;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use benchsuite_core::units::format_size;
 use benchsuite_core::{
     BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, ParamSpec, Peak, Point,
     Probe, Value, Work,
 };
-use cudarc::cublas::CudaBlas;
-use cudarc::cublas::sys as blas;
 
+use crate::cuda::blas::{self, Blas};
 use crate::cuda::{self, DeviceBuffer, Gpu, Timer};
 use crate::kernels::emulate::{bf16_bits, bf16_value, f16_bits, f16_value};
 use crate::params;
@@ -160,7 +158,7 @@ fn tolerance(g: Gemm) -> f64 {
 /// Fields drop in declaration order: the cuBLAS handle, then the buffers
 /// (the workspace after the handle that uses it), then `gpu`.
 struct GemmCase {
-    blas: Option<CudaBlas>,
+    blas: Option<Blas>,
     g: Gemm,
     n: u64,
     a: Option<DeviceBuffer>,
@@ -203,18 +201,11 @@ fn prepare(point: &Point) -> Result<Box<dyn Case>, BenchError> {
         )));
     }
     let bytes = (n * n * g.elem_bytes()) as usize;
-    let blas = catch_unwind(AssertUnwindSafe(|| CudaBlas::new(gpu.stream.clone())))
-        .map_err(|_| BenchError::Other("cuBLAS panicked creating a handle".into()))?
-        .map_err(|e| BenchError::Other(format!("cublasCreate: {e:?}")))?;
     let workspace = DeviceBuffer::new(&gpu, WORKSPACE)?;
-    // SAFETY: the handle is live; the workspace is device memory of
-    // WORKSPACE bytes that outlives every GEMM queued with this handle (the
-    // case drops the handle before the buffer, after a synchronise).
-    unsafe {
-        blas::cublasSetWorkspace_v2(*blas.handle(), workspace.ptr() as *mut c_void, WORKSPACE)
-    }
-    .result()
-    .map_err(|e| BenchError::Other(format!("cublasSetWorkspace: {e:?}")))?;
+    // The handle uses the workspace until it is dropped: the case drops the
+    // handle first (field order), and on an error below `blas`, declared
+    // after `workspace`, is dropped before it.
+    let blas = Blas::new(&gpu, &workspace)?;
     let mut case = GemmCase {
         a: Some(DeviceBuffer::new(&gpu, bytes)?),
         b: Some(DeviceBuffer::new(&gpu, bytes)?),
@@ -262,7 +253,8 @@ fn prepare(point: &Point) -> Result<Box<dyn Case>, BenchError> {
         "one op = one floating-point operation: a GEMM of N={n} counts 2·N³ = {flops_per} (N³ multiply-adds); C = A·B, column-major, no transposes, alpha = 1, beta = 0"
     ));
     case.notes.push(format!(
-        "cuBLAS {}: {}; {} workspace; time by CUDA events around back-to-back GEMMs",
+        "cuBLAS ({}) {}: {}; {} workspace; time by CUDA events around back-to-back GEMMs",
+        blas::api().map(|a| a.file()).unwrap_or("?"),
         if g == Gemm::F64 {
             "cublasDgemm"
         } else {
@@ -316,76 +308,19 @@ impl GemmCase {
             b.ptr() as *const c_void,
             c.ptr() as *mut c_void,
         );
-        let op = blas::cublasOperation_t::CUBLAS_OP_N;
-        let status = if self.g == Gemm::F64 {
-            let (alpha, beta) = (1.0f64, 0.0f64);
-            // SAFETY: A, B, C are device buffers of N×N f64 (ld = N),
-            // alive until teardown synchronises; alpha/beta are host
-            // scalars read during the call (host pointer mode).
-            unsafe {
-                blas::cublasDgemm_v2(
-                    *h.handle(),
-                    op,
-                    op,
-                    n,
-                    n,
-                    n,
-                    &alpha,
-                    a as *const f64,
-                    n,
-                    b as *const f64,
-                    n,
-                    &beta,
-                    c as *mut f64,
-                    n,
-                )
+        let (ty, compute) = match self.g {
+            Gemm::F64 => {
+                // SAFETY: A, B, C are device buffers of N×N f64 (ld = N),
+                // alive until teardown synchronises.
+                return unsafe { h.dgemm(n, a as *const f64, b as *const f64, c as *mut f64) };
             }
-        } else {
-            let (ty, compute) = match self.g {
-                Gemm::F16 => (
-                    blas::cudaDataType::CUDA_R_16F,
-                    blas::cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                ),
-                Gemm::Bf16 => (
-                    blas::cudaDataType::CUDA_R_16BF,
-                    blas::cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                ),
-                _ => (
-                    blas::cudaDataType::CUDA_R_32F,
-                    blas::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
-                ),
-            };
-            let (alpha, beta) = (1.0f32, 0.0f32);
-            // SAFETY: A, B, C are device buffers of N×N elements of `ty`
-            // (ld = N), alive until teardown synchronises; with a 32F
-            // compute type alpha/beta are f32 host scalars.
-            unsafe {
-                blas::cublasGemmEx(
-                    *h.handle(),
-                    op,
-                    op,
-                    n,
-                    n,
-                    n,
-                    &alpha as *const f32 as *const c_void,
-                    a,
-                    ty,
-                    n,
-                    b,
-                    ty,
-                    n,
-                    &beta as *const f32 as *const c_void,
-                    c,
-                    ty,
-                    n,
-                    compute,
-                    blas::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
-                )
-            }
+            Gemm::F16 => (blas::R_16F, blas::COMPUTE_32F),
+            Gemm::Bf16 => (blas::R_16BF, blas::COMPUTE_32F),
+            Gemm::Tf32 => (blas::R_32F, blas::COMPUTE_32F_FAST_TF32),
         };
-        status
-            .result()
-            .map_err(|e| BenchError::Other(format!("cuBLAS GEMM: {e:?}")))
+        // SAFETY: A, B, C are device buffers of N×N elements of `ty` (ld =
+        // N), alive until teardown synchronises.
+        unsafe { h.gemm_ex(n, a, b, c, ty, compute) }
     }
 
     /// Compares 16 entries of C with a host computation from the same

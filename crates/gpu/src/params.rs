@@ -94,10 +94,11 @@ pub(crate) fn gib(bytes: u64) -> String {
 /// The module's host facts: CUDA devices (or why there are none) and, in a
 /// build with the `wgpu` feature, the wgpu adapter.
 pub(crate) fn host_facts(ctx: &Context) -> serde_json::Value {
+    let virtualized = cuda::device::virtualized(&ctx.host);
     #[cfg(feature = "wgpu")]
-    let mut facts = cuda::device::host_facts();
+    let mut facts = cuda::device::host_facts(virtualized);
     #[cfg(not(feature = "wgpu"))]
-    let facts = cuda::device::host_facts();
+    let facts = cuda::device::host_facts(virtualized);
     #[cfg(feature = "wgpu")]
     {
         let adapter = match crate::wgpu_backend::probe(ctx, 0) {
@@ -106,8 +107,6 @@ pub(crate) fn host_facts(ctx: &Context) -> serde_json::Value {
         };
         facts["wgpu"] = adapter;
     }
-    #[cfg(not(feature = "wgpu"))]
-    let _ = ctx;
     facts
 }
 

@@ -606,7 +606,7 @@ pub(crate) fn pcie_peak(gts: f64, width: u32) -> Option<Peak> {
         value,
         unit: "B/s".into(),
         formula: format!(
-            "PCIe Gen{} GT/s per lane × encoding ({}) × lanes / 8, one direction; the slower of the GPU's and its upstream port's maximum link",
+            "PCIe Gen{} GT/s per lane × encoding ({}) × lanes / 8, one direction; the GPU's maximum link, bounded by its upstream port's except in a virtual machine (whose ports are emulated)",
             pcie_gen(gts)
                 .map(|g| g.to_string())
                 .unwrap_or_else(|| "?".into()),
@@ -747,6 +747,14 @@ mod tests {
         assert!(close(memory_bandwidth(1_215_000, 5120), 1.555e12, 0.002));
         // RTX 3090 GDDR6X: the driver reports 9751 MHz × 384 bit → 936 GB/s.
         assert!(close(memory_bandwidth(9_751_000, 384), 936e9, 0.002));
+        // H100 PCIe HBM2e: 1593 MHz × 5120 bit → 2.04 TB/s (datasheet 2.0).
+        assert!(close(memory_bandwidth(1_593_000, 5120), 2.039e12, 0.002));
+        // H200 HBM3e, six 1024-bit stacks at the 3201 MHz nvidia-smi
+        // reports: 4.92 TB/s, 2.4% above the datasheet's rounded-down 4.8.
+        let h200 = memory_bandwidth(3_201_000, 6144);
+        assert!(close(h200, 4.917e12, 0.002) && h200 > 4.8e12, "{h200}");
+        // RTX 4090 GDDR6X: 10501 MHz × 384 bit → 1.008 TB/s.
+        assert!(close(memory_bandwidth(10_501_000, 384), 1.008e12, 0.002));
         let p = memory_peak(2_619_000, 5120);
         assert_eq!(p.metric, "bandwidth");
         assert!(p.formula.contains("2N"));

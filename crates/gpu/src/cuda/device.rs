@@ -53,11 +53,15 @@ pub(crate) struct DeviceInfo {
 /// A PCIe link as the kernel reports it in sysfs.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct PcieLink {
-    /// The usable maximum: the slower of the GPU's and the upstream port's
-    /// maximum transfer rate, in GT/s.
+    /// The GPU's maximum transfer rate, in GT/s.
     pub max_gts: f64,
-    /// The narrower of the two maximum widths.
+    /// The GPU's maximum width.
     pub max_width: u32,
+    /// The upstream port's (the parent bridge's) maximum rate, where sysfs
+    /// has one.
+    pub port_gts: Option<f64>,
+    /// The upstream port's maximum width.
+    pub port_width: Option<u32>,
     /// The current rate (GPUs train down when idle).
     pub current_gts: Option<f64>,
     /// The current width.
@@ -207,27 +211,51 @@ pub(crate) fn parse_gts(s: &str) -> Option<f64> {
     s.split_whitespace().next()?.parse().ok()
 }
 
-/// Reads the link of the PCI device at `dev` (a sysfs device directory),
-/// bounded by its upstream port (the parent directory) where that has one.
+/// Reads the link of the PCI device at `dev` (a sysfs device directory)
+/// and the maximum of its upstream port (the parent directory) where that
+/// has one.
 pub(crate) fn pcie_link(dev: PathBuf) -> Option<PcieLink> {
     let read = |p: &std::path::Path, f: &str| std::fs::read_to_string(p.join(f)).ok();
     let dev = std::fs::canonicalize(&dev).unwrap_or(dev);
-    let mut max_gts = parse_gts(&read(&dev, "max_link_speed")?)?;
-    let mut max_width: u32 = read(&dev, "max_link_width")?.trim().parse().ok()?;
-    if let Some(up) = dev.parent() {
-        if let Some(g) = read(up, "max_link_speed").and_then(|s| parse_gts(&s)) {
-            max_gts = max_gts.min(g);
-        }
-        if let Some(w) = read(up, "max_link_width").and_then(|s| s.trim().parse().ok()) {
-            max_width = max_width.min(w);
-        }
-    }
+    let max_gts = parse_gts(&read(&dev, "max_link_speed")?)?;
+    let max_width: u32 = read(&dev, "max_link_width")?.trim().parse().ok()?;
+    let up = dev.parent();
     Some(PcieLink {
         max_gts,
         max_width,
+        port_gts: up.and_then(|u| read(u, "max_link_speed").and_then(|s| parse_gts(&s))),
+        port_width: up.and_then(|u| read(u, "max_link_width").and_then(|s| s.trim().parse().ok())),
         current_gts: read(&dev, "current_link_speed").and_then(|s| parse_gts(&s)),
         current_width: read(&dev, "current_link_width").and_then(|s| s.trim().parse().ok()),
     })
+}
+
+impl PcieLink {
+    /// The link's usable maximum (GT/s, lanes): the slower and narrower of
+    /// the GPU's and its upstream port's, or the GPU's own when the port is
+    /// not to be trusted. In a virtual machine the parent bridge is the
+    /// hypervisor's emulated root port, whose advertised link (QEMU's is
+    /// 16 GT/s x32, older ones 2.5 GT/s x1) says nothing about the
+    /// physical slot, while the GPU's own capability is read from the
+    /// passed-through device.
+    pub(crate) fn usable(&self, trust_port: bool) -> (f64, u32) {
+        let (mut gts, mut width) = (self.max_gts, self.max_width);
+        if trust_port {
+            if let Some(g) = self.port_gts.filter(|g| *g > 0.0) {
+                gts = gts.min(g);
+            }
+            if let Some(w) = self.port_width.filter(|w| *w > 0) {
+                width = width.min(w);
+            }
+        }
+        (gts, width)
+    }
+}
+
+/// Whether the host is a virtual machine (then PCIe bridges are
+/// emulated), from the runner's host facts.
+pub(crate) fn virtualized(host: &benchsuite_core::Host) -> bool {
+    host.virtualization.as_deref().is_some_and(|v| v != "none")
 }
 
 impl DeviceInfo {
@@ -260,8 +288,9 @@ impl DeviceInfo {
         h20 || (n.contains("H800") && what == "f64")
     }
 
-    /// The device facts for the report's host section.
-    pub(crate) fn facts(&self) -> Json {
+    /// The device facts for the report's host section; `virtualized`: see
+    /// [`PcieLink::usable`].
+    pub(crate) fn facts(&self, virtualized: bool) -> Json {
         let flops = |a: Arith| {
             peak::cuda_core_rate(self.cc, a, self.fp32_to_fp64)
                 .filter(|_| !self.restricted(a.name()) && self.clock_khz > 0)
@@ -298,14 +327,19 @@ impl DeviceInfo {
             "integrated": self.integrated,
             "ecc": self.ecc,
             "pci_bus_id": self.pci_bus_id,
-            "pcie": self.pcie.as_ref().map(|l| json!({
-                "max_gen": peak::pcie_gen(l.max_gts),
-                "max_gts": l.max_gts,
-                "max_width": l.max_width,
-                "current_gen": l.current_gts.and_then(peak::pcie_gen),
-                "current_width": l.current_width,
-                "peak_bytes_per_sec_per_direction": peak::pcie_bandwidth(l.max_gts, l.max_width),
-            })),
+            "pcie": self.pcie.as_ref().map(|l| {
+                let (gts, width) = l.usable(!virtualized);
+                json!({
+                    "max_gen": peak::pcie_gen(l.max_gts),
+                    "max_gts": l.max_gts,
+                    "max_width": l.max_width,
+                    "port_max_gts": l.port_gts,
+                    "port_max_width": l.port_width,
+                    "current_gen": l.current_gts.and_then(peak::pcie_gen),
+                    "current_width": l.current_width,
+                    "peak_bytes_per_sec_per_direction": peak::pcie_bandwidth(gts, width),
+                })
+            }),
             "peaks": {
                 "memory_bytes_per_sec": (self.mem_clock_khz > 0 && self.bus_width_bits > 0)
                     .then(|| peak::memory_bandwidth(self.mem_clock_khz, self.bus_width_bits)),
@@ -327,17 +361,23 @@ impl DeviceInfo {
 
 /// The module's host facts: the driver and every device, or why CUDA is
 /// not usable here.
-pub(crate) fn host_facts() -> Json {
+pub(crate) fn host_facts(virtualized: bool) -> Json {
     match driver() {
         Ok(d) => json!({
             "cuda_driver_version": d.version_string(),
-            "nvrtc": match libs::nvrtc() {
-                Ok(()) => super::nvrtc::version().map(|(a, b)| Json::from(format!("{a}.{b}"))).unwrap_or(Json::Null),
+            "nvrtc": match super::nvrtc::api() {
+                Ok(api) => json!({
+                    "version": super::nvrtc::version().map(|(a, b)| format!("{a}.{b}")),
+                    "library": api.file(),
+                }),
                 Err(e) => Json::from(e),
             },
-            "cublas": match libs::cublas() { Ok(()) => Json::from("found"), Err(e) => Json::from(e) },
+            "cublas": match super::blas::api() {
+                Ok(api) => json!({ "library": api.file() }),
+                Err(e) => Json::from(e),
+            },
             "nvlink": super::nvml::nvlink_summary(&d.devices),
-            "devices": d.devices.iter().map(DeviceInfo::facts).collect::<Vec<_>>(),
+            "devices": d.devices.iter().map(|i| i.facts(virtualized)).collect::<Vec<_>>(),
         }),
         Err(reason) => json!({ "cuda": null, "reason": reason }),
     }
@@ -367,6 +407,8 @@ pub(crate) mod tests {
             pcie: Some(PcieLink {
                 max_gts: 32.0,
                 max_width: 16,
+                port_gts: Some(32.0),
+                port_width: Some(16),
                 current_gts: Some(32.0),
                 current_width: Some(16),
             }),
@@ -375,7 +417,7 @@ pub(crate) mod tests {
 
     #[test]
     fn facts_carry_the_derived_peaks() {
-        let f = h100().facts();
+        let f = h100().facts(false);
         assert_eq!(f["compute_capability"], "9.0");
         assert_eq!(f["sms"], 132);
         assert_eq!(f["pcie"]["max_gen"], 5);
@@ -391,7 +433,7 @@ pub(crate) mod tests {
         let mut d = h100();
         d.name = "NVIDIA H20".into();
         assert!(d.restricted("bf16"));
-        assert!(d.facts()["peaks"]["tensor_flops_bf16"].is_null());
+        assert!(d.facts(false)["peaks"]["tensor_flops_bf16"].is_null());
         d.name = "NVIDIA H200".into();
         assert!(!d.restricted("bf16"));
         d.name = "NVIDIA H800 PCIe".into();
@@ -438,9 +480,11 @@ pub(crate) mod tests {
         std::fs::write(dev.join("current_link_width"), "16\n").unwrap();
         let l = pcie_link(dev).unwrap();
         std::fs::remove_dir_all(&root).unwrap();
+        assert_eq!((l.max_gts, l.port_gts), (32.0, Some(16.0)));
         // A Gen5 GPU in a Gen4 slot runs at Gen4.
-        assert_eq!(l.max_gts, 16.0);
-        assert_eq!(l.max_width, 16);
+        assert_eq!(l.usable(true), (16.0, 16));
+        // In a VM the parent is an emulated port: the GPU's own link counts.
+        assert_eq!(l.usable(false), (32.0, 16));
         assert_eq!(l.current_gts, Some(2.5));
     }
 
@@ -449,7 +493,7 @@ pub(crate) mod tests {
         if libs::driver().is_err() {
             let e = driver().unwrap_err();
             assert!(e.starts_with("no CUDA driver"), "{e}");
-            let f = host_facts();
+            let f = host_facts(false);
             assert!(f["reason"].as_str().unwrap().contains("no CUDA driver"));
         }
     }

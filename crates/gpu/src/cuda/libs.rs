@@ -1,25 +1,26 @@
-//! Finding the CUDA libraries before cudarc touches them.
-//!
-//! cudarc loads `libcuda`, `libnvrtc` and `libcublas` lazily and **panics**
-//! when one is missing, so every entry point of this crate first asks the
-//! matching function here, which answers with a skip reason instead.
+//! Finding the CUDA libraries before anything calls into them.
 //!
 //! The driver (`libcuda.so.1`) comes with the NVIDIA driver and is always in
-//! the loader's cache when a driver is installed. NVRTC and cuBLAS belong to
-//! the CUDA toolkit (or to pip's `nvidia-cuda-nvrtc-cu12` and
-//! `nvidia-cublas-cu12`, which PyTorch installs), often in a directory the
-//! loader does not search. When the plain `dlopen` fails, the well-known
-//! places below are searched; a library found there is loaded by its full
-//! path and kept loaded, and cudarc's later `dlopen("libnvrtc.so.12")` then
-//! finds it by its soname (glibc matches already-loaded objects by soname).
-//! Otherwise the skip reason says which directory to put on
-//! `LD_LIBRARY_PATH`.
+//! the loader's cache when a driver is installed; cudarc loads it lazily
+//! and **panics** when it is missing, so every entry point first asks
+//! [`driver`], which answers with a skip reason instead.
+//!
+//! NVRTC and cuBLAS belong to a CUDA toolkit (or to pip's wheels, which
+//! PyTorch installs: `nvidia-cuda-nvrtc-cu12` / `nvidia-cublas-cu12` put
+//! them in `site-packages/nvidia/{cuda_nvrtc,cublas}/lib`, the CUDA 13
+//! wheels in `site-packages/nvidia/cu13/lib`), often in a directory the
+//! loader does not search, and under the soname of their CUDA major
+//! version (`libnvrtc.so.12`, `libnvrtc.so.13`). cudarc's own loader knows
+//! neither those directories nor CUDA 13's sonames, so this crate opens
+//! both libraries itself ([`load`]) and calls them through function
+//! pointers (`nvrtc.rs`, `blas.rs`): the newest major version the driver
+//! can run (CUDA 13 code needs a CUDA 13 driver, 580 or newer), by soname
+//! through the loader first, then by full path from the usual places.
+//! Otherwise the skip reason says what to install and which directory to
+//! put on `LD_LIBRARY_PATH`.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
-
-/// Libraries loaded by full path, kept loaded for the life of the process.
-static PRELOADED: Mutex<Vec<libloading::Library>> = Mutex::new(Vec::new());
+use std::sync::OnceLock;
 
 /// Why the driver cannot be used, when its library is absent.
 pub(crate) const NO_DRIVER: &str = "no CUDA driver: libcuda.so.1 was not found (install the NVIDIA driver; in a container, run it with the NVIDIA container toolkit, e.g. `docker run --gpus all`)";
@@ -38,99 +39,202 @@ pub(crate) fn driver() -> Result<(), String> {
 }
 
 /// Whether NVRTC (the run-time CUDA C compiler) can be loaded; searches the
-/// usual places once when the loader alone cannot find it.
+/// usual places once.
 pub(crate) fn nvrtc() -> Result<(), String> {
-    static NVRTC: OnceLock<Result<(), String>> = OnceLock::new();
-    NVRTC
-        .get_or_init(|| {
-            // SAFETY: as in `driver`: only dlopen/dlclose of candidate names.
-            let present = || unsafe { cudarc::nvrtc::sys::is_culib_present() };
-            find(
-                "NVRTC",
-                &["libnvrtc.so.12"],
-                "cuda_nvrtc",
-                "nvidia-cuda-nvrtc-cu12",
-                present,
-            )
-        })
-        .clone()
+    super::nvrtc::api().map(|_| ())
 }
 
 /// Whether cuBLAS can be loaded; searches the usual places once.
 pub(crate) fn cublas() -> Result<(), String> {
-    static CUBLAS: OnceLock<Result<(), String>> = OnceLock::new();
-    CUBLAS
-        .get_or_init(|| {
-            // SAFETY: as in `driver`: only dlopen/dlclose of candidate names.
-            let present = || unsafe { cudarc::cublas::sys::is_culib_present() };
-            // libcublas needs libcublasLt from the same release: load it first.
-            find(
-                "cuBLAS",
-                &["libcublasLt.so.12", "libcublas.so.12"],
-                "cublas",
-                "nvidia-cublas-cu12",
-                present,
-            )
-        })
-        .clone()
+    super::blas::api().map(|_| ())
 }
 
-/// Checks `present`; if false, looks for `files` (the last one is the
-/// library itself, earlier ones its dependencies) in [`search_dirs`], loads
-/// them by path and checks again.
-fn find(
-    what: &str,
-    files: &[&str],
-    pip_dir: &str,
-    pip_pkg: &str,
-    present: impl Fn() -> bool,
-) -> Result<(), String> {
-    if present() {
-        return Ok(());
-    }
-    let main = files[files.len() - 1];
-    let Some(dir) = search_dirs(pip_dir)
-        .into_iter()
-        .find(|d| d.join(main).is_file())
-    else {
+/// CUDA major versions whose NVRTC and cuBLAS this crate can use, newest
+/// first (the C APIs it calls are the same in both).
+pub(crate) const MAJORS: &[u32] = &[13, 12];
+
+/// A versioned CUDA library to look for.
+#[derive(Debug)]
+pub(crate) struct Spec {
+    /// `NVRTC`, for messages.
+    pub what: &'static str,
+    /// The soname without its major version: `libnvrtc.so.`.
+    pub stem: &'static str,
+    /// Libraries of the same release it links against, loaded first by
+    /// path when it is loaded by path (`libcublasLt.so.`).
+    pub deps: &'static [&'static str],
+    /// Libraries it opens itself at run time from its own directory,
+    /// preloaded by path (`libnvrtc-builtins.so.13.0` for NVRTC 13): any
+    /// file of the directory named `<prefix><major>.`.
+    pub runtime_deps: &'static [&'static str],
+    /// The `site-packages/nvidia/<dir>/lib` directory of the pip wheel of
+    /// a major version.
+    pub pip_dir: fn(u32) -> &'static str,
+    /// The pip package of a major version.
+    pub pip_pkg: fn(u32) -> &'static str,
+}
+
+/// A library loaded for the life of the process (never unloaded, so the
+/// function pointers taken from it stay valid).
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    /// The library.
+    pub lib: libloading::Library,
+    /// What was opened: a soname the loader found, or a full path.
+    pub file: String,
+    /// Its dependencies loaded by path, kept loaded with it.
+    _deps: Vec<libloading::Library>,
+}
+
+/// The CUDA major version the driver supports (`12` for a 12.x driver),
+/// when a driver is there.
+pub(crate) fn driver_major() -> Option<u32> {
+    super::device::driver()
+        .ok()
+        .map(|d| (d.version / 1000).max(0) as u32)
+}
+
+/// The major versions to try, newest first: those the driver can run
+/// (all of [`MAJORS`] without a driver: compiling needs none).
+pub(crate) fn usable_majors(driver_major: Option<u32>) -> Vec<u32> {
+    MAJORS
+        .iter()
+        .copied()
+        .filter(|m| driver_major.is_none_or(|d| *m <= d))
+        .collect()
+}
+
+/// Loads the newest usable major version of `spec`: by soname through the
+/// loader, else by full path from [`search_dirs`].
+pub(crate) fn load(spec: &Spec, driver_major: Option<u32>) -> Result<Loaded, String> {
+    let majors = usable_majors(driver_major);
+    if majors.is_empty() {
         return Err(format!(
-            "{what} not found: {main} is not on the loader's path; install the CUDA toolkit or `pip install {pip_pkg}`, then set LD_LIBRARY_PATH to the directory holding {main} (e.g. /usr/local/cuda/lib64, or site-packages/nvidia/{pip_dir}/lib)"
+            "{} not loaded: the CUDA driver runs CUDA {}.x code at most, and this crate uses the CUDA {} libraries, which need a newer driver",
+            spec.what,
+            driver_major.unwrap_or(0),
+            MAJORS
+                .iter()
+                .rev()
+                .map(|m| m.to_string())
+                .collect::<Vec<_>>()
+                .join(" or ")
         ));
-    };
-    let mut kept = PRELOADED.lock().unwrap_or_else(|e| e.into_inner());
-    for f in files {
-        let path = dir.join(f);
-        if !path.is_file() {
-            continue;
-        }
+    }
+    let mut failures = Vec::new();
+    for &major in &majors {
+        let name = format!("{}{major}", spec.stem);
         // SAFETY: loading a CUDA library runs its initialisers, which only
-        // set up the library's own state; the handle is kept for the life
-        // of the process, so nothing it exports is unloaded while in use.
+        // set up the library's own state; it stays loaded for the life of
+        // the process.
+        if let Ok(lib) = unsafe { libloading::Library::new(&name) } {
+            return Ok(Loaded {
+                lib,
+                file: name,
+                _deps: Vec::new(),
+            });
+        }
+        let Some(dir) = search_dirs((spec.pip_dir)(major))
+            .into_iter()
+            .find(|d| d.join(&name).is_file())
+        else {
+            continue;
+        };
+        match load_from(spec, &dir, &name, major) {
+            Ok(l) => return Ok(l),
+            Err(e) => failures.push(e),
+        }
+    }
+    if let Some(e) = failures.into_iter().next() {
+        return Err(e);
+    }
+    let names: Vec<String> = majors.iter().map(|m| format!("{}{m}", spec.stem)).collect();
+    let pkgs: Vec<&str> = majors.iter().map(|m| (spec.pip_pkg)(*m)).collect();
+    let dirs: Vec<String> = majors
+        .iter()
+        .map(|m| format!("site-packages/nvidia/{}/lib", (spec.pip_dir)(*m)))
+        .collect();
+    let driver = match driver_major {
+        Some(d) if d < MAJORS[0] => format!(" (this driver runs CUDA {d}.x code at most)"),
+        _ => String::new(),
+    };
+    Err(format!(
+        "{} not found: {} is not on the loader's path nor in the usual places{driver}; install the CUDA toolkit or `pip install {}`, then set LD_LIBRARY_PATH to the directory holding it (e.g. /usr/local/cuda/lib64, or {})",
+        spec.what,
+        names.join(" or "),
+        pkgs.join("` or `"),
+        dirs.join(" or ")
+    ))
+}
+
+/// Loads `name` (and its dependencies) by full path from `dir`.
+fn load_from(spec: &Spec, dir: &Path, name: &str, major: u32) -> Result<Loaded, String> {
+    let mut deps = Vec::new();
+    let mut paths: Vec<PathBuf> = spec
+        .deps
+        .iter()
+        .map(|d| dir.join(format!("{d}{major}")))
+        .filter(|p| p.is_file())
+        .collect();
+    for prefix in spec.runtime_deps {
+        let want = format!("{prefix}{major}.");
+        let mut found: Vec<PathBuf> = read_dir_names(dir)
+            .into_iter()
+            .filter(|n| n.starts_with(&want))
+            .map(|n| dir.join(n))
+            .collect();
+        found.sort();
+        paths.extend(found);
+    }
+    for path in paths {
+        // SAFETY: as in `load`: a CUDA library's initialisers, kept loaded.
         match unsafe { libloading::Library::new(&path) } {
-            Ok(lib) => kept.push(lib),
+            Ok(lib) => deps.push(lib),
             Err(e) => {
                 return Err(format!(
-                    "{what} found at {} but it cannot be loaded ({e}); set LD_LIBRARY_PATH to {}",
-                    path.display(),
-                    dir.display()
+                    "{} found in {} but {} cannot be loaded ({e}); set LD_LIBRARY_PATH to that directory",
+                    spec.what,
+                    dir.display(),
+                    path.display()
                 ));
             }
         }
     }
-    if present() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what} found in {} but not usable by soname; set LD_LIBRARY_PATH to that directory",
+    let path = dir.join(name);
+    // SAFETY: as in `load`.
+    match unsafe { libloading::Library::new(&path) } {
+        Ok(lib) => Ok(Loaded {
+            lib,
+            file: path.display().to_string(),
+            _deps: deps,
+        }),
+        Err(e) => Err(format!(
+            "{} found at {} but it cannot be loaded ({e}); set LD_LIBRARY_PATH to {}",
+            spec.what,
+            path.display(),
             dir.display()
-        ))
+        )),
     }
+}
+
+/// Resolves symbol `name` of `lib` as a `T`.
+///
+/// # Safety
+/// `T` must be the C type of the symbol (a function pointer type matching
+/// its prototype).
+pub(crate) unsafe fn symbol<T: Copy>(lib: &Loaded, what: &str, name: &str) -> Result<T, String> {
+    // SAFETY: forwarded from this function's contract; the library stays
+    // loaded for the life of the process (see `Loaded`).
+    unsafe { lib.lib.get::<T>(name.as_bytes()) }
+        .map(|s| *s)
+        .map_err(|e| format!("{what} found at {} but it has no {name} ({e})", lib.file))
 }
 
 /// Where CUDA libraries usually live, most specific first: `$CUDA_HOME`,
 /// `$CUDA_PATH`, `/usr/local/cuda*`, `/opt/cuda`, then the `nvidia/<pkg>/lib`
 /// directory of pip wheels in an active virtualenv or conda env, in
-/// `~/.local` and in the system Python's site- and dist-packages.
+/// `~/.local`, in the environments whose `bin` is on `PATH` and in the
+/// system Python's site- and dist-packages.
 pub(crate) fn search_dirs(pip_dir: &str) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     for var in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {
@@ -160,6 +264,18 @@ pub(crate) fn search_dirs(pip_dir: &str) -> Vec<PathBuf> {
     }
     if let Some(home) = std::env::var_os("HOME") {
         prefixes.push(Path::new(&home).join(".local"));
+    }
+    // The environment of every `bin` directory on PATH: an un-activated
+    // virtualenv whose python3 is on PATH (e.g. /opt/torch/.venv/bin).
+    if let Some(path) = std::env::var_os("PATH") {
+        for bin in std::env::split_paths(&path) {
+            if bin.ends_with("bin")
+                && let Some(prefix) = bin.parent()
+                && !prefixes.iter().any(|p| p == prefix)
+            {
+                prefixes.push(prefix.to_path_buf());
+            }
+        }
     }
     prefixes.push(PathBuf::from("/usr/local"));
     prefixes.push(PathBuf::from("/usr"));
@@ -245,6 +361,48 @@ mod tests {
             Ok(()) => {}
             Err(e) => assert!(e.starts_with("no CUDA driver"), "{e}"),
         }
+    }
+
+    #[test]
+    fn only_majors_the_driver_runs_are_tried_newest_first() {
+        assert_eq!(usable_majors(None), vec![13, 12]);
+        assert_eq!(usable_majors(Some(13)), vec![13, 12]);
+        // A CUDA 12 driver (535..575) cannot load CUDA 13 code.
+        assert_eq!(usable_majors(Some(12)), vec![12]);
+        assert!(usable_majors(Some(11)).is_empty());
+    }
+
+    const NOWHERE: Spec = Spec {
+        what: "Nothing",
+        stem: "libbenchsuite-no-such-lib.so.",
+        deps: &[],
+        runtime_deps: &[],
+        pip_dir: |m| if m >= 13 { "cu13" } else { "no_such" },
+        pip_pkg: |m| {
+            if m >= 13 {
+                "nvidia-no-such"
+            } else {
+                "nvidia-no-such-cu12"
+            }
+        },
+    };
+
+    #[test]
+    fn a_library_found_nowhere_names_every_soname_package_and_directory() {
+        let e = load(&NOWHERE, None).unwrap_err();
+        for want in [
+            "Nothing not found",
+            "libbenchsuite-no-such-lib.so.13 or libbenchsuite-no-such-lib.so.12",
+            "`pip install nvidia-no-such` or `nvidia-no-such-cu12`",
+            "LD_LIBRARY_PATH",
+            "site-packages/nvidia/cu13/lib",
+        ] {
+            assert!(e.contains(want), "{want}: {e}");
+        }
+        let e = load(&NOWHERE, Some(12)).unwrap_err();
+        assert!(!e.contains(".so.13") && e.contains("CUDA 12.x"), "{e}");
+        let e = load(&NOWHERE, Some(11)).unwrap_err();
+        assert!(e.contains("CUDA 11.x") && e.contains("newer driver"), "{e}");
     }
 
     #[test]

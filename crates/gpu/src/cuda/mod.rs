@@ -1,7 +1,8 @@
-//! The CUDA side: library presence checks, the driver's devices, NVRTC and
-//! a small runtime over `cudarc`'s driver API. All unsafe code of the crate
+//! The CUDA side: library presence checks, the driver's devices, NVRTC,
+//! cuBLAS and a small runtime over `cudarc`'s driver API. All unsafe code of the crate
 //! lives in this module and in the benchmarks' launch/copy calls.
 
+pub(crate) mod blas;
 pub(crate) mod device;
 pub(crate) mod libs;
 pub(crate) mod nvml;

@@ -3,20 +3,19 @@
 //!
 //! The kernels are compiled to a CUBIN for `sm_XY` when this NVRTC knows
 //! the device's compute capability: machine code the driver loads as is, so
-//! a driver older than NVRTC is fine (CUDA minor-version compatibility). For
+//! a driver older than NVRTC is fine within one CUDA major version (minor-
+//! version compatibility; `libs::load` never picks an NVRTC of a newer
+//! major version than the driver's: a 12.x driver cannot load CUDA 13
+//! code). For
 //! a GPU newer than NVRTC, the newest `compute_XY` PTX it can emit is used
 //! instead and the driver compiles it (which needs a driver at least as new
 //! as NVRTC). Results are cached per process by (source, architecture).
 
 use std::collections::HashMap;
-use std::ffi::{CStr, CString, c_char};
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cudarc::nvrtc::result as nr;
-use cudarc::nvrtc::sys;
-
-use super::libs;
+use super::libs::{self, Loaded, Spec};
 
 /// A compiled module image.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,37 +33,138 @@ impl Image {
     }
 }
 
+/// `nvrtcProgram`.
+type Prog = *mut c_void;
+/// `nvrtcResult` (a C enum; 0 is success).
+type Res = c_int;
+
+/// The NVRTC entry points this crate uses; the prototypes of `nvrtc.h`,
+/// unchanged from CUDA 11.2 to 13.
+#[derive(Debug)]
+pub(crate) struct Api {
+    lib: Loaded,
+    version: unsafe extern "C" fn(*mut c_int, *mut c_int) -> Res,
+    num_archs: unsafe extern "C" fn(*mut c_int) -> Res,
+    archs: unsafe extern "C" fn(*mut c_int) -> Res,
+    create: unsafe extern "C" fn(
+        *mut Prog,
+        *const c_char,
+        *const c_char,
+        c_int,
+        *const *const c_char,
+        *const *const c_char,
+    ) -> Res,
+    compile: unsafe extern "C" fn(Prog, c_int, *const *const c_char) -> Res,
+    log_size: unsafe extern "C" fn(Prog, *mut usize) -> Res,
+    log: unsafe extern "C" fn(Prog, *mut c_char) -> Res,
+    cubin_size: unsafe extern "C" fn(Prog, *mut usize) -> Res,
+    cubin: unsafe extern "C" fn(Prog, *mut c_char) -> Res,
+    ptx_size: unsafe extern "C" fn(Prog, *mut usize) -> Res,
+    ptx: unsafe extern "C" fn(Prog, *mut c_char) -> Res,
+    destroy: unsafe extern "C" fn(*mut Prog) -> Res,
+    error_string: unsafe extern "C" fn(Res) -> *const c_char,
+}
+
+/// Where NVRTC lives and what it is called.
+const SPEC: Spec = Spec {
+    what: "NVRTC",
+    stem: "libnvrtc.so.",
+    deps: &[],
+    // NVRTC opens libnvrtc-builtins.so.<major>.<minor> from its own
+    // directory when it compiles.
+    runtime_deps: &["libnvrtc-builtins.so."],
+    pip_dir: |m| if m >= 13 { "cu13" } else { "cuda_nvrtc" },
+    pip_pkg: |m| {
+        if m >= 13 {
+            "nvidia-cuda-nvrtc"
+        } else {
+            "nvidia-cuda-nvrtc-cu12"
+        }
+    },
+};
+
+/// NVRTC, loaded once per process (the newest major version the driver
+/// can run), or why it cannot be.
+pub(crate) fn api() -> Result<&'static Api, String> {
+    static API: OnceLock<Result<Api, String>> = OnceLock::new();
+    API.get_or_init(|| {
+        let lib = libs::load(&SPEC, libs::driver_major())?;
+        // SAFETY: each type below is the prototype of that function in
+        // nvrtc.h (nvrtcResult and the int/size_t out-parameters as
+        // declared; nvrtcProgram is an opaque pointer).
+        unsafe {
+            Ok(Api {
+                version: libs::symbol(&lib, "NVRTC", "nvrtcVersion")?,
+                num_archs: libs::symbol(&lib, "NVRTC", "nvrtcGetNumSupportedArchs")?,
+                archs: libs::symbol(&lib, "NVRTC", "nvrtcGetSupportedArchs")?,
+                create: libs::symbol(&lib, "NVRTC", "nvrtcCreateProgram")?,
+                compile: libs::symbol(&lib, "NVRTC", "nvrtcCompileProgram")?,
+                log_size: libs::symbol(&lib, "NVRTC", "nvrtcGetProgramLogSize")?,
+                log: libs::symbol(&lib, "NVRTC", "nvrtcGetProgramLog")?,
+                cubin_size: libs::symbol(&lib, "NVRTC", "nvrtcGetCUBINSize")?,
+                cubin: libs::symbol(&lib, "NVRTC", "nvrtcGetCUBIN")?,
+                ptx_size: libs::symbol(&lib, "NVRTC", "nvrtcGetPTXSize")?,
+                ptx: libs::symbol(&lib, "NVRTC", "nvrtcGetPTX")?,
+                destroy: libs::symbol(&lib, "NVRTC", "nvrtcDestroyProgram")?,
+                error_string: libs::symbol(&lib, "NVRTC", "nvrtcGetErrorString")?,
+                lib,
+            })
+        }
+    })
+    .as_ref()
+    .map_err(Clone::clone)
+}
+
+impl Api {
+    /// `nvrtcCompileProgram: NVRTC_ERROR_COMPILATION (6)`.
+    fn check(&self, what: &str, rc: Res) -> Result<(), String> {
+        if rc == 0 {
+            return Ok(());
+        }
+        // SAFETY: nvrtcGetErrorString takes any value and returns a static
+        // NUL-terminated string (or NULL).
+        let p = unsafe { (self.error_string)(rc) };
+        let name = if p.is_null() {
+            "unknown error".to_string()
+        } else {
+            // SAFETY: as above: a static C string owned by NVRTC.
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        };
+        Err(format!("{what}: {name} ({rc})"))
+    }
+
+    /// Where NVRTC was loaded from (`libnvrtc.so.13`, or a full path).
+    pub(crate) fn file(&self) -> &str {
+        &self.lib.file
+    }
+}
+
 /// NVRTC's version (major, minor), if it loads.
 pub(crate) fn version() -> Option<(i32, i32)> {
-    libs::nvrtc().ok()?;
-    catch_unwind(|| {
-        let (mut a, mut b) = (0, 0);
-        // SAFETY: both are valid out-pointers for the call.
-        let rc = unsafe { sys::nvrtcVersion(&mut a, &mut b) };
-        (rc == sys::nvrtcResult::NVRTC_SUCCESS).then_some((a, b))
-    })
-    .ok()
-    .flatten()
+    let api = api().ok()?;
+    let (mut a, mut b) = (0, 0);
+    // SAFETY: both are valid out-pointers for the call.
+    let rc = unsafe { (api.version)(&mut a, &mut b) };
+    (rc == 0).then_some((a, b))
 }
 
 /// The real architectures (`52`, ..., `90`, `100`, `120`) this NVRTC can
 /// compile for.
 pub(crate) fn supported_archs() -> Result<Vec<u32>, String> {
-    libs::nvrtc()?;
-    catch_unwind(|| {
-        let mut n = 0;
-        // SAFETY: `n` is a valid out-pointer.
-        unsafe { sys::nvrtcGetNumSupportedArchs(&mut n) }
-            .result()
-            .map_err(|e| format!("nvrtcGetNumSupportedArchs: {e:?}"))?;
-        let mut v = vec![0i32; n.max(0) as usize];
+    let api = api()?;
+    let mut n: c_int = 0;
+    // SAFETY: `n` is a valid out-pointer.
+    api.check("nvrtcGetNumSupportedArchs", unsafe {
+        (api.num_archs)(&mut n)
+    })?;
+    let mut v = vec![0 as c_int; n.max(0) as usize];
+    if !v.is_empty() {
         // SAFETY: `v` has room for the `n` entries NVRTC writes.
-        unsafe { sys::nvrtcGetSupportedArchs(v.as_mut_ptr()) }
-            .result()
-            .map_err(|e| format!("nvrtcGetSupportedArchs: {e:?}"))?;
-        Ok(v.into_iter().filter(|a| *a > 0).map(|a| a as u32).collect())
-    })
-    .unwrap_or_else(|_| Err("NVRTC panicked while listing its architectures".into()))
+        api.check("nvrtcGetSupportedArchs", unsafe {
+            (api.archs)(v.as_mut_ptr())
+        })?;
+    }
+    Ok(v.into_iter().filter(|a| *a > 0).map(|a| a as u32).collect())
 }
 
 /// The target to compile for on a device of compute capability `cc`:
@@ -90,7 +190,6 @@ pub(crate) fn target_for(cc: (u32, u32), supported: &[u32]) -> Result<String, St
 
 /// Compiles `src` for a device of compute capability `cc`, once per process.
 pub(crate) fn compile(name: &str, src: &str, cc: (u32, u32)) -> Result<Arc<Image>, String> {
-    libs::nvrtc()?;
     let target = target_for(cc, &supported_archs()?)?;
     compile_for(name, src, &target)
 }
@@ -104,10 +203,7 @@ pub(crate) fn compile_for(name: &str, src: &str, target: &str) -> Result<Arc<Ima
     if let Some(img) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         return Ok(img.clone());
     }
-    libs::nvrtc()?;
-    let img = catch_unwind(AssertUnwindSafe(|| compile_uncached(name, src, target)))
-        .unwrap_or_else(|_| Err(format!("NVRTC panicked compiling {name}")))?;
-    let img = Arc::new(img);
+    let img = Arc::new(compile_uncached(api()?, name, src, target)?);
     cache
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -119,57 +215,85 @@ pub(crate) fn compile_for(name: &str, src: &str, target: &str) -> Result<Arc<Ima
 type Cache = HashMap<(String, String), Arc<Image>>;
 
 /// An NVRTC program, destroyed on drop.
-struct Program(sys::nvrtcProgram);
+struct Program<'a> {
+    api: &'a Api,
+    prog: Prog,
+}
 
-impl Drop for Program {
+impl Drop for Program<'_> {
     fn drop(&mut self) {
         // SAFETY: the program was created by nvrtcCreateProgram and is
         // destroyed exactly once, here.
-        let _ = unsafe { nr::destroy_program(self.0) };
+        let _ = unsafe { (self.api.destroy)(&mut self.prog) };
     }
 }
 
-fn compile_uncached(name: &str, src: &str, target: &str) -> Result<Image, String> {
+impl Program<'_> {
+    /// Reads one of NVRTC's sized outputs (log, CUBIN, PTX).
+    fn output(
+        &self,
+        what: &str,
+        size: unsafe extern "C" fn(Prog, *mut usize) -> Res,
+        get: unsafe extern "C" fn(Prog, *mut c_char) -> Res,
+    ) -> Result<Vec<u8>, String> {
+        let mut n = 0usize;
+        // SAFETY: `self.prog` is a live program; `n` is a valid out-pointer.
+        let rc = unsafe { size(self.prog, &mut n) };
+        self.api.check(&format!("{what}Size"), rc)?;
+        let mut buf = vec![0u8; n];
+        if n > 0 {
+            // SAFETY: `buf` has the `n` bytes NVRTC said it writes.
+            self.api.check(what, unsafe {
+                get(self.prog, buf.as_mut_ptr() as *mut c_char)
+            })?;
+        }
+        Ok(buf)
+    }
+}
+
+fn compile_uncached(api: &Api, name: &str, src: &str, target: &str) -> Result<Image, String> {
     let csrc = CString::new(src).map_err(|_| "kernel source contains a NUL byte".to_string())?;
     let cname = CString::new(format!("{name}.cu")).map_err(|_| "bad kernel name".to_string())?;
-    let prog = Program(
-        nr::create_program(&csrc, Some(&cname))
-            .map_err(|e| format!("nvrtcCreateProgram: {e:?}"))?,
-    );
-    let opts = [format!("--gpu-architecture={target}")];
-    // SAFETY: `prog.0` is a live program; the options are plain strings.
-    if let Err(e) = unsafe { nr::compile_program(prog.0, &opts) } {
-        // SAFETY: as above; the log is NUL-terminated by NVRTC.
-        let log = unsafe { nr::get_program_log(prog.0) }
+    let mut prog: Prog = std::ptr::null_mut();
+    // SAFETY: `prog` is a valid out-pointer; the source and name are
+    // NUL-terminated and outlive the call; no headers are passed.
+    api.check("nvrtcCreateProgram", unsafe {
+        (api.create)(
+            &mut prog,
+            csrc.as_ptr(),
+            cname.as_ptr(),
+            0,
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    })?;
+    let prog = Program { api, prog };
+    let opt = CString::new(format!("--gpu-architecture={target}"))
+        .map_err(|_| "bad target".to_string())?;
+    let opts = [opt.as_ptr()];
+    // SAFETY: `prog` is live; `opts` holds one NUL-terminated option that
+    // outlives the call.
+    let rc = unsafe { (api.compile)(prog.prog, opts.len() as c_int, opts.as_ptr()) };
+    if let Err(e) = api.check("nvrtcCompileProgram", rc) {
+        let log = prog
+            .output("nvrtcGetProgramLog", api.log_size, api.log)
             .map(|l| {
-                // SAFETY: the buffer holds NVRTC's NUL-terminated log.
-                unsafe { CStr::from_ptr(l.as_ptr()) }
-                    .to_string_lossy()
-                    .into_owned()
+                CStr::from_bytes_until_nul(&l)
+                    .map(|c| c.to_string_lossy().into_owned())
+                    .unwrap_or_else(|_| String::from_utf8_lossy(&l).into_owned())
             })
             .unwrap_or_default();
         return Err(format!(
-            "NVRTC could not compile {name} for {target}: {e:?}\n{}",
+            "NVRTC ({}) could not compile {name} for {target}: {e}\n{}",
+            api.file(),
             log.trim()
         ));
     }
     let bytes = if target.starts_with("sm_") {
-        let mut size = 0usize;
-        // SAFETY: `size` is a valid out-pointer; `prog.0` compiled.
-        unsafe { sys::nvrtcGetCUBINSize(prog.0, &mut size) }
-            .result()
-            .map_err(|e| format!("nvrtcGetCUBINSize: {e:?}"))?;
-        let mut buf = vec![0u8; size];
-        // SAFETY: `buf` has the `size` bytes NVRTC writes.
-        unsafe { sys::nvrtcGetCUBIN(prog.0, buf.as_mut_ptr() as *mut c_char) }
-            .result()
-            .map_err(|e| format!("nvrtcGetCUBIN: {e:?}"))?;
-        buf
+        prog.output("nvrtcGetCUBIN", api.cubin_size, api.cubin)?
     } else {
-        // SAFETY: `prog.0` compiled; get_ptx sizes the buffer itself and the
-        // PTX it returns ends with NUL, which cuModuleLoadData needs.
-        let ptx = unsafe { nr::get_ptx(prog.0) }.map_err(|e| format!("nvrtcGetPTX: {e:?}"))?;
-        ptx.into_iter().map(|c| c as u8).collect()
+        // The PTX ends with NUL, which cuModuleLoadData needs.
+        prog.output("nvrtcGetPTX", api.ptx_size, api.ptx)?
     };
     if bytes.is_empty() {
         return Err(format!(

@@ -44,6 +44,7 @@ impl Gpu {
     /// a skip; an index past the last device is an error listing them.
     pub(crate) fn open(index: usize) -> Result<Gpu, BenchError> {
         let drv = device::driver().map_err(BenchError::Skip)?;
+        check_driver_version(drv.version).map_err(BenchError::Skip)?;
         let info = drv.device(index).map_err(BenchError::Other)?.clone();
         let ctx = context(index)?;
         let stream = ctx.new_stream().map_err(cu("cuStreamCreate"))?;
@@ -88,6 +89,25 @@ impl Gpu {
     }
 }
 
+/// The oldest driver this crate runs on: CUDA 12.0 (NVIDIA driver 525).
+/// NVRTC and cuBLAS are looked for as CUDA 12 or 13 libraries, and their
+/// code does not load on an older driver.
+pub(crate) const MIN_DRIVER: i32 = 12000;
+
+/// Whether a driver of `cuDriverGetVersion` `version` can run this crate's
+/// kernels and cuBLAS, or why not.
+pub(crate) fn check_driver_version(version: i32) -> Result<(), String> {
+    if version >= MIN_DRIVER {
+        Ok(())
+    } else {
+        Err(format!(
+            "the CUDA driver supports CUDA {}.{} only; the gpu benchmarks need a driver for CUDA 12.0 or newer (NVIDIA driver 525+)",
+            version / 1000,
+            (version % 1000) / 10
+        ))
+    }
+}
+
 /// Retains the primary context of `index` once per process: creating it
 /// costs 100+ ms and a few hundred MB of device memory, so sweep points
 /// share it.
@@ -113,6 +133,9 @@ pub(crate) struct DeviceBuffer {
     ptr: CUdeviceptr,
     bytes: usize,
     ctx: Arc<CudaContext>,
+    /// The case's stream, which the untimed uploads and downloads use so
+    /// that they are ordered with the case's own work.
+    stream: Arc<CudaStream>,
 }
 
 impl DeviceBuffer {
@@ -127,6 +150,7 @@ impl DeviceBuffer {
             ptr,
             bytes,
             ctx: gpu.ctx.clone(),
+            stream: gpu.stream.clone(),
         })
     }
 
@@ -135,24 +159,44 @@ impl DeviceBuffer {
         self.ptr
     }
 
-    /// Copies `data` to `offset` and waits (untimed setup).
+    /// The size asked for, in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.bytes
+    }
+
+    /// Copies `data` to `offset` on the case's stream and waits for the
+    /// copy to land (untimed setup).
+    ///
+    /// Not `cuMemcpyHtoD`: that one runs on the legacy default stream,
+    /// which a non-blocking stream does not wait for, and from pageable
+    /// memory it may return before its DMA has reached the device, so a
+    /// kernel queued next on the case's stream could read stale data.
     pub(crate) fn upload(&self, offset: usize, data: &[u8]) -> Result<(), BenchError> {
         assert!(offset + data.len() <= self.bytes, "upload out of bounds");
         self.ctx.bind_to_thread().map_err(cu("cuCtxSetCurrent"))?;
         // SAFETY: the destination range lies inside this allocation (checked
-        // above) and `data` is a live host slice; the copy is synchronous.
-        unsafe { result::memcpy_htod_sync(self.ptr + offset as u64, data) }
-            .map_err(cu("cuMemcpyHtoD"))
+        // above) and `data` is a live host slice that outlives the copy: the
+        // stream is synchronised before returning.
+        unsafe {
+            result::memcpy_htod_async(self.ptr + offset as u64, data, self.stream.cu_stream())
+        }
+        .map_err(cu("cuMemcpyHtoDAsync"))?;
+        self.stream.synchronize().map_err(cu("cuStreamSynchronize"))
     }
 
-    /// Copies from `offset` into `out` and waits (untimed checks).
+    /// Copies from `offset` into `out` on the case's stream, after the
+    /// work queued on it, and waits (untimed checks).
     pub(crate) fn download(&self, offset: usize, out: &mut [u8]) -> Result<(), BenchError> {
         assert!(offset + out.len() <= self.bytes, "download out of bounds");
         self.ctx.bind_to_thread().map_err(cu("cuCtxSetCurrent"))?;
         // SAFETY: the source range lies inside this allocation and `out` is a
-        // live, exclusively borrowed host slice; the copy is synchronous.
-        unsafe { result::memcpy_dtoh_sync(out, self.ptr + offset as u64) }
-            .map_err(cu("cuMemcpyDtoH"))
+        // live, exclusively borrowed host slice that outlives the copy: the
+        // stream is synchronised before returning.
+        unsafe {
+            result::memcpy_dtoh_async(out, self.ptr + offset as u64, self.stream.cu_stream())
+        }
+        .map_err(cu("cuMemcpyDtoHAsync"))?;
+        self.stream.synchronize().map_err(cu("cuStreamSynchronize"))
     }
 }
 
@@ -367,4 +411,18 @@ impl Kernel {
 /// A pointer to `v` as a kernel parameter.
 pub(crate) fn arg<T>(v: &mut T) -> *mut c_void {
     v as *mut T as *mut c_void
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_driver_older_than_cuda_12_is_a_skip_reason_naming_its_version() {
+        assert!(check_driver_version(12000).is_ok());
+        assert!(check_driver_version(12020).is_ok());
+        assert!(check_driver_version(13000).is_ok());
+        let e = check_driver_version(11080).unwrap_err();
+        assert!(e.contains("CUDA 11.8") && e.contains("12.0"), "{e}");
+    }
 }
