@@ -21,6 +21,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_benchsuite");
 struct Netns {
     server_ns: String,
     client_ns: String,
+    /// The client's end of the veth pair.
+    client_veth: String,
     server: Option<Child>,
 }
 
@@ -56,12 +58,13 @@ fn ip(args: &[&str]) -> Result<(), String> {
 /// 10.203.0.2 (addresses that exist only inside these namespaces).
 fn setup() -> Result<Netns, String> {
     let pid = std::process::id();
+    let (a, b) = (format!("bsa{pid}"), format!("bsb{pid}"));
     let ns = Netns {
         server_ns: format!("bs-srv-{pid}"),
         client_ns: format!("bs-cli-{pid}"),
+        client_veth: b.clone(),
         server: None,
     };
-    let (a, b) = (format!("bsa{pid}"), format!("bsb{pid}"));
     ip(&["netns", "add", &ns.server_ns])?;
     ip(&["netns", "add", &ns.client_ns])?;
     ip(&["link", "add", &a, "type", "veth", "peer", "name", &b])?;
@@ -122,6 +125,40 @@ fn median(rec: &serde_json::Value, metric: &str) -> f64 {
         .unwrap_or_else(|| panic!("no metric {metric} in {rec}"))["summary"]["median"]
         .as_f64()
         .unwrap()
+}
+
+/// What a record across the veth says about its path: the notes name the
+/// client's veth end as a virtual interface; with `throughput`, that its
+/// reported speed is no physical link speed and no peak is claimed, and
+/// the record carries no peak (so no efficiency).
+fn check_veth_path(rec: &serde_json::Value, veth: &str, throughput: bool) {
+    let notes: Vec<&str> = rec["notes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no notes in {rec}"))
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    let path = notes
+        .iter()
+        .find(|n| n.starts_with("path to 10.203.0.1, by the kernel's routing decision: "))
+        .unwrap_or_else(|| panic!("no path note in {notes:?}"));
+    assert!(
+        path.contains(&format!(": {veth}, a virtual interface (veth)")),
+        "{path}"
+    );
+    if throughput {
+        assert!(
+            path.contains("is not a physical link speed")
+                && path.contains("no link-speed peak is claimed"),
+            "{path}"
+        );
+    }
+    assert!(
+        rec["peak"].is_null(),
+        "a veth has no physical peak: {}",
+        rec["peak"]
+    );
+    assert!(!rec.to_string().contains("efficiency"), "{rec}");
 }
 
 const FAST: &[&str] = &[
@@ -204,15 +241,21 @@ fn serve_and_run_across_two_network_namespaces() {
     let bw = median(rec, "throughput");
     // A veth is a memory copy: well above 1 MB/s, far below 1 TB/s.
     assert!(bw > 1e6 && bw < 1e12, "throughput {bw:e} B/s");
-    let warnings = rec["warnings"].to_string();
-    assert!(warnings.contains("virtual interface"), "{warnings}");
-    assert!(
-        rec["peak"].is_null(),
-        "a veth has no physical peak: {}",
-        rec["peak"]
-    );
+    // The path is the client's end of the veth, found by the kernel's
+    // routing decision and named as what it is: a virtual interface whose
+    // 10000 Mb/s (what a veth reports) is no link speed, so no peak and
+    // no efficiency.
+    check_veth_path(rec, &ns.client_veth, true);
+    let facts = &v["host"]["extra"]["net"];
+    assert_eq!(facts["server"], "10.203.0.1:5301", "{facts}");
+    assert_eq!(facts["path"], "interface", "{facts}");
+    assert_eq!(facts["interface"], ns.client_veth.as_str(), "{facts}");
+    assert_eq!(facts["class"], "virtual", "{facts}");
+    assert_eq!(facts["link_kind"], "veth", "{facts}");
+    assert_eq!(facts["lookup"], "netlink", "{facts}");
+    assert!(facts["line_rate_mbps"].is_null(), "{facts}");
 
-    // UDP, latency and connect work across it too.
+    // UDP, latency and connect work across it too, and say the same.
     for (bench, extra) in [
         ("net.udp_throughput", vec!["--param", "rate=200M"]),
         ("net.latency", vec!["--param", "proto=tcp,udp"]),
@@ -225,8 +268,33 @@ fn serve_and_run_across_two_network_namespaces() {
         let (_, v) = run_json(&ns.client_ns, &args);
         for rec in v["records"].as_array().unwrap() {
             assert_eq!(rec["status"], "ok", "{rec}");
+            check_veth_path(rec, &ns.client_veth, bench == "net.udp_throughput");
         }
     }
+
+    // Pinning the server's threads is not the client's business with --peer.
+    let mut args = vec!["run", "net.latency", "--param", "cpus=same"];
+    args.extend(peer);
+    args.extend(FAST);
+    let out = in_ns(&ns.client_ns, &args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cpus") && err.contains("--peer"), "{err}");
+
+    // Without --peer, inside the namespace: loopback, whose limit is
+    // memory bandwidth.
+    let mut args = vec!["run", "net.tcp_throughput", "--block", "64K"];
+    args.extend(FAST);
+    let (_, v) = run_json(&ns.client_ns, &args);
+    let rec = record(&v);
+    assert_eq!(rec["status"], "ok", "{rec}");
+    assert!(rec["peak"].is_null(), "{}", rec["peak"]);
+    let notes = rec["notes"].to_string();
+    assert!(
+        notes.contains("path to 127.0.0.1: loopback") && notes.contains("memory bandwidth"),
+        "{notes}"
+    );
+    assert_eq!(v["host"]["extra"]["net"]["path"], "loopback");
 
     // A wrong token: the client's record says so, and so does the server.
     let mut args = vec!["run", "net.connect", "--token", "guess"];

@@ -14,7 +14,7 @@ use crate::proto::{
     UdpBatchStats,
 };
 use crate::server::{Server, ServerConfig};
-use crate::sys::{self, Route};
+use crate::sys::{self, IfClass, Route};
 
 /// How long to wait for a TCP connection when `--opt connect-timeout=` is
 /// not given.
@@ -70,6 +70,13 @@ impl Target {
     /// `--peer` from the options, or a fresh in-process server on
     /// 127.0.0.1 (stopped in [`Target::shutdown`]).
     pub fn from_ctx(ctx: &Context) -> Result<Target, BenchError> {
+        Self::from_ctx_pinned(ctx, None)
+    }
+
+    /// [`Target::from_ctx`] with the in-process server's echo threads
+    /// pinned to `echo_cpu` (an error with `--peer`: that server is not
+    /// ours to place).
+    pub fn from_ctx_pinned(ctx: &Context, echo_cpu: Option<usize>) -> Result<Target, BenchError> {
         let token = ctx.options.get("token").cloned().filter(|t| !t.is_empty());
         let connect_timeout = match ctx.options.get("connect-timeout") {
             Some(t) => parse_duration(t)
@@ -83,6 +90,10 @@ impl Target {
             None => DEFAULT_CONNECT_TIMEOUT,
         };
         match ctx.options.get("peer") {
+            Some(_) if echo_cpu.is_some() => Err(BenchError::Other(
+                "cannot pin the server's echo thread: with --peer the server is another process"
+                    .into(),
+            )),
             Some(p) => Ok(Target {
                 addr: resolve_peer(p)?,
                 token,
@@ -95,6 +106,7 @@ impl Target {
                     token.clone(),
                 );
                 cfg.control_threads = 1;
+                cfg.echo_cpu = echo_cpu;
                 let server = Server::start(cfg)?;
                 Ok(Target {
                     addr: server.local_addr(),
@@ -152,80 +164,113 @@ impl Target {
         }
     }
 
-    /// The link-speed peak for `metric` (B/s), or a warning saying why
-    /// there is none. `directions` is 2 for bidirectional tests (a
-    /// full-duplex link carries its speed each way).
-    pub fn peak(&self, metric: &str, directions: u32, warnings: &mut Vec<String>) -> Option<Peak> {
-        match sys::route_to(self.addr.ip()) {
-            Route::Loopback => {
-                warnings.push(
-                    "loopback: the limit is memory bandwidth (the kernel copies each byte from the sender's buffer to the receiver's), no link-speed peak"
-                        .into(),
-                );
-                None
-            }
-            Route::Interface {
-                name,
-                virtual_if: true,
-                speed_mbps,
-            } => {
-                warnings.push(format!(
-                    "the route to {} leaves through {name}, a virtual interface (no device behind it: veth, bridge, tun...); its reported speed{} is not a physical limit, so no peak",
-                    self.addr.ip(),
-                    speed_mbps.map(|s| format!(" of {s} Mb/s")).unwrap_or_default()
-                ));
-                None
-            }
-            Route::Interface {
-                name,
-                speed_mbps: Some(mbps),
-                virtual_if: false,
-            } => {
-                let mut inputs = std::collections::BTreeMap::new();
-                inputs.insert(
-                    "link_speed".to_string(),
-                    PeakInput {
-                        value: mbps as f64,
-                        unit: "Mb/s".into(),
-                        source: format!("sysfs /sys/class/net/{name}/speed"),
-                    },
-                );
-                inputs.insert(
-                    "directions".to_string(),
-                    PeakInput {
-                        value: f64::from(directions),
-                        unit: "".into(),
-                        source: "test".into(),
-                    },
-                );
-                Some(Peak {
-                    metric: metric.into(),
-                    value: mbps as f64 * 1e6 / 8.0 * f64::from(directions),
-                    unit: "B/s".into(),
-                    formula: format!(
-                        "link speed of {name} × 10^6 / 8 × directions (line rate; Ethernet, IP and TCP/UDP headers leave ~94-97% of it for payload)"
-                    ),
-                    inputs,
-                    efficiency: None,
-                })
-            }
-            Route::Interface {
-                name,
-                speed_mbps: None,
-                virtual_if: false,
-            } => {
-                warnings.push(format!(
-                    "the route to {} leaves through {name}, whose link speed the kernel does not report (a paravirtual NIC such as virtio reports none): no peak",
-                    self.addr.ip()
-                ));
-                None
-            }
-            Route::Unknown(why) => {
-                warnings.push(format!("no link-speed peak: {why}"));
-                None
-            }
-        }
+    /// The routing decision for the server's address (sends nothing).
+    pub fn route(&self) -> Route {
+        sys::route_to(self.addr.ip())
     }
+
+    /// A note naming the path to the server: loopback, or the interface
+    /// and what it is.
+    pub fn path_note(&self, route: &Route) -> String {
+        path_note(self.addr.ip(), route)
+    }
+
+    /// The link-speed peak for `metric` (B/s), with a note naming the path
+    /// and saying why there is a peak or why not. `directions` is 2 for
+    /// bidirectional tests (a full-duplex link carries its speed each way).
+    pub fn peak(&self, metric: &str, directions: u32, notes: &mut Vec<String>) -> Option<Peak> {
+        let route = self.route();
+        let (peak, verdict) = link_peak(&route, metric, directions);
+        notes.push(format!("{}; {verdict}", self.path_note(&route)));
+        peak
+    }
+}
+
+/// "path to PEER: ..." for a record's notes.
+pub(crate) fn path_note(peer: IpAddr, route: &Route) -> String {
+    match route {
+        Route::Loopback => format!("path to {peer}: loopback (the server is on this machine)"),
+        Route::Interface(nif) => format!(
+            "path to {peer}, by {}: {}",
+            match nif.lookup {
+                sys::Lookup::Netlink => "the kernel's routing decision",
+                sys::Lookup::SourceAddress => "the interface owning the source address",
+            },
+            nif.describe()
+        ),
+        Route::Unknown(why) => format!("path to {peer}: unknown ({why})"),
+    }
+}
+
+/// The peak a link sets on `metric`, or none, and a clause saying which
+/// and why.
+pub(crate) fn link_peak(route: &Route, metric: &str, directions: u32) -> (Option<Peak>, String) {
+    let nif = match route {
+        Route::Loopback => {
+            return (
+                None,
+                "no link: the limit is memory bandwidth (the kernel copies each byte from the sender's buffer to the receiver's), so no link-speed peak".into(),
+            );
+        }
+        Route::Unknown(_) => return (None, "no link-speed peak".into()),
+        Route::Interface(nif) => nif,
+    };
+    let Some((mbps, carrier)) = nif.line_rate() else {
+        let why = match &nif.class {
+            IfClass::Virtual => "no link-speed peak is claimed for a virtual interface",
+            IfClass::Paravirtual { .. } => {
+                "no link-speed peak is claimed: a paravirtual NIC's limit is the host's (its NIC, its rate limits), not a line rate"
+            }
+            IfClass::Physical { .. } => {
+                "no peak: the NIC reports no link speed (link down, or the driver does not say)"
+            }
+            IfClass::Stacked { .. } => {
+                "no link-speed peak is claimed: no single physical link bounds this path (a bridge's port depends on its forwarding table; virtual and paravirtual links have no line rate)"
+            }
+        };
+        return (None, why.into());
+    };
+    let mut inputs = std::collections::BTreeMap::new();
+    inputs.insert(
+        "link_speed".to_string(),
+        PeakInput {
+            value: mbps as f64,
+            unit: "Mb/s".into(),
+            source: format!("sysfs /sys/class/net/{}/speed", carrier.name),
+        },
+    );
+    inputs.insert(
+        "directions".to_string(),
+        PeakInput {
+            value: f64::from(directions),
+            unit: "".into(),
+            source: "test".into(),
+        },
+    );
+    let whose = if carrier.name == nif.name {
+        carrier.name.clone()
+    } else {
+        format!("{} (under {})", carrier.name, nif.name)
+    };
+    let peak = Peak {
+        metric: metric.into(),
+        value: mbps as f64 * 1e6 / 8.0 * f64::from(directions),
+        unit: "B/s".into(),
+        formula: format!(
+            "link speed of {whose} × 10^6 / 8 × directions (line rate; Ethernet, IP and TCP/UDP headers leave ~94-97% of it for payload)"
+        ),
+        inputs,
+        efficiency: None,
+    };
+    let aggregate = if carrier.name == nif.name && matches!(nif.class, IfClass::Stacked { .. }) {
+        " (the sum over its links; one stream travels one link)"
+    } else {
+        ""
+    };
+    (
+        Some(peak),
+        format!("the peak is {whose}'s line rate of {mbps} Mb/s{aggregate}"),
+    )
 }
 
 impl Drop for Target {
@@ -375,6 +420,12 @@ fn read_reply(sock: &mut TcpStream, peer: SocketAddr, first: bool) -> Result<Mes
                     peer,
                     detail: "it closed the connection without answering".into(),
                 },
+                // A peer that closes with our hello unread sends a reset
+                // instead of an end of file: the same refusal.
+                io::ErrorKind::ConnectionReset => NetError::NotBenchsuite {
+                    peer,
+                    detail: "it closed the connection without answering (a reset)".into(),
+                },
                 io::ErrorKind::TimedOut => NetError::NotBenchsuite {
                     peer,
                     detail: format!("it did not answer within {} s", IO_TIMEOUT.as_secs()),
@@ -452,7 +503,17 @@ pub(crate) struct Link {
 impl Link {
     /// Finds the server (or starts one) and starts a test.
     pub fn open(ctx: &Context, spec: TestSpec) -> Result<Link, BenchError> {
-        let target = Target::from_ctx(ctx)?;
+        Self::open_pinned(ctx, spec, None)
+    }
+
+    /// [`Link::open`] with the in-process server's echo threads pinned to
+    /// `echo_cpu` (see [`Target::from_ctx_pinned`]).
+    pub fn open_pinned(
+        ctx: &Context,
+        spec: TestSpec,
+        echo_cpu: Option<usize>,
+    ) -> Result<Link, BenchError> {
+        let target = Target::from_ctx_pinned(ctx, echo_cpu)?;
         let mut control = target.control()?;
         let (session, udp_ports) = control.start(spec)?;
         Ok(Link {
@@ -505,5 +566,82 @@ mod tests {
         assert_eq!(resolve_peer("localhost:80").unwrap().port(), 80);
         assert!(resolve_peer("").unwrap_err().to_string().contains("empty"));
         assert!(resolve_peer("a:b:c").is_err());
+    }
+
+    fn nif(name: &str, class: IfClass, kind: Option<&str>, speed: Option<u64>) -> sys::NetIf {
+        sys::NetIf {
+            name: name.into(),
+            link_kind: kind.map(str::to_string),
+            speed_mbps: speed,
+            class,
+            lookup: sys::Lookup::Netlink,
+        }
+    }
+
+    #[test]
+    fn a_peak_only_from_a_physical_line_rate() {
+        let nic = Route::Interface(nif(
+            "eth1",
+            IfClass::Physical {
+                driver: Some("ixgbe".into()),
+            },
+            None,
+            Some(10000),
+        ));
+        let (peak, why) = link_peak(&nic, "throughput", 2);
+        let peak = peak.expect("a NIC with a speed has a peak");
+        assert_eq!(peak.value, 10000e6 / 8.0 * 2.0);
+        assert_eq!(peak.inputs["link_speed"].value, 10000.0);
+        assert!(
+            peak.inputs["link_speed"]
+                .source
+                .contains("/sys/class/net/eth1/speed")
+        );
+        assert!(why.contains("eth1's line rate of 10000 Mb/s"), "{why}");
+
+        let vlan = Route::Interface(nif(
+            "eth1.7",
+            IfClass::Stacked {
+                lower: vec![nif(
+                    "eth1",
+                    IfClass::Physical { driver: None },
+                    None,
+                    Some(1000),
+                )],
+            },
+            Some("vlan"),
+            Some(1000),
+        ));
+        let (peak, why) = link_peak(&vlan, "received", 1);
+        assert_eq!(peak.map(|p| p.value), Some(1000e6 / 8.0));
+        assert!(why.contains("eth1 (under eth1.7)"), "{why}");
+
+        let veth = Route::Interface(nif("vb1", IfClass::Virtual, Some("veth"), Some(10000)));
+        let (peak, why) = link_peak(&veth, "throughput", 1);
+        assert!(peak.is_none());
+        assert!(
+            why.contains("no link-speed peak") && why.contains("virtual interface"),
+            "{why}"
+        );
+        let note = path_note("10.0.0.1".parse().unwrap(), &veth);
+        assert!(
+            note.contains("vb1")
+                && note.contains("virtual interface (veth)")
+                && note.contains("routing decision"),
+            "{note}"
+        );
+
+        let pv = Route::Interface(nif(
+            "eth0",
+            IfClass::Paravirtual {
+                driver: "virtio_net".into(),
+            },
+            None,
+            Some(10000),
+        ));
+        assert!(link_peak(&pv, "throughput", 1).0.is_none());
+
+        let (peak, why) = link_peak(&Route::Loopback, "throughput", 1);
+        assert!(peak.is_none() && why.contains("memory bandwidth"), "{why}");
     }
 }

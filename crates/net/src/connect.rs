@@ -8,6 +8,7 @@ use benchsuite_core::{
 };
 
 use crate::client::Target;
+use crate::sys::Route;
 
 /// Connection setup latency; see the crate docs.
 #[derive(Debug, Default)]
@@ -31,27 +32,33 @@ impl Benchmark for Connect {
         }
     }
 
+    fn host_facts(&self, ctx: &Context) -> Option<serde_json::Value> {
+        Some(crate::host_facts(ctx))
+    }
+
     fn prepare(&self, ctx: &Context, _point: &Point) -> Result<Box<dyn Case>, BenchError> {
         let target = Target::from_ctx(ctx)?;
         // One trial up front: a wrong token or an unreachable peer fails
         // here, with its own message, rather than inside a timed batch.
         target.control()?.bye();
-        let mut warnings = Vec::new();
-        if target.is_local() {
-            warnings.push(
+        let route = target.route();
+        let mut notes = vec![target.path_note(&route)];
+        if route == Route::Loopback {
+            notes.push(
                 "loopback: no wire, so this is the kernel's TCP handshake, two accepts/wake-ups and the server's hello handling".into(),
             );
         }
         Ok(Box::new(ConnectCase {
             target: Some(target),
-            warnings,
+            notes,
         }))
     }
 }
 
 struct ConnectCase {
     target: Option<Target>,
-    warnings: Vec<String>,
+    /// The path to the server.
+    notes: Vec<String>,
 }
 
 impl Case for ConnectCase {
@@ -82,7 +89,7 @@ impl Case for ConnectCase {
         Ok(())
     }
 
-    fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
+    fn notes(&self) -> Vec<String> {
+        self.notes.clone()
     }
 }

@@ -9,6 +9,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use benchsuite_core::runner::new_latency_histogram;
+use benchsuite_core::team::{allowed_cpus, pin_current_thread, set_current_thread_cpus};
 use benchsuite_core::{
     BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, ParamSpec, Point, Value,
     Work,
@@ -16,9 +17,12 @@ use benchsuite_core::{
 
 use crate::client::Link;
 use crate::proto::{MAX_UDP_PAYLOAD, Role, TestSpec, UNBOUNDED, UdpMode};
+use crate::sys::Route;
 
 const PROTOS: &[&str] = &["tcp", "udp"];
 const LOADS: &[&str] = &["none", "tcp"];
+/// Values of the `cpus` parameter (as `os.context_switch` names them).
+const CPUS: &[&str] = &["any", "same", "different"];
 
 /// The largest ping-pong message.
 const MAX_MESSAGE: u64 = 64 << 10;
@@ -61,12 +65,28 @@ impl Benchmark for Latency {
                     LOADS,
                     "none",
                 ),
+                ParamSpec::choice(
+                    "cpus",
+                    "where the ping-pong's two threads run (in-process server only): any: where the scheduler puts them (plain sockperf); same: this client thread and the server's echo thread pinned to one CPU (a round trip is two context switches, no cross-CPU wake-up; taskset -c 0 on both sockperf ends); different: pinned to two CPUs (every wake-up crosses CPUs, as it does between two hosts)",
+                    CPUS,
+                    "any",
+                ),
             ],
             metrics: vec![MetricSpec::latency("rtt")],
         }
     }
 
-    fn validate(&self, _ctx: &Context, point: &Point) -> Result<(), ConfigError> {
+    fn validate(&self, ctx: &Context, point: &Point) -> Result<(), ConfigError> {
+        if let Some(cpus) = point.get("cpus").and_then(Value::as_str)
+            && cpus != "any"
+            && ctx.options.contains_key("peer")
+        {
+            return Err(ConfigError::InvalidValue {
+                param: "cpus".into(),
+                value: cpus.into(),
+                reason: "with --peer the server is another process, not this one's to place: leave cpus=any and pin each end with taskset (taskset -c N benchsuite serve ...; taskset -c M benchsuite run ...)".into(),
+            });
+        }
         let udp = point.get("proto").and_then(Value::as_str) == Some("udp");
         if let Some(b) = point.get("block").and_then(Value::as_u64)
             && udp
@@ -83,10 +103,16 @@ impl Benchmark for Latency {
         Ok(())
     }
 
+    fn host_facts(&self, ctx: &Context) -> Option<serde_json::Value> {
+        Some(crate::host_facts(ctx))
+    }
+
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         let udp = point.str("proto")? == "udp";
         let block = point.u64("block")? as usize;
         let load = point.str("load")? == "tcp";
+        let cpus = point.str("cpus")?;
+        let placement = placement(cpus)?;
         if udp && block > MAX_UDP_PAYLOAD as usize {
             return Err(BenchError::Other(format!(
                 "a UDP datagram carries at most {MAX_UDP_PAYLOAD} bytes"
@@ -99,13 +125,16 @@ impl Benchmark for Latency {
             udp_mode: UdpMode::Echo,
             nodelay: true,
         };
-        let mut link = Link::open(ctx, spec)?;
+        let mut link = Link::open_pinned(ctx, spec, placement.map(|(_, server)| server))?;
+        let route = link.target.route();
         let mut case = LatencyCase {
             pinger: None,
             load: None,
             lost: 0,
             pings: 0,
             warnings: Vec::new(),
+            notes: vec![link.target.path_note(&route)],
+            restore_cpus: None,
             link: None,
         };
         let setup = (|| -> Result<(), BenchError> {
@@ -135,16 +164,34 @@ impl Benchmark for Latency {
                     "load=tcp: a bulk TCP stream (128 KiB writes) to the same server ran throughout; on a machine with few CPUs it competes with the ping-pong for them too".into(),
                 );
             }
+            // Last, so that no thread started above inherits this pin: the
+            // server's echo thread pins itself, the load's threads are free.
+            if let Some((client, _)) = placement {
+                let before = allowed_cpus();
+                pin_current_thread(client)?;
+                case.restore_cpus = Some(before);
+            }
             Ok(())
         })();
         if let Err(e) = setup {
             case.stop_load();
             case.pinger = None;
+            case.restore_affinity();
             let _ = link.finish();
             return Err(e);
         }
-        if link.target.is_local() {
-            case.warnings.push(
+        match placement {
+            Some((client, server)) => case.notes.push(format!(
+                "cpus={cpus}: this client thread ran on CPU {client}, the server's echo thread on CPU {server}{}",
+                if load { "; the load's sender and sink were not pinned" } else { "" }
+            )),
+            None if route == Route::Loopback => case.notes.push(
+                "cpus=any: the scheduler placed client and server; a wake-up on the other CPU (an inter-processor interrupt; in a virtual machine a hypervisor exit) can cost more than a switch on the same CPU, so the round trip depends on where they ran: cpus=same and cpus=different measure each".into(),
+            ),
+            None => {}
+        }
+        if route == Route::Loopback {
+            case.notes.push(
                 "loopback: the round trip is two system calls and two wake-ups on each side, no wire".into(),
             );
         }
@@ -218,10 +265,21 @@ struct LatencyCase {
     lost: u64,
     pings: u64,
     warnings: Vec<String>,
+    /// The path, and where the threads ran.
+    notes: Vec<String>,
+    /// This thread's CPUs before `cpus=same|different` pinned it; put back
+    /// in teardown.
+    restore_cpus: Option<Vec<usize>>,
     link: Option<Link>,
 }
 
 impl LatencyCase {
+    fn restore_affinity(&mut self) {
+        if let Some(cpus) = self.restore_cpus.take() {
+            let _ = set_current_thread_cpus(&cpus);
+        }
+    }
+
     fn stop_load(&mut self) {
         if let Some(mut l) = self.load.take() {
             l.stop();
@@ -231,6 +289,7 @@ impl LatencyCase {
     fn finish(&mut self) -> Result<(), BenchError> {
         self.stop_load();
         self.pinger = None;
+        self.restore_affinity();
         match self.link.take() {
             Some(mut l) => l.finish().map(|_| ()),
             None => Ok(()),
@@ -330,10 +389,91 @@ impl Case for LatencyCase {
         }
         w
     }
+
+    fn notes(&self) -> Vec<String> {
+        self.notes.clone()
+    }
+}
+
+/// Where the client thread and the in-process server's echo thread run:
+/// `(client, server)` CPUs, or `None` for wherever the scheduler puts
+/// them. The CPUs are the first one or two this thread may run on.
+fn placement(cpus: &str) -> Result<Option<(usize, usize)>, BenchError> {
+    let allowed = allowed_cpus();
+    match (cpus, allowed.as_slice()) {
+        ("any", _) => Ok(None),
+        ("same", [a, ..]) => Ok(Some((*a, *a))),
+        ("different", [a, b, ..]) => Ok(Some((*a, *b))),
+        ("different", _) => Err(BenchError::Skip(format!(
+            "cpus=different needs two CPUs, and this process may run only on {allowed:?}"
+        ))),
+        (other, _) => Err(BenchError::Other(format!(
+            "cpus={other}: expected any, same or different"
+        ))),
+    }
 }
 
 impl Drop for LatencyCase {
     fn drop(&mut self) {
         let _ = self.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Cpus_allowed_list` of each thread of this process whose name
+    /// starts with `prefix` (names are cut to 15 bytes).
+    fn thread_cpus(prefix: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            if !comm.starts_with(prefix) {
+                continue;
+            }
+            let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+            if let Some(l) = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            {
+                out.push(l.trim().to_string());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn cpus_pins_both_ends_and_teardown_unpins() {
+        let before = allowed_cpus();
+        let mode = if before.len() >= 2 {
+            "different"
+        } else {
+            "same"
+        };
+        let (client, server) = placement(mode).unwrap().unwrap();
+        let ctx = Context::new(Arc::new(benchsuite_core::Host::default()));
+        let mut p = Point::default();
+        for (k, v) in [("proto", "tcp"), ("load", "none"), ("cpus", mode)] {
+            p.set(k, Value::Str(v.into()));
+        }
+        p.set("block", Value::Int(1));
+        let mut case = Latency.prepare(&ctx, &p).unwrap();
+        let w = case.run(50).unwrap();
+        assert_eq!(w.latency.unwrap().len(), 50);
+        assert_eq!(allowed_cpus(), vec![client]);
+        // The echo thread ("benchsuite-net-data", cut to 15 bytes) runs
+        // on the server's CPU (other tests' servers may run beside it).
+        let data = thread_cpus("benchsuite-net-");
+        assert!(data.contains(&server.to_string()), "{data:?}");
+        case.teardown().unwrap();
+        assert_eq!(allowed_cpus(), before);
+        if before.len() >= 2 {
+            assert_eq!(
+                placement("different").unwrap(),
+                Some((before[0], before[1]))
+            );
+        }
+        assert_eq!(placement("any").unwrap(), None);
     }
 }

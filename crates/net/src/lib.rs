@@ -73,19 +73,39 @@
 //! (`net.core.rmem_default`), as iperf3 does: a deeper buffer loses less
 //! in bursts but, at overload, hands the receiver cache-cold data.
 //!
-//! ## `net.latency` — `proto`, `block`, `load`
+//! ## `net.latency` — `proto`, `block`, `load`, `cpus`
 //!
 //! One iteration is one round trip: write `block` bytes, read them back
 //! from the server's echo; each round trip's time goes into an HDR
 //! histogram, so the record has p50/p90/p99/p99.9/max of `rtt`. TCP runs
-//! with `TCP_NODELAY` on both ends. Note that **sockperf reports half the
-//! round trip** as "latency" unless given `--full-rtt`; `rtt` here is the
-//! full round trip. A UDP ping unanswered within 200 ms is resent and
-//! reported in a warning (it adds no sample). `load=tcp` runs a bulk TCP
-//! stream to the same server throughout (latency under load). On loopback
-//! in a virtual machine that load can *lower* the round trip: busy vCPUs
-//! never halt, so no wake-up goes through the hypervisor — a real effect,
-//! not an error, and a reason to compare like with like.
+//! with `TCP_NODELAY` on both ends (sockperf's default too), both ends
+//! doing blocking `send`/`recv` as `sockperf sr -i` and `ping-pong` do.
+//! Note that **sockperf reports half the round trip** as "latency" unless
+//! given `--full-rtt`; `rtt` here is the full round trip. A UDP ping
+//! unanswered within 200 ms is resent and reported in a warning (it adds
+//! no sample). `load=tcp` runs a bulk TCP stream to the same server
+//! throughout (latency under load). On loopback in a virtual machine that
+//! load can *lower* the round trip: busy vCPUs never halt, so no wake-up
+//! goes through the hypervisor — a real effect, not an error, and a reason
+//! to compare like with like.
+//!
+//! `cpus` places the two threads of the ping-pong (in-process server
+//! only): `any` (the default) leaves them to the scheduler, as a plain
+//! sockperf run does; `same` pins this client thread and the server's
+//! echo thread to one CPU (each round trip is two context switches);
+//! `different` pins them to two CPUs (each wake-up is an interrupt to the
+//! other CPU, as between two hosts). On loopback this is the largest
+//! factor there is: on a 2-vCPU KVM guest a TCP or UDP round trip took
+//! 5-7 µs on one CPU and 15-18 µs across two (a wake-up of a halted vCPU
+//! goes through the hypervisor), for sockperf under `taskset` and for a
+//! 30-line C ping-pong alike; with `any` a run lands in either mode, and
+//! even a pinned run on one CPU sometimes settled ~40% slower (all three
+//! tools). So compare with a reference tool only under the same placement,
+//! in interleaved rounds. With `--peer` the server is another process:
+//! `cpus` must stay `any`; pin each end with `taskset`. The in-process
+//! server shares this process's address space, so on one CPU its switches
+//! skip the address-space change that two processes (sockperf and its
+//! server, or `--peer` to a local `benchsuite serve`) pay.
 //!
 //! ## `net.connect`
 //!
@@ -99,14 +119,32 @@
 //! them, use `--runs 100 --min-sample-time 1ns --warmup 0s`, which makes
 //! each sample one trial.
 //!
-//! ## Peak
+//! ## Peak, and the path to the server
 //!
-//! The interface that carries traffic to the peer is found from the
-//! routing decision (the source address a connected UDP socket gets) and
-//! its link speed read from `/sys/class/net/IF/speed`; the peak of the
-//! headline throughput is that speed in bytes/s (× 2 for `bidir`). On
-//! loopback there is no link: the record says the limit is memory
-//! bandwidth. Virtual NICs that report no speed get a warning instead.
+//! Every record has a note naming the path (`path to 10.0.0.2, by the
+//! kernel's routing decision: eth1 (a NIC, driver ixgbe, 10000 Mb/s)`),
+//! and the report's `host.extra.net` the same as data (`server`,
+//! `address`, `path`, and for an interface `interface`, `class`,
+//! `link_kind`, `driver`, `speed_mbps`, `line_rate_mbps`, `lower`,
+//! `lookup`). The interface is the kernel's own answer to "which
+//! interface reaches the peer" (rtnetlink `RTM_GETROUTE`, what
+//! `ip route get PEER` asks; nothing is sent to the peer), or, where
+//! rtnetlink is unavailable, the one owning the source address a connected
+//! UDP socket gets. What it is comes from sysfs:
+//!
+//! - a **NIC** (`/sys/class/net/IF/device`, not a paravirtual driver):
+//!   the peak of the headline throughput is its `/sys/class/net/IF/speed`
+//!   in bytes/s (× 2 for `bidir`: full duplex carries it each way);
+//! - a **VLAN, macvlan or ipvlan** on a NIC: that NIC's speed; a **bond or
+//!   team** whose links are all NICs: its own speed (the kernel's sum over
+//!   its links — one stream travels one link);
+//! - a **virtual** interface (no device, nothing under it: veth, tun,
+//!   dummy, wireguard...), a **paravirtual** NIC (virtio_net, vmxnet3,
+//!   hv_netvsc, xen-netfront) or a **bridge**: no peak. A veth reports
+//!   10000 Mb/s and virtio may report what the hypervisor was told; neither
+//!   is a line rate, and the note says so;
+//! - **loopback** (also the machine's own addresses): no link; the note
+//!   says the limit is memory bandwidth.
 //!
 //! ## The server
 //!
@@ -215,6 +253,66 @@ pub enum NetError {
         /// What happened.
         detail: String,
     },
+}
+
+/// The report's `host.extra.net`: where the server is and what the path to
+/// it is, so a reader (or a script) sees whether the numbers crossed a
+/// wire. Keys: `server` (`--peer` as given, or `in-process`), `address`,
+/// `path` (`loopback`, `interface`, `unknown`), and for an interface
+/// `interface`, `class` (`physical`, `paravirtual`, `stacked`,
+/// `virtual`), `link_kind` (`veth`, `vlan`, `bond`..., or null for a NIC
+/// driver), `driver`, `speed_mbps` (as sysfs reports it, even where it is
+/// not a physical limit), `line_rate_mbps` (the speed a link-speed peak
+/// uses, or null where none is claimed), `lower` (interfaces under a
+/// stacked one) and `lookup` (`netlink` or `source_address`).
+pub(crate) fn host_facts(ctx: &benchsuite_core::Context) -> serde_json::Value {
+    use serde_json::json;
+    let (server, addr) = match ctx.options.get("peer") {
+        Some(p) => match client::resolve_peer(p) {
+            Ok(a) => (p.clone(), a.ip()),
+            Err(e) => return json!({ "server": p, "path": "unknown", "error": e.to_string() }),
+        },
+        None => (
+            "in-process".to_string(),
+            std::net::Ipv4Addr::LOCALHOST.into(),
+        ),
+    };
+    let path = match sys::route_to(addr) {
+        sys::Route::Loopback => json!({ "path": "loopback" }),
+        sys::Route::Unknown(why) => json!({ "path": "unknown", "error": why }),
+        sys::Route::Interface(nif) => {
+            let mut v = interface_facts(&nif);
+            v["path"] = json!("interface");
+            v["lookup"] = json!(match nif.lookup {
+                sys::Lookup::Netlink => "netlink",
+                sys::Lookup::SourceAddress => "source_address",
+            });
+            v
+        }
+    };
+    let mut v = path;
+    v["server"] = json!(server);
+    v["address"] = json!(addr.to_string());
+    v
+}
+
+fn interface_facts(nif: &sys::NetIf) -> serde_json::Value {
+    use serde_json::json;
+    let (driver, lower) = match &nif.class {
+        sys::IfClass::Physical { driver } => (driver.clone(), Vec::new()),
+        sys::IfClass::Paravirtual { driver } => (Some(driver.clone()), Vec::new()),
+        sys::IfClass::Stacked { lower } => (None, lower.iter().map(interface_facts).collect()),
+        sys::IfClass::Virtual => (None, Vec::new()),
+    };
+    json!({
+        "interface": nif.name,
+        "class": nif.class_name(),
+        "link_kind": nif.link_kind,
+        "driver": driver,
+        "speed_mbps": nif.speed_mbps,
+        "line_rate_mbps": nif.line_rate().map(|(s, _)| s),
+        "lower": lower,
+    })
 }
 
 impl NetError {

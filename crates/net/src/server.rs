@@ -81,6 +81,12 @@ pub struct ServerConfig {
     /// Silence allowed on a data connection, and on a test (no control
     /// message and no data). The default is [`DATA_IDLE`] (60 s).
     pub data_idle: Duration,
+    /// Pin every echo thread (the server's end of a TCP or UDP ping-pong)
+    /// to this logical CPU; sinks and sources stay where the scheduler puts
+    /// them. The default is `None`: not pinned. `net.latency --param
+    /// cpus=same|different` sets it on its in-process server, so the echo
+    /// thread's CPU is known; it must be one this process may run on.
+    pub echo_cpu: Option<usize>,
 }
 
 impl ServerConfig {
@@ -95,6 +101,7 @@ impl ServerConfig {
             max_data_threads: 256,
             io_timeout: IO_TIMEOUT,
             data_idle: DATA_IDLE,
+            echo_cpu: None,
         }
     }
 
@@ -122,6 +129,14 @@ impl ServerConfig {
             return Err(NetError::Config(
                 "server limits and thread counts must be positive".into(),
             ));
+        }
+        if let Some(cpu) = self.echo_cpu {
+            let allowed = benchsuite_core::team::allowed_cpus();
+            if !allowed.contains(&cpu) {
+                return Err(NetError::Config(format!(
+                    "cannot pin the server's echo threads to CPU {cpu}: this process may run on CPUs {allowed:?}"
+                )));
+            }
         }
         Ok(())
     }
@@ -826,9 +841,12 @@ impl Session {
         let activity = self.last_activity.clone();
         let count = self.data_threads.clone();
         let sock2 = sock.clone();
+        let cpu = shared.cfg.echo_cpu.filter(|_| mode == UdpMode::Echo);
+        let sh = self.data_threads.shared.clone();
         let spawned = std::thread::Builder::new()
             .name("benchsuite-net-udp".into())
             .spawn(move || {
+                pin_data_thread(&sh, cpu);
                 udp_thread(&sock2, &a, &stop, peer, epoch, block, mode, &activity);
                 count.release();
             });
@@ -1003,9 +1021,12 @@ async fn attach(shared: &Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, id:
         sent: session.tcp_sent.clone(),
     };
     let count = session.data_threads.clone();
+    let cpu = shared.cfg.echo_cpu.filter(|_| role == Role::Echo);
+    let sh = shared.clone();
     let spawned = std::thread::Builder::new()
         .name("benchsuite-net-data".into())
         .spawn(move || {
+            pin_data_thread(&sh, cpu);
             let mut s = std_sock;
             // Errors end the connection; the client sees it closed and
             // reports that. A reset or timeout here is not the server's
@@ -1023,6 +1044,19 @@ async fn attach(shared: &Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, id:
             shared.log(format_args!("{peer}: spawning a data thread failed: {e}"));
             release();
         }
+    }
+}
+
+/// Pins the calling data thread to `cpu`, if one is given. The CPU
+/// was checked when the server started, so this fails only if the
+/// process's affinity changed since; the thread then runs unpinned and the
+/// failure is logged (by `benchsuite serve`; the in-process server is
+/// quiet).
+fn pin_data_thread(shared: &Shared, cpu: Option<usize>) {
+    if let Some(cpu) = cpu
+        && let Err(e) = benchsuite_core::team::pin_current_thread(cpu)
+    {
+        shared.log(format_args!("data thread left unpinned: {e}"));
     }
 }
 

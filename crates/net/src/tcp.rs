@@ -78,6 +78,10 @@ impl Benchmark for TcpThroughput {
         }
     }
 
+    fn host_facts(&self, ctx: &Context) -> Option<serde_json::Value> {
+        Some(crate::host_facts(ctx))
+    }
+
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         let block = point.u64("block")? as usize;
         let threads = point.u64("threads")? as u32;
@@ -105,11 +109,11 @@ impl Benchmark for TcpThroughput {
             nodelay,
         };
         let mut link = Link::open(ctx, spec)?;
-        let mut warnings = Vec::new();
+        let mut notes = Vec::new();
         let peak = link.target.peak(
             "throughput",
             if direction == "bidir" { 2 } else { 1 },
-            &mut warnings,
+            &mut notes,
         );
         let totals = Arc::new(Totals::default());
         let (dialer, t2) = (link.dialer, totals.clone());
@@ -132,7 +136,7 @@ impl Benchmark for TcpThroughput {
             team: Some(team),
             totals,
             peak,
-            warnings,
+            notes,
         }))
     }
 }
@@ -254,7 +258,8 @@ struct TcpCase {
     team: Option<Team>,
     totals: Arc<Totals>,
     peak: Option<Peak>,
-    warnings: Vec<String>,
+    /// The path to the server and its peak (or why there is none).
+    notes: Vec<String>,
 }
 
 impl Case for TcpCase {
@@ -307,8 +312,8 @@ impl Case for TcpCase {
         self.peak.clone()
     }
 
-    fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
+    fn notes(&self) -> Vec<String> {
+        self.notes.clone()
     }
 }
 

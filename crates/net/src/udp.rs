@@ -133,6 +133,10 @@ impl Benchmark for UdpThroughput {
         Ok(())
     }
 
+    fn host_facts(&self, ctx: &Context) -> Option<serde_json::Value> {
+        Some(crate::host_facts(ctx))
+    }
+
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         let block = point.u64("block")?;
         check_udp_block(block).map_err(|e| BenchError::Other(e.to_string()))?;
@@ -147,7 +151,8 @@ impl Benchmark for UdpThroughput {
         };
         let mut link = Link::open(ctx, spec)?;
         let mut warnings = Vec::new();
-        let peak = link.target.peak("received", 1, &mut warnings);
+        let mut notes = Vec::new();
+        let peak = link.target.peak("received", 1, &mut notes);
         match rate {
             None => warnings.push(
                 "rate=max: each sender sends as fast as it can (iperf3 -b 0), so loss shows where the receiver or the path overflowed".into(),
@@ -188,6 +193,7 @@ impl Benchmark for UdpThroughput {
             block,
             peak,
             warnings,
+            notes,
         }))
     }
 }
@@ -219,24 +225,17 @@ impl UdpSender {
     }
 
     /// Sends `iters` datagrams (paced when a rate is set). `elapsed` is the
-    /// send interval.
+    /// send interval: for a paced stream it ends when the next datagram
+    /// would be due (`iters` gaps, not `iters - 1`), so back-to-back
+    /// batches keep the rate and a one-datagram batch does not count as
+    /// sent in no time.
     fn batch(&mut self, iters: u64) -> Result<Work, BenchError> {
         let t0 = Instant::now();
         for k in 0..iters {
             if let Some(gap) = self.gap {
                 // Pace against the batch's start, so a late datagram is
                 // followed by catch-up rather than a permanent lag.
-                let due = t0 + Duration::from_secs_f64(gap * k as f64);
-                let now = Instant::now();
-                if due > now {
-                    let wait = due - now;
-                    if wait > Duration::from_micros(200) {
-                        std::thread::sleep(wait - Duration::from_micros(100));
-                    }
-                    while Instant::now() < due {
-                        std::hint::spin_loop();
-                    }
-                }
+                wait_until(t0 + Duration::from_secs_f64(gap * k as f64));
             }
             self.buf[0..8].copy_from_slice(&self.seq.to_be_bytes());
             let stamp = self.epoch.elapsed().as_nanos() as u64;
@@ -259,11 +258,29 @@ impl UdpSender {
             }
             self.seq += 1;
         }
+        if let Some(gap) = self.gap {
+            wait_until(t0 + Duration::from_secs_f64(gap * iters as f64));
+        }
         Ok(Work {
             ops: iters,
             elapsed: Some(t0.elapsed()),
             ..Work::default()
         })
+    }
+}
+
+/// Sleeps, then spins, until `due` (returns at once if it has passed).
+fn wait_until(due: Instant) {
+    let now = Instant::now();
+    if due <= now {
+        return;
+    }
+    let wait = due - now;
+    if wait > Duration::from_micros(200) {
+        std::thread::sleep(wait - Duration::from_micros(100));
+    }
+    while Instant::now() < due {
+        std::hint::spin_loop();
     }
 }
 
@@ -274,6 +291,8 @@ struct UdpCase {
     block: u64,
     peak: Option<Peak>,
     warnings: Vec<String>,
+    /// The path to the server and its peak (or why there is none).
+    notes: Vec<String>,
 }
 
 impl Case for UdpCase {
@@ -361,6 +380,10 @@ impl Case for UdpCase {
 
     fn warnings(&self) -> Vec<String> {
         self.warnings.clone()
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.notes.clone()
     }
 }
 

@@ -133,9 +133,66 @@ fn every_choice_runs() {
         let sweep: Vec<(&str, &str)> = choices.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let report = run(meta.id, &sweep);
         for r in &report.records {
+            // Two pinned CPUs need two CPUs; anything else must run.
+            if r.status == Status::Skipped
+                && r.params.get("cpus").and_then(|v| v.as_str()) == Some("different")
+            {
+                let why = r.reason.as_deref().unwrap_or("");
+                assert!(why.contains("needs two CPUs"), "{}: {why}", r.key());
+                continue;
+            }
             check(r);
         }
     }
+}
+
+#[test]
+fn pinned_latency_says_where_it_ran_and_unpins() {
+    let cpus = benchsuite_core::team::allowed_cpus();
+    let report = run(
+        "net.latency",
+        &[("cpus", "same,different"), ("proto", "tcp,udp")],
+    );
+    assert_eq!(report.records.len(), 4);
+    for r in &report.records {
+        let mode = r.params.get("cpus").and_then(|v| v.as_str()).unwrap();
+        if mode == "different" && cpus.len() < 2 {
+            assert_eq!(r.status, Status::Skipped, "{}", r.key());
+            continue;
+        }
+        check(r);
+        let notes = r.notes.join(" | ");
+        let (client, server) = match mode {
+            "same" => (cpus[0], cpus[0]),
+            _ => (cpus[0], cpus[1]),
+        };
+        assert!(
+            notes.contains(&format!(
+                "cpus={mode}: this client thread ran on CPU {client}, the server's echo thread on CPU {server}"
+            )),
+            "{}: {notes}",
+            r.key()
+        );
+        assert!(notes.contains("path to 127.0.0.1: loopback"), "{notes}");
+    }
+    // Teardown gave the runner's thread its CPUs back.
+    assert_eq!(benchsuite_core::team::allowed_cpus(), cpus);
+}
+
+#[test]
+fn loopback_records_say_the_limit_is_memory_bandwidth() {
+    let report = run("net.tcp_throughput", &[]);
+    let r = &report.records[0];
+    check(r);
+    assert!(r.peak.is_none(), "{:?}", r.peak);
+    let notes = r.notes.join(" | ");
+    assert!(
+        notes.contains("loopback") && notes.contains("memory bandwidth"),
+        "{notes}"
+    );
+    let facts = &report.host.extra["net"];
+    assert_eq!(facts["server"], "in-process", "{facts}");
+    assert_eq!(facts["path"], "loopback", "{facts}");
 }
 
 #[test]
@@ -204,4 +261,19 @@ fn bad_parameters_are_usage_errors_naming_the_parameter() {
     assert!(e.contains("`block`"), "{e}");
     let e = plan_error("net.tcp_throughput", &[("threads", "0")]);
     assert!(e.contains("`threads`"), "{e}");
+    let e = plan_error("net.latency", &[("cpus", "1")]);
+    assert!(e.contains("`cpus`"), "{e}");
+    // Pinning needs the server in this process.
+    let mut cfg = config("net.latency", &[("cpus", "same")]);
+    cfg.options.insert("peer".into(), "127.0.0.1:9".into());
+    match runner::plan(&registry(), &cfg) {
+        Err(e @ ConfigError::InvalidValue { .. }) => {
+            let e = e.to_string();
+            assert!(
+                e.contains("`cpus`") && e.contains("--peer") && e.contains("taskset"),
+                "{e}"
+            );
+        }
+        other => panic!("cpus=same with --peer: {:?}", other.map(|_| ())),
+    }
 }
