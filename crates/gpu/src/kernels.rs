@@ -36,6 +36,59 @@ typedef unsigned long long u64;
 #define UNROLL 32
 "#;
 
+/// `pack` and `fma2` for half2: two f16 lanes in a `u32`.
+const F16X2_OPS: &str = r#"
+__device__ __forceinline__ u32 pack(float lo, float hi) {
+    unsigned short l, h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(l) : "f"(lo));
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(hi));
+    return (u32)l | ((u32)h << 16);
+}
+__device__ __forceinline__ u32 fma2(u32 a, u32 b, u32 c) {
+    u32 d;
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+"#;
+
+/// `pack` and `fma2` for bfloat162: two bf16 lanes in a `u32`.
+const BF16X2_OPS: &str = r#"
+__device__ __forceinline__ u32 pack(float lo, float hi) {
+    /* exact: both values have at most 8 significant bits */
+    return (__float_as_uint(lo) >> 16) | (__float_as_uint(hi) & 0xffff0000u);
+}
+__device__ __forceinline__ u32 fma2(u32 a, u32 b, u32 c) {
+    u32 d;
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+"#;
+
+/// The packed (half2 / bfloat162) FMA kernel; `KERNEL_NAME` is replaced by
+/// its name and `pack`/`fma2` come from [`F16X2_OPS`] or [`BF16X2_OPS`].
+const PACKED_KERNEL: &str = r#"
+extern "C" __global__ void __launch_bounds__(1024) KERNEL_NAME(u32 *__restrict__ out, u32 b, u32 c, int n) {
+    const u32 tid = blockIdx.x * blockDim.x + threadIdx.x;
+    u32 a[CHAINS];
+    #pragma unroll
+    for (int j = 0; j < CHAINS; j++) {
+        const float x = 1.0f + (float)(tid & 15) * 0.0078125f + (float)j * 0.125f;
+        a[j] = pack(x, 2.0f - x);
+    }
+    for (int i = 0; i < n; i++) {
+        #pragma unroll
+        for (int k = 0; k < UNROLL; k++) {
+            #pragma unroll
+            for (int j = 0; j < CHAINS; j++) a[j] = fma2(a[j], b, c);
+        }
+    }
+    u32 s = a[0];
+    #pragma unroll
+    for (int j = 1; j < CHAINS; j++) s ^= a[j];
+    out[tid] = s;
+}
+"#;
+
 /// The source of the arithmetic kernel for `a`. Every kernel has the
 /// signature `(T *out, T b, T c, int n)` with `T` = `double`, `float` or
 /// `u32` (packed pairs and integers).
@@ -87,72 +140,18 @@ extern "C" __global__ void __launch_bounds__(1024) fma_f32(float *__restrict__ o
 "#
         }
         Arith::F16 => {
-            r#"
-__device__ __forceinline__ u32 pack(float lo, float hi) {
-    unsigned short l, h;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(l) : "f"(lo));
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(hi));
-    return (u32)l | ((u32)h << 16);
-}
-__device__ __forceinline__ u32 fma2(u32 a, u32 b, u32 c) {
-    u32 d;
-    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-    return d;
-}
-extern "C" __global__ void __launch_bounds__(1024) fma_f16x2(u32 *__restrict__ out, u32 b, u32 c, int n) {
-    const u32 tid = blockIdx.x * blockDim.x + threadIdx.x;
-    u32 a[CHAINS];
-    #pragma unroll
-    for (int j = 0; j < CHAINS; j++) {
-        const float x = 1.0f + (float)(tid & 15) * 0.0078125f + (float)j * 0.125f;
-        a[j] = pack(x, 2.0f - x);
-    }
-    for (int i = 0; i < n; i++) {
-        #pragma unroll
-        for (int k = 0; k < UNROLL; k++) {
-            #pragma unroll
-            for (int j = 0; j < CHAINS; j++) a[j] = fma2(a[j], b, c);
-        }
-    }
-    u32 s = a[0];
-    #pragma unroll
-    for (int j = 1; j < CHAINS; j++) s ^= a[j];
-    out[tid] = s;
-}
-"#
+            return format!(
+                "{PRELUDE}{}{}",
+                F16X2_OPS,
+                PACKED_KERNEL.replace("KERNEL_NAME", arith_kernel_name(a))
+            );
         }
         Arith::Bf16 => {
-            r#"
-__device__ __forceinline__ u32 pack(float lo, float hi) {
-    /* exact: both values have at most 8 significant bits */
-    return (__float_as_uint(lo) >> 16) | (__float_as_uint(hi) & 0xffff0000u);
-}
-__device__ __forceinline__ u32 fma2(u32 a, u32 b, u32 c) {
-    u32 d;
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-    return d;
-}
-extern "C" __global__ void __launch_bounds__(1024) fma_bf16x2(u32 *__restrict__ out, u32 b, u32 c, int n) {
-    const u32 tid = blockIdx.x * blockDim.x + threadIdx.x;
-    u32 a[CHAINS];
-    #pragma unroll
-    for (int j = 0; j < CHAINS; j++) {
-        const float x = 1.0f + (float)(tid & 15) * 0.0078125f + (float)j * 0.125f;
-        a[j] = pack(x, 2.0f - x);
-    }
-    for (int i = 0; i < n; i++) {
-        #pragma unroll
-        for (int k = 0; k < UNROLL; k++) {
-            #pragma unroll
-            for (int j = 0; j < CHAINS; j++) a[j] = fma2(a[j], b, c);
-        }
-    }
-    u32 s = a[0];
-    #pragma unroll
-    for (int j = 1; j < CHAINS; j++) s ^= a[j];
-    out[tid] = s;
-}
-"#
+            return format!(
+                "{PRELUDE}{}{}",
+                BF16X2_OPS,
+                PACKED_KERNEL.replace("KERNEL_NAME", arith_kernel_name(a))
+            );
         }
         Arith::I32 => {
             r#"
