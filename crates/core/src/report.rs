@@ -16,7 +16,7 @@
 //!   },
 //!   "records": [{
 //!     "id": "os.syscall",             // benchmark id
-//!     "params": {"call": "getppid"},   // the sweep point: numbers (bytes, counts), strings, booleans
+//!     "params": {"call": "getppid"},   // the sweep point as it ran: numbers (bytes, counts), strings, booleans
 //!     "status": "ok",                  // "ok" | "skipped" | "failed"
 //!     "reason": null,                  // why skipped / the error when failed
 //!     "iters_per_sample": 65536,       // batch size chosen by the runner
@@ -115,7 +115,9 @@ pub enum Status {
 pub struct Record {
     /// Benchmark id.
     pub id: String,
-    /// Parameter values of this point.
+    /// Parameter values of this point, as they ran: where a benchmark
+    /// resolved an `auto` value (`size=0`, a preset), the resolved value
+    /// (see `Case::resolved`); a skipped record keeps the requested values.
     pub params: Point,
     /// Outcome.
     pub status: Status,
