@@ -28,6 +28,9 @@ pub enum Script {
     Skip,
     /// Sets the shared cancel flag during its first run.
     CancelDuringRun,
+    /// Like `Work`, but the first run also stalls for 20 ms (a preemption
+    /// or a cold first call during calibration).
+    StallFirstRun,
 }
 
 /// A fake benchmark.
@@ -75,6 +78,8 @@ struct FakeCase {
     fake: Fake,
     ctx: Context,
     factor: u64,
+    /// Runs so far.
+    runs: u64,
     /// `block` after `0` (auto) was resolved to 4 KiB.
     block: u64,
 }
@@ -92,8 +97,10 @@ impl Case for FakeCase {
             Script::FailRun => return Err(BenchError::Other("scripted failure".into())),
             Script::PanicRun => panic!("scripted panic"),
             Script::CancelDuringRun => self.ctx.cancel.store(true, Ordering::SeqCst),
+            Script::StallFirstRun if self.runs == 0 => spin(Duration::from_millis(20)),
             _ => {}
         }
+        self.runs += 1;
         spin(Duration::from_nanos(
             self.fake.ns_per_iter * self.factor * iters,
         ));
@@ -160,6 +167,7 @@ impl Benchmark for Fake {
             fake: self.clone(),
             ctx: ctx.clone(),
             factor: point.u64("factor")?,
+            runs: 0,
             block: match point.u64("block")? {
                 0 => 4096,
                 b => b,

@@ -280,3 +280,28 @@ fn records_show_resolved_values_and_modules_add_host_facts() {
     assert_eq!(blocks, [4096, 512]);
     assert_eq!(report.host.extra["fake"]["fake"], "fake.auto");
 }
+
+#[test]
+fn a_stall_during_calibration_does_not_fix_a_tiny_batch() {
+    // 1 µs per iteration; the first call stalls 20 ms, longer than a
+    // sample. Without a confirming run the batch would stay at one
+    // iteration and every sample would time one call's overhead.
+    let f = Fake::new("fake.stall", Script::StallFirstRun, 1_000);
+    let reg = registry(std::slice::from_ref(&f));
+    let mut cfg = fast_config();
+    cfg.min_sample_time = Duration::from_millis(5);
+    let report = run(&reg, &cfg, &mut Silent).unwrap();
+    let r = &report.records[0];
+    assert_eq!(r.status, Status::Ok, "{:?}", r.reason);
+    assert!(
+        r.iters_per_sample.unwrap() >= 1_000,
+        "batch of {:?} iterations",
+        r.iters_per_sample
+    );
+    let t = r.metrics.iter().find(|m| m.name == "time_per_op").unwrap();
+    assert!(
+        t.summary.median < 5e-6,
+        "{} s per op: the stall leaked into the samples",
+        t.summary.median
+    );
+}
