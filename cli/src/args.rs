@@ -87,6 +87,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub runs: Option<usize>,
 
+    /// Run the whole plan N times, one point after the other in each round,
+    /// and pool each record's samples (N × --runs of them), so the machine's
+    /// drift over minutes shows up as noise that `compare` takes into
+    /// account, instead of as a difference between two reports. Default 1.
+    #[arg(long, value_name = "N")]
+    pub rounds: Option<usize>,
+
     /// Minimum length of one timed sample; batches grow until a sample lasts
     /// this long. The default is 10ms (5ms with --quick).
     #[arg(long, value_name = "DURATION")]

@@ -132,6 +132,9 @@ pub fn run_config(args: &RunArgs, stdout_tty: bool) -> Result<(RunConfig, Output
     if let Some(r) = args.runs {
         cfg.runs = r;
     }
+    if let Some(r) = args.rounds {
+        cfg.rounds = r;
+    }
     let dur = |flag: &str, v: &Option<String>| -> Result<Option<std::time::Duration>> {
         v.as_deref()
             .map(|t| parse_duration(t).map_err(|e| anyhow!("invalid value `{t}` for {flag}: {e}")))

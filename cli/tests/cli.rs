@@ -134,6 +134,11 @@ fn bad_input_exits_2_naming_the_flag_or_file() {
     );
     assert_usage_error(&["run", "nosuchbench"], "nosuchbench");
     assert_usage_error(&["run", "os", "--runs", "0"], "--runs");
+    assert_usage_error(&["run", "os", "--rounds", "0"], "--rounds");
+    assert_usage_error(
+        &["run", "os", "--rounds", "2", "--duration", "1s"],
+        "--rounds",
+    );
     assert_usage_error(&["run", "os", "--param", "nosuch=1"], "nosuch");
     assert_usage_error(&["run", "os.call", "--param", "args=9"], "--param args");
     assert_usage_error(&["run", "os", "--format", "xml"], "--format");

@@ -305,3 +305,33 @@ fn a_stall_during_calibration_does_not_fix_a_tiny_batch() {
         t.summary.median
     );
 }
+
+#[test]
+fn rounds_repeat_the_plan_and_pool_the_samples() {
+    let a = Fake::new("fake.a", Script::Work, 1_000);
+    let b = Fake::new("fake.b", Script::Work, 1_000);
+    let reg = registry(&[a.clone(), b.clone()]);
+    let mut cfg = fast_config();
+    cfg.rounds = 3;
+    let report = run(&reg, &cfg, &mut Silent).unwrap();
+    assert_eq!(report.config.rounds, 3);
+    assert_eq!(
+        report.records.len(),
+        2,
+        "one record per point, not per round"
+    );
+    for r in &report.records {
+        assert_eq!(r.status, Status::Ok, "{:?}", r.reason);
+        for m in &r.metrics {
+            assert_eq!(m.samples.len(), 3 * cfg.runs, "{}", m.name);
+        }
+        assert!(
+            r.notes.iter().any(|n| n.contains("pooled from 3 rounds")),
+            "{:?}",
+            r.notes
+        );
+    }
+    // Each round prepares and tears down every point again.
+    assert_eq!((a.prepare_count(), a.teardown_count()), (3, 3));
+    assert_eq!((b.prepare_count(), b.teardown_count()), (3, 3));
+}

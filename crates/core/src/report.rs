@@ -79,8 +79,12 @@ pub struct RunConfigRecord {
     pub selectors: Vec<String>,
     /// Parameter sweeps given, as typed.
     pub params: BTreeMap<String, String>,
-    /// Samples per record.
+    /// Samples per record per round.
     pub runs: usize,
+    /// Rounds: the plan ran this many times and each record pools the
+    /// samples of all of them (absent in older reports: 1).
+    #[serde(default = "one")]
+    pub rounds: usize,
     /// Minimum duration of one sample, seconds.
     pub min_sample_time_s: f64,
     /// Warm-up time before sampling, seconds.
@@ -96,6 +100,10 @@ pub struct RunConfigRecord {
     /// Module options (`peer`, `peak-mem-bw`...).
     #[serde(default)]
     pub options: BTreeMap<String, String>,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// Whether a record ran.

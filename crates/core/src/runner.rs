@@ -38,6 +38,10 @@ pub struct RunConfig {
     pub sweep: BTreeMap<String, String>,
     /// Samples per record (`--runs`). Default 5.
     pub runs: usize,
+    /// Rounds (`--rounds`): the whole plan is run this many times, one
+    /// benchmark point after the other in each round, and each record pools
+    /// the samples of every round. Default 1.
+    pub rounds: usize,
     /// Minimum duration of one sample (`--min-sample-time`). Default 10 ms.
     pub min_sample_time: Duration,
     /// Warm-up before the first sample (`--warmup`). Default 100 ms.
@@ -65,6 +69,7 @@ impl Default for RunConfig {
             selectors: Vec::new(),
             sweep: BTreeMap::new(),
             runs: 5,
+            rounds: 1,
             min_sample_time: Duration::from_millis(10),
             warmup: Duration::from_millis(100),
             duration: None,
@@ -115,6 +120,17 @@ impl RunConfig {
         }
         if self.runs > 100_000 {
             return Err(ConfigError::Invalid("--runs must be at most 100000".into()));
+        }
+        if self.rounds == 0 || self.rounds > 1000 {
+            return Err(ConfigError::Invalid(
+                "--rounds must be between 1 and 1000".into(),
+            ));
+        }
+        if self.rounds > 1 && self.duration.is_some() {
+            return Err(ConfigError::Invalid(
+                "--rounds cannot be combined with --duration (a time series is one continuous run)"
+                    .into(),
+            ));
         }
         if self.min_sample_time.is_zero() {
             return Err(ConfigError::Invalid(
@@ -290,9 +306,10 @@ pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer
     let host = &ctx.host;
     let mut facts = BTreeMap::new();
     let overhead = timer_overhead();
-    observer.start(plan.len());
-    let mut records = Vec::new();
-    'outer: for pb in &plan.benches {
+    let rounds = config.rounds.max(1);
+    observer.start(plan.len() * rounds);
+    let mut probes = Vec::new();
+    for pb in &plan.benches {
         let meta = pb.bench.meta();
         let probe = catch_unwind(AssertUnwindSafe(|| pb.bench.probe(ctx)))
             .unwrap_or_else(|p| Probe::Skip(format!("probe panicked: {}", panic_message(&p))));
@@ -302,24 +319,55 @@ pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer
         {
             facts.insert(meta.module().to_string(), v);
         }
-        for point in &pb.points {
-            if ctx.cancelled() {
-                break 'outer;
+        probes.push((meta, probe));
+    }
+    let mut slots: Vec<(Record, Hists)> = Vec::new();
+    'outer: for round in 1..=rounds {
+        let mut k = 0;
+        for (pb, (meta, probe)) in plan.benches.iter().zip(&probes) {
+            for point in &pb.points {
+                if ctx.cancelled() {
+                    break 'outer;
+                }
+                observer.record_start(meta.id, point);
+                let (mut record, hists) = match probe {
+                    Probe::Skip(reason) => (
+                        Record::skipped(meta.id, point.clone(), reason.clone()),
+                        Vec::new(),
+                    ),
+                    Probe::Ready => run_point(pb.bench, &meta.metrics, meta.id, point, ctx, config),
+                };
+                if host.build.is_debug() && record.status == Status::Ok {
+                    record
+                        .warnings
+                        .push("debug build: numbers are not representative; install with `cargo install --path cli`".into());
+                }
+                if round == 1 {
+                    observer.record_done(&record);
+                    slots.push((record, hists));
+                } else {
+                    merge_round(&mut slots[k], record, hists, round);
+                    observer.record_done(&slots[k].0);
+                }
+                k += 1;
             }
-            observer.record_start(meta.id, point);
-            let mut record = match &probe {
-                Probe::Skip(reason) => Record::skipped(meta.id, point.clone(), reason.clone()),
-                Probe::Ready => run_point(pb.bench, &meta.metrics, meta.id, point, ctx, config),
-            };
-            if host.build.is_debug() && record.status == Status::Ok {
-                record
-                    .warnings
-                    .push("debug build: numbers are not representative; install with `cargo install --path cli`".into());
-            }
-            observer.record_done(&record);
-            records.push(record);
         }
     }
+    let done_rounds = if ctx.cancelled() { None } else { Some(rounds) };
+    let records: Vec<Record> = slots
+        .into_iter()
+        .map(|(mut r, _)| {
+            if rounds > 1 && r.status == Status::Ok {
+                r.notes.push(match done_rounds {
+                    Some(n) => format!(
+                        "samples pooled from {n} rounds (the whole plan run {n} times, one point after the other), so their spread includes the machine's drift between rounds"
+                    ),
+                    None => "samples pooled from the rounds finished before the interrupt".into(),
+                });
+            }
+            r
+        })
+        .collect();
     Report {
         schema_version: SCHEMA_VERSION.to_string(),
         tool_version: host.build.version.clone(),
@@ -333,6 +381,7 @@ pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer
             selectors: config.selectors.clone(),
             params: config.sweep.clone(),
             runs: config.runs,
+            rounds,
             min_sample_time_s: config.min_sample_time.as_secs_f64(),
             warmup_time_s: config.warmup.as_secs_f64(),
             duration_s: config.duration.map(|d| d.as_secs_f64()),
@@ -429,17 +478,21 @@ fn run_point(
     point: &Point,
     ctx: &Context,
     config: &RunConfig,
-) -> Record {
+) -> (Record, Hists) {
     let mut case = match catch_unwind(AssertUnwindSafe(|| bench.prepare(ctx, point))) {
         Ok(Ok(c)) => c,
-        Ok(Err(BenchError::Skip(reason))) => return Record::skipped(id, point.clone(), reason),
-        Ok(Err(e)) => return Record::failed(id, point.clone(), format!("prepare: {e}")),
-        Err(p) => {
-            return Record::failed(
-                id,
-                point.clone(),
-                format!("prepare panicked: {}", panic_message(&p)),
+        Ok(Err(BenchError::Skip(reason))) => {
+            return (Record::skipped(id, point.clone(), reason), Vec::new());
+        }
+        Ok(Err(e)) => {
+            return (
+                Record::failed(id, point.clone(), format!("prepare: {e}")),
+                Vec::new(),
             );
+        }
+        Err(p) => {
+            let why = format!("prepare panicked: {}", panic_message(&p));
+            return (Record::failed(id, point.clone(), why), Vec::new());
         }
     };
     let cpu_before = CpuTimes::read();
@@ -461,8 +514,10 @@ fn run_point(
     let steal = CpuTimes::read()
         .zip(cpu_before)
         .and_then(|(after, before)| after.steal_fraction_since(&before));
+    let mut hists = Vec::new();
     let mut record = match measured {
-        Ok((iters, metrics, mut warnings)) => {
+        Ok((iters, metrics, mut warnings, h)) => {
+            hists = h;
             warnings.extend(case.warnings());
             if let Some(st) = steal.filter(|s| *s > STEAL_WARN) {
                 warnings.push(format!(
@@ -476,11 +531,7 @@ fn run_point(
                     if eff.is_finite() {
                         pk.efficiency = Some(eff);
                         if eff > 1.0 {
-                            warnings.push(format!(
-                                "measured {} is {:.1}% of the theoretical peak: above 100% means a bug or a cache effect, not a faster machine",
-                                pk.metric,
-                                eff * 100.0
-                            ));
+                            warnings.push(over_peak_warning(&pk.metric, eff));
                         }
                     }
                 }
@@ -513,7 +564,93 @@ fn run_point(
             None => msg,
         });
     }
-    record
+    (record, hists)
+}
+
+/// Each metric's latency histogram (merged over the samples), if it has one.
+type Hists = Vec<Option<Histogram<u64>>>;
+
+/// The warning for a metric whose samples spread too much.
+fn noisy_warning(metric: &str, summary: &Summary, n: usize) -> Option<String> {
+    (summary.cv > NOISY_CV && n > 2).then(|| {
+        format!(
+            "{metric} is noisy: CV {:.1}% over {n} samples; consider more --runs or a quieter machine",
+            summary.cv * 100.0
+        )
+    })
+}
+
+/// Adds one more round of a record to what the earlier rounds gave: samples
+/// pooled and summarised again, latency histograms added, warnings and notes
+/// merged. A round that did not run fails the record, naming the round.
+fn merge_round(slot: &mut (Record, Hists), new: Record, new_hists: Hists, round: usize) {
+    let (rec, hists) = slot;
+    if rec.status != Status::Ok {
+        return;
+    }
+    if new.status != Status::Ok {
+        rec.status = Status::Failed;
+        rec.reason = Some(format!(
+            "round {round}: {}",
+            new.reason.as_deref().unwrap_or("did not run")
+        ));
+        return;
+    }
+    for (i, m) in rec.metrics.iter_mut().enumerate() {
+        let Some(j) = new.metrics.iter().position(|x| x.name == m.name) else {
+            continue;
+        };
+        m.samples.extend_from_slice(&new.metrics[j].samples);
+        if let Ok(sum) = Summary::new(&m.samples) {
+            m.summary = sum;
+        }
+        if let (Some(Some(h)), Some(Some(nh))) = (hists.get_mut(i), new_hists.get(j)) {
+            // Both histograms auto-resize, so adding cannot fail on range.
+            let _ = h.add(nh);
+            m.latency = LatencySummary::from_histogram_ns(h);
+        }
+    }
+    // Noise and efficiency warnings are about the pooled samples now.
+    let stale = |w: &String| {
+        rec.metrics.iter().any(|m| {
+            w.starts_with(&format!("{} is noisy:", m.name))
+                || w.starts_with(&format!("measured {} is ", m.name))
+        })
+    };
+    rec.warnings.retain(|w| !stale(w));
+    for w in new.warnings {
+        if !stale(&w) && !rec.warnings.contains(&w) {
+            rec.warnings.push(w);
+        }
+    }
+    for n in new.notes {
+        if !rec.notes.contains(&n) {
+            rec.notes.push(n);
+        }
+    }
+    for m in &rec.metrics {
+        rec.warnings
+            .extend(noisy_warning(&m.name, &m.summary, m.samples.len()));
+    }
+    if let Some(pk) = &mut rec.peak
+        && let Some(m) = rec.metrics.iter().find(|m| m.name == pk.metric)
+    {
+        let eff = m.summary.median / pk.value;
+        if eff.is_finite() {
+            pk.efficiency = Some(eff);
+            if eff > 1.0 {
+                rec.warnings.push(over_peak_warning(&pk.metric, eff));
+            }
+        }
+    }
+}
+
+/// The warning for a result above its theoretical peak.
+fn over_peak_warning(metric: &str, eff: f64) -> String {
+    format!(
+        "measured {metric} is {:.1}% of the theoretical peak: above 100% means a bug or a cache effect, not a faster machine",
+        eff * 100.0
+    )
 }
 
 /// Calibrates the batch size during warm-up, then samples.
@@ -522,7 +659,7 @@ fn measure(
     specs: &[MetricSpec],
     ctx: &Context,
     config: &RunConfig,
-) -> Result<(u64, Vec<Metric>, Vec<String>), BenchError> {
+) -> Result<(u64, Vec<Metric>, Vec<String>, Hists), BenchError> {
     let target = config.min_sample_time.as_secs_f64();
     let mut warnings = Vec::new();
     // Warm-up and batch sizing: grow the batch until one lasts `target`,
@@ -596,6 +733,7 @@ fn measure(
     }
 
     let mut metrics = Vec::new();
+    let mut hists = Vec::new();
     for spec in specs {
         let mut samples = Vec::with_capacity(batches.len());
         let mut merged: Option<Histogram<u64>> = None;
@@ -612,14 +750,7 @@ fn measure(
         }
         let summary = Summary::new(&samples)
             .map_err(|e| BenchError::Other(format!("metric {}: {e}", spec.name)))?;
-        if summary.cv > NOISY_CV && samples.len() > 2 {
-            warnings.push(format!(
-                "{} is noisy: CV {:.1}% over {} samples; consider more --runs or a quieter machine",
-                spec.name,
-                summary.cv * 100.0,
-                samples.len()
-            ));
-        }
+        warnings.extend(noisy_warning(spec.name, &summary, samples.len()));
         metrics.push(Metric {
             name: spec.name.to_string(),
             unit: spec.unit.to_string(),
@@ -629,8 +760,9 @@ fn measure(
             summary,
             latency: merged.as_ref().and_then(LatencySummary::from_histogram_ns),
         });
+        hists.push(merged);
     }
-    Ok((iters, metrics, warnings))
+    Ok((iters, metrics, warnings, hists))
 }
 
 fn merge(agg: &mut Batch, b: Batch) {
@@ -700,4 +832,59 @@ pub fn new_latency_histogram() -> Histogram<u64> {
 /// Marks the run as cancelled (what the CLI's Ctrl-C handler does).
 pub fn cancel(flag: &AtomicBool) {
     flag.store(true, Ordering::SeqCst);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::fixtures;
+
+    fn hist(values_ns: &[u64]) -> Histogram<u64> {
+        let mut h = latency_histogram();
+        for v in values_ns {
+            h.record(*v).unwrap();
+        }
+        h
+    }
+
+    #[test]
+    fn a_round_pools_samples_histograms_and_efficiency() {
+        // mem.bandwidth: bandwidth 2.4/2.5/2.6 GB/s against a 5 GB/s peak,
+        // and a latency metric.
+        let first = fixtures::report().records[1].clone();
+        let mut second = first.clone();
+        second.metrics[0].samples = vec![5.4e9, 5.5e9, 5.6e9];
+        second.warnings = vec!["a caveat of round 2".into()];
+        let mut slot = (first, vec![None, Some(hist(&[1000, 1000]))]);
+        merge_round(&mut slot, second, vec![None, Some(hist(&[3000]))], 2);
+        let (r, _) = &slot;
+        assert_eq!(r.status, Status::Ok);
+        let bw = &r.metrics[0];
+        assert_eq!(bw.samples.len(), 6);
+        assert_eq!(bw.summary.median, (2.6e9 + 5.4e9) / 2.0);
+        // The spread between rounds is noise now, and said so.
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.starts_with("bandwidth is noisy:")),
+            "{:?}",
+            r.warnings
+        );
+        assert!(r.warnings.contains(&"a caveat of round 2".to_string()));
+        let eff = r.peak.as_ref().unwrap().efficiency.unwrap();
+        assert!((eff - 0.8).abs() < 1e-12, "{eff}");
+        let lat = r.metrics[1].latency.as_ref().unwrap();
+        assert_eq!(lat.count, 3);
+        assert!(lat.max >= 2.9e-6, "{lat:?}");
+    }
+
+    #[test]
+    fn a_failed_round_fails_the_record_naming_the_round() {
+        let first = fixtures::report().records[0].clone();
+        let failed = Record::failed("os.syscall", first.params.clone(), "boom");
+        let mut slot = (first, Vec::new());
+        merge_round(&mut slot, failed, Vec::new(), 3);
+        assert_eq!(slot.0.status, Status::Failed);
+        assert_eq!(slot.0.reason.as_deref(), Some("round 3: boom"));
+    }
 }
