@@ -51,10 +51,53 @@ impl Benchmark for DiskIo {
         }
     }
 
+    /// The mount and block device under the scratch directory (the
+    /// default target); each record's notes name its own target's.
+    fn host_facts(&self, ctx: &Context) -> Option<serde_json::Value> {
+        Some(crate::device::facts(&ctx.scratch_dir))
+    }
+
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         let s = Settings::from_point(point).map_err(|e| BenchError::Other(e.to_string()))?;
         prepare(ctx, &s)
     }
+}
+
+/// What holds the target: the mount and the block device under it; for a
+/// paravirtual disk, what that means for the numbers.
+fn storage_note(path: &std::path::Path) -> Option<String> {
+    // A device node's mount is the one holding /dev, not the data's.
+    let is_device = std::fs::metadata(path)
+        .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()));
+    let mount = if is_device {
+        None
+    } else {
+        crate::device::mount_of(path)
+    };
+    let dev = crate::device::block_device_of(path);
+    let mut parts = Vec::new();
+    if let Some(m) = &mount {
+        parts.push(format!(
+            "{} mounted on {} ({}, {})",
+            m.source,
+            m.mount_point.display(),
+            m.fstype,
+            m.options
+        ));
+    }
+    match &dev {
+        Some(d) => {
+            parts.push(format!("block device {}", d.describe()));
+            if d.paravirtual() {
+                parts.push(
+                    "a paravirtual disk: the numbers are the host's storage stack (image file, host cache, network storage) as this guest sees it, not a drive's".into(),
+                );
+            }
+        }
+        None if mount.is_some() => parts.push("no local block device under it".into()),
+        None => {}
+    }
+    (!parts.is_empty()).then(|| format!("storage: {}", parts.join("; ")))
 }
 
 fn engine_name(e: EngineKind) -> &'static str {
@@ -353,6 +396,8 @@ fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError> {
             }
         }
     }
+
+    notes.extend(storage_note(&dir));
 
     let sh = Arc::new(Shared {
         op: s.op,

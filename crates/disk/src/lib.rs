@@ -33,7 +33,10 @@
 //! (1 with `engine=sync`, at most the blocks per file), the `size` used
 //! (whole blocks; in place, capped by the target). Its notes say what was
 //! measured: the file system and directory (or the target tested in place
-//! and which bytes of it were overwritten), the files, the `O_DIRECT`
+//! and which bytes of it were overwritten), the mount and block device
+//! under it (driver, scheduler, rotational, logical block; a paravirtual
+//! disk such as virtio_blk is named as such — the report's
+//! `host.extra.disk` has the same for the scratch directory), the files, the `O_DIRECT`
 //! alignment and where it came from, the engine and how its ring was set
 //! up, that a preset was applied. Its warnings say what makes the number
 //! mean less than it seems: the page cache, a memory file system, an
@@ -182,6 +185,8 @@
 //! lists no benchmarks.
 
 #[cfg(target_os = "linux")]
+pub mod device;
+
 mod io;
 #[cfg(target_os = "linux")]
 mod pattern;

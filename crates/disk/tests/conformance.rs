@@ -89,6 +89,23 @@ fn every_benchmark_runs_at_its_smoke_point() {
     for r in &report.records {
         check(r);
     }
+    // The host section names what holds the scratch directory, and each
+    // record's notes say the same.
+    let facts = &report.host.extra["disk"];
+    assert_eq!(facts["path"], dir.path().display().to_string());
+    if std::fs::read_to_string("/proc/self/mountinfo").is_ok() {
+        let fstype = facts["mount"]["fstype"].as_str().expect("a mount");
+        assert!(!fstype.is_empty());
+        for r in &report.records {
+            assert!(
+                r.notes
+                    .iter()
+                    .any(|n| n.starts_with("storage: ") && n.contains(fstype)),
+                "{:?}",
+                r.notes
+            );
+        }
+    }
     assert_eq!(entries(dir.path()), Vec::<String>::new());
 }
 
