@@ -192,7 +192,18 @@ fn cmd_info(args: &InfoArgs) -> Result<i32> {
         Some(f) => config::parse_format("--format", f)?,
         None => Format::Table,
     };
-    let host = Host::detect();
+    let mut host = Host::detect();
+    // What the modules report about their hardware (GPU, NIC, the disk
+    // under the scratch directory), as a run records it in host.extra.
+    let mut cfg = benchsuite::RunConfig::quick();
+    if let Some(dir) = &args.scratch_dir {
+        if !std::fs::metadata(dir).is_ok_and(|m| m.is_dir()) {
+            anyhow::bail!("--scratch-dir {}: not a directory", dir.display());
+        }
+        cfg.scratch_dir = Some(dir.clone());
+    }
+    let ctx = cfg.context(Arc::new(host.clone()));
+    host.extra = benchsuite::runner::module_facts(&benchsuite::registry(), &ctx);
     let mut out = io::stdout().lock();
     if format == Format::Json {
         writeln!(out, "{}", serde_json::to_string_pretty(&host)?)?;
@@ -207,6 +218,23 @@ fn cmd_info(args: &InfoArgs) -> Result<i32> {
     writeln!(out, "virtualization  {}", opt(&host.virtualization))?;
     writeln!(out, "cpu model       {}", opt(&c.model))?;
     writeln!(out, "cpu vendor      {}", opt(&c.vendor))?;
+    if c.family.is_some() {
+        let hex = |v: Option<u32>| v.map(|n| format!("{n:#x}")).unwrap_or_else(|| "?".into());
+        writeln!(
+            out,
+            "cpu id          family {}, model {}, stepping {}, microcode {}{}",
+            hex(c.family),
+            hex(c.model_id),
+            c.stepping
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "?".into()),
+            opt(&c.microcode),
+            c.microarchitecture
+                .as_ref()
+                .map(|u| format!(" ({u})"))
+                .unwrap_or_default()
+        )?;
+    }
     writeln!(
         out,
         "cpus            {} logical, {} physical cores, {} sockets",
@@ -239,13 +267,19 @@ fn cmd_info(args: &InfoArgs) -> Result<i32> {
                 .unwrap_or_default()
         )?;
     }
+    let size = |v: Option<u64>| {
+        v.map(benchsuite::units::format_size)
+            .unwrap_or_else(|| "unknown".into())
+    };
     writeln!(
         out,
-        "memory          {}",
-        host.memory_bytes
-            .map(benchsuite::units::format_size)
-            .unwrap_or_else(|| "unknown".into())
+        "memory          {} ({} available)",
+        size(host.memory_bytes),
+        size(host.memory_available_bytes)
     )?;
+    for (module, facts) in &host.extra {
+        writeln!(out, "{module:<15} {facts}")?;
+    }
     writeln!(
         out,
         "build           benchsuite {} ({}, {})",

@@ -180,6 +180,12 @@ pub struct InfoArgs {
     /// Output format: table (default) or json.
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<String>,
+
+    /// Describe the file system and block device holding this directory
+    /// (the one `run --scratch-dir` would use). Default: the system
+    /// temporary directory.
+    #[arg(long, value_name = "DIR")]
+    pub scratch_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

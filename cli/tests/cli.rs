@@ -72,7 +72,7 @@ fn run_os_json_has_ok_records_with_positive_medians() {
     ]);
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
-    assert_eq!(v["schema_version"], "1.0");
+    assert_eq!(v["schema_version"], benchsuite::SCHEMA_VERSION);
     let records = v["records"].as_array().unwrap();
     assert!(records.len() >= 6, "one record per os benchmark at least");
     for r in records {
@@ -231,4 +231,30 @@ fn list_and_info_describe_benchmarks_and_host() {
     let host: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(host["cpu"]["simd"].is_array());
     assert!(host["build"]["profile"] == "debug" || host["build"]["profile"] == "release");
+    if cfg!(target_arch = "x86_64") {
+        assert!(
+            host["cpu"]["family"].as_u64().is_some_and(|f| f >= 4),
+            "{host}"
+        );
+    }
+    // The module facts a run would record: the disk under --scratch-dir.
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(&[
+        "info",
+        "--format",
+        "json",
+        "--scratch-dir",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let host: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        host["extra"]["disk"]["path"],
+        dir.path().display().to_string()
+    );
+    let missing = dir.path().join("missing");
+    assert_usage_error(
+        &["info", "--scratch-dir", missing.to_str().unwrap()],
+        "--scratch-dir",
+    );
 }

@@ -260,7 +260,7 @@ fn report_round_trips_through_json() {
     let back = benchsuite_core::Report::from_json(&json, "mem").unwrap();
     assert_eq!(back, report);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    assert_eq!(v["schema_version"], "1.0");
+    assert_eq!(v["schema_version"], benchsuite_core::SCHEMA_VERSION);
     assert_eq!(v["records"][1]["status"], "skipped");
     assert_eq!(v["records"][0]["params"]["block"], 4096);
 }

@@ -24,6 +24,11 @@ pub struct Host {
     pub cpu: CpuInfo,
     /// Total memory in bytes.
     pub memory_bytes: Option<u64>,
+    /// Memory available to new work when the run started (`MemAvailable`:
+    /// free plus reclaimable cache), bytes. Less than `memory_bytes` by what
+    /// other programs hold; a large buffer test wants it, not the total.
+    #[serde(default)]
+    pub memory_available_bytes: Option<u64>,
     /// Hypervisor, when running virtualised (`kvm`, `vmware`...), or
     /// `none` when the CPU reports no hypervisor; `null` when unknown.
     pub virtualization: Option<String>,
@@ -42,6 +47,27 @@ pub struct CpuInfo {
     pub model: Option<String>,
     /// Vendor (`GenuineIntel`, `AuthenticAMD`, ARM implementer).
     pub vendor: Option<String>,
+    /// x86 CPUID family (`cpu family` in /proc/cpuinfo; 6 for Intel cores,
+    /// 25 = 0x19 for AMD Zen 3/4). Identifies the part when a hypervisor
+    /// hides the model name.
+    #[serde(default)]
+    pub family: Option<u32>,
+    /// x86 CPUID model number within the family (`model`; 143 = 0x8F is
+    /// Sapphire Rapids).
+    #[serde(default)]
+    pub model_id: Option<u32>,
+    /// x86 stepping.
+    #[serde(default)]
+    pub stepping: Option<u32>,
+    /// Microcode revision (`microcode`), which can change results (for
+    /// example mitigations).
+    #[serde(default)]
+    pub microcode: Option<String>,
+    /// The core's microarchitecture named from vendor, family and model
+    /// (`Sapphire Rapids`, `Zen 4`), for the parts in a small table; `null`
+    /// for the others, never guessed.
+    #[serde(default)]
+    pub microarchitecture: Option<String>,
     /// Logical CPUs online.
     pub logical_cpus: Option<usize>,
     /// Physical cores (distinct core ids per package).
@@ -115,7 +141,8 @@ impl Host {
             arch: std::env::consts::ARCH.to_string(),
             kernel: read_trim("/proc/sys/kernel/osrelease"),
             cpu: CpuInfo::detect(&cpuinfo),
-            memory_bytes: mem_total(),
+            memory_bytes: meminfo("MemTotal:"),
+            memory_available_bytes: meminfo("MemAvailable:"),
             virtualization: virtualization(&cpuinfo),
             build: BuildInfo::current(),
             extra: BTreeMap::new(),
@@ -176,9 +203,20 @@ impl CpuInfo {
                 .and_then(|s| s.parse::<f64>().ok())
                 .map(|k| k / 1000.0)
         };
+        let number = |key: &str| field(key).and_then(|v| v.parse::<u32>().ok());
+        let vendor = field("vendor_id").or_else(|| field("CPU implementer"));
+        let (family, model_id) = (number("cpu family"), number("model"));
         CpuInfo {
             model: field("model name").or_else(|| field("Model")),
-            vendor: field("vendor_id").or_else(|| field("CPU implementer")),
+            microarchitecture: match (vendor.as_deref(), family, model_id) {
+                (Some(v), Some(f), Some(m)) => microarchitecture(v, f, m).map(str::to_string),
+                _ => None,
+            },
+            vendor,
+            family,
+            model_id,
+            stepping: number("stepping"),
+            microcode: field("microcode"),
             logical_cpus: std::thread::available_parallelism().ok().map(|n| n.get()),
             physical_cores,
             sockets,
@@ -189,6 +227,32 @@ impl CpuInfo {
             caches: caches(),
         }
     }
+}
+
+/// The microarchitecture of common server and desktop x86 parts, from
+/// CPUID vendor, family and model (Intel's and AMD's published model
+/// numbers). Parts not listed are `None`: the model name and the numbers
+/// are still in the report.
+fn microarchitecture(vendor: &str, family: u32, model: u32) -> Option<&'static str> {
+    Some(match (vendor, family, model) {
+        ("GenuineIntel", 6, 0x55) => "Skylake-SP / Cascade Lake",
+        ("GenuineIntel", 6, 0x6A | 0x6C) => "Ice Lake-SP",
+        ("GenuineIntel", 6, 0x8F) => "Sapphire Rapids",
+        ("GenuineIntel", 6, 0xCF) => "Emerald Rapids",
+        ("GenuineIntel", 6, 0xAD | 0xAE) => "Granite Rapids",
+        ("GenuineIntel", 6, 0xAF) => "Sierra Forest",
+        ("GenuineIntel", 6, 0x4E | 0x5E | 0x8E | 0x9E | 0xA5 | 0xA6) => "Skylake family (client)",
+        ("GenuineIntel", 6, 0x7D | 0x7E) => "Ice Lake (client)",
+        ("GenuineIntel", 6, 0x8C | 0x8D) => "Tiger Lake",
+        ("GenuineIntel", 6, 0x97 | 0x9A) => "Alder Lake",
+        ("GenuineIntel", 6, 0xB7 | 0xBA | 0xBF) => "Raptor Lake",
+        ("AuthenticAMD", 0x17, 0x01 | 0x08 | 0x11 | 0x18 | 0x20) => "Zen / Zen+",
+        ("AuthenticAMD", 0x17, 0x31 | 0x47 | 0x60 | 0x68 | 0x71 | 0x84 | 0x90 | 0xA0) => "Zen 2",
+        ("AuthenticAMD", 0x19, 0x00..=0x0F | 0x20..=0x2F | 0x40..=0x5F) => "Zen 3",
+        ("AuthenticAMD", 0x19, 0x10..=0x1F | 0x60..=0x7F | 0xA0..=0xAF) => "Zen 4",
+        ("AuthenticAMD", 0x1A, _) => "Zen 5",
+        _ => return None,
+    })
 }
 
 fn read_trim(path: &str) -> Option<String> {
@@ -202,9 +266,10 @@ fn hostname() -> Option<String> {
     read_trim("/proc/sys/kernel/hostname").or_else(|| read_trim("/etc/hostname"))
 }
 
-fn mem_total() -> Option<u64> {
+/// A `/proc/meminfo` line's value (`MemTotal:`, in kB there), in bytes.
+fn meminfo(key: &str) -> Option<u64> {
     let text = fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let line = text.lines().find(|l| l.starts_with(key))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
 }
@@ -401,6 +466,29 @@ mod tests {
     }
 
     #[test]
+    fn cpuid_numbers_name_the_microarchitecture() {
+        let text = "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\nmodel name\t: Intel(R) Xeon(R) Processor\nstepping\t: 8\nmicrocode\t: 0x2b000603\n";
+        let c = CpuInfo::detect(text);
+        assert_eq!(
+            (c.family, c.model_id, c.stepping),
+            (Some(6), Some(143), Some(8))
+        );
+        assert_eq!(c.microcode.as_deref(), Some("0x2b000603"));
+        assert_eq!(c.microarchitecture.as_deref(), Some("Sapphire Rapids"));
+        assert_eq!(microarchitecture("AuthenticAMD", 0x19, 0x11), Some("Zen 4"));
+        assert_eq!(microarchitecture("AuthenticAMD", 0x19, 0x01), Some("Zen 3"));
+        // Not in the table: unknown, not guessed.
+        assert_eq!(microarchitecture("GenuineIntel", 6, 0x01), None);
+        assert_eq!(microarchitecture("AuthenticAMD", 6, 0x8F), None);
+        // An ARM cpuinfo has none of these fields.
+        let arm = CpuInfo::detect("processor\t: 0\nCPU implementer\t: 0x41\nCPU part\t: 0xd0c\n");
+        assert_eq!(
+            (arm.family, arm.model_id, arm.microarchitecture),
+            (None, None, None)
+        );
+    }
+
+    #[test]
     fn detect_is_consistent() {
         let h = Host::detect();
         assert!(!h.os.is_empty());
@@ -412,6 +500,10 @@ mod tests {
         }
         if let Some(m) = h.memory_bytes {
             assert!(m > 1 << 20);
+            let avail = h
+                .memory_available_bytes
+                .expect("MemAvailable beside MemTotal");
+            assert!(avail > 0 && avail <= m, "{avail} of {m}");
         }
         let json = serde_json::to_string(&h).unwrap();
         let back: Host = serde_json::from_str(&json).unwrap();

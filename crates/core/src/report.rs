@@ -1,10 +1,10 @@
 //! The result model: plain, versioned data, serialised as JSON.
 //!
-//! # Wire format (schema 1.0)
+//! # Wire format (schema 1.1)
 //!
 //! ```text
 //! {
-//!   "schema_version": "1.0",          // "MAJOR.MINOR"; MAJOR bumps on breaking change
+//!   "schema_version": "1.1",          // "MAJOR.MINOR"; MAJOR bumps on breaking change
 //!   "tool_version": "0.1.0",           // benchsuite version that wrote the file
 //!   "started_at": "2026-11-21T21:00:00Z",   // RFC 3339, UTC
 //!   "host": { ... },                   // see `Host`; unknown fields are null
@@ -39,6 +39,9 @@
 //! ```
 //!
 //! Readers must ignore fields they do not know (minor versions add fields).
+//! 1.1 added `config.rounds`, `host.memory_available_bytes`, and
+//! `host.cpu.{family, model_id, stepping, microcode, microarchitecture}`;
+//! a 1.0 report reads with those absent (`rounds` = 1, the others null).
 
 use std::collections::BTreeMap;
 
@@ -51,7 +54,7 @@ use crate::param::Point;
 use crate::stats::{LatencySummary, Summary};
 
 /// Current schema version, `MAJOR.MINOR`.
-pub const SCHEMA_VERSION: &str = "1.0";
+pub const SCHEMA_VERSION: &str = "1.1";
 /// Major schema version this build reads.
 pub const SCHEMA_MAJOR: u32 = 1;
 
@@ -276,4 +279,27 @@ impl Report {
 /// The major part of a `MAJOR.MINOR` version.
 pub fn schema_major(v: &str) -> Option<u32> {
     v.split('.').next()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report written by schema 1.0 (before `rounds` and the CPUID and
+    /// available-memory host fields) still reads, with those absent.
+    #[test]
+    fn a_1_0_report_reads_with_the_new_fields_absent() {
+        let text = include_str!("../tests/fixtures/report-1.0.json");
+        let r = Report::from_json(text, "report-1.0.json").unwrap();
+        assert_eq!(r.schema_version, "1.0");
+        assert_eq!(r.config.rounds, 1);
+        assert_eq!(r.host.memory_available_bytes, None);
+        assert_eq!(r.host.cpu.family, None);
+        assert_eq!(r.host.cpu.microarchitecture, None);
+        assert_eq!(r.records.len(), 1);
+        assert!(r.records[0].metrics[0].summary.median > 0.0);
+        // And what this version writes reads back the same.
+        let again = Report::from_json(&r.to_json(), "again").unwrap();
+        assert_eq!(again.to_json(), r.to_json());
+    }
 }

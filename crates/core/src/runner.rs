@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use hdrhistogram::Histogram;
 
-use crate::bench::{Benchmark, Case, Context, MetricSource, MetricSpec, Probe, Work};
+use crate::bench::{Benchmark, Case, Context, Meta, MetricSource, MetricSpec, Probe, Work};
 use crate::error::{BenchError, ConfigError};
 use crate::host::Host;
 use crate::param::Point;
@@ -298,29 +298,48 @@ pub fn timer_overhead() -> f64 {
     v[v.len() / 2]
 }
 
+/// Probes each benchmark (a panicking probe is a skip) and collects the
+/// module facts for `host.extra`: per module, those of the first benchmark
+/// that is ready and has some.
+fn probe_all<'b>(
+    benches: impl Iterator<Item = &'b dyn Benchmark>,
+    ctx: &Context,
+) -> (Vec<(Meta, Probe)>, BTreeMap<String, serde_json::Value>) {
+    let mut facts = BTreeMap::new();
+    let mut probes = Vec::new();
+    for bench in benches {
+        let meta = bench.meta();
+        let probe = catch_unwind(AssertUnwindSafe(|| bench.probe(ctx)))
+            .unwrap_or_else(|p| Probe::Skip(format!("probe panicked: {}", panic_message(&p))));
+        if probe == Probe::Ready
+            && !facts.contains_key(meta.module())
+            && let Ok(Some(v)) = catch_unwind(AssertUnwindSafe(|| bench.host_facts(ctx)))
+        {
+            facts.insert(meta.module().to_string(), v);
+        }
+        probes.push((meta, probe));
+    }
+    (probes, facts)
+}
+
+/// What every module of `registry` that can run here reports about its
+/// hardware (GPU, NIC, the disk under `ctx.scratch_dir`), keyed by module:
+/// the `host.extra` a run of everything would record. `benchsuite info`
+/// shows it; nothing is measured.
+pub fn module_facts(registry: &Registry, ctx: &Context) -> BTreeMap<String, serde_json::Value> {
+    probe_all(registry.benchmarks(), ctx).1
+}
+
 /// Runs a plan and returns the report. Never fails once planned: a
 /// benchmark that cannot run or fails becomes a record with that status.
 pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer) -> Report {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let ctx = &plan.ctx;
     let host = &ctx.host;
-    let mut facts = BTreeMap::new();
     let overhead = timer_overhead();
     let rounds = config.rounds.max(1);
     observer.start(plan.len() * rounds);
-    let mut probes = Vec::new();
-    for pb in &plan.benches {
-        let meta = pb.bench.meta();
-        let probe = catch_unwind(AssertUnwindSafe(|| pb.bench.probe(ctx)))
-            .unwrap_or_else(|p| Probe::Skip(format!("probe panicked: {}", panic_message(&p))));
-        if probe == Probe::Ready
-            && !facts.contains_key(meta.module())
-            && let Ok(Some(v)) = catch_unwind(AssertUnwindSafe(|| pb.bench.host_facts(ctx)))
-        {
-            facts.insert(meta.module().to_string(), v);
-        }
-        probes.push((meta, probe));
-    }
+    let (probes, facts) = probe_all(plan.benches.iter().map(|pb| pb.bench), ctx);
     let mut slots: Vec<(Record, Hists)> = Vec::new();
     'outer: for round in 1..=rounds {
         let mut k = 0;
