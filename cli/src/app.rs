@@ -313,16 +313,21 @@ fn cmd_serve(args: &ServeArgs) -> Result<i32> {
         })?;
     let mut cfg = benchsuite_net::ServerConfig::new(bind, args.token.clone());
     cfg.log = true;
+    cfg.echo_cpu = args.echo_cpu;
+    let echo_cpu = args.echo_cpu;
     let token = args.token.is_some();
     benchsuite_net::serve(cfg, |addr| {
         eprintln!(
-            "benchsuite serve: listening on {addr} (TCP; UDP tests on ephemeral ports), protocol version {}, {}; Ctrl-C to stop",
+            "benchsuite serve: listening on {addr} (TCP; UDP tests on ephemeral ports), protocol version {}, {}{}; Ctrl-C to stop",
             benchsuite_net::PROTOCOL_VERSION,
             if token {
                 "token required"
             } else {
                 "no token (loopback only)"
-            }
+            },
+            echo_cpu
+                .map(|c| format!(", echo threads pinned to CPU {c}"))
+                .unwrap_or_default()
         );
         eprintln!(
             "benchsuite serve: clients run `benchsuite run net --peer {addr}{}`",

@@ -199,4 +199,11 @@ pub struct ServeArgs {
     /// The token clients must present (`benchsuite run net --token T`).
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
+
+    /// Pin the threads that answer latency tests (TCP and UDP echo) to this
+    /// CPU, as `taskset -c N sockperf server` would; with the client pinned
+    /// (`taskset -c M benchsuite run net.latency --peer ...`) both ends'
+    /// placement is then known. Default: not pinned.
+    #[arg(long, value_name = "CPU")]
+    pub echo_cpu: Option<usize>,
 }

@@ -23,10 +23,10 @@
 mod registry;
 
 pub use benchsuite_core::{
-    BenchError, Benchmark, Case, CompareOptions, Comparison, ConfigError, Context, Direction, Host,
-    LatencySummary, Meta, Metric, MetricSource, MetricSpec, Module, Observer, ParamKind, ParamSpec,
-    Peak, PeakInput, Point, Probe, Record, Registry, Report, ReportError, RunConfig,
-    SCHEMA_VERSION, Status, Summary, Value, Verdict, Work,
+    About, BenchError, Benchmark, Case, CompareOptions, Comparison, ConfigError, Context,
+    Direction, Host, LatencySummary, Meta, Metric, MetricSource, MetricSpec, Module, Observer,
+    ParamKind, ParamSpec, Peak, PeakInput, Point, Probe, Record, Registry, Report, ReportError,
+    RunConfig, SCHEMA_VERSION, Status, Summary, Value, Verdict, Work,
 };
 pub use benchsuite_core::{
     bench, compare, error, export, host, param, report, runner, stats, sweep, units,

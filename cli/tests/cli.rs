@@ -148,6 +148,9 @@ fn bad_input_exits_2_naming_the_flag_or_file() {
         &["run", "mem.bandwidth", "--peak-mem-bw", "fast"],
         "--peak-mem-bw",
     );
+    // A CPU this process may not run on: refused before listening.
+    assert_usage_error(&["serve", "--echo-cpu", "100000"], "CPU 100000");
+    assert_usage_error(&["serve", "--echo-cpu", "one"], "--echo-cpu");
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.json");
     let bad = dir.path().join("bad.json");
