@@ -212,6 +212,24 @@ impl Work {
     }
 }
 
+/// What a case says about its record besides the work: the peak, caveats,
+/// notes and resolved parameters, usually all known once `prepare` is done.
+/// A case that keeps them in one `About` returns it from [`Case::about`]
+/// and gets [`Case::peak`], [`Case::warnings`], [`Case::notes`] and
+/// [`Case::resolved`] from it; a case whose answers change while it runs
+/// overrides those instead.
+#[derive(Debug, Clone, Default)]
+pub struct About {
+    /// See [`Case::peak`].
+    pub peak: Option<Peak>,
+    /// See [`Case::warnings`].
+    pub warnings: Vec<String>,
+    /// See [`Case::notes`].
+    pub notes: Vec<String>,
+    /// See [`Case::resolved`].
+    pub resolved: Vec<(&'static str, Value)>,
+}
+
 /// A prepared sweep point. Created by [`Benchmark::prepare`] (untimed),
 /// timed through [`Case::run`], always finished with [`Case::teardown`].
 ///
@@ -229,22 +247,29 @@ pub trait Case: Send {
         Ok(())
     }
 
+    /// The case's peak, warnings, notes and resolved parameters in one
+    /// value, when it keeps them so; the four accessors below read it by
+    /// default. `None` (the default) means each accessor answers itself.
+    fn about(&self) -> Option<&About> {
+        None
+    }
+
     /// The theoretical peak for the headline metric at this point, if one can
     /// be derived. The runner adds the efficiency.
     fn peak(&self) -> Option<Peak> {
-        None
+        self.about().and_then(|a| a.peak.clone())
     }
 
     /// Caveats to attach to the record (page cache involved, f16 emulated...):
     /// things that make the number mean less than it seems.
     fn warnings(&self) -> Vec<String> {
-        Vec::new()
+        self.about().map(|a| a.warnings.clone()).unwrap_or_default()
     }
 
     /// Facts that help read the number but are not caveats (the clock
     /// source, a calibrated frequency, what exactly one operation includes).
     fn notes(&self) -> Vec<String> {
-        Vec::new()
+        self.about().map(|a| a.notes.clone()).unwrap_or_default()
     }
 
     /// Parameters whose value was chosen in `prepare` (an `auto` default
@@ -253,7 +278,7 @@ pub trait Case: Send {
     /// values instead of the placeholder, so a reader and `compare` see what
     /// actually ran.
     fn resolved(&self) -> Vec<(&'static str, Value)> {
-        Vec::new()
+        self.about().map(|a| a.resolved.clone()).unwrap_or_default()
     }
 }
 

@@ -54,7 +54,9 @@ pub mod sweep;
 pub mod team;
 pub mod units;
 
-pub use bench::{Benchmark, Case, Context, Direction, Meta, MetricSource, MetricSpec, Probe, Work};
+pub use bench::{
+    About, Benchmark, Case, Context, Direction, Meta, MetricSource, MetricSpec, Probe, Work,
+};
 pub use compare::{CompareOptions, Comparison, Verdict};
 pub use error::{BenchError, ConfigError, ReportError};
 pub use host::Host;
