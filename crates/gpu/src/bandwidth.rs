@@ -140,6 +140,19 @@ impl Benchmark for Bandwidth {
     }
 }
 
+/// Blocks of [`COPY_THREADS`] threads the copy kernel gets for `block`
+/// bytes: one 16-byte vector per thread, at most one full-occupancy wave
+/// (`per_sm` resident blocks on each of `sms` SMs; the kernel is
+/// grid-stride), at least one block, whose first 16 threads copy the tail
+/// under 16 bytes (so a 1-byte block is copied too).
+pub(crate) fn copy_grid(block: u64, per_sm: u32, sms: u32) -> u32 {
+    const _: () = assert!(COPY_THREADS >= 16, "the tail needs 16 threads");
+    let full = u64::from(per_sm.max(1)) * u64::from(sms.max(1));
+    let vectors = (block / 16).div_ceil(u64::from(COPY_THREADS)).max(1);
+    // A wave is far below CUDA's 2^31 - 1 blocks.
+    vectors.min(full).min(i32::MAX as u64) as u32
+}
+
 /// Whether `block` fits the device (and the host, for host copies).
 pub(crate) fn check_fits(
     op: Op,
@@ -270,10 +283,7 @@ fn prepare(point: &Point, virtualized: bool) -> Result<Box<dyn Case>, BenchError
     }
     if op == Op::D2dKernel {
         let k = case.gpu.kernel("copy", MEMORY_SOURCE)?;
-        let per_sm = k.occupancy(COPY_THREADS)?.max(1);
-        let full = per_sm * info.sms;
-        let vectors = (block as u64 / 16).div_ceil(COPY_THREADS as u64).max(1);
-        case.grid = vectors.min(full as u64) as u32;
+        case.grid = copy_grid(block as u64, k.occupancy(COPY_THREADS)?, info.sms);
         case.kernel = Some(k);
     }
 
@@ -337,7 +347,8 @@ fn describe(case: &mut CopyCase, pinned: bool, virtualized: bool) {
 /// The peak a copy is measured against, or why none applies: device
 /// memory for device copies whose buffers are well beyond the L2 cache,
 /// the PCIe link for host copies (in a virtual machine the GPU's own link,
-/// see `PcieLink::usable`).
+/// see `PcieLink::usable`); none for a GPU whose host link is a coherent
+/// NVLink (GH200: ~450 GB/s per direction, 7× a PCIe Gen5 x16 link).
 pub(crate) fn peak_for(
     op: Op,
     block: u64,
@@ -367,6 +378,9 @@ pub(crate) fn peak_for(
     }
     if info.integrated {
         return Err("integrated GPU: host and device share memory, so no link peak applies".into());
+    }
+    if info.host_page_tables {
+        return Err("the host link is a cache-coherent NVLink, not PCIe (the driver reports that the GPU uses the host's page tables, as on Grace Hopper's NVLink-C2C), so no PCIe peak applies".into());
     }
     info.pcie
         .as_ref()
@@ -542,6 +556,21 @@ mod tests {
     }
 
     #[test]
+    fn the_copy_grid_covers_tails_and_stops_at_one_wave() {
+        // 1 B and 15 B: one block, whose threads 0..15 copy the tail.
+        assert_eq!(copy_grid(1, 8, 132), 1);
+        assert_eq!(copy_grid(15, 8, 132), 1);
+        // One vector per thread while that is under a wave.
+        assert_eq!(copy_grid(16 * 256 * 3, 8, 132), 3);
+        assert_eq!(copy_grid(16 * 256 * 3 + 1, 8, 132), 3);
+        // 256 MiB on an H100: one wave of 8 blocks × 132 SMs.
+        assert_eq!(copy_grid(256 << 20, 8, 132), 1056);
+        // An occupancy query of 0 still launches.
+        assert_eq!(copy_grid(256 << 20, 0, 132), 132);
+        assert!(copy_grid(1 << 40, u32::MAX, u32::MAX) <= i32::MAX as u32);
+    }
+
+    #[test]
     fn a_block_larger_than_the_device_is_refused_before_allocating() {
         let d = h100();
         let e = check_fits(Op::D2dKernel, 64 << 30, &d, None).unwrap_err();
@@ -587,6 +616,14 @@ mod tests {
                 .contains("integrated")
         );
         j.integrated = false;
+        // Grace Hopper: the sysfs PCIe link is not the path host copies
+        // take (NVLink-C2C is), so it is no bound for them.
+        j.host_page_tables = true;
+        let e = peak_for(Op::H2d, 1 << 30, &j, false).unwrap_err();
+        assert!(e.contains("NVLink") && e.contains("no PCIe peak"), "{e}");
+        // Device copies still have the memory peak.
+        assert!(peak_for(Op::D2dKernel, 256 << 20, &j, false).is_ok());
+        j.host_page_tables = false;
         j.pcie = None;
         assert!(
             peak_for(Op::D2h, 1, &j, false)

@@ -240,7 +240,10 @@ extern "C" __global__ void empty() {}
 
 /* Copies nbytes from src to dst: 16-byte vectors, four loads in flight per
    thread before the stores, grid-stride; threads 0..15 copy the < 16 byte
-   tail. Launch with at least 16 threads in total. */
+   tail. Launch with at least 16 threads in total; src and dst must be
+   16-byte aligned (uint4 loads and stores): whole cuMemAlloc allocations,
+   which are 256-byte aligned, never offsets into them. Indices are 64-bit:
+   any size. */
 extern "C" __global__ void __launch_bounds__(1024) copy(const unsigned char *__restrict__ src, unsigned char *__restrict__ dst, u64 nbytes) {
     const uint4 *__restrict__ s = (const uint4 *)src;
     uint4 *__restrict__ d = (uint4 *)dst;

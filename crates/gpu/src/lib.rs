@@ -19,7 +19,9 @@
 //! crate, `cuda/libs.rs`), so the crate compiles without a CUDA toolkit and
 //! its tests pass without a GPU. Each entry point first checks that the
 //! library it needs loads; otherwise the record is *skipped* with the
-//! reason: `no CUDA driver: ...`, `no CUDA device: ...`, `NVRTC not found:
+//! reason: `no CUDA driver: ...`, `no CUDA device: ...`, `the CUDA driver
+//! cannot start: ...` (with the usual fix: a stopped NVSwitch fabric
+//! manager, a driver upgraded without a reboot, no `nvidia-uvm`), `NVRTC not found:
 //! ... set LD_LIBRARY_PATH to ...`, `cuBLAS not found: ...`. NVRTC and
 //! cuBLAS of CUDA 13 or 12 (`libnvrtc.so.13`/`.12`, `libcublas.so.13`/`.12`;
 //! the newest major version the driver can run) are looked for on the
@@ -109,11 +111,14 @@
 //!   f64: 108 × 32 × 2 × 1.41 GHz = 9.7 TFLOP/s).
 //! - Tensor cores: `SMs × dense FLOPs per clock per SM × max SM clock`.
 //! - Device memory: `memory clock × bus width × 2 / 8` (H100 SXM: 2619 MHz ×
-//!   5120 bit → 3.35 TB/s); no peak for blocks under 2 × L2, which the
-//!   L2 cache serves at least in part.
+//!   5120 bit → 3.35 TB/s; H200: 6144 bit at about 3.2 GHz → about 4.9
+//!   TB/s, a little above the datasheet's 4.8); no peak for blocks under
+//!   2 × L2, which the L2 cache serves at least in part.
 //! - Host link: `PCIe GT/s × encoding × lanes / 8` per direction, from
 //!   sysfs (the slower of the GPU's and its upstream port's maximum; in a
-//!   virtual machine, whose ports are emulated, the GPU's own).
+//!   virtual machine, whose ports are emulated, the GPU's own). None where
+//!   the host link is a cache-coherent NVLink (Grace Hopper's NVLink-C2C:
+//!   the driver reports that the GPU uses the host's page tables).
 //!
 //! Where a rate is unknown (dp4a, a GeForce tensor rate, an export
 //! variant such as H20) the record says so instead of guessing. Every

@@ -99,6 +99,15 @@ fn check_fits(g: Gemm, n: u64, info: &cuda::DeviceInfo) -> Result<(), String> {
     Ok(())
 }
 
+/// The warning for a tf32 GEMM when `NVIDIA_TF32_OVERRIDE` (`value`) is
+/// `0`: the libraries then never use TF32 tensor cores, whatever the
+/// program asks for, and the GEMM runs as plain FP32.
+pub(crate) fn tf32_override(g: Gemm, value: Option<&str>) -> Option<String> {
+    (g == Gemm::Tf32 && value.is_some_and(|v| v.trim() == "0")).then(|| {
+        "NVIDIA_TF32_OVERRIDE=0 is set: cuBLAS does not use TF32 tensor cores even for CUBLAS_COMPUTE_32F_FAST_TF32, so this runs as an FP32 GEMM far below the TF32 peak; unset it to measure TF32".into()
+    })
+}
+
 /// FLOPs of one N×N×N GEMM: N³ multiply-adds, 2 operations each.
 pub(crate) fn gemm_flops(n: u64) -> u64 {
     2 * n * n * n
@@ -241,6 +250,9 @@ fn prepare(point: &Point) -> Result<Box<dyn Case>, BenchError> {
             g.name(),
             info.cc_string()
         )),
+    }
+    if let Some(w) = tf32_override(g, std::env::var("NVIDIA_TF32_OVERRIDE").ok().as_deref()) {
+        case.warnings.push(w);
     }
     if n < 2048 {
         case.notes.push(format!(
@@ -427,6 +439,15 @@ mod tests {
         }
         // A and B differ.
         assert_ne!(element(Gemm::F64, 0, 5), element(Gemm::F64, 1, 5));
+    }
+
+    #[test]
+    fn a_tf32_override_is_flagged_for_tf32_only() {
+        let w = tf32_override(Gemm::Tf32, Some("0")).unwrap();
+        assert!(w.contains("NVIDIA_TF32_OVERRIDE=0"), "{w}");
+        assert!(tf32_override(Gemm::Tf32, Some("1")).is_none());
+        assert!(tf32_override(Gemm::Tf32, None).is_none());
+        assert!(tf32_override(Gemm::Bf16, Some("0")).is_none());
     }
 
     #[test]

@@ -85,7 +85,12 @@ def torch_refs(dev):
         c = torch.empty_like(x)
         t = median_time(ev, sync, lambda: torch.mm(x, y, out=c), 10 if dtype != torch.float64 else 2)
         emit(f"matmul {name} n={GEMM_N}", "torch", 2 * GEMM_N**3 / t, "FLOP/s")
-    torch.backends.cuda.matmul.allow_tf32 = True
+    # TF32 for float32 matmuls: PyTorch 2.9+ spells it fp32_precision (and
+    # deprecates allow_tf32); older versions reject the new name.
+    try:
+        torch.backends.cuda.matmul.fp32_precision = "tf32"
+    except (AttributeError, RuntimeError):
+        torch.backends.cuda.matmul.allow_tf32 = True
     x = torch.randn(GEMM_N, GEMM_N, device="cuda", dtype=torch.float32)
     y = torch.randn_like(x)
     c = torch.empty_like(x)

@@ -4,6 +4,7 @@
 //! `cuDeviceGetAttribute` only, so `validate` and `host_facts` are cheap and
 //! allocate nothing on the GPU.
 
+use std::ffi::{CStr, c_char, c_int, c_uint};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -44,6 +45,12 @@ pub(crate) struct DeviceInfo {
     pub integrated: bool,
     /// ECC enabled.
     pub ecc: bool,
+    /// The GPU reads pageable host memory through the host's own page
+    /// tables (Address Translation Services,
+    /// `PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES`): its host link is a
+    /// cache-coherent NVLink (Grace Hopper's NVLink-C2C, POWER9's NVLink),
+    /// not PCIe, so no PCIe peak applies to its host copies.
+    pub host_page_tables: bool,
     /// PCI address `dddd:bb:dd.0`.
     pub pci_bus_id: String,
     /// The PCIe link, from sysfs.
@@ -135,19 +142,98 @@ pub(crate) fn describe(e: DriverError) -> String {
     }
 }
 
+/// Why `cuInit` failed with `code` (`text`: its name and description), with
+/// the fix for the failures a first run on a new machine meets.
+pub(crate) fn init_failure(code: i32, text: &str) -> String {
+    match code {
+        // CUDA_ERROR_NO_DEVICE
+        100 => format!(
+            "no CUDA device: the NVIDIA driver is installed but sees no GPU (check `nvidia-smi` and CUDA_VISIBLE_DEVICES; cuInit: {text})"
+        ),
+        // CUDA_ERROR_STUB_LIBRARY
+        34 => format!(
+            "no CUDA driver: the libcuda.so found is the toolkit's stub, not the driver's; remove the stubs directory from LD_LIBRARY_PATH (cuInit: {text})"
+        ),
+        // CUDA_ERROR_SYSTEM_NOT_READY, CUDA_ERROR_FABRIC_NOT_READY
+        802 | 919 => format!(
+            "the CUDA driver cannot start: the system is not ready, a driver daemon it needs is not running (cuInit: {text}); on an NVSwitch system (HGX/DGX H100, H200, B200) start the NVIDIA Fabric Manager (`systemctl start nvidia-fabricmanager`, of the driver's version) and wait until it is up"
+        ),
+        // CUDA_ERROR_SYSTEM_DRIVER_MISMATCH
+        803 => format!(
+            "the CUDA driver cannot start: libcuda and the NVIDIA kernel module are different versions (cuInit: {text}); reboot after a driver upgrade, and in a container use the host's driver libraries (NVIDIA container toolkit) rather than a libcuda bundled in the image"
+        ),
+        // CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE
+        804 => format!(
+            "the CUDA driver cannot start: the libcuda loaded is a CUDA forward-compatibility package, which runs on data-center GPUs only (cuInit: {text}); remove its directory (cuda-compat) from LD_LIBRARY_PATH"
+        ),
+        // CUDA_ERROR_UNKNOWN: on a fresh install nearly always the UVM
+        // module, which nvidia-smi does not need.
+        999 => format!(
+            "the CUDA driver cannot start: cuInit: {text}; usually the nvidia-uvm kernel module is not loaded or /dev/nvidia-uvm is missing (`sudo modprobe nvidia-uvm`; in a container, run it with the NVIDIA container toolkit)"
+        ),
+        _ => format!("the CUDA driver cannot start: cuInit: {text}"),
+    }
+}
+
+/// `cuInit(0)`, called through a pointer typed as returning a plain `int`,
+/// and on failure the code with its name and description.
+///
+/// cudarc's bindings (CUDA 12.8 headers) return every driver result as a
+/// Rust enum, and a value outside that enum is undefined behaviour. A newer
+/// driver can return codes the 12.8 enum lacks, and `cuInit` is where a
+/// machine's set-up problems surface (the CUDA 13 headers add
+/// `CUDA_ERROR_FABRIC_NOT_READY` = 919 and
+/// `CUDA_ERROR_INSUFFICIENT_LOADER_VERSION` = 227). The calls made through
+/// cudarc after a successful `cuInit` fail, if at all, with long-standing
+/// codes (out of memory, launch failures).
+fn raw_init() -> Result<(), (i32, String)> {
+    type Init = unsafe extern "C" fn(c_uint) -> c_int;
+    // SAFETY: `driver()` checked that the library loads, so `culib` opens
+    // it (it panics only when no candidate loads, and that panic would be
+    // caught by `driver`).
+    let lib = unsafe { sys::culib() };
+    // SAFETY: `CUresult cuInit(unsigned int Flags)` in cuda.h; CUresult is
+    // a C enum, an int.
+    let init = unsafe { lib.get::<Init>(b"cuInit\0") }
+        .map_err(|e| (-1, format!("libcuda has no cuInit ({e})")))?;
+    // SAFETY: cuInit takes flags (0 is the only valid value) and may be
+    // called any number of times.
+    let rc = unsafe { (*init)(0) };
+    if rc == 0 {
+        return Ok(());
+    }
+    Err((rc, error_text(lib, rc)))
+}
+
+/// `CUDA_ERROR_SYSTEM_NOT_READY (system not yet initialized) = 802`, for
+/// any code, known to the bindings or not.
+fn error_text(lib: &libloading::Library, code: c_int) -> String {
+    type Text = unsafe extern "C" fn(c_int, *mut *const c_char) -> c_int;
+    let get = |name: &[u8]| -> Option<String> {
+        // SAFETY: cuGetErrorName and cuGetErrorString are both
+        // `CUresult f(CUresult error, const char **pStr)` in cuda.h.
+        let f = unsafe { lib.get::<Text>(name) }.ok()?;
+        let mut p: *const c_char = std::ptr::null();
+        // SAFETY: `p` is a valid out-pointer; an unknown code makes the
+        // call fail (and leaves `p` NULL), which is checked.
+        let rc = unsafe { (*f)(code, &mut p) };
+        if rc != 0 || p.is_null() {
+            return None;
+        }
+        // SAFETY: on success `p` points to a static NUL-terminated string
+        // owned by the driver.
+        Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+    };
+    match (get(b"cuGetErrorName\0"), get(b"cuGetErrorString\0")) {
+        (Some(n), Some(s)) => format!("{n} ({s}) = {code}"),
+        (Some(n), None) => format!("{n} = {code}"),
+        _ => format!("CUDA error {code}, unknown to this driver's error table"),
+    }
+}
+
 fn detect() -> Result<Driver, String> {
-    if let Err(e) = result::init() {
-        return Err(match e.0 {
-            sys::CUresult::CUDA_ERROR_NO_DEVICE => format!(
-                "no CUDA device: the NVIDIA driver is installed but sees no GPU (cuInit: {})",
-                describe(e)
-            ),
-            sys::CUresult::CUDA_ERROR_STUB_LIBRARY => format!(
-                "no CUDA driver: the libcuda.so found is the toolkit's stub, not the driver's; remove the stubs directory from LD_LIBRARY_PATH (cuInit: {})",
-                describe(e)
-            ),
-            _ => format!("the CUDA driver cannot start: cuInit: {}", describe(e)),
-        });
+    if let Err((code, text)) = raw_init() {
+        return Err(init_failure(code, &text));
     }
     let mut version = 0;
     // SAFETY: `version` is a valid out-pointer for the duration of the call.
@@ -201,6 +287,9 @@ fn info(index: usize) -> Result<DeviceInfo, DriverError> {
             .filter(|r| *r > 0),
         integrated: opt(Attr::CU_DEVICE_ATTRIBUTE_INTEGRATED) != 0,
         ecc: opt(Attr::CU_DEVICE_ATTRIBUTE_ECC_ENABLED) != 0,
+        host_page_tables: opt(
+            Attr::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
+        ) != 0,
         pcie: pcie_link(std::path::Path::new("/sys/bus/pci/devices").join(&pci_bus_id)),
         pci_bus_id,
     })
@@ -326,6 +415,7 @@ impl DeviceInfo {
             "fp32_to_fp64_ratio": self.fp32_to_fp64,
             "integrated": self.integrated,
             "ecc": self.ecc,
+            "host_link_coherent_nvlink": self.host_page_tables,
             "pci_bus_id": self.pci_bus_id,
             "pcie": self.pcie.as_ref().map(|l| {
                 let (gts, width) = l.usable(!virtualized);
@@ -403,6 +493,7 @@ pub(crate) mod tests {
             fp32_to_fp64: Some(2),
             integrated: false,
             ecc: true,
+            host_page_tables: false,
             pci_bus_id: "0000:19:00.0".into(),
             pcie: Some(PcieLink {
                 max_gts: 32.0,
@@ -426,6 +517,29 @@ pub(crate) mod tests {
         let f32 = f["peaks"]["flops_f32"].as_f64().unwrap();
         assert!((f32 / 66.9e12 - 1.0).abs() < 0.005, "{f32}");
         assert!(f["peaks"]["tensor_flops_bf16"].as_f64().unwrap() > 1e15);
+    }
+
+    #[test]
+    fn h200_facts_derive_its_hbm3e_peak_from_the_driver_s_attributes() {
+        // H200 SXM: the same GH100 (132 SMs, cc 9.0) with six HBM3e stacks.
+        let d = DeviceInfo {
+            name: "NVIDIA H200".into(),
+            mem_clock_khz: 3_201_000,
+            bus_width_bits: 6144,
+            memory_bytes: 150_754_820_096,
+            ..h100()
+        };
+        let f = d.facts(false);
+        let bw = f["peaks"]["memory_bytes_per_sec"].as_f64().unwrap();
+        // 3201 MHz × 2 × 6144 bit / 8 = 4.92 TB/s: not below the 4.8 TB/s
+        // datasheet, so a measured copy cannot overshoot the derived peak.
+        assert!((bw / 4.917e12 - 1.0).abs() < 0.002 && bw >= 4.8e12, "{bw}");
+        // The compute peaks are the H100's: same SMs, same clock.
+        assert_eq!(
+            f["peaks"]["flops_f32"],
+            h100().facts(false)["peaks"]["flops_f32"]
+        );
+        assert_eq!(f["host_link_coherent_nvlink"], false);
     }
 
     #[test]
@@ -457,6 +571,33 @@ pub(crate) mod tests {
             "{e}"
         );
         assert!(d.device(1).is_ok());
+    }
+
+    #[test]
+    fn cuinit_failures_say_what_to_fix_and_keep_the_skip_prefixes() {
+        let no_dev = init_failure(100, "CUDA_ERROR_NO_DEVICE = 100");
+        assert!(
+            no_dev.starts_with("no CUDA device") && no_dev.contains("= 100"),
+            "{no_dev}"
+        );
+        assert!(init_failure(34, "x").starts_with("no CUDA driver"));
+        // HGX H100/H200 without the fabric manager: 802, or 919
+        // (CUDA_ERROR_FABRIC_NOT_READY, which cudarc's 12.8 enum lacks).
+        for code in [802, 919] {
+            let e = init_failure(code, "y");
+            assert!(
+                e.starts_with("the CUDA driver") && e.contains("nvidia-fabricmanager"),
+                "{e}"
+            );
+        }
+        assert!(init_failure(803, "z").contains("reboot"));
+        assert!(init_failure(804, "z").contains("LD_LIBRARY_PATH"));
+        assert!(init_failure(999, "z").contains("nvidia-uvm"));
+        let other = init_failure(4242, "CUDA error 4242, unknown");
+        assert!(
+            other.starts_with("the CUDA driver cannot start") && other.contains("4242"),
+            "{other}"
+        );
     }
 
     #[test]
