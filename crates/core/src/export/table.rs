@@ -23,6 +23,12 @@ use super::{
 /// Space between columns.
 const GAP: &str = "  ";
 
+/// The widest key (first column) kept on its metric's line. A longer one (a
+/// benchmark with many parameters: `disk.io` has twelve) stands on a line of
+/// its own above its metrics, so one long key does not push every number of
+/// the table off a terminal's width.
+const KEY_MAX: usize = 56;
+
 /// Writes the report as an aligned table followed by its warnings.
 pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let lines = report_lines(report);
@@ -119,14 +125,24 @@ fn render(header: &[&str], rows: &[Row], right: &[bool]) -> Vec<String> {
         })
         .collect();
     let mut widths: Vec<usize> = used.iter().map(|&i| width(header[i])).collect();
+    // Keys longer than KEY_MAX get their own line and do not widen column 0.
+    let key_width = |k: &str| {
+        let w = width(k);
+        if w > KEY_MAX { 0 } else { w }
+    };
     for r in rows {
         match r {
             Row::Cells(c) => {
-                for (w, &i) in widths.iter_mut().zip(&used) {
-                    *w = (*w).max(width(&c[i]));
+                for (k, (w, &i)) in widths.iter_mut().zip(&used).enumerate() {
+                    let cw = if k == 0 {
+                        key_width(&c[i])
+                    } else {
+                        width(&c[i])
+                    };
+                    *w = (*w).max(cw);
                 }
             }
-            Row::Note(first, _) => widths[0] = widths[0].max(width(first)),
+            Row::Note(first, _) => widths[0] = widths[0].max(key_width(first)),
         }
     }
     let line = |cells: &[&str]| {
@@ -150,12 +166,28 @@ fn render(header: &[&str], rows: &[Row], right: &[bool]) -> Vec<String> {
     let total = widths.iter().sum::<usize>() + GAP.len() * (widths.len() - 1);
     out.push("-".repeat(total));
     for r in rows {
-        out.push(match r {
-            Row::Cells(c) => line(&c.iter().map(String::as_str).collect::<Vec<_>>()),
-            Row::Note(first, note) => {
-                format!("{first}{}{GAP}{note}", " ".repeat(widths[0] - width(first)))
+        match r {
+            Row::Cells(c) => {
+                let mut cells: Vec<&str> = c.iter().map(String::as_str).collect();
+                if width(cells[0]) > widths[0] {
+                    out.push(cells[0].to_string());
+                    cells[0] = "";
+                }
+                out.push(line(&cells));
             }
-        });
+            Row::Note(first, note) => {
+                let first = if width(first) > widths[0] {
+                    out.push(first.clone());
+                    ""
+                } else {
+                    first.as_str()
+                };
+                out.push(format!(
+                    "{first}{}{GAP}{note}",
+                    " ".repeat(widths[0] - width(first))
+                ));
+            }
+        }
     }
     out
 }
@@ -220,6 +252,41 @@ mod tests {
         );
         assert!(
             t.find("warning: ").unwrap() < t.find("note: ").unwrap(),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn a_long_key_stands_on_its_own_line() {
+        let mut r = fixtures::report();
+        let long: String = (0..12).map(|i| format!(" param{i}=1048576")).collect();
+        r.records[1]
+            .params
+            .set("zz", crate::Value::Str(long.clone()));
+        r.records[2].params.set("zz", crate::Value::Str(long));
+        let t = text(|o| write_report(&r, o));
+        let lines: Vec<&str> = t.lines().collect();
+        let key = lines
+            .iter()
+            .position(|l| l.contains("param11=1048576") && !l.contains("skipped"))
+            .unwrap();
+        // The key line holds nothing else; its metric follows, unindented
+        // by the long key, its median aligned with the short-key rows'.
+        assert!(!lines[key].contains("GB/s"), "{t}");
+        let end_of = |l: &str, needle: &str| {
+            l.find(needle)
+                .map(|b| l[..b].chars().count() + needle.chars().count())
+        };
+        assert_eq!(
+            end_of(lines[key + 1], "2.500 GB/s"),
+            end_of(lines[2], "51.00 ns"),
+            "{t}"
+        );
+        assert!(lines[key + 1].len() < 120, "{t}");
+        // A skipped record with a long key: the reason on the next line.
+        let skipped = t.lines().find(|l| l.contains("skipped: no GPU")).unwrap();
+        assert!(
+            skipped.starts_with(' ') && !skipped.contains("param11"),
             "{t}"
         );
     }
