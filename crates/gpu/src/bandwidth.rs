@@ -4,8 +4,8 @@
 
 use benchsuite_core::units::format_size;
 use benchsuite_core::{
-    BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, ParamSpec, Peak, Point,
-    Probe, Value, Work,
+    About, BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, ParamSpec, Peak,
+    Point, Probe, Value, Work,
 };
 use cudarc::driver::result;
 
@@ -225,9 +225,7 @@ struct CopyCase {
     grid: u32,
     /// Pageable host copies are timed by the host clock (see `run`).
     wall_clock: bool,
-    peak: Option<Peak>,
-    warnings: Vec<String>,
-    notes: Vec<String>,
+    about: About,
     gpu: Gpu,
 }
 
@@ -262,9 +260,7 @@ fn prepare(point: &Point, virtualized: bool) -> Result<Box<dyn Case>, BenchError
         kernel: None,
         grid: 1,
         wall_clock: !op.is_d2d() && !pinned,
-        peak: None,
-        warnings: Vec::new(),
-        notes: Vec::new(),
+        about: About::default(),
         gpu,
     };
     match op {
@@ -301,8 +297,8 @@ fn prepare(point: &Point, virtualized: bool) -> Result<Box<dyn Case>, BenchError
 fn describe(case: &mut CopyCase, pinned: bool, virtualized: bool) {
     let info = &case.gpu.info;
     let block = case.block as u64;
-    case.notes.push(info.describe());
-    case.notes.push(match case.op {
+    case.about.notes.push(info.describe());
+    case.about.notes.push(match case.op {
         Op::D2dKernel | Op::D2dMemcpy => format!(
             "bytes counted once per direction: a device-to-device copy of {} counts {} ({} read + {} written, as STREAM copy and the memory peak count)",
             format_size(block),
@@ -317,7 +313,7 @@ fn describe(case: &mut CopyCase, pinned: bool, virtualized: bool) {
             format_size(block)
         ),
     });
-    case.notes.push(match case.op {
+    case.about.notes.push(match case.op {
         Op::D2dKernel => format!(
             "copy kernel (NVRTC, {}): 16-byte vectors, four loads in flight per thread, grid-stride; {} blocks × {COPY_THREADS} threads",
             case.kernel.as_ref().map(|k| k.target.as_str()).unwrap_or("?"),
@@ -330,17 +326,17 @@ fn describe(case: &mut CopyCase, pinned: bool, virtualized: bool) {
             if pinned { "pinned (cuMemHostAlloc)" } else { "pageable" }
         ),
     });
-    case.notes.push(if case.wall_clock {
+    case.about.notes.push(if case.wall_clock {
         "time: the host clock around a batch of back-to-back copies and a final stream synchronise (pageable copies are staged by the host, so device events would miss part of the work)".into()
     } else {
         "time: CUDA events around a batch of back-to-back copies".into()
     });
-    case.notes.push(
+    case.about.notes.push(
         "the destination was checked byte for byte against the source pattern after one untimed copy".into(),
     );
     match peak_for(case.op, block, info, virtualized) {
-        Ok(p) => case.peak = Some(p),
-        Err(w) => case.warnings.push(w),
+        Ok(p) => case.about.peak = Some(p),
+        Err(w) => case.about.warnings.push(w),
     }
 }
 
@@ -526,16 +522,8 @@ impl Case for CopyCase {
         self.gpu.check()
     }
 
-    fn peak(&self) -> Option<Peak> {
-        self.peak.clone()
-    }
-
-    fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
-    }
-
-    fn notes(&self) -> Vec<String> {
-        self.notes.clone()
+    fn about(&self) -> Option<&About> {
+        Some(&self.about)
     }
 }
 

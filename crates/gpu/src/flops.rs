@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use benchsuite_core::{
-    BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, ParamSpec, Peak, Point,
+    About, BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, ParamSpec, Point,
     Probe, Value, Work,
 };
 
@@ -177,9 +177,7 @@ struct ArithCase {
     b: u64,
     c: u64,
     ops: u64,
-    peak: Option<Peak>,
-    warnings: Vec<String>,
-    notes: Vec<String>,
+    about: About,
     gpu: Gpu,
 }
 
@@ -231,9 +229,7 @@ fn prepare(point: &Point, float: bool) -> Result<Box<dyn Case>, BenchError> {
         b,
         c,
         ops: 0,
-        peak: None,
-        warnings: Vec::new(),
-        notes: Vec::new(),
+        about: About::default(),
         gpu,
     };
 
@@ -292,38 +288,39 @@ fn describe(case: &mut ArithCase, float: bool, launch_time: Duration) {
     let sms_used = case.blocks.min(info.sms);
     match peak::cuda_core_rate(info.cc, a, info.fp32_to_fp64) {
         Some(_) if info.clock_khz == 0 => case
+            .about
             .warnings
             .push("no theoretical peak: the driver reports no SM clock".into()),
-        Some(_) if info.restricted(a.name()) => case.warnings.push(format!(
+        Some(_) if info.restricted(a.name()) => case.about.warnings.push(format!(
             "no theoretical peak: {} is an export variant whose {} rate differs from its compute capability's",
             info.name,
             a.name()
         )),
         Some(rate) => {
-            case.peak = Some(peak::cuda_core_peak(
+            case.about.peak = Some(peak::cuda_core_peak(
                 metric, unit, a, &rate, sms_used, info.sms, info.clock_khz,
             ))
         }
-        None => case.warnings.push(format!(
+        None => case.about.warnings.push(format!(
             "no theoretical peak: NVIDIA publishes no per-SM {} rate for compute capability {} (crates/gpu/src/peak.rs)",
             a.instruction(),
             info.cc_string()
         )),
     }
     if !case.threads.is_multiple_of(32) {
-        case.warnings.push(format!(
+        case.about.warnings.push(format!(
             "threads_per_block={} is not a multiple of 32: the last warp of each block runs with idle lanes",
             case.threads
         ));
     }
     if a == Arith::F64 && info.fp32_to_fp64.is_some_and(|r| r >= 16) {
-        case.notes.push(format!(
+        case.about.notes.push(format!(
             "this GPU runs FP64 at 1/{} of its FP32 rate (driver's ratio): a low f64 number here is the hardware, not an error",
             info.fp32_to_fp64.unwrap_or(0)
         ));
     }
     if case.blocks < info.sms {
-        case.notes.push(format!(
+        case.about.notes.push(format!(
             "blocks={} < {} SMs: only {} SMs are busy; the peak counts those",
             case.blocks, info.sms, case.blocks
         ));
@@ -335,14 +332,14 @@ fn describe(case: &mut ArithCase, float: bool, launch_time: Duration) {
     } else {
         "one op = one 32-bit multiply or add: an IMAD counts 2"
     };
-    case.notes.push(format!(
+    case.about.notes.push(format!(
         "{}; kernel {} ({}) compiled by NVRTC for {}",
         info.describe(),
         kernels::arith_kernel_name(a),
         a.instruction(),
         case.kernel.target
     ));
-    case.notes.push(format!(
+    case.about.notes.push(format!(
         "{per_op}; a launch is {} blocks × {} threads × {} chains × {} × {} dependent steps = {} ops and takes {:.2} ms; time is measured by CUDA events around back-to-back launches",
         case.blocks,
         case.threads,
@@ -352,7 +349,7 @@ fn describe(case: &mut ArithCase, float: bool, launch_time: Duration) {
         case.ops,
         launch_time.as_secs_f64() * 1e3
     ));
-    case.notes.push(
+    case.about.notes.push(
         "the stored results of the first and last thread were checked bit for bit against a host emulation of the same arithmetic".into(),
     );
 }
@@ -427,16 +424,8 @@ impl Case for ArithCase {
         self.gpu.check()
     }
 
-    fn peak(&self) -> Option<Peak> {
-        self.peak.clone()
-    }
-
-    fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
-    }
-
-    fn notes(&self) -> Vec<String> {
-        self.notes.clone()
+    fn about(&self) -> Option<&About> {
+        Some(&self.about)
     }
 
     fn resolved(&self) -> Vec<(&'static str, Value)> {

@@ -6,7 +6,7 @@ use std::ffi::c_void;
 
 use benchsuite_core::units::format_size;
 use benchsuite_core::{
-    BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, ParamSpec, Peak, Point,
+    About, BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, ParamSpec, Point,
     Probe, Value, Work,
 };
 
@@ -175,9 +175,7 @@ struct GemmCase {
     c: Option<DeviceBuffer>,
     workspace: Option<DeviceBuffer>,
     timer: Timer,
-    peak: Option<Peak>,
-    warnings: Vec<String>,
-    notes: Vec<String>,
+    about: About,
     gpu: Gpu,
 }
 
@@ -225,9 +223,7 @@ fn prepare(point: &Point) -> Result<Box<dyn Case>, BenchError> {
         gpu,
         g,
         n,
-        peak: None,
-        warnings: Vec::new(),
-        notes: Vec::new(),
+        about: About::default(),
     };
     case.upload(0)?;
     case.upload(1)?;
@@ -238,33 +234,34 @@ fn prepare(point: &Point) -> Result<Box<dyn Case>, BenchError> {
     let flops_per = gemm_flops(n);
     match peak::gemm_rate(info.cc, g, info.fp32_to_fp64) {
         Some(_) if info.clock_khz == 0 => case
+            .about
             .warnings
             .push("no theoretical peak: the driver reports no SM clock".into()),
-        Some(_) if info.restricted(g.name()) => case.warnings.push(format!(
+        Some(_) if info.restricted(g.name()) => case.about.warnings.push(format!(
             "no theoretical peak: {} is an export variant whose tensor rate differs from its compute capability's",
             info.name
         )),
-        Some(r) => case.peak = Some(peak::gemm_peak(g, &r, info.sms, info.clock_khz)),
-        None => case.warnings.push(format!(
+        Some(r) => case.about.peak = Some(peak::gemm_peak(g, &r, info.sms, info.clock_khz)),
+        None => case.about.warnings.push(format!(
             "no theoretical peak: the {} tensor rate of compute capability {} depends on the board (GeForce and professional cards differ) and is not in the table",
             g.name(),
             info.cc_string()
         )),
     }
     if let Some(w) = tf32_override(g, std::env::var("NVIDIA_TF32_OVERRIDE").ok().as_deref()) {
-        case.warnings.push(w);
+        case.about.warnings.push(w);
     }
     if n < 2048 {
-        case.notes.push(format!(
+        case.about.notes.push(format!(
             "n={n} is small: a GEMM of {} is too short to fill the GPU, launch and tail effects dominate",
             format_size(flops_per)
         ));
     }
-    case.notes.push(info.describe());
-    case.notes.push(format!(
+    case.about.notes.push(info.describe());
+    case.about.notes.push(format!(
         "one op = one floating-point operation: a GEMM of N={n} counts 2·N³ = {flops_per} (N³ multiply-adds); C = A·B, column-major, no transposes, alpha = 1, beta = 0"
     ));
-    case.notes.push(format!(
+    case.about.notes.push(format!(
         "cuBLAS ({}) {}: {}; {} workspace; time by CUDA events around back-to-back GEMMs",
         blas::api().map(|a| a.file()).unwrap_or("?"),
         if g == Gemm::F64 {
@@ -280,7 +277,7 @@ fn prepare(point: &Point) -> Result<Box<dyn Case>, BenchError> {
         },
         format_size(WORKSPACE as u64)
     ));
-    case.notes.push(
+    case.about.notes.push(
         "inputs are exact in the type and uniformly spread over [-1, 1); 16 entries of C were checked against a host computation".into(),
     );
     Ok(Box::new(case))
@@ -402,16 +399,8 @@ impl Case for GemmCase {
         self.gpu.check()
     }
 
-    fn peak(&self) -> Option<Peak> {
-        self.peak.clone()
-    }
-
-    fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
-    }
-
-    fn notes(&self) -> Vec<String> {
-        self.notes.clone()
+    fn about(&self) -> Option<&About> {
+        Some(&self.about)
     }
 }
 
