@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use benchsuite_core::team::{Placement, pin_current_thread};
 use benchsuite_core::{
-    BenchError, Benchmark, Case, ConfigError, Context, Direction, Meta, MetricSource, MetricSpec,
-    ParamSpec, Peak, Point, Value, Work,
+    About, BenchError, Benchmark, Case, ConfigError, Context, Direction, Meta, MetricSource,
+    MetricSpec, ParamSpec, Peak, Point, Value, Work,
 };
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::lu::partial_pivoting::{factor, solve};
@@ -188,8 +188,11 @@ impl Benchmark for Linpack {
             buf: MemBuffer::new(scratch),
             par,
             pool,
-            peak,
-            warnings,
+            about: About {
+                peak,
+                warnings,
+                ..About::default()
+            },
         }))
     }
 }
@@ -240,8 +243,7 @@ struct LinpackCase {
     buf: MemBuffer,
     par: Par,
     pool: rayon::ThreadPool,
-    peak: Option<Peak>,
-    warnings: Vec<String>,
+    about: About,
 }
 
 impl LinpackCase {
@@ -313,12 +315,8 @@ impl Case for LinpackCase {
         Ok(w)
     }
 
-    fn peak(&self) -> Option<Peak> {
-        self.peak.clone()
-    }
-
-    fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
+    fn about(&self) -> Option<&About> {
+        Some(&self.about)
     }
 }
 

@@ -5,7 +5,7 @@ use std::time::Instant;
 use benchsuite_core::runner::new_latency_histogram;
 use benchsuite_core::team::{Placement, Team};
 use benchsuite_core::{
-    BenchError, Benchmark, Case, Context, Meta, MetricSpec, ParamSpec, Point, Value, Work,
+    About, BenchError, Benchmark, Case, Context, Meta, MetricSpec, ParamSpec, Point, Value, Work,
 };
 
 use crate::throughput::{pin_param, placement_warnings, threads_param};
@@ -174,14 +174,17 @@ impl Benchmark for Prime {
         )?;
         Ok(Box::new(PrimeCase {
             team: Some(team),
-            warnings,
+            about: About {
+                warnings,
+                ..About::default()
+            },
         }))
     }
 }
 
 struct PrimeCase {
     team: Option<Team>,
-    warnings: Vec<String>,
+    about: About,
 }
 
 impl Case for PrimeCase {
@@ -199,8 +202,8 @@ impl Case for PrimeCase {
         Ok(())
     }
 
-    fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
+    fn about(&self) -> Option<&About> {
+        Some(&self.about)
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use benchsuite_core::team::{Placement, Team, allowed_cpus};
 use benchsuite_core::{
-    BenchError, Benchmark, Case, Context, Meta, MetricSpec, ParamSpec, Peak, Point, Value, Work,
+    About, BenchError, Benchmark, Case, Context, Meta, MetricSpec, ParamSpec, Point, Value, Work,
 };
 
 use crate::kernel::{FLOAT_PRECISIONS, INT_PRECISIONS, ISAS, Isa, Kernel};
@@ -180,8 +180,11 @@ fn prepare(ctx: &Context, point: &Point, float: bool) -> Result<Box<dyn Case>, B
     }
     Ok(Box::new(ThroughputCase {
         team: Some(team),
-        peak,
-        warnings,
+        about: About {
+            peak,
+            warnings,
+            ..About::default()
+        },
     }))
 }
 
@@ -219,8 +222,7 @@ fn describe(k: &Kernel, auto: bool) -> String {
 
 struct ThroughputCase {
     team: Option<Team>,
-    peak: Option<Peak>,
-    warnings: Vec<String>,
+    about: About,
 }
 
 impl Case for ThroughputCase {
@@ -238,11 +240,7 @@ impl Case for ThroughputCase {
         Ok(())
     }
 
-    fn peak(&self) -> Option<Peak> {
-        self.peak.clone()
-    }
-
-    fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
+    fn about(&self) -> Option<&About> {
+        Some(&self.about)
     }
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use benchsuite_core::team::{Placement, Team};
 use benchsuite_core::units::format_size;
 use benchsuite_core::{
-    BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, Point, Value, Work,
+    About, BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, Point, Value, Work,
 };
 
 use crate::settings::{EngineKind, Settings, declare};
@@ -436,9 +436,12 @@ fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError> {
         team: Some(team),
         sh,
         threads: s.threads as u64,
-        warnings,
-        notes,
-        resolved,
+        about: About {
+            warnings,
+            notes,
+            resolved,
+            ..About::default()
+        },
     }))
 }
 
@@ -446,10 +449,9 @@ struct DiskCase {
     team: Option<Team>,
     sh: Arc<Shared>,
     threads: u64,
-    warnings: Vec<String>,
-    notes: Vec<String>,
-    /// The values that ran, for the record's parameters.
-    resolved: Vec<(&'static str, Value)>,
+    /// Its resolved parameters are the values that ran, for the record's
+    /// parameters; [`Case::notes`] adds what the workers noted while running.
+    about: About,
 }
 
 impl Case for DiskCase {
@@ -478,16 +480,12 @@ impl Case for DiskCase {
         r.map(|_| ())
     }
 
-    fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
-    }
-
-    fn resolved(&self) -> Vec<(&'static str, Value)> {
-        self.resolved.clone()
+    fn about(&self) -> Option<&About> {
+        Some(&self.about)
     }
 
     fn notes(&self) -> Vec<String> {
-        let mut n = self.notes.clone();
+        let mut n = self.about.notes.clone();
         n.extend(
             self.sh
                 .notes

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use benchsuite_core::team::{Placement, Team, allowed_cpus};
 use benchsuite_core::units::format_size;
 use benchsuite_core::{
-    BenchError, Benchmark, Case, ConfigError, Context, Host, Meta, MetricSpec, ParamSpec, Peak,
+    About, BenchError, Benchmark, Case, ConfigError, Context, Host, Meta, MetricSpec, ParamSpec,
     Point, Value, Work,
 };
 
@@ -428,10 +428,12 @@ impl Benchmark for Bandwidth {
         Ok(Box::new(BandwidthCase {
             team: Some(team),
             mode,
-            notes,
-            warnings,
-            peak,
-            resolved,
+            about: About {
+                peak,
+                warnings,
+                notes,
+                resolved,
+            },
         }))
     }
 }
@@ -684,10 +686,7 @@ impl Worker {
 struct BandwidthCase {
     team: Option<Team>,
     mode: Arc<AtomicU8>,
-    notes: Vec<String>,
-    warnings: Vec<String>,
-    peak: Option<Peak>,
-    resolved: Vec<(&'static str, Value)>,
+    about: About,
 }
 
 impl Case for BandwidthCase {
@@ -710,19 +709,7 @@ impl Case for BandwidthCase {
         r
     }
 
-    fn peak(&self) -> Option<Peak> {
-        self.peak.clone()
-    }
-
-    fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
-    }
-
-    fn notes(&self) -> Vec<String> {
-        self.notes.clone()
-    }
-
-    fn resolved(&self) -> Vec<(&'static str, Value)> {
-        self.resolved.clone()
+    fn about(&self) -> Option<&About> {
+        Some(&self.about)
     }
 }

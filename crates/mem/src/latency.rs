@@ -3,8 +3,8 @@
 use benchsuite_core::team::{Placement, Team};
 use benchsuite_core::units::format_size;
 use benchsuite_core::{
-    BenchError, Benchmark, Case, ConfigError, Context, Host, Meta, MetricSpec, ParamSpec, Point,
-    Value, Work,
+    About, BenchError, Benchmark, Case, ConfigError, Context, Host, Meta, MetricSpec, ParamSpec,
+    Point, Value, Work,
 };
 
 use crate::buf::{Buf, HUGE_PAGE, Pages};
@@ -245,9 +245,13 @@ impl Benchmark for Latency {
         }
         Ok(Box::new(LatencyCase {
             team: Some(team),
-            notes,
-            warnings,
-            size,
+            about: About {
+                warnings,
+                notes,
+                // The working set, after `size=0` (auto) was resolved.
+                resolved: vec![("size", Value::Int(size))],
+                ..About::default()
+            },
         }))
     }
 }
@@ -467,10 +471,7 @@ impl Chain {
 
 struct LatencyCase {
     team: Option<Team>,
-    notes: Vec<String>,
-    warnings: Vec<String>,
-    /// The working set, after `size=0` (auto) was resolved.
-    size: u64,
+    about: About,
 }
 
 impl Case for LatencyCase {
@@ -489,16 +490,8 @@ impl Case for LatencyCase {
         Ok(())
     }
 
-    fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
-    }
-
-    fn notes(&self) -> Vec<String> {
-        self.notes.clone()
-    }
-
-    fn resolved(&self) -> Vec<(&'static str, Value)> {
-        vec![("size", Value::Int(self.size))]
+    fn about(&self) -> Option<&About> {
+        Some(&self.about)
     }
 }
 

@@ -4,7 +4,8 @@ use std::time::Instant;
 
 use benchsuite_core::runner::new_latency_histogram;
 use benchsuite_core::{
-    BenchError, Benchmark, Case, Context, Direction, Meta, MetricSource, MetricSpec, Point, Work,
+    About, BenchError, Benchmark, Case, Context, Direction, Meta, MetricSource, MetricSpec, Point,
+    Work,
 };
 
 use crate::client::Target;
@@ -50,15 +51,18 @@ impl Benchmark for Connect {
         }
         Ok(Box::new(ConnectCase {
             target: Some(target),
-            notes,
+            about: About {
+                notes,
+                ..About::default()
+            },
         }))
     }
 }
 
 struct ConnectCase {
     target: Option<Target>,
-    /// The path to the server.
-    notes: Vec<String>,
+    /// Its notes give the path to the server.
+    about: About,
 }
 
 impl Case for ConnectCase {
@@ -89,7 +93,7 @@ impl Case for ConnectCase {
         Ok(())
     }
 
-    fn notes(&self) -> Vec<String> {
-        self.notes.clone()
+    fn about(&self) -> Option<&About> {
+        Some(&self.about)
     }
 }

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use benchsuite_core::runner::new_latency_histogram;
 use benchsuite_core::team::{allowed_cpus, pin_current_thread, set_current_thread_cpus};
 use benchsuite_core::{
-    BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, ParamSpec, Point, Value,
-    Work,
+    About, BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, ParamSpec, Point,
+    Value, Work,
 };
 
 use crate::client::Link;
@@ -132,8 +132,10 @@ impl Benchmark for Latency {
             load: None,
             lost: 0,
             pings: 0,
-            warnings: Vec::new(),
-            notes: vec![link.target.path_note(&route)],
+            about: About {
+                notes: vec![link.target.path_note(&route)],
+                ..About::default()
+            },
             restore_cpus: None,
             link: None,
         };
@@ -160,7 +162,7 @@ impl Benchmark for Latency {
             });
             if load {
                 case.load = Some(Load::start(link.dialer.attach(Role::Sink, false)?)?);
-                case.warnings.push(
+                case.about.warnings.push(
                     "load=tcp: a bulk TCP stream (128 KiB writes) to the same server ran throughout; on a machine with few CPUs it competes with the ping-pong for them too".into(),
                 );
             }
@@ -181,17 +183,17 @@ impl Benchmark for Latency {
             return Err(e);
         }
         match placement {
-            Some((client, server)) => case.notes.push(format!(
+            Some((client, server)) => case.about.notes.push(format!(
                 "cpus={cpus}: this client thread ran on CPU {client}, the server's echo thread on CPU {server}{}",
                 if load { "; the load's sender and sink were not pinned" } else { "" }
             )),
-            None if route == Route::Loopback => case.notes.push(
+            None if route == Route::Loopback => case.about.notes.push(
                 "cpus=any: the scheduler placed client and server; a wake-up on the other CPU (an inter-processor interrupt; in a virtual machine a hypervisor exit) can cost more than a switch on the same CPU, so the round trip depends on where they ran: cpus=same and cpus=different measure each".into(),
             ),
             None => {}
         }
         if route == Route::Loopback {
-            case.notes.push(
+            case.about.notes.push(
                 "loopback: the round trip is two system calls and two wake-ups on each side, no wire".into(),
             );
         }
@@ -264,9 +266,9 @@ struct LatencyCase {
     load: Option<Load>,
     lost: u64,
     pings: u64,
-    warnings: Vec<String>,
-    /// The path, and where the threads ran.
-    notes: Vec<String>,
+    /// Its notes give the path, and where the threads ran; [`Case::warnings`]
+    /// adds lost UDP pings to its warnings.
+    about: About,
     /// This thread's CPUs before `cpus=same|different` pinned it; put back
     /// in teardown.
     restore_cpus: Option<Vec<usize>>,
@@ -377,8 +379,12 @@ impl Case for LatencyCase {
         self.finish()
     }
 
+    fn about(&self) -> Option<&About> {
+        Some(&self.about)
+    }
+
     fn warnings(&self) -> Vec<String> {
-        let mut w = self.warnings.clone();
+        let mut w = self.about.warnings.clone();
         if self.lost > 0 {
             w.push(format!(
                 "{} of {} UDP pings got no answer within {} ms and were resent; a lost ping adds no sample, and each cost its timeout in wall time",
@@ -388,10 +394,6 @@ impl Case for LatencyCase {
             ));
         }
         w
-    }
-
-    fn notes(&self) -> Vec<String> {
-        self.notes.clone()
     }
 }
 

@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use benchsuite_core::team::{Placement, Team, merge_work};
 use benchsuite_core::{
-    BenchError, Benchmark, Case, Context, Direction, Meta, MetricSource, MetricSpec, ParamSpec,
-    Peak, Point, Value, Work,
+    About, BenchError, Benchmark, Case, Context, Direction, Meta, MetricSource, MetricSpec,
+    ParamSpec, Point, Value, Work,
 };
 
 use crate::client::{Dialer, Link};
@@ -135,8 +135,11 @@ impl Benchmark for TcpThroughput {
             link,
             team: Some(team),
             totals,
-            peak,
-            notes,
+            about: About {
+                peak,
+                notes,
+                ..About::default()
+            },
         }))
     }
 }
@@ -257,9 +260,9 @@ struct TcpCase {
     link: Link,
     team: Option<Team>,
     totals: Arc<Totals>,
-    peak: Option<Peak>,
-    /// The path to the server and its peak (or why there is none).
-    notes: Vec<String>,
+    /// Its notes give the path to the server and its peak (or why there is
+    /// none).
+    about: About,
 }
 
 impl Case for TcpCase {
@@ -308,12 +311,8 @@ impl Case for TcpCase {
         Ok(())
     }
 
-    fn peak(&self) -> Option<Peak> {
-        self.peak.clone()
-    }
-
-    fn notes(&self) -> Vec<String> {
-        self.notes.clone()
+    fn about(&self) -> Option<&About> {
+        Some(&self.about)
     }
 }
 

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use benchsuite_core::team::{Placement, Team, merge_work};
 use benchsuite_core::{
-    BenchError, Benchmark, Case, ConfigError, Context, Direction, Meta, MetricSource, MetricSpec,
-    ParamSpec, Peak, Point, Value, Work,
+    About, BenchError, Benchmark, Case, ConfigError, Context, Direction, Meta, MetricSource,
+    MetricSpec, ParamSpec, Point, Value, Work,
 };
 
 use crate::client::{Dialer, Link};
@@ -191,9 +191,12 @@ impl Benchmark for UdpThroughput {
             team: Some(team),
             next_seq: vec![0; threads],
             block,
-            peak,
-            warnings,
-            notes,
+            about: About {
+                peak,
+                warnings,
+                notes,
+                ..About::default()
+            },
         }))
     }
 }
@@ -289,10 +292,9 @@ struct UdpCase {
     team: Option<Team>,
     next_seq: Vec<u64>,
     block: u64,
-    peak: Option<Peak>,
-    warnings: Vec<String>,
-    /// The path to the server and its peak (or why there is none).
-    notes: Vec<String>,
+    /// Its notes give the path to the server and its peak (or why there is
+    /// none).
+    about: About,
 }
 
 impl Case for UdpCase {
@@ -374,16 +376,8 @@ impl Case for UdpCase {
         self.link.finish().map(|_| ())
     }
 
-    fn peak(&self) -> Option<Peak> {
-        self.peak.clone()
-    }
-
-    fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
-    }
-
-    fn notes(&self) -> Vec<String> {
-        self.notes.clone()
+    fn about(&self) -> Option<&About> {
+        Some(&self.about)
     }
 }
 

@@ -6,7 +6,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use benchsuite_core::{
-    BenchError, Benchmark, Case, Context, Meta, MetricSpec, ParamSpec, Point, Work,
+    About, BenchError, Benchmark, Case, Context, Meta, MetricSpec, ParamSpec, Point, Work,
 };
 
 use crate::sys::{self, AffinityGuard, Child, ChildAction, CpuSet, QUIT_TOKEN, TOKEN_LEN};
@@ -96,7 +96,7 @@ struct PingPong {
     /// Our affinity before pinning; restored in teardown.
     affinity: Option<AffinityGuard>,
     seq: u32,
-    warnings: Vec<String>,
+    about: About,
 }
 
 impl PingPong {
@@ -142,11 +142,11 @@ impl PingPong {
             partner,
             affinity,
             seq: 0,
-            warnings: Vec::new(),
+            about: About::default(),
         };
         match placement {
             Some((ours, _)) => sys::set_thread_affinity(&CpuSet::single(ours)?)?,
-            None => case.warnings.push(
+            None => case.about.warnings.push(
                 "cpus=any: the scheduler decides whether the two ends share a CPU, so results may be bimodal; pin with cpus=same or cpus=different for stable numbers".into(),
             ),
         }
@@ -223,8 +223,8 @@ impl Case for PingPong {
         self.shutdown()
     }
 
-    fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
+    fn about(&self) -> Option<&About> {
+        Some(&self.about)
     }
 }
 

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use benchsuite_core::{
-    BenchError, Benchmark, Case, Context, Meta, MetricSpec, ParamSpec, Point, Work,
+    About, BenchError, Benchmark, Case, Context, Meta, MetricSpec, ParamSpec, Point, Work,
 };
 
 use crate::sys::{self, ChildAction, ExecImage};
@@ -47,19 +47,25 @@ impl Benchmark for ProcessCreate {
             }
             other => return Err(BenchError::Other(format!("unknown mode `{other}`"))),
         };
-        let mut warnings = Vec::new();
+        let mut notes = Vec::new();
         if let Some(rss) = resident_mib() {
-            warnings.push(format!(
+            notes.push(format!(
                 "fork copies the parent's page tables: its cost grows with the parent's memory (resident now: {rss} MiB)"
             ));
         }
         if let Some(image) = &image {
-            warnings.push(format!(
+            notes.push(format!(
                 "exec runs {}: the dynamic loader and libc start-up are included (lmbench execs a tiny static program)",
                 image.path()
             ));
         }
-        Ok(Box::new(ProcessCase { image, warnings }))
+        Ok(Box::new(ProcessCase {
+            image,
+            about: About {
+                notes,
+                ..About::default()
+            },
+        }))
     }
 }
 
@@ -83,7 +89,7 @@ fn resident_mib() -> Option<u64> {
 struct ProcessCase {
     /// `Some` for fork_exec.
     image: Option<ExecImage>,
-    warnings: Vec<String>,
+    about: About,
 }
 
 impl Case for ProcessCase {
@@ -109,7 +115,7 @@ impl Case for ProcessCase {
         Ok(Work::ops(iters))
     }
 
-    fn notes(&self) -> Vec<String> {
-        self.warnings.clone()
+    fn about(&self) -> Option<&About> {
+        Some(&self.about)
     }
 }

@@ -3,8 +3,8 @@
 use std::time::{Duration, Instant};
 
 use benchsuite_core::{
-    BenchError, Benchmark, Case, Context, Direction, Meta, MetricSource, MetricSpec, ParamSpec,
-    Point, Work,
+    About, BenchError, Benchmark, Case, Context, Direction, Meta, MetricSource, MetricSpec,
+    ParamSpec, Point, Work,
 };
 
 /// Values of the `clock` parameter.
@@ -46,16 +46,16 @@ impl Benchmark for Timer {
     }
 
     fn prepare(&self, _ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
-        let mut warnings = Vec::new();
+        let mut notes = Vec::new();
         let clock = match point.str("clock")? {
             "instant" => {
                 #[cfg(target_os = "linux")]
-                note_getres(crate::sys::PosixClock::Monotonic, &mut warnings);
+                note_getres(crate::sys::PosixClock::Monotonic, &mut notes);
                 Clock::Instant(Instant::now())
             }
-            "clock_gettime_monotonic" => posix_clock(Posix::Monotonic, &mut warnings)?,
-            "clock_gettime_realtime" => posix_clock(Posix::Realtime, &mut warnings)?,
-            "tsc" => tsc_clock(&mut warnings)?,
+            "clock_gettime_monotonic" => posix_clock(Posix::Monotonic, &mut notes)?,
+            "clock_gettime_realtime" => posix_clock(Posix::Realtime, &mut notes)?,
+            "tsc" => tsc_clock(&mut notes)?,
             other => {
                 return Err(BenchError::Other(format!("unknown clock `{other}`")));
             }
@@ -63,12 +63,18 @@ impl Benchmark for Timer {
         if let Ok(src) = std::fs::read_to_string(
             "/sys/devices/system/clocksource/clocksource0/current_clocksource",
         ) {
-            warnings.push(format!(
+            notes.push(format!(
                 "kernel clocksource: {} (it decides what the OS clocks cost)",
                 src.trim()
             ));
         }
-        Ok(Box::new(TimerCase { clock, warnings }))
+        Ok(Box::new(TimerCase {
+            clock,
+            about: About {
+                notes,
+                ..About::default()
+            },
+        }))
     }
 }
 
@@ -92,28 +98,28 @@ enum Clock {
 }
 
 #[cfg(target_os = "linux")]
-fn posix_clock(which: Posix, warnings: &mut Vec<String>) -> Result<Clock, BenchError> {
+fn posix_clock(which: Posix, notes: &mut Vec<String>) -> Result<Clock, BenchError> {
     use crate::sys::PosixClock;
     let clock = match which {
         Posix::Monotonic => PosixClock::Monotonic,
         Posix::Realtime => PosixClock::Realtime,
     };
     crate::sys::clock_check(clock)?;
-    note_getres(clock, warnings);
+    note_getres(clock, notes);
     Ok(Clock::Posix(clock))
 }
 
 #[cfg(not(target_os = "linux"))]
-fn posix_clock(which: Posix, _warnings: &mut Vec<String>) -> Result<Clock, BenchError> {
+fn posix_clock(which: Posix, _notes: &mut Vec<String>) -> Result<Clock, BenchError> {
     Err(BenchError::Skip(format!(
         "clock_gettime({which:?}) is measured on Linux only"
     )))
 }
 
 #[cfg(target_os = "linux")]
-fn note_getres(clock: crate::sys::PosixClock, warnings: &mut Vec<String>) {
+fn note_getres(clock: crate::sys::PosixClock, notes: &mut Vec<String>) {
     if let Ok(ns) = crate::sys::clock_res_ns(clock) {
-        warnings.push(format!(
+        notes.push(format!(
             "clock_getres({}) claims {ns} ns; the resolution metric is the smallest step actually observed",
             clock.name()
         ));
@@ -130,7 +136,7 @@ fn rdtsc() -> u64 {
 }
 
 #[cfg(target_arch = "x86_64")]
-fn tsc_clock(warnings: &mut Vec<String>) -> Result<Clock, BenchError> {
+fn tsc_clock(notes: &mut Vec<String>) -> Result<Clock, BenchError> {
     #[cfg(target_os = "linux")]
     if !crate::sys::tsc_enabled() {
         return Err(BenchError::Skip(
@@ -143,7 +149,7 @@ fn tsc_clock(warnings: &mut Vec<String>) -> Result<Clock, BenchError> {
             "TSC calibration gave {hz:.0} Hz; the counter does not advance steadily"
         )));
     }
-    warnings.push(format!(
+    notes.push(format!(
         "tsc: resolution converted from ticks at {:.1} MHz, a frequency calibrated against Instant over {} ms",
         hz / 1e6,
         TSC_CALIBRATION.as_millis()
@@ -155,7 +161,7 @@ fn tsc_clock(warnings: &mut Vec<String>) -> Result<Clock, BenchError> {
             .unwrap_or_default();
         let has = |f: &str| flags.split_whitespace().any(|w| w == f);
         if !(has("constant_tsc") && has("nonstop_tsc")) {
-            warnings.push(
+            notes.push(
                 "tsc: the CPU does not report constant_tsc and nonstop_tsc; the TSC rate may follow the CPU frequency".into(),
             );
         }
@@ -164,7 +170,7 @@ fn tsc_clock(warnings: &mut Vec<String>) -> Result<Clock, BenchError> {
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn tsc_clock(_warnings: &mut Vec<String>) -> Result<Clock, BenchError> {
+fn tsc_clock(_notes: &mut Vec<String>) -> Result<Clock, BenchError> {
     Err(BenchError::Skip(
         "clock=tsc reads the x86_64 time-stamp counter; this CPU is not x86_64".into(),
     ))
@@ -205,7 +211,7 @@ fn read_loop(iters: u64, mut read: impl FnMut() -> u64) -> Option<u64> {
 
 struct TimerCase {
     clock: Clock,
-    warnings: Vec<String>,
+    about: About,
 }
 
 impl TimerCase {
@@ -250,8 +256,8 @@ impl Case for TimerCase {
         Ok(work)
     }
 
-    fn notes(&self) -> Vec<String> {
-        self.warnings.clone()
+    fn about(&self) -> Option<&About> {
+        Some(&self.about)
     }
 }
 
