@@ -138,9 +138,10 @@ impl Benchmark for Prime {
                 "the event found {got} primes below {max_prime}, the sieve {expected}"
             )));
         }
-        let mut warnings = vec![format!(
+        let notes = vec![format!(
             "one event = one full trial-division pass over 3..{max_prime} (finds {expected} primes), as sysbench cpu; compare with `sysbench cpu --cpu-max-prime={max_prime} --threads={threads} run`"
         )];
+        let mut warnings = Vec::new();
         placement_warnings(threads, pin, &mut warnings);
         let placement = if pin {
             Placement::Pinned
@@ -176,6 +177,7 @@ impl Benchmark for Prime {
             team: Some(team),
             about: About {
                 warnings,
+                notes,
                 ..About::default()
             },
         }))

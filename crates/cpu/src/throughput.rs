@@ -136,7 +136,9 @@ fn prepare(ctx: &Context, point: &Point, float: bool) -> Result<Box<dyn Case>, B
     let overrides = Overrides::from_options(&ctx.options)?;
     let placement = placement(pin);
 
-    let mut warnings = vec![describe(&kernel, isa_req.is_none())];
+    // Facts go to `notes`, caveats to `warnings`.
+    let mut notes = vec![describe(&kernel, isa_req.is_none())];
+    let mut warnings = Vec::new();
     placement_warnings(threads, pin, &mut warnings);
     let (metric, unit) = if float {
         ("flops", "flop/s")
@@ -147,7 +149,7 @@ fn prepare(ctx: &Context, point: &Point, float: bool) -> Result<Box<dyn Case>, B
     let peak = match kernel_peak(&kernel, metric, unit, threads, &cpus, &overrides) {
         Ok(p) => {
             if p.inputs.get("GHz").is_some_and(|g| g.source == "measured") {
-                warnings.push(
+                notes.push(
                     "peak uses the clock measured with a dependent integer add chain (1 cycle per add) on the same cores; pass --opt cpu-ghz=N to use a known clock instead".into(),
                 );
             }
@@ -174,7 +176,7 @@ fn prepare(ctx: &Context, point: &Point, float: bool) -> Result<Box<dyn Case>, B
     let k = passes_per_iteration(&team, &kernel, threads)?;
     passes.store(k, Ordering::Relaxed);
     if threads > allowed_cpus().len() {
-        warnings.push(format!(
+        notes.push(format!(
             "one iteration = {k} kernel passes per thread, so that waking and collecting {threads} threads stays under 1% of a batch"
         ));
     }
@@ -183,6 +185,7 @@ fn prepare(ctx: &Context, point: &Point, float: bool) -> Result<Box<dyn Case>, B
         about: About {
             peak,
             warnings,
+            notes,
             ..About::default()
         },
     }))

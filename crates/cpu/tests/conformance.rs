@@ -55,6 +55,23 @@ fn check(r: &Record) {
         Status::Failed => panic!("{what}: failed: {:?}", r.reason),
     }
     assert!(!r.metrics.is_empty(), "{what}: no metrics");
+    // What one operation counts is a fact for reading the number (a note),
+    // not a caveat: warnings stay for what makes it mean less.
+    let counting = ["kernel: ", "one operation = ", "one event = "];
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| counting.iter().any(|c| n.starts_with(c))),
+        "{what}: no note says what one operation is: {:?}",
+        r.notes
+    );
+    assert!(
+        !r.warnings
+            .iter()
+            .any(|w| counting.iter().any(|c| w.starts_with(c))),
+        "{what}: {:?}",
+        r.warnings
+    );
     for m in &r.metrics {
         let med = m.summary.median;
         assert!(med.is_finite(), "{what} {}: median {med}", m.name);
@@ -139,9 +156,9 @@ fn f64_at_auto_isa_carries_a_peak_where_the_cpu_is_known() {
         );
     }
     assert!(
-        r.warnings.iter().any(|w| w.contains("2 flops per lane")),
+        r.notes.iter().any(|n| n.contains("2 flops per lane")),
         "the counting rule is stated: {:?}",
-        r.warnings
+        r.notes
     );
 }
 

@@ -154,7 +154,7 @@ impl Benchmark for UdpThroughput {
         let mut notes = Vec::new();
         let peak = link.target.peak("received", 1, &mut notes);
         match rate {
-            None => warnings.push(
+            None => notes.push(
                 "rate=max: each sender sends as fast as it can (iperf3 -b 0), so loss shows where the receiver or the path overflowed".into(),
             ),
             Some(_) if !link.target.is_local() && block > 1472 => warnings.push(
