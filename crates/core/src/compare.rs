@@ -48,6 +48,12 @@
 //! either side, or whose metric changed unit or direction, are listed in
 //! [`Comparison::not_comparable`]. None of these is a regression.
 //!
+//! [`Comparison::context_differences`] lists what differs between the two
+//! runs' machines, builds and settings (CPU model, logical CPUs, memory,
+//! kernel, governor, virtualization, debug vs release, `--quick`,
+//! `--min-sample-time`, `--rounds`): a verdict is only as meaningful as the
+//! two runs are alike. It is printed with the verdicts and changes none.
+//!
 //! ```
 //! use benchsuite_core::compare::{compare, CompareOptions};
 //! # use benchsuite_core::{Report, host::Host, report::RunConfigRecord};
@@ -224,6 +230,12 @@ pub struct Comparison {
     pub added: Vec<Unmatched>,
     /// Matched records or metrics that could not be compared.
     pub not_comparable: Vec<NotComparable>,
+    /// What differs between the two runs' machines, builds or settings and
+    /// can move the numbers by itself (`cpu.model: A → B`, a debug build,
+    /// `--quick` on one side): a change in a metric may come from these, not
+    /// from the code. Informational; it never changes a verdict.
+    #[serde(default)]
+    pub context_differences: Vec<String>,
 }
 
 impl Comparison {
@@ -274,6 +286,7 @@ pub fn compare(
         missing: Vec::new(),
         added: Vec::new(),
         not_comparable: Vec::new(),
+        context_differences: context_differences(base, new),
     };
 
     // Point holds floats, so it is not Ord/Hash: match by equality. Reports
@@ -298,6 +311,107 @@ pub fn compare(
         out.added.push(unmatched(n, None));
     }
     Ok(out)
+}
+
+/// The facts of the two reports' hosts, builds and run settings that can
+/// move a number on their own, where they differ. Unknown (null) on either
+/// side is not a difference; memory sizes within 2% are the same machine
+/// (firmware and kernel reserve slightly different amounts).
+fn context_differences(base: &Report, new: &Report) -> Vec<String> {
+    fn text<T: fmt::Debug>(v: &Option<T>) -> Option<String> {
+        v.as_ref()
+            .map(|v| format!("{v:?}").trim_matches('"').to_string())
+    }
+    let (b, n) = (&base.host, &new.host);
+    let mut out = Vec::new();
+    let mut diff = |what: &str, x: Option<String>, y: Option<String>, why: &str| {
+        if let (Some(x), Some(y)) = (x, y)
+            && x != y
+        {
+            out.push(format!("{what}: {x} → {y}{why}"));
+        }
+    };
+    diff("cpu.model", text(&b.cpu.model), text(&n.cpu.model), "");
+    diff(
+        "cpu.microarchitecture",
+        text(&b.cpu.microarchitecture),
+        text(&n.cpu.microarchitecture),
+        "",
+    );
+    diff(
+        "cpu.logical_cpus",
+        text(&b.cpu.logical_cpus),
+        text(&n.cpu.logical_cpus),
+        "",
+    );
+    diff(
+        "cpu.sockets",
+        text(&b.cpu.sockets),
+        text(&n.cpu.sockets),
+        "",
+    );
+    diff(
+        "cpu.governor",
+        text(&b.cpu.governor),
+        text(&n.cpu.governor),
+        "",
+    );
+    diff(
+        "virtualization",
+        text(&b.virtualization),
+        text(&n.virtualization),
+        "",
+    );
+    diff("kernel", text(&b.kernel), text(&n.kernel), "");
+    if let (Some(x), Some(y)) = (b.memory_bytes, n.memory_bytes)
+        && (x as f64 - y as f64).abs() > 0.02 * x.max(y) as f64
+    {
+        diff(
+            "memory",
+            Some(crate::units::format_size(x)),
+            Some(crate::units::format_size(y)),
+            "",
+        );
+    }
+    let debug = |p: &str| {
+        if p == "debug" {
+            " (a debug build's numbers are not representative)"
+        } else {
+            ""
+        }
+    };
+    diff(
+        "build.profile",
+        Some(b.build.profile.clone()),
+        Some(n.build.profile.clone()),
+        debug(&n.build.profile),
+    );
+    diff(
+        "benchsuite version",
+        Some(base.tool_version.clone()),
+        Some(new.tool_version.clone()),
+        "",
+    );
+    let (bc, nc) = (&base.config, &new.config);
+    diff(
+        "--quick",
+        Some(bc.quick.to_string()),
+        Some(nc.quick.to_string()),
+        " (--quick shrinks working sets and samples)",
+    );
+    diff(
+        "--min-sample-time",
+        Some(crate::units::format_seconds(bc.min_sample_time_s)),
+        Some(crate::units::format_seconds(nc.min_sample_time_s)),
+        "",
+    );
+    diff(
+        "--rounds",
+        Some(bc.rounds.to_string()),
+        Some(nc.rounds.to_string()),
+        "",
+    );
+    out
 }
 
 fn unmatched(r: &Record, metric: Option<&str>) -> Unmatched {
@@ -546,6 +660,43 @@ mod tests {
             config: RunConfigRecord::default(),
             records,
         }
+    }
+
+    #[test]
+    fn context_differences_name_what_can_move_the_numbers() {
+        let mut base = report(Vec::new());
+        base.host.cpu.model = Some("Xeon 8480".into());
+        base.host.memory_bytes = Some(64 << 30);
+        base.host.build.profile = "release".into();
+        let same = run(&base, &base.clone());
+        assert!(
+            same.context_differences.is_empty(),
+            "{:?}",
+            same.context_differences
+        );
+
+        let mut new = base.clone();
+        new.host.cpu.model = Some("EPYC 9654".into());
+        // 1% less memory is the same machine; unknown is not a difference.
+        new.host.memory_bytes = Some((64u64 << 30) / 100 * 99);
+        new.host.kernel = Some("6.1.0".into());
+        new.host.build.profile = "debug".into();
+        new.config.quick = true;
+        let c = run(&base, &new);
+        let d = c.context_differences.join("\n");
+        assert!(d.contains("cpu.model: Xeon 8480 → EPYC 9654"), "{d}");
+        assert!(
+            d.contains("build.profile: release → debug (a debug build"),
+            "{d}"
+        );
+        assert!(d.contains("--quick: false → true"), "{d}");
+        assert!(!d.contains("memory") && !d.contains("kernel"), "{d}");
+        assert_eq!(c.context_differences.len(), 3, "{d}");
+        // Informational only: no verdict, no regression from it.
+        assert!(!c.has_regression());
+        new.host.memory_bytes = Some(32 << 30);
+        let d = run(&base, &new).context_differences.join("\n");
+        assert!(d.contains("memory: 64GiB → 32GiB"), "{d}");
     }
 
     /// A throughput record and a latency record, with the throughput scaled

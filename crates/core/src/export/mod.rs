@@ -277,6 +277,9 @@ fn comparison_notes(c: &Comparison) -> (String, Vec<String>) {
         None => key.to_string(),
     };
     let mut notes = Vec::new();
+    for d in &c.context_differences {
+        notes.push(format!("differs between the runs: {d}"));
+    }
     for u in &c.missing {
         notes.push(format!("missing in new: {}", what(&u.key, &u.metric)));
     }

@@ -301,6 +301,18 @@ mod tests {
     }
 
     #[test]
+    fn comparison_table_says_what_differs_between_the_runs() {
+        let mut c = fixtures::comparison();
+        c.context_differences = vec!["--quick: false → true".into()];
+        let t = text(|o| write_comparison(&c, o));
+        assert!(
+            t.lines()
+                .any(|l| l == "differs between the runs: --quick: false → true"),
+            "{t}"
+        );
+    }
+
+    #[test]
     fn comparison_table_has_verdicts_and_notes() {
         let t = text(|o| write_comparison(&fixtures::comparison(), o));
         let row = t.lines().find(|l| l.contains("bandwidth")).unwrap();
