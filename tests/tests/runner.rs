@@ -279,6 +279,19 @@ fn records_show_resolved_values_and_modules_add_host_facts() {
         .collect();
     assert_eq!(blocks, [4096, 512]);
     assert_eq!(report.host.extra["fake"]["fake"], "fake.auto");
+    let repeats = |r: &benchsuite_core::Record| {
+        r.warnings
+            .iter()
+            .any(|w| w.contains("same parameters as record 1"))
+    };
+    assert!(!report.records.iter().any(repeats));
+
+    // 0 (auto) resolves to 4 KiB: the second point ran the same thing as
+    // the first, and its record says so.
+    cfg.sweep.insert("block".into(), "0,4K,512".into());
+    let report = run(&reg, &cfg, &mut Silent).unwrap();
+    let same: Vec<bool> = report.records.iter().map(repeats).collect();
+    assert_eq!(same, [false, true, false]);
 }
 
 #[test]

@@ -373,7 +373,7 @@ pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer
         }
     }
     let done_rounds = if ctx.cancelled() { None } else { Some(rounds) };
-    let records: Vec<Record> = slots
+    let mut records: Vec<Record> = slots
         .into_iter()
         .map(|(mut r, _)| {
             if rounds > 1 && r.status == Status::Ok {
@@ -387,6 +387,7 @@ pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer
             r
         })
         .collect();
+    flag_same_params(&mut records);
     Report {
         schema_version: SCHEMA_VERSION.to_string(),
         tool_version: host.build.version.clone(),
@@ -410,6 +411,26 @@ pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer
             options: config.options.clone(),
         },
         records,
+    }
+}
+
+/// Two sweep points can run the same thing once `auto` values are resolved
+/// (`block=0,4K` on a random op: auto is 4K). Their records then have the
+/// same id and parameters; `compare` pairs such records in order, so say so
+/// on each repeat.
+fn flag_same_params(records: &mut [Record]) {
+    for i in 1..records.len() {
+        let (before, rest) = records.split_at_mut(i);
+        let r = &mut rest[0];
+        if let Some(j) = before
+            .iter()
+            .position(|b| b.id == r.id && b.params == r.params)
+        {
+            r.warnings.push(format!(
+                "same parameters as record {} of this report once `auto` values were resolved: both measured the same thing (compare pairs such records in order)",
+                j + 1
+            ));
+        }
     }
 }
 
