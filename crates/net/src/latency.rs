@@ -84,7 +84,7 @@ impl Benchmark for Latency {
             return Err(ConfigError::InvalidValue {
                 param: "cpus".into(),
                 value: cpus.into(),
-                reason: "with --peer the server is another process, not this one's to place: leave cpus=any and pin each end with taskset (taskset -c N benchsuite serve ...; taskset -c M benchsuite run ...)".into(),
+                reason: "with --peer the server is another process, not this one's to place: leave cpus=any and pin each end: `benchsuite serve --echo-cpu N` there, `taskset -c M benchsuite run ...` here".into(),
             });
         }
         let udp = point.get("proto").and_then(Value::as_str) == Some("udp");

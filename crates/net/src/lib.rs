@@ -102,7 +102,8 @@
 //! even a pinned run on one CPU sometimes settled ~40% slower (all three
 //! tools). So compare with a reference tool only under the same placement,
 //! in interleaved rounds. With `--peer` the server is another process:
-//! `cpus` must stay `any`; pin each end with `taskset`. The in-process
+//! `cpus` must stay `any`; pin the server's echo threads with `benchsuite serve
+//! --echo-cpu N` and the client with `taskset`. The in-process
 //! server shares this process's address space, so on one CPU its switches
 //! skip the address-space change that two processes (sockperf and its
 //! server, or `--peer` to a local `benchsuite serve`) pay.
