@@ -318,9 +318,8 @@ pub fn compare(
 /// side is not a difference; memory sizes within 2% are the same machine
 /// (firmware and kernel reserve slightly different amounts).
 fn context_differences(base: &Report, new: &Report) -> Vec<String> {
-    fn text<T: fmt::Debug>(v: &Option<T>) -> Option<String> {
-        v.as_ref()
-            .map(|v| format!("{v:?}").trim_matches('"').to_string())
+    fn text<T: fmt::Display>(v: &Option<T>) -> Option<String> {
+        v.as_ref().map(|v| v.to_string())
     }
     let (b, n) = (&base.host, &new.host);
     let mut out = Vec::new();
@@ -373,18 +372,16 @@ fn context_differences(base: &Report, new: &Report) -> Vec<String> {
             "",
         );
     }
-    let debug = |p: &str| {
-        if p == "debug" {
-            " (a debug build's numbers are not representative)"
-        } else {
-            ""
-        }
+    let debug = if b.build.is_debug() || n.build.is_debug() {
+        " (a debug build's numbers are not representative)"
+    } else {
+        ""
     };
     diff(
         "build.profile",
         Some(b.build.profile.clone()),
         Some(n.build.profile.clone()),
-        debug(&n.build.profile),
+        debug,
     );
     diff(
         "benchsuite version",
