@@ -56,6 +56,16 @@ impl Op {
         })
     }
 
+    /// The `op` value naming it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Op::D2dKernel => "d2d_kernel",
+            Op::D2dMemcpy => "d2d_memcpy",
+            Op::H2d => "h2d",
+            Op::D2h => "d2h",
+        }
+    }
+
     pub(crate) fn is_d2d(self) -> bool {
         matches!(self, Op::D2dKernel | Op::D2dMemcpy)
     }
@@ -233,7 +243,12 @@ fn prepare(point: &Point, virtualized: bool) -> Result<Box<dyn Case>, BenchError
     let op = Op::parse(point.str("op")?).ok_or_else(|| BenchError::Other("unknown op".into()))?;
     let block = point.u64("block")?;
     let pinned = point.str("memory")? == "pinned";
-    let gpu = Gpu::open(point.u64("device")? as usize)?;
+    let libs: &[fn() -> Result<(), String>] = if op == Op::D2dKernel {
+        &[crate::cuda::libs::nvrtc]
+    } else {
+        &[]
+    };
+    let gpu = Gpu::open(point.u64("device")? as usize, libs)?;
     let info = gpu.info.clone();
     check_fits(op, block, &info, None).map_err(BenchError::Unsupported)?;
     let free = gpu.free_memory()?;
@@ -435,8 +450,8 @@ impl CopyCase {
         match bad {
             None => Ok(()),
             Some(at) => Err(BenchError::Verify(format!(
-                "after one {:?} copy of {} the destination differs from the source at byte {at}",
-                self.op,
+                "after one {} copy of {} the destination differs from the source at byte {at}",
+                self.op.name(),
                 format_size(self.block as u64)
             ))),
         }
@@ -513,13 +528,18 @@ impl Case for CopyCase {
         })
     }
 
+    /// Releases every GPU resource of the case, also when the synchronise
+    /// fails, then reports the first error: the driver's failures to
+    /// release land in this record, not in the next case's first call.
     fn teardown(&mut self) -> Result<(), BenchError> {
-        self.gpu.sync()?;
+        let synced = self.gpu.sync();
         self.src = None;
         self.dst = None;
         self.host = None;
         self.kernel = None;
-        self.gpu.check()
+        self.timer.release();
+        let released = self.gpu.check();
+        synced.and(released)
     }
 
     fn about(&self) -> Option<&About> {
@@ -539,7 +559,7 @@ mod tests {
         assert_eq!(Op::H2d.counted_bytes(1 << 20), 1 << 20);
         assert_eq!(Op::D2h.counted_bytes(7), 7);
         for o in OPS {
-            assert!(Op::parse(o).is_some(), "{o}");
+            assert_eq!(Op::parse(o).map(Op::name), Some(*o));
         }
     }
 

@@ -186,7 +186,7 @@ fn prepare(point: &Point, float: bool) -> Result<Box<dyn Case>, BenchError> {
     let arith = Arith::parse(precision)
         .ok_or_else(|| BenchError::Other(format!("unknown precision {precision}")))?;
     let threads = point.u64("threads_per_block")? as u32;
-    let gpu = Gpu::open(point.u64("device")? as usize)?;
+    let gpu = Gpu::open(point.u64("device")? as usize, &[crate::cuda::libs::nvrtc])?;
     let info = gpu.info.clone();
     if info.cc < arith.min_cc() {
         return Err(BenchError::Skip(format!(
@@ -419,9 +419,17 @@ impl Case for ArithCase {
         })
     }
 
+    /// Releases the kernel, buffer and events, also when the synchronise
+    /// fails, then reports the first error: before, they were freed when
+    /// the case was dropped, after this check, so a failure to free them
+    /// surfaced as the next case's error.
     fn teardown(&mut self) -> Result<(), BenchError> {
-        self.gpu.sync()?;
-        self.gpu.check()
+        let synced = self.gpu.sync();
+        self.kernel.release();
+        self.out.release();
+        self.timer.release();
+        let released = self.gpu.check();
+        synced.and(released)
     }
 
     fn about(&self) -> Option<&About> {

@@ -85,7 +85,11 @@ impl Benchmark for Latency {
         };
         let block = point.u64("block")? as usize;
         let pinned = point.str("memory")? == "pinned";
-        let gpu = Gpu::open(point.u64("device")? as usize)?;
+        let libs: &[fn() -> Result<(), String>] = match op {
+            Op::Launch | Op::LaunchQueue => &[crate::cuda::libs::nvrtc],
+            _ => &[],
+        };
+        let gpu = Gpu::open(point.u64("device")? as usize, libs)?;
         let mut case = LatencyCase {
             op,
             block,
@@ -211,13 +215,16 @@ impl Case for LatencyCase {
         })
     }
 
+    /// Releases everything, also when the synchronise fails, then reports
+    /// the first error (see `CopyCase::teardown`).
     fn teardown(&mut self) -> Result<(), BenchError> {
-        self.gpu.sync()?;
+        let synced = self.gpu.sync();
         self.src = None;
         self.dst = None;
         self.host = None;
         self.kernel = None;
-        self.gpu.check()
+        let released = self.gpu.check();
+        synced.and(released)
     }
 
     fn notes(&self) -> Vec<String> {

@@ -33,10 +33,10 @@
 //! Kernels are CUDA C (`kernels.rs`) compiled at run time by NVRTC to
 //! machine code (CUBIN) for the device's own `sm_XY`, so a driver older
 //! than NVRTC of the same CUDA major version is fine. Timing uses CUDA
-//! events around a batch of back-to-back operations on the case's own
-//! stream (the runner's `Work::elapsed`), except pageable host copies
-//! (host clock, see below). The runner's warm-up and batch sizing apply as
-//! everywhere.
+//! events around a batch of back-to-back operations on a non-blocking
+//! stream (one per device, which the cases share in turn; the runner's
+//! `Work::elapsed`), except pageable host copies (host clock, see below).
+//! The runner's warm-up and batch sizing apply as everywhere.
 //!
 //! ## `gpu.flops` — `precision=f64|f32|f16|bf16`, `blocks`, `threads_per_block`, `device`, `backend`
 //!

@@ -184,8 +184,7 @@ fn prepare(point: &Point) -> Result<Box<dyn Case>, BenchError> {
     let g = Gemm::parse(precision)
         .ok_or_else(|| BenchError::Other(format!("unknown precision {precision}")))?;
     let n = point.u64("n")?;
-    let gpu = Gpu::open(point.u64("device")? as usize)?;
-    cuda::libs::cublas().map_err(BenchError::Skip)?;
+    let gpu = Gpu::open(point.u64("device")? as usize, &[cuda::libs::cublas])?;
     let info = gpu.info.clone();
     if info.cc < g.min_cc() {
         return Err(BenchError::Skip(format!(
@@ -389,14 +388,18 @@ impl Case for GemmCase {
         })
     }
 
+    /// Releases everything, also when the synchronise fails, then reports
+    /// the first error (see `CopyCase::teardown` in bandwidth.rs).
     fn teardown(&mut self) -> Result<(), BenchError> {
-        self.gpu.sync()?;
+        let synced = self.gpu.sync();
         self.blas = None;
         self.a = None;
         self.b = None;
         self.c = None;
         self.workspace = None;
-        self.gpu.check()
+        self.timer.release();
+        let released = self.gpu.check();
+        synced.and(released)
     }
 
     fn about(&self) -> Option<&About> {

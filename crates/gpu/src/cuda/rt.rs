@@ -28,26 +28,46 @@ pub(crate) fn cu(what: impl Into<String>) -> impl FnOnce(DriverError) -> BenchEr
     move |e| BenchError::Other(format!("{what}: {}", describe(e)))
 }
 
-/// One device, its (shared, primary) context and a stream of our own.
+/// One device, its (shared, primary) context and stream.
 #[derive(Debug)]
 pub(crate) struct Gpu {
     /// What the driver reports about the device.
     pub info: DeviceInfo,
     /// The device's primary context, retained for the life of the process.
     pub ctx: Arc<CudaContext>,
-    /// A non-blocking stream every operation of the case goes through.
+    /// A non-blocking stream every operation of the case goes through,
+    /// created with the context and kept as long (cases run one at a
+    /// time): a stream destroyed when a case is dropped, after its
+    /// teardown's check, could only report a failure into the next case.
     pub stream: Arc<CudaStream>,
 }
 
 impl Gpu {
-    /// Opens device `index`. A machine without a usable driver or device is
-    /// a skip; an index past the last device is an error listing them.
-    pub(crate) fn open(index: usize) -> Result<Gpu, BenchError> {
+    /// Opens device `index` for a case that also needs the run-time
+    /// libraries `libs` (`libs::nvrtc`, `libs::cublas`). A machine without
+    /// a usable driver or device, or without one of `libs`, is a skip; each
+    /// library is checked after the driver (no "NVRTC not found" on a
+    /// machine without a driver) and before the context, so a record
+    /// skipped for a missing library has created no context and allocated
+    /// nothing on the device. An index past the last device is an error
+    /// listing them.
+    pub(crate) fn open(
+        index: usize,
+        libs: &[fn() -> Result<(), String>],
+    ) -> Result<Gpu, BenchError> {
         let drv = device::driver().map_err(BenchError::Skip)?;
         check_driver_version(drv.version).map_err(BenchError::Skip)?;
+        for lib in libs {
+            lib().map_err(BenchError::Skip)?;
+        }
         let info = drv.device(index).map_err(BenchError::Other)?.clone();
-        let ctx = context(index)?;
-        let stream = ctx.new_stream().map_err(cu("cuStreamCreate"))?;
+        let (ctx, stream) = context(index)?;
+        // Errors a drop recorded after the last check: only the cleanup of
+        // a case whose prepare had already failed leaves any (teardown
+        // releases everything before its check). They belong to that
+        // failed record, not to this one; a sticky error of a broken
+        // context is returned again by the next call anyway.
+        let _stale = ctx.check_err();
         Ok(Gpu { info, ctx, stream })
     }
 
@@ -108,11 +128,14 @@ pub(crate) fn check_driver_version(version: i32) -> Result<(), String> {
     }
 }
 
-/// Retains the primary context of `index` once per process: creating it
-/// costs 100+ ms and a few hundred MB of device memory, so sweep points
-/// share it.
-fn context(index: usize) -> Result<Arc<CudaContext>, BenchError> {
-    static CTX: OnceLock<Mutex<HashMap<usize, Arc<CudaContext>>>> = OnceLock::new();
+/// The context and stream of one device.
+type Shared = (Arc<CudaContext>, Arc<CudaStream>);
+
+/// Retains the primary context of `index`, and creates its stream, once per
+/// process: creating a context costs 100+ ms and a few hundred MB of device
+/// memory, so sweep points share it.
+fn context(index: usize) -> Result<Shared, BenchError> {
+    static CTX: OnceLock<Mutex<HashMap<usize, Shared>>> = OnceLock::new();
     let mut map = CTX
         .get_or_init(Default::default)
         .lock()
@@ -123,8 +146,9 @@ fn context(index: usize) -> Result<Arc<CudaContext>, BenchError> {
     let c = catch_unwind(|| CudaContext::new(index))
         .map_err(|_| BenchError::Other("the CUDA driver panicked creating a context".into()))?
         .map_err(cu(format!("creating a context on device {index}")))?;
-    map.insert(index, c.clone());
-    Ok(c)
+    let stream = c.new_stream().map_err(cu("cuStreamCreate"))?;
+    map.insert(index, (c.clone(), stream.clone()));
+    Ok((c, stream))
 }
 
 /// Device memory from `cuMemAlloc`, freed on drop.
@@ -154,9 +178,25 @@ impl DeviceBuffer {
         })
     }
 
-    /// The device address.
+    /// The device address (0 once released).
     pub(crate) fn ptr(&self) -> CUdeviceptr {
         self.ptr
+    }
+
+    /// Frees the memory now (teardown: before the case's error check, not
+    /// when the case is dropped after it); a failure is recorded in the
+    /// context for [`Gpu::check`]. Idempotent; the drop does the same.
+    pub(crate) fn release(&mut self) {
+        if self.ptr == 0 {
+            return;
+        }
+        self.ctx.record_err(self.ctx.bind_to_thread());
+        // SAFETY: `ptr` came from cuMemAlloc and is freed once (it is
+        // zeroed below); cases synchronise their stream before releasing
+        // buffers, so no queued work still uses it (where that synchronise
+        // fails, the context has failed and runs no more work).
+        self.ctx.record_err(unsafe { result::free_sync(self.ptr) });
+        self.ptr = 0;
     }
 
     /// The size asked for, in bytes.
@@ -202,11 +242,7 @@ impl DeviceBuffer {
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
-        self.ctx.record_err(self.ctx.bind_to_thread());
-        // SAFETY: `ptr` came from cuMemAlloc and is freed once; cases
-        // synchronise their stream before dropping buffers, so no queued
-        // work still uses it.
-        self.ctx.record_err(unsafe { result::free_sync(self.ptr) });
+        self.release();
     }
 }
 
@@ -297,8 +333,8 @@ impl Drop for HostBuffer {
 /// Two CUDA events bracketing work on a stream: device time, not host time.
 #[derive(Debug)]
 pub(crate) struct Timer {
-    start: CudaEvent,
-    stop: CudaEvent,
+    /// Start and stop; `None` once released.
+    events: Option<(CudaEvent, CudaEvent)>,
 }
 
 impl Timer {
@@ -310,33 +346,45 @@ impl Timer {
                 .map_err(cu("cuEventCreate"))
         };
         Ok(Timer {
-            start: ev()?,
-            stop: ev()?,
+            events: Some((ev()?, ev()?)),
         })
+    }
+
+    fn events(&self) -> Result<&(CudaEvent, CudaEvent), BenchError> {
+        self.events
+            .as_ref()
+            .ok_or_else(|| BenchError::Other("timer used after release".into()))
     }
 
     /// Records the start on `gpu`'s stream.
     pub(crate) fn start(&self, gpu: &Gpu) -> Result<(), BenchError> {
-        self.start.record(&gpu.stream).map_err(cu("cuEventRecord"))
+        self.events()?
+            .0
+            .record(&gpu.stream)
+            .map_err(cu("cuEventRecord"))
     }
 
     /// Records the end, waits for it and returns the time between the two
     /// (the events' resolution is about half a microsecond).
     pub(crate) fn stop(&self, gpu: &Gpu) -> Result<Duration, BenchError> {
-        self.stop.record(&gpu.stream).map_err(cu("cuEventRecord"))?;
-        let ms = self
-            .start
-            .elapsed_ms(&self.stop)
-            .map_err(cu("cuEventElapsedTime"))?;
+        let (start, stop) = self.events()?;
+        stop.record(&gpu.stream).map_err(cu("cuEventRecord"))?;
+        let ms = start.elapsed_ms(stop).map_err(cu("cuEventElapsedTime"))?;
         Ok(Duration::from_secs_f64(f64::from(ms).max(0.0) / 1e3))
+    }
+
+    /// Destroys the events now (teardown, before the case's error check);
+    /// a failure is recorded in the context for [`Gpu::check`].
+    pub(crate) fn release(&mut self) {
+        self.events = None;
     }
 }
 
 /// A loaded kernel.
 #[derive(Debug)]
 pub(crate) struct Kernel {
-    func: CudaFunction,
-    _module: Arc<CudaModule>,
+    /// The function and the module holding it; `None` once released.
+    loaded: Option<(CudaFunction, Arc<CudaModule>)>,
     /// What NVRTC compiled for: `sm_90` (machine code) or `compute_90`
     /// (PTX the driver compiled).
     pub target: String,
@@ -365,15 +413,27 @@ impl Kernel {
             .load_function(name)
             .map_err(cu(format!("cuModuleGetFunction {name}")))?;
         Ok(Kernel {
-            func,
-            _module: module,
+            loaded: Some((func, module)),
             target: image.target.clone(),
         })
     }
 
+    fn func(&self) -> Result<&CudaFunction, BenchError> {
+        self.loaded
+            .as_ref()
+            .map(|(f, _)| f)
+            .ok_or_else(|| BenchError::Other("kernel used after release".into()))
+    }
+
+    /// Unloads the module now (teardown, before the case's error check); a
+    /// failure is recorded in the context for [`Gpu::check`].
+    pub(crate) fn release(&mut self) {
+        self.loaded = None;
+    }
+
     /// Blocks of `threads` threads one SM holds at once for this kernel.
     pub(crate) fn occupancy(&self, threads: u32) -> Result<u32, BenchError> {
-        self.func
+        self.func()?
             .occupancy_max_active_blocks_per_multiprocessor(threads, 0, None)
             .map_err(cu("cuOccupancyMaxActiveBlocksPerMultiprocessor"))
     }
@@ -392,11 +452,12 @@ impl Kernel {
         block: u32,
         params: &mut [*mut c_void],
     ) -> Result<(), BenchError> {
+        let func = self.func()?.cu_function();
         // SAFETY: forwarded from this function's contract; the function
         // handle is alive (the module is held by `self`).
         unsafe {
             result::launch_kernel(
-                self.func.cu_function(),
+                func,
                 (grid, 1, 1),
                 (block, 1, 1),
                 0,
@@ -424,5 +485,20 @@ mod tests {
         assert!(check_driver_version(13000).is_ok());
         let e = check_driver_version(11080).unwrap_err();
         assert!(e.contains("CUDA 11.8") && e.contains("12.0"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_library_is_a_skip_checked_after_the_driver_before_the_context() {
+        let missing: fn() -> Result<(), String> = || Err("NVRTC not found: test".into());
+        let reason = match Gpu::open(0, &[missing]) {
+            Err(BenchError::Skip(r)) => r,
+            other => panic!("expected a skip, got {other:?}"),
+        };
+        match device::driver() {
+            // No driver here: its reason, not the library's.
+            Err(no_driver) => assert_eq!(reason, no_driver),
+            // A driver: the library's reason, before any context exists.
+            Ok(_) => assert_eq!(reason, "NVRTC not found: test"),
+        }
     }
 }
