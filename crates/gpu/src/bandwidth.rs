@@ -528,18 +528,15 @@ impl Case for CopyCase {
         })
     }
 
-    /// Releases every GPU resource of the case, also when the synchronise
-    /// fails, then reports the first error: the driver's failures to
-    /// release land in this record, not in the next case's first call.
+    /// Frees everything through [`Gpu::finish`](crate::cuda::rt::Gpu::finish).
     fn teardown(&mut self) -> Result<(), BenchError> {
-        let synced = self.gpu.sync();
-        self.src = None;
-        self.dst = None;
-        self.host = None;
-        self.kernel = None;
-        self.timer.release();
-        let released = self.gpu.check();
-        synced.and(released)
+        self.gpu.finish(|| {
+            self.src = None;
+            self.dst = None;
+            self.host = None;
+            self.kernel = None;
+            self.timer.release();
+        })
     }
 
     fn about(&self) -> Option<&About> {

@@ -419,17 +419,13 @@ impl Case for ArithCase {
         })
     }
 
-    /// Releases the kernel, buffer and events, also when the synchronise
-    /// fails, then reports the first error: before, they were freed when
-    /// the case was dropped, after this check, so a failure to free them
-    /// surfaced as the next case's error.
+    /// Frees everything through [`Gpu::finish`](crate::cuda::rt::Gpu::finish).
     fn teardown(&mut self) -> Result<(), BenchError> {
-        let synced = self.gpu.sync();
-        self.kernel.release();
-        self.out.release();
-        self.timer.release();
-        let released = self.gpu.check();
-        synced.and(released)
+        self.gpu.finish(|| {
+            self.kernel.release();
+            self.out.release();
+            self.timer.release();
+        })
     }
 
     fn about(&self) -> Option<&About> {

@@ -215,16 +215,14 @@ impl Case for LatencyCase {
         })
     }
 
-    /// Releases everything, also when the synchronise fails, then reports
-    /// the first error (see `CopyCase::teardown`).
+    /// Frees everything through [`Gpu::finish`](crate::cuda::rt::Gpu::finish).
     fn teardown(&mut self) -> Result<(), BenchError> {
-        let synced = self.gpu.sync();
-        self.src = None;
-        self.dst = None;
-        self.host = None;
-        self.kernel = None;
-        let released = self.gpu.check();
-        synced.and(released)
+        self.gpu.finish(|| {
+            self.src = None;
+            self.dst = None;
+            self.host = None;
+            self.kernel = None;
+        })
     }
 
     fn notes(&self) -> Vec<String> {

@@ -388,18 +388,16 @@ impl Case for GemmCase {
         })
     }
 
-    /// Releases everything, also when the synchronise fails, then reports
-    /// the first error (see `CopyCase::teardown` in bandwidth.rs).
+    /// Frees everything through [`Gpu::finish`](crate::cuda::rt::Gpu::finish).
     fn teardown(&mut self) -> Result<(), BenchError> {
-        let synced = self.gpu.sync();
-        self.blas = None;
-        self.a = None;
-        self.b = None;
-        self.c = None;
-        self.workspace = None;
-        self.timer.release();
-        let released = self.gpu.check();
-        synced.and(released)
+        self.gpu.finish(|| {
+            self.blas = None;
+            self.a = None;
+            self.b = None;
+            self.c = None;
+            self.workspace = None;
+            self.timer.release();
+        })
     }
 
     fn about(&self) -> Option<&About> {

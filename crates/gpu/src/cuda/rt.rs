@@ -87,6 +87,16 @@ impl Gpu {
         self.stream.synchronize().map_err(cu("cuStreamSynchronize"))
     }
 
+    /// A case's teardown: synchronises, runs `release` (drop or release
+    /// every buffer, event, kernel) also when the synchronise failed, then
+    /// returns the first error — the driver's failures to free land in this
+    /// record, not in the next case's first call.
+    pub(crate) fn finish(&self, release: impl FnOnce()) -> Result<(), BenchError> {
+        let synced = self.sync();
+        release();
+        synced.and(self.check())
+    }
+
     /// Errors the driver recorded while freeing resources (drops cannot
     /// return them); call after dropping a case's buffers.
     pub(crate) fn check(&self) -> Result<(), BenchError> {
