@@ -627,6 +627,8 @@ mod tests {
             direction,
             samples: samples.to_vec(),
             timestamps: None,
+            rounds: None,
+            tails: None,
             summary: Summary::new(samples).unwrap(),
             latency: None,
         }
@@ -638,6 +640,7 @@ mod tests {
         Record {
             id: id.into(),
             params,
+            requested: None,
             status: Status::Ok,
             reason: None,
             iters_per_sample: Some(1000),

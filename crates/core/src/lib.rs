@@ -62,6 +62,6 @@ pub use error::{BenchError, ConfigError, ReportError};
 pub use host::Host;
 pub use param::{ParamKind, ParamSpec, Point, Value};
 pub use registry::{Module, Registry};
-pub use report::{Metric, Peak, PeakInput, Record, Report, SCHEMA_VERSION, Status};
+pub use report::{Metric, Peak, PeakInput, Record, Report, SCHEMA_VERSION, SampleTails, Status};
 pub use runner::{Observer, RunConfig};
 pub use stats::{LatencySummary, Summary};

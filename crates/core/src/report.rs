@@ -1,6 +1,6 @@
 //! The result model: plain, versioned data, serialised as JSON.
 //!
-//! # Wire format (schema 1.1)
+//! # Wire format (schema 1.2)
 //!
 //! ```text
 //! {
@@ -17,6 +17,7 @@
 //!   "records": [{
 //!     "id": "os.syscall",             // benchmark id
 //!     "params": {"call": "getppid"},   // the sweep point as it ran: numbers (bytes, counts), strings, booleans
+//!     "requested": null,               // the point as asked for, where `auto` or a fallback changed it
 //!     "status": "ok",                  // "ok" | "skipped" | "failed"
 //!     "reason": null,                  // why skipped / the error when failed
 //!     "iters_per_sample": 65536,       // batch size chosen by the runner
@@ -26,6 +27,8 @@
 //!       "direction": "lower",          // "higher" or "lower" is better
 //!       "samples": [5.1e-8, ...],      // one value per sample (per interval with --duration)
 //!       "timestamps": null,            // seconds since the record started, for time series
+//!       "rounds": [5, 5, 5],           // with --rounds: samples per round, in order (absent: one round)
+//!       "tails": null,                 // latency metrics: each sample's own {"p99": [...], "p99_9": [...]}, s
 //!       "summary": {"n":5, "mean":..., "median":..., "stddev":..., "cv":...,
 //!                   "min":..., "max":..., "p5":..., "p95":..., "trimmed_mean":...,
 //!                   "ci95": [low, high]},
@@ -42,6 +45,10 @@
 //! 1.1 added `config.rounds`, `host.memory_available_bytes`, and
 //! `host.cpu.{family, model_id, stepping, microcode, microarchitecture}`;
 //! a 1.0 report reads with those absent (`rounds` = 1, the others null).
+//! 1.2 added `record.requested` and `metric.{rounds, tails}`: `compare`
+//! pairs records on the requested point, treats each round as one unit of
+//! evidence, and judges latency tails; older reports compare with one round
+//! and no tails.
 
 use std::collections::BTreeMap;
 
@@ -54,7 +61,7 @@ use crate::param::Point;
 use crate::stats::{LatencySummary, Summary};
 
 /// Current schema version, `MAJOR.MINOR`.
-pub const SCHEMA_VERSION: &str = "1.1";
+pub const SCHEMA_VERSION: &str = "1.2";
 /// Major schema version this build reads.
 pub const SCHEMA_MAJOR: u32 = 1;
 
@@ -130,6 +137,13 @@ pub struct Record {
     /// resolved an `auto` value (`size=0`, a preset), the resolved value
     /// (see `Case::resolved`); a skipped record keeps the requested values.
     pub params: Point,
+    /// The point as the user asked for it, where that differs from
+    /// `params` (an `auto` size, an engine fallback, `isa=auto`); absent
+    /// when they are the same. `compare` pairs records on this, so the same
+    /// plan run on two machines pairs up even where `auto` resolved
+    /// differently. See [`Record::requested_params`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested: Option<Point>,
     /// Outcome.
     pub status: Status,
     /// Why it was skipped, or the error it failed with.
@@ -153,6 +167,7 @@ impl Record {
         Record {
             id: id.to_string(),
             params,
+            requested: None,
             status: Status::Skipped,
             reason: Some(reason.into()),
             iters_per_sample: None,
@@ -176,14 +191,31 @@ impl Record {
         self.metrics.iter().find(|m| m.name == name)
     }
 
-    /// `id` followed by its parameters, for display and matching.
+    /// `id` followed by its parameters as they ran, for display.
     pub fn key(&self) -> String {
-        let p = self.params.label();
-        if p.is_empty() {
-            self.id.clone()
-        } else {
-            format!("{} {}", self.id, p)
-        }
+        join_key(&self.id, &self.params)
+    }
+
+    /// The point as the user asked for it: `requested` where it was
+    /// recorded, `params` otherwise.
+    pub fn requested_params(&self) -> &Point {
+        self.requested.as_ref().unwrap_or(&self.params)
+    }
+
+    /// `id` followed by the requested parameters: stable across machines
+    /// (an `auto` value keeps its name), so it is the name exporters and
+    /// `compare` use for a record.
+    pub fn requested_key(&self) -> String {
+        join_key(&self.id, self.requested_params())
+    }
+}
+
+fn join_key(id: &str, params: &Point) -> String {
+    let p = params.label();
+    if p.is_empty() {
+        id.to_string()
+    } else {
+        format!("{id} {p}")
     }
 }
 
@@ -200,10 +232,34 @@ pub struct Metric {
     pub samples: Vec<f64>,
     /// For time series: seconds since the record started, one per sample.
     pub timestamps: Option<Vec<f64>>,
+    /// With `--rounds`: how many of `samples` each round contributed, in
+    /// order (they sum to `samples.len()`). Absent for a single round.
+    /// `compare` treats each round as one unit of evidence, so drift between
+    /// rounds counts as noise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<Vec<usize>>,
+    /// Latency metrics: each sample's own tail percentiles, so `compare`
+    /// can judge tails with an interval as it judges medians.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tails: Option<SampleTails>,
     /// Statistics of `samples`.
     pub summary: Summary,
     /// Latency percentiles from the merged histogram, for latency metrics.
     pub latency: Option<LatencySummary>,
+}
+
+/// Each sample's own latency tail percentiles, in seconds, one value per
+/// sample (in `samples` order). A percentile is recorded only where every
+/// sample's histogram held enough operations for it to be more than the
+/// sample's maximum: 100 for p99, 1000 for p99.9.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SampleTails {
+    /// Each sample's 99th percentile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99: Option<Vec<f64>>,
+    /// Each sample's 99.9th percentile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_9: Option<Vec<f64>>,
 }
 
 /// One input of a peak formula.

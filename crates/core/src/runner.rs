@@ -21,7 +21,7 @@ use crate::error::{BenchError, ConfigError};
 use crate::host::Host;
 use crate::param::Point;
 use crate::registry::Registry;
-use crate::report::{Metric, Record, Report, RunConfigRecord, SCHEMA_VERSION, Status};
+use crate::report::{Metric, Record, Report, RunConfigRecord, SCHEMA_VERSION, SampleTails, Status};
 use crate::stats::{LatencySummary, Summary, latency_histogram};
 use crate::sweep::{Defaults, expand};
 
@@ -577,9 +577,11 @@ fn run_point(
                 }
                 pk
             });
+            let params = resolved_point(point, case.as_ref());
             Record {
                 id: id.to_string(),
-                params: resolved_point(point, case.as_ref()),
+                requested: (params != *point).then(|| point.clone()),
+                params,
                 status: Status::Ok,
                 reason: None,
                 iters_per_sample: Some(iters),
@@ -590,7 +592,9 @@ fn run_point(
             }
         }
         Err(e) => {
-            let mut r = Record::failed(id, resolved_point(point, case.as_ref()), e.to_string());
+            let params = resolved_point(point, case.as_ref());
+            let mut r = Record::failed(id, params.clone(), e.to_string());
+            r.requested = (params != *point).then(|| point.clone());
             r.warnings.extend(case.warnings());
             r.notes.extend(case.notes());
             r
@@ -640,7 +644,28 @@ fn merge_round(slot: &mut (Record, Hists), new: Record, new_hists: Hists, round:
         let Some(j) = new.metrics.iter().position(|x| x.name == m.name) else {
             continue;
         };
-        m.samples.extend_from_slice(&new.metrics[j].samples);
+        let before = m.samples.len();
+        let nm = &new.metrics[j];
+        m.samples.extend_from_slice(&nm.samples);
+        let sizes = m.rounds.get_or_insert_with(|| vec![before]);
+        sizes.push(nm.samples.len());
+        m.tails = match (m.tails.take(), &nm.tails) {
+            (Some(a), Some(b)) => {
+                let join = |x: Option<Vec<f64>>, y: &Option<Vec<f64>>| match (x, y) {
+                    (Some(mut x), Some(y)) => {
+                        x.extend_from_slice(y);
+                        Some(x)
+                    }
+                    _ => None,
+                };
+                let t = SampleTails {
+                    p99: join(a.p99, &b.p99),
+                    p99_9: join(a.p99_9, &b.p99_9),
+                };
+                (t.p99.is_some() || t.p99_9.is_some()).then_some(t)
+            }
+            _ => None,
+        };
         if let Ok(sum) = Summary::new(&m.samples) {
             m.summary = sum;
         }
@@ -777,9 +802,11 @@ fn measure(
     for spec in specs {
         let mut samples = Vec::with_capacity(batches.len());
         let mut merged: Option<Histogram<u64>> = None;
+        let mut tails = TailsBuilder::default();
         for b in &batches {
             samples.push(sample_value(spec, b)?);
             if let (MetricSource::Latency, Some(h)) = (&spec.source, &b.work.latency) {
+                tails.add(h);
                 match &mut merged {
                     Some(m) => m
                         .add(h)
@@ -791,18 +818,51 @@ fn measure(
         let summary = Summary::new(&samples)
             .map_err(|e| BenchError::Other(format!("metric {}: {e}", spec.name)))?;
         warnings.extend(noisy_warning(spec.name, &summary, samples.len()));
+        let tails = tails.finish(samples.len());
         metrics.push(Metric {
             name: spec.name.to_string(),
             unit: spec.unit.to_string(),
             direction: spec.direction,
             samples,
             timestamps: stamps.clone(),
+            rounds: None,
+            tails,
             summary,
             latency: merged.as_ref().and_then(LatencySummary::from_histogram_ns),
         });
         hists.push(merged);
     }
     Ok((iters, metrics, warnings, hists))
+}
+
+/// Collects each sample's own p99 and p99.9 from its histogram. A
+/// percentile is kept only when every sample had enough operations for it
+/// to be more than that sample's maximum (100 for p99, 1000 for p99.9).
+#[derive(Default)]
+struct TailsBuilder {
+    p99: Vec<f64>,
+    p99_9: Vec<f64>,
+    min_count: Option<u64>,
+}
+
+impl TailsBuilder {
+    fn add(&mut self, h: &Histogram<u64>) {
+        self.p99.push(h.value_at_quantile(0.99) as f64 * 1e-9);
+        self.p99_9.push(h.value_at_quantile(0.999) as f64 * 1e-9);
+        self.min_count = Some(self.min_count.map_or(h.len(), |c| c.min(h.len())));
+    }
+
+    fn finish(self, samples: usize) -> Option<SampleTails> {
+        let count = self.min_count?;
+        if self.p99.len() != samples {
+            return None;
+        }
+        let t = SampleTails {
+            p99: (count >= 100).then_some(self.p99),
+            p99_9: (count >= 1000).then_some(self.p99_9),
+        };
+        (t.p99.is_some() || t.p99_9.is_some()).then_some(t)
+    }
 }
 
 fn merge(agg: &mut Batch, b: Batch) {

@@ -324,6 +324,8 @@ pub(crate) mod fixtures {
             direction,
             samples: samples.to_vec(),
             timestamps: None,
+            rounds: None,
+            tails: None,
             summary: Summary::new(samples).unwrap(),
             latency: None,
         }
@@ -336,6 +338,7 @@ pub(crate) mod fixtures {
         let mut syscall = Record {
             id: "os.syscall".into(),
             params: Point::default(),
+            requested: None,
             status: crate::Status::Ok,
             reason: None,
             iters_per_sample: Some(65536),
@@ -369,6 +372,7 @@ pub(crate) mod fixtures {
         let bw = Record {
             id: "mem.bandwidth".into(),
             params,
+            requested: None,
             status: crate::Status::Ok,
             reason: None,
             iters_per_sample: Some(16),
