@@ -1,1 +1,3 @@
 //! Benchmarks of the harness itself; see `harness.rs`.
+
+pub mod error_rates;

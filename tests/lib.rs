@@ -7,9 +7,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use benchsuite_core::{
-    BenchError, Benchmark, Case, Context, Meta, MetricSpec, ParamSpec, Peak, Point, Probe,
+    BenchError, Benchmark, Case, Context, Meta, MetricSpec, ParamSpec, Peak, Point, Probe, Report,
     RunConfig, Value, Work,
 };
+
+pub mod schema;
+
+/// Panics unless `report`, serialised as this build writes it, validates
+/// against the report schema (see [`schema::assert_valid_report`]).
+pub fn assert_valid(report: &Report) {
+    schema::assert_valid_report(&serde_json::to_value(report).expect("a report serialises"));
+}
 
 /// What a fake case does when run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

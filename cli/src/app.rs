@@ -2,15 +2,15 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter, IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use anyhow::{Context as _, Result};
-use benchsuite::export::{self, Format};
+use benchsuite::export::{self, Format, GhaTool};
 use benchsuite::{Host, Report, Status};
 
-use crate::args::{Cli, Command, CompareArgs, InfoArgs, ListArgs, RunArgs, ServeArgs};
+use crate::args::{Cli, Command, CompareArgs, ConvertArgs, InfoArgs, ListArgs, RunArgs, ServeArgs};
 use crate::config;
 use crate::progress::Progress;
 
@@ -23,6 +23,8 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::List(a) => cmd_list(&a),
         Command::Info(a) => cmd_info(&a),
         Command::Serve(a) => cmd_serve(&a),
+        Command::Convert(a) => cmd_convert(&a),
+        Command::Schema => cmd_schema(),
     }
 }
 
@@ -33,8 +35,15 @@ fn cmd_run(args: &RunArgs) -> Result<i32> {
     let plan = benchsuite::runner::plan(&registry, &cfg).map_err(|e| flags.explain(e))?;
     if let Some(file) = &output.file {
         // Fail before measuring, not after, if the output cannot be written.
-        File::create(file)
-            .with_context(|| format!("-o {}: cannot create the file", file.display()))?;
+        // Not truncated: a reader (node_exporter's textfile collector) keeps
+        // seeing the previous file until the new one replaces it.
+        for (path, _) in output_files(output.format, file) {
+            std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(&path)
+                .with_context(|| format!("-o {}: cannot create the file", path.display()))?;
+        }
     }
 
     install_ctrlc(&cfg.cancel);
@@ -48,7 +57,7 @@ fn cmd_run(args: &RunArgs) -> Result<i32> {
     let report = benchsuite::runner::run_plan(&plan, &cfg, &mut progress);
     drop(progress);
 
-    write_report(&report, output.format, output.file.as_deref())?;
+    let written = write_report(&report, output.format, output.file.as_deref())?;
     if output.file.is_some() && stdout_tty && output.format != Format::Table {
         write_report(&report, Format::Table, None)?;
     }
@@ -59,13 +68,8 @@ fn cmd_run(args: &RunArgs) -> Result<i32> {
         count(Status::Failed),
     );
     eprintln!(
-        "{} records: {ok} ok, {skipped} skipped, {failed} failed{}",
+        "{} records: {ok} ok, {skipped} skipped, {failed} failed{written}",
         report.records.len(),
-        output
-            .file
-            .as_ref()
-            .map(|f| format!("; written to {}", f.display()))
-            .unwrap_or_default()
     );
     if cfg.cancel.load(Ordering::SeqCst) {
         eprintln!("interrupted: the report holds the records finished before Ctrl-C");
@@ -92,23 +96,81 @@ fn install_ctrlc(cancel: &Arc<AtomicBool>) {
     });
 }
 
-fn write_report(report: &Report, format: Format, file: Option<&Path>) -> Result<()> {
-    match file {
-        Some(path) => {
-            let f = File::create(path)
-                .with_context(|| format!("-o {}: cannot create the file", path.display()))?;
+/// The files `-o FILE` stands for: FILE itself, or for `gha` one file per
+/// github-action-benchmark tool, named from FILE as a prefix.
+fn output_files(format: Format, file: &Path) -> Vec<(PathBuf, Option<GhaTool>)> {
+    if format.writes_one_stream() {
+        vec![(file.to_path_buf(), None)]
+    } else {
+        GhaTool::BOTH.map(|t| (t.path(file), Some(t))).to_vec()
+    }
+}
+
+/// Writes the report to `file` (or stdout) and returns what to add to the
+/// closing summary line: `; written to FILE`.
+fn write_report(report: &Report, format: Format, file: Option<&Path>) -> Result<String> {
+    let Some(file) = file else {
+        let mut out = io::stdout().lock();
+        export::write_report(format, report, &mut out)?;
+        out.flush()?;
+        return Ok(String::new());
+    };
+    let mut written = Vec::new();
+    for (path, tool) in output_files(format, file) {
+        replace_file(&path, |w| match tool {
+            Some(t) => export::write_gha(t, report, w),
+            None => export::write_report(format, report, w),
+        })?;
+        written.push(match tool {
+            Some(t) => {
+                let n = t.count(report);
+                if n == 0 {
+                    eprintln!(
+                        "note: {} is empty (no ok metric where {} is better); github-action-benchmark rejects an empty file, so give it only the other one",
+                        path.display(),
+                        if t == GhaTool::BiggerIsBetter { "higher" } else { "lower" },
+                    );
+                }
+                let entries = if n == 1 { "entry" } else { "entries" };
+                format!("{} ({n} {entries}, tool {})", path.display(), t.tool_name())
+            }
+            None => path.display().to_string(),
+        });
+    }
+    Ok(format!("; written to {}", written.join(" and ")))
+}
+
+/// Writes `path` atomically: into a temporary file beside it, renamed over
+/// it when complete, so a reader never sees half a report.
+fn replace_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let result = File::create(&tmp)
+        .with_context(|| format!("-o {}: cannot create the file", tmp.display()))
+        .and_then(|f| {
             let mut w = BufWriter::new(f);
-            export::write_report(format, report, &mut w)
+            write(&mut w)
                 .and_then(|_| w.flush())
                 .with_context(|| format!("-o {}: write failed", path.display()))
-        }
-        None => {
-            let mut out = io::stdout().lock();
-            export::write_report(format, report, &mut out)?;
-            out.flush()?;
-            Ok(())
-        }
+        })
+        .and_then(|_| {
+            std::fs::rename(&tmp, path)
+                .with_context(|| format!("-o {}: cannot replace the file", path.display()))
+        });
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
+    result
+}
+
+/// Prints the JSON Schema of the report.
+fn cmd_schema() -> Result<i32> {
+    // Serialised first, so a closed pipe is a plain io::Error (success).
+    let text = serde_json::to_string_pretty(&benchsuite::schema::json_schema())?;
+    let mut out = io::stdout().lock();
+    writeln!(out, "{text}")?;
+    out.flush()?;
+    Ok(0)
 }
 
 fn cmd_compare(args: &CompareArgs) -> Result<i32> {
@@ -117,6 +179,11 @@ fn cmd_compare(args: &CompareArgs) -> Result<i32> {
         Some(f) => config::parse_format("--format", f)?,
         None => Format::Table,
     };
+    if !format.writes_comparison() {
+        anyhow::bail!(
+            "--format {format} is for reports, not comparisons: compare writes table, json, csv or md (use `benchsuite convert NEW.json --format {format}` for a dashboard)"
+        );
+    }
     let base = Report::read(&args.base)?;
     let new = Report::read(&args.new)?;
     let cmp = benchsuite::compare::compare(&base, &new, &options)?;
@@ -134,7 +201,21 @@ fn cmd_compare(args: &CompareArgs) -> Result<i32> {
             out.flush()?;
         }
     }
-    Ok(if cmp.has_regression() { 1 } else { 0 })
+    Ok(if cmp.passed() { 0 } else { 1 })
+}
+
+fn cmd_convert(args: &ConvertArgs) -> Result<i32> {
+    let format = config::output_format(
+        args.format.as_deref(),
+        args.output.as_deref(),
+        io::stdout().is_terminal(),
+    )?;
+    let report = Report::read(&args.report)?;
+    let written = write_report(&report, format, args.output.as_deref())?;
+    if !written.is_empty() {
+        eprintln!("{} records{written}", report.records.len());
+    }
+    Ok(0)
 }
 
 fn cmd_list(args: &ListArgs) -> Result<i32> {

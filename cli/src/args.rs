@@ -9,7 +9,9 @@ use clap::{Args, Parser, Subcommand};
 ///
 /// Results carry full statistics (median, CV, 95% CI), the host they were
 /// measured on, and the theoretical peak where one can be derived.
-/// `benchsuite compare` exits 1 on a statistically significant regression.
+/// `benchsuite compare` is a CI gate: it exits 1 on a regression whose
+/// whole confidence interval lies beyond the threshold, and on a benchmark
+/// that ran in the baseline but failed, was skipped or vanished.
 #[derive(Debug, Parser)]
 #[command(name = "benchsuite", version, about, long_about = None, propagate_version = true)]
 pub struct Cli {
@@ -21,7 +23,8 @@ pub struct Cli {
 pub enum Command {
     /// Run benchmarks (all modules' quick defaults when no selector is given).
     Run(Box<RunArgs>),
-    /// Compare two JSON reports; exit 1 if NEW regressed against BASE.
+    /// Compare two JSON reports as a CI gate: exit 1 if NEW regressed or
+    /// broke a benchmark that ran in BASE, 0 if it passes.
     Compare(CompareArgs),
     /// List modules, benchmarks, their parameters and defaults.
     List(ListArgs),
@@ -30,6 +33,12 @@ pub enum Command {
     /// Serve network benchmarks to clients (`benchsuite run net --peer
     /// HOST:PORT`) until Ctrl-C or SIGTERM.
     Serve(ServeArgs),
+    /// Write a JSON report in another format (csv, md, bmf, gha,
+    /// openmetrics...) without measuring again, e.g. for a dashboard.
+    Convert(ConvertArgs),
+    /// Print the JSON Schema (draft 2020-12) of the JSON report, generated
+    /// from the result types; every report of this major version validates.
+    Schema,
 }
 
 #[derive(Debug, Args)]
@@ -117,12 +126,18 @@ pub struct RunArgs {
     pub quick: bool,
 
     /// Output format: table (default on a terminal), json (default otherwise
-    /// and for -o FILE.json), csv, md.
+    /// and for -o FILE.json), csv, md, and for CI dashboards: bmf (Bencher
+    /// Metric Format), gha (github-action-benchmark's custom tools; needs -o
+    /// PREFIX) and openmetrics (Prometheus/OpenMetrics text; the default for
+    /// -o FILE.prom). bmf and gha carry ok records only; compare is the gate.
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<String>,
 
     /// Write the report to FILE (format from --format or the extension:
-    /// .json, .csv, .md; JSON otherwise).
+    /// .json, .csv, .md, .prom; JSON otherwise). With --format gha, FILE is
+    /// a prefix: PREFIX-bigger.json (tool customBiggerIsBetter) and
+    /// PREFIX-smaller.json (customSmallerIsBetter), a .json extension
+    /// removed first.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
 
@@ -150,16 +165,45 @@ pub struct CompareArgs {
     #[arg(value_name = "NEW.json")]
     pub new: PathBuf,
 
-    /// Smallest relative change of the median that counts, e.g. `5%`. The
-    /// default is 5%.
-    #[arg(long, value_name = "PERCENT", default_value = "5%")]
-    pub threshold: String,
+    /// How large a change must be to count: `5%` (relative to the base
+    /// median, the default), or an absolute amount in the metric's unit:
+    /// `0.5pp` for metrics in % (they default to 0.5pp), `20us` for times.
+    /// Repeat with SELECTOR[:METRIC]=VALUE to override it for some records
+    /// or metrics, e.g. `--threshold 5% --threshold 'net.*:rtt=10%'
+    /// --threshold 'net.latency:rtt.p99=20%'`; the last matching one wins.
+    /// A regression is called only when the whole confidence interval of
+    /// the change lies beyond the threshold.
+    #[arg(
+        long,
+        value_name = "VALUE",
+        default_value = "5%",
+        allow_hyphen_values = true
+    )]
+    pub threshold: Vec<String>,
 
-    /// Significance level of the Welch t-test. The default is 0.05.
+    /// One-sided error level: the interval of each change is the two-sided
+    /// 1 − 2·ALPHA one (90% for 0.05), so a change exactly at the threshold
+    /// is called a regression at most ALPHA of the time.
     #[arg(long, value_name = "ALPHA", default_value_t = 0.05)]
     pub alpha: f64,
 
-    /// Output format: table (default), json, csv, md.
+    /// Pass although records or metrics of BASE are absent from NEW (a plan
+    /// narrowed on purpose). Without it, each one fails the gate.
+    #[arg(long)]
+    pub allow_missing: bool,
+
+    /// Pass although records that ran in BASE were skipped in NEW (e.g. a
+    /// runner without a GPU). A failed record always fails the gate.
+    #[arg(long)]
+    pub allow_skipped: bool,
+
+    /// Pass although some metrics could not be judged (a side with fewer
+    /// than 3 samples, or a zero baseline under a relative threshold).
+    /// Without it, each one fails the gate.
+    #[arg(long)]
+    pub allow_unjudged: bool,
+
+    /// Output format: table (default), json, csv, md (a CI job summary).
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<String>,
 
@@ -173,6 +217,23 @@ pub struct ListArgs {
     /// Only these modules or benchmarks (same selectors as `run`).
     #[arg(value_name = "SELECTOR")]
     pub selectors: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// The report (JSON written by `benchsuite run -o`).
+    #[arg(value_name = "REPORT.json")]
+    pub report: PathBuf,
+
+    /// Output format: table, json, csv, md, bmf, gha, openmetrics (default
+    /// from the -o extension; a table on a terminal, JSON otherwise).
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+
+    /// Write to FILE instead of stdout (with gha, FILE is a prefix:
+    /// FILE-bigger.json and FILE-smaller.json).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::{Context as _, Result, anyhow, bail};
 use benchsuite::export::Format;
 use benchsuite::sweep::parse_values;
-use benchsuite::units::{parse_duration, parse_percent};
+use benchsuite::units::parse_duration;
 use benchsuite::{ConfigError, ParamSpec, RunConfig};
 
 use crate::args::{CompareArgs, RunArgs};
@@ -158,16 +158,7 @@ pub fn run_config(args: &RunArgs, stdout_tty: bool) -> Result<(RunConfig, Output
     }
     cfg.validate().map_err(|e| flags.explain(e))?;
 
-    let format = match (&args.format, &args.output) {
-        (Some(f), _) => parse_format("--format", f)?,
-        (None, Some(file)) => match file.extension().and_then(|e| e.to_str()) {
-            Some("csv") => Format::Csv,
-            Some("md") => Format::Markdown,
-            _ => Format::Json,
-        },
-        (None, None) if stdout_tty => Format::Table,
-        (None, None) => Format::Json,
-    };
+    let format = output_format(args.format.as_deref(), args.output.as_deref(), stdout_tty)?;
     Ok((
         cfg,
         Output {
@@ -178,6 +169,32 @@ pub fn run_config(args: &RunArgs, stdout_tty: bool) -> Result<(RunConfig, Output
     ))
 }
 
+/// The format of a report written to `output` (or stdout): `--format`,
+/// else the file's extension, else a table on a terminal and JSON
+/// otherwise.
+pub fn output_format(
+    format: Option<&str>,
+    output: Option<&std::path::Path>,
+    stdout_tty: bool,
+) -> Result<Format> {
+    let format = match (format, output) {
+        (Some(f), _) => parse_format("--format", f)?,
+        (None, Some(file)) => file
+            .extension()
+            .and_then(|e| e.to_str())
+            .and_then(Format::from_extension)
+            .unwrap_or(Format::Json),
+        (None, None) if stdout_tty => Format::Table,
+        (None, None) => Format::Json,
+    };
+    if !format.writes_one_stream() && output.is_none() {
+        bail!(
+            "--format {format} writes two files, one per github-action-benchmark tool: give -o PREFIX to write PREFIX-bigger.json and PREFIX-smaller.json"
+        );
+    }
+    Ok(format)
+}
+
 fn flags_for(param: &str, flag: &str) -> FlagNames {
     let mut f = FlagNames::default();
     f.0.insert(param.into(), flag.into());
@@ -186,16 +203,35 @@ fn flags_for(param: &str, flag: &str) -> FlagNames {
 
 /// Parsed `compare` options.
 pub fn compare_options(args: &CompareArgs) -> Result<benchsuite::compare::CompareOptions> {
-    let threshold = parse_percent(&args.threshold)
-        .map_err(|e| anyhow!("invalid value `{}` for --threshold: {e}", args.threshold))?;
-    if !(args.alpha > 0.0 && args.alpha < 1.0) {
+    use benchsuite::compare::{Allow, ThresholdRule, Tolerance};
+    let mut threshold = 0.05;
+    let mut rules = Vec::new();
+    for t in &args.threshold {
+        if t.contains('=') {
+            rules.push(ThresholdRule::parse(t).map_err(|e| anyhow!("--threshold {e}"))?);
+            continue;
+        }
+        match Tolerance::parse(t).map_err(|e| anyhow!("--threshold {e}"))? {
+            Tolerance::Relative(v) => threshold = v,
+            Tolerance::Absolute { .. } => bail!(
+                "--threshold `{t}`: an absolute threshold applies to one unit; name the metrics it is for, e.g. --threshold 'net.udp_throughput:loss={t}'"
+            ),
+        }
+    }
+    if !(args.alpha > 0.0 && args.alpha < 0.5) {
         bail!(
-            "invalid value `{}` for --alpha: must be between 0 and 1",
+            "invalid value `{}` for --alpha: must be between 0 and 0.5 (0.05 gives 90% intervals)",
             args.alpha
         );
     }
     Ok(benchsuite::compare::CompareOptions {
         threshold,
+        rules,
         alpha: args.alpha,
+        allow: Allow {
+            missing: args.allow_missing,
+            skipped: args.allow_skipped,
+            unjudged: args.allow_unjudged,
+        },
     })
 }

@@ -29,7 +29,7 @@ pub use benchsuite_core::{
     RunConfig, SCHEMA_VERSION, Status, Summary, Value, Verdict, Work,
 };
 pub use benchsuite_core::{
-    bench, compare, error, export, host, param, report, runner, stats, sweep, units,
+    bench, compare, error, export, host, param, report, runner, schema, stats, sweep, units,
 };
 pub use registry::registry;
 

@@ -1,7 +1,9 @@
 //! The `benchsuite` binary: parse, run, map the outcome to an exit code.
 //!
-//! Exit codes: 0 ok, 1 regression found by `compare` (or a failure under
-//! `run --strict`), 2 usage or runtime error, 130 interrupted.
+//! Exit codes: 0 ok, 1 the `compare` gate failed (a regression, or a
+//! benchmark of the baseline failed, skipped, missing or not judged in the
+//! new report; or a failure under `run --strict`), 2 usage or runtime
+//! error, 130 interrupted.
 
 mod app;
 mod args;

@@ -4,6 +4,10 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+#[path = "../../tests/schema.rs"]
+mod schema;
+use schema::assert_valid_report;
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_benchsuite"))
 }
@@ -54,7 +58,9 @@ fn run_json(extra: &[&str], dir: &Path, name: &str) -> serde_json::Value {
     args.extend_from_slice(&["-o", out.to_str().unwrap()]);
     let o = run(&args);
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
-    serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+    let report = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_valid_report(&report);
+    report
 }
 
 #[test]
@@ -72,6 +78,7 @@ fn run_os_json_has_ok_records_with_positive_medians() {
     ]);
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
+    assert_valid_report(&v);
     assert_eq!(v["schema_version"], benchsuite::SCHEMA_VERSION);
     let records = v["records"].as_array().unwrap();
     assert!(records.len() >= 6, "one record per os benchmark at least");
@@ -141,7 +148,9 @@ fn bad_input_exits_2_naming_the_flag_or_file() {
     );
     assert_usage_error(&["run", "os", "--param", "nosuch=1"], "nosuch");
     assert_usage_error(&["run", "os.call", "--param", "args=9"], "--param args");
-    assert_usage_error(&["run", "os", "--format", "xml"], "--format");
+    let e = assert_usage_error(&["run", "os", "--format", "xml"], "--format");
+    assert!(e.contains("bmf, gha, openmetrics"), "{e}");
+    assert_usage_error(&["run", "os", "--format", "gha"], "-o PREFIX");
     assert_usage_error(&["run", "os", "--duration", "ten"], "--duration");
     assert_usage_error(&["run", "os", "--bogus-flag"], "--bogus-flag");
     assert_usage_error(
@@ -175,14 +184,16 @@ fn compare_passes_on_the_same_run_and_fails_on_a_regression() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 
-    // Every sample and median made 30% worse (time per op ×1.3): exit 1.
+    // Every sample and median made 3× worse: exit 1 whatever the noise of
+    // this (debug, possibly busy) run, since the interval is as wide on
+    // both sides and 3× is far outside any plausible one.
     let mut worse = base.clone();
     for r in worse["records"].as_array_mut().unwrap() {
         for m in r["metrics"].as_array_mut().unwrap() {
             let f = if m["direction"] == "lower" {
-                1.3
+                3.0
             } else {
-                1.0 / 1.3
+                1.0 / 3.0
             };
             for s in m["samples"].as_array_mut().unwrap() {
                 *s = serde_json::json!(s.as_f64().unwrap() * f);
@@ -218,6 +229,161 @@ fn compare_passes_on_the_same_run_and_fails_on_a_regression() {
             future_path.to_str().unwrap(),
         ],
         "schema version",
+    );
+}
+
+fn write(dir: &Path, name: &str, v: &serde_json::Value) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_string(v).unwrap()).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn a_broken_benchmark_in_new_fails_the_gate_with_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = run_json(&["os.syscall"], dir.path(), "one.json");
+    // Three records of the same measurement under three parameter values.
+    let mut base = one.clone();
+    let r0 = one["records"][0].clone();
+    let with_call = |call: &str| {
+        let mut r = r0.clone();
+        r["params"]["call"] = serde_json::json!(call);
+        r
+    };
+    base["records"] = serde_json::json!([with_call("a"), with_call("b"), with_call("c")]);
+    let base_p = write(dir.path(), "base.json", &base);
+
+    // b failed, c was skipped, and a lost nothing: exit 1, failures first.
+    let mut new = base.clone();
+    new["records"][1]["status"] = serde_json::json!("failed");
+    new["records"][1]["reason"] = serde_json::json!("prepare: EPERM");
+    new["records"][1]["metrics"] = serde_json::json!([]);
+    new["records"][2]["status"] = serde_json::json!("skipped");
+    new["records"][2]["reason"] = serde_json::json!("no permission");
+    new["records"][2]["metrics"] = serde_json::json!([]);
+    let new_p = write(dir.path(), "new.json", &new);
+    let o = run(&["compare", &base_p, &new_p]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0], "FAIL os.syscall call=b: failed in new: prepare: EPERM",
+        "{out}"
+    );
+    assert_eq!(
+        lines[1], "FAIL os.syscall call=c: skipped in new: no permission",
+        "{out}"
+    );
+    assert!(out.contains("gate FAILED"), "{out}");
+    // Allowing skips does not let a failure pass.
+    let o = run(&["compare", &base_p, &new_p, "--allow-skipped"]);
+    assert_eq!(o.status.code(), Some(1));
+
+    // A record that vanished: exit 1, unless --allow-missing.
+    let mut fewer = base.clone();
+    fewer["records"].as_array_mut().unwrap().truncate(2);
+    let fewer_p = write(dir.path(), "fewer.json", &fewer);
+    let o = run(&["compare", &base_p, &fewer_p]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).starts_with("FAIL os.syscall call=c: missing in new")
+    );
+    let o = run(&["compare", &base_p, &fewer_p, "--allow-missing"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+
+    // An empty new report never passes.
+    let mut empty = base.clone();
+    empty["records"] = serde_json::json!([]);
+    let empty_p = write(dir.path(), "empty.json", &empty);
+    let o = run(&["compare", &base_p, &empty_p, "--allow-missing"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("the new report has no records"));
+
+    // Too few samples to judge: exit 1 unless --allow-unjudged.
+    let mut thin = base.clone();
+    for r in thin["records"].as_array_mut().unwrap() {
+        for m in r["metrics"].as_array_mut().unwrap() {
+            m["samples"].as_array_mut().unwrap().truncate(2);
+        }
+    }
+    let thin_p = write(dir.path(), "thin.json", &thin);
+    let o = run(&["compare", &base_p, &thin_p]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("not judged: new has 2 sample"));
+    let o = run(&["compare", &base_p, &thin_p, "--allow-unjudged"]);
+    assert_eq!(o.status.code(), Some(0));
+
+    // Every export carries the verdicts and the gate.
+    let o = run(&["compare", &base_p, &new_p, "--format", "json"]);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["passed"], false);
+    assert_eq!(j["problems"][0]["kind"], "failed");
+    let o = run(&["compare", &base_p, &new_p, "--format", "csv"]);
+    let csv = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with("os.syscall,b,") && l.contains("failed,fail,prepare: EPERM")),
+        "{csv}"
+    );
+    let o = run(&["compare", &base_p, &new_p, "--format", "md"]);
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("**❌ gate FAILED"));
+
+    // Bad thresholds and reports that cannot be compared: exit 2, one line.
+    let e = assert_usage_error(
+        &["compare", &base_p, &new_p, "--threshold", "5"],
+        "--threshold",
+    );
+    assert!(e.contains("has no unit") && e.contains("5%"), "{e}");
+    assert_usage_error(
+        &["compare", &base_p, &new_p, "--threshold", "-3%"],
+        "0 or more",
+    );
+    let e = assert_usage_error(
+        &[
+            "compare",
+            &base_p,
+            &new_p,
+            "--threshold",
+            "os.syscall:rtt=10%",
+        ],
+        "no metric `rtt`",
+    );
+    assert!(e.contains("time_per_op"), "{e}");
+    assert_usage_error(
+        &["compare", &base_p, &new_p, "--threshold", "net.*=10%"],
+        "no record matches",
+    );
+    assert_usage_error(&["compare", &base_p, &new_p, "--format", "bmf"], "convert");
+    let mut other = base.clone();
+    for r in other["records"].as_array_mut().unwrap() {
+        r["id"] = serde_json::json!("os.timer");
+    }
+    let other_p = write(dir.path(), "other.json", &other);
+    assert_usage_error(&["compare", &base_p, &other_p], "no record in common");
+}
+
+#[test]
+fn convert_writes_a_stored_report_in_another_format() {
+    let dir = tempfile::tempdir().unwrap();
+    run_json(&["os.syscall"], dir.path(), "r.json");
+    let r = dir.path().join("r.json");
+    let o = run(&["convert", r.to_str().unwrap(), "--format", "bmf"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let bmf: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let name = "os.syscall call=getppid";
+    assert!(bmf[name].is_object(), "{bmf}");
+    let prom = dir.path().join("m.prom");
+    let o = run(&["convert", r.to_str().unwrap(), "-o", prom.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&prom).unwrap().ends_with("# EOF\n"));
+    assert_usage_error(
+        &["convert", r.to_str().unwrap(), "--format", "gha"],
+        "-o PREFIX",
     );
 }
 
@@ -259,5 +425,90 @@ fn list_and_info_describe_benchmarks_and_host() {
     assert_usage_error(
         &["info", "--scratch-dir", missing.to_str().unwrap()],
         "--scratch-dir",
+    );
+}
+
+#[test]
+fn schema_prints_the_report_schema() {
+    let o = run(&["schema"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let printed: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
+    assert_eq!(printed, benchsuite::schema::json_schema());
+    assert_eq!(
+        printed["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
+    assert!(printed["$defs"]["Record"]["properties"]["status"].is_object());
+}
+
+#[test]
+fn dashboard_formats_are_written_from_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_to = |extra: &[&str]| {
+        let mut args = vec!["run", "os.syscall", "--runs", "3"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(FAST);
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));
+        o
+    };
+
+    // BMF on stdout: benchmark = requested key, measure = metric (unit).
+    let o = run_to(&["--format", "bmf"]);
+    let bmf: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
+    let (name, measures) = bmf.as_object().unwrap().iter().next().unwrap();
+    assert!(name.starts_with("os.syscall "), "{bmf}");
+    assert!(
+        measures["time_per_op (s)"]["value"].as_f64().unwrap() > 0.0,
+        "{bmf}"
+    );
+
+    // GHA: -o PREFIX.json gives one file per tool; os.syscall has only a
+    // lower-is-better metric, so the bigger-is-better file is empty, and
+    // stderr says so.
+    let prefix = dir.path().join("bench.json");
+    let o = run_to(&["--format", "gha", "-o", prefix.to_str().unwrap()]);
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join(name)).unwrap()).unwrap()
+    };
+    let smaller = read("bench-smaller.json");
+    let entry = &smaller[0];
+    assert!(
+        entry["name"].as_str().unwrap().ends_with(" — time_per_op"),
+        "{smaller}"
+    );
+    assert_eq!(entry["unit"], "ns");
+    assert!(entry["value"].as_f64().unwrap() > 0.0);
+    assert_eq!(read("bench-bigger.json"), serde_json::json!([]));
+    assert!(!dir.path().join("bench.json").exists());
+    let err = stderr(&o);
+    assert!(
+        err.contains("bench-smaller.json (1 entry, tool customSmallerIsBetter)")
+            && err.contains("bench-bigger.json is empty"),
+        "{err}"
+    );
+
+    // OpenMetrics from the .prom extension (node_exporter's textfile name).
+    let prom = dir.path().join("bench.prom");
+    run_to(&["-o", prom.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&prom).unwrap();
+    assert!(
+        text.starts_with("# TYPE benchsuite_os_syscall_time_per_op_seconds gauge\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nbenchsuite_record_ok{id=\"os.syscall\","),
+        "{text}"
+    );
+    assert!(text.ends_with("\n# EOF\n"), "{text}");
+    // Each file replaced whole, by a rename: no temporary file is left.
+    let mut files: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        ["bench-bigger.json", "bench-smaller.json", "bench.prom"]
     );
 }

@@ -69,6 +69,7 @@ fn every_benchmark_runs_at_its_smoke_point() {
     let mut cfg = fast_config();
     cfg.smoke = true;
     let report = run(&registry, &cfg, &mut Silent).unwrap();
+    benchsuite_tests::assert_valid(&report);
     assert_eq!(report.records.len(), registry.benchmarks().count());
     // Metrics a case reports itself (loss, reordering, jitter) may be 0.
     let may_be_zero: BTreeSet<(String, String)> = registry

@@ -59,6 +59,7 @@ fn a_custom_benchmark_runs_like_a_builtin_one() {
         ..benchsuite_tests::fast_config()
     };
     let report = benchsuite::run(&registry, &config).expect("valid configuration");
+    benchsuite_tests::assert_valid(&report);
     assert_eq!(report.records.len(), 2);
     for r in &report.records {
         assert_eq!(r.status, Status::Ok);

@@ -23,6 +23,7 @@ fn samples_are_long_enough_and_rates_consistent() {
     cfg.runs = 4;
     cfg.min_sample_time = Duration::from_millis(2);
     let report = run(&registry(std::slice::from_ref(&fake)), &cfg, &mut Silent).unwrap();
+    benchsuite_tests::assert_valid(&report);
     let r = &report.records[0];
     assert_eq!(r.status, Status::Ok, "{:?}", r.reason);
     let iters = r.iters_per_sample.unwrap();
@@ -68,6 +69,7 @@ fn failures_become_records_and_teardown_always_runs() {
         ok.clone(),
     ]);
     let report = run(&reg, &fast_config(), &mut Silent).unwrap();
+    benchsuite_tests::assert_valid(&report);
     let status: Vec<_> = report
         .records
         .iter()
@@ -119,6 +121,92 @@ fn failures_become_records_and_teardown_always_runs() {
     assert_eq!(ok.teardown_count(), 1);
 }
 
+/// A failed and a skipped record, from the real runner, in every report
+/// export: with status and reason where the format has a place for them,
+/// as a 0 status sample in OpenMetrics, absent from BMF and GHA.
+#[test]
+fn failed_and_skipped_records_reach_every_export() {
+    use benchsuite_core::export::{Format, GhaTool, write_gha, write_report};
+    let reg = registry(&[
+        Fake::new("fake.fail", Script::FailRun, 10),
+        Fake::new("fake.skip", Script::Skip, 10),
+        Fake::new("fake.ok", Script::Work, 10),
+    ]);
+    let report = run(&reg, &fast_config(), &mut Silent).unwrap();
+    benchsuite_tests::assert_valid(&report);
+    let text = |f: Format| {
+        let mut out = Vec::new();
+        write_report(f, &report, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    };
+
+    let csv = text(Format::Csv);
+    let mut rd = csv::Reader::from_reader(csv.as_bytes());
+    let h = rd.headers().unwrap().clone();
+    let col = |name: &str| h.iter().position(|c| c == name).unwrap();
+    let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+    let not_ok: Vec<(&str, &str, &str, &str)> = rows
+        .iter()
+        .filter(|r| &r[col("status")] != "ok")
+        .map(|r| {
+            (
+                &r[col("id")],
+                &r[col("status")],
+                &r[col("reason")],
+                &r[col("median")],
+            )
+        })
+        .collect();
+    assert_eq!(
+        not_ok,
+        [
+            (
+                "fake.fail",
+                "failed",
+                report.records[0].reason.as_deref().unwrap(),
+                ""
+            ),
+            ("fake.skip", "skipped", "scripted skip", ""),
+        ]
+    );
+    assert!(
+        report.records[0]
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("scripted failure")
+    );
+    for f in [Format::Table, Format::Markdown] {
+        let t = text(f);
+        assert!(
+            t.contains("failed: ") && t.contains("scripted failure"),
+            "{f}: {t}"
+        );
+        assert!(t.contains("skipped: scripted skip"), "{f}: {t}");
+    }
+    let om = text(Format::OpenMetrics);
+    for (id, ok) in [("fake.fail", 0), ("fake.skip", 0), ("fake.ok", 1)] {
+        let line = om
+            .lines()
+            .find(|l| l.starts_with(&format!("benchsuite_record_ok{{id=\"{id}\"")))
+            .unwrap_or_else(|| panic!("{id}: {om}"));
+        assert!(line.ends_with(&format!("}} {ok}")), "{line}");
+    }
+    let bmf: serde_json::Value = serde_json::from_str(&text(Format::Bmf)).unwrap();
+    let names: Vec<&String> = bmf.as_object().unwrap().keys().collect();
+    assert_eq!(names.len(), 1);
+    assert!(names[0].starts_with("fake.ok"), "{names:?}");
+    for tool in GhaTool::BOTH {
+        let mut out = Vec::new();
+        write_gha(tool, &report, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            !text.contains("fake.fail") && !text.contains("fake.skip"),
+            "{text}"
+        );
+    }
+}
+
 #[test]
 fn sweep_produces_one_record_per_point() {
     let fake = Fake::new("fake.work", Script::Work, 50);
@@ -126,6 +214,7 @@ fn sweep_produces_one_record_per_point() {
     cfg.sweep.insert("factor".into(), "1..4:x2".into());
     cfg.sweep.insert("block".into(), "4K,8K".into());
     let report = run(&registry(std::slice::from_ref(&fake)), &cfg, &mut Silent).unwrap();
+    benchsuite_tests::assert_valid(&report);
     let labels: Vec<String> = report.records.iter().map(|r| r.params.label()).collect();
     assert_eq!(
         labels,
@@ -196,6 +285,7 @@ fn cancel_finishes_the_current_record_and_stops() {
     let mut cfg = fast_config();
     cfg.sweep.insert("factor".into(), "1,2".into());
     let report = run(&reg, &cfg, &mut Silent).unwrap();
+    benchsuite_tests::assert_valid(&report);
     assert!(cfg.cancel.load(Ordering::SeqCst));
     // The record in progress is finished and torn down; nothing after it
     // starts.
@@ -217,6 +307,7 @@ fn time_series_gives_one_sample_per_interval() {
     cfg.duration = Some(Duration::from_millis(300));
     cfg.interval = Some(Duration::from_millis(50));
     let report = run(&registry(&[fake]), &cfg, &mut Silent).unwrap();
+    benchsuite_tests::assert_valid(&report);
     let m = report.records[0].metric("rate").unwrap();
     let ts = m.timestamps.as_ref().expect("a time series has timestamps");
     assert_eq!(ts.len(), m.samples.len());
@@ -238,6 +329,7 @@ fn peak_gives_efficiency_and_flags_the_impossible() {
     let mut too_fast = Fake::new("fake.fast", Script::Work, 1000);
     too_fast.peak_ops = Some(1.0);
     let report = run(&registry(&[fake, too_fast]), &fast_config(), &mut Silent).unwrap();
+    benchsuite_tests::assert_valid(&report);
     let eff = report.records[0].peak.as_ref().unwrap().efficiency.unwrap();
     assert!(eff > 0.0 && eff < 0.01, "{eff}");
     let r = &report.records[1];
@@ -256,6 +348,7 @@ fn report_round_trips_through_json() {
     let mut cfg = fast_config();
     cfg.options = BTreeMap::from([("peer".to_string(), "127.0.0.1:1".to_string())]);
     let report = run(&registry(&[fake, skip]), &cfg, &mut Silent).unwrap();
+    benchsuite_tests::assert_valid(&report);
     let json = report.to_json();
     let back = benchsuite_core::Report::from_json(&json, "mem").unwrap();
     assert_eq!(back, report);
@@ -272,6 +365,7 @@ fn records_show_resolved_values_and_modules_add_host_facts() {
     let mut cfg = fast_config();
     cfg.sweep.insert("block".into(), "0,512".into());
     let report = run(&reg, &cfg, &mut Silent).unwrap();
+    benchsuite_tests::assert_valid(&report);
     let blocks: Vec<u64> = report
         .records
         .iter()
@@ -290,6 +384,7 @@ fn records_show_resolved_values_and_modules_add_host_facts() {
     // the first, and its record says so.
     cfg.sweep.insert("block".into(), "0,4K,512".into());
     let report = run(&reg, &cfg, &mut Silent).unwrap();
+    benchsuite_tests::assert_valid(&report);
     let same: Vec<bool> = report.records.iter().map(repeats).collect();
     assert_eq!(same, [false, true, false]);
 }
@@ -304,6 +399,7 @@ fn a_stall_during_calibration_does_not_fix_a_tiny_batch() {
     let mut cfg = fast_config();
     cfg.min_sample_time = Duration::from_millis(5);
     let report = run(&reg, &cfg, &mut Silent).unwrap();
+    benchsuite_tests::assert_valid(&report);
     let r = &report.records[0];
     assert_eq!(r.status, Status::Ok, "{:?}", r.reason);
     assert!(
@@ -327,6 +423,7 @@ fn rounds_repeat_the_plan_and_pool_the_samples() {
     let mut cfg = fast_config();
     cfg.rounds = 3;
     let report = run(&reg, &cfg, &mut Silent).unwrap();
+    benchsuite_tests::assert_valid(&report);
     assert_eq!(report.config.rounds, 3);
     assert_eq!(
         report.records.len(),

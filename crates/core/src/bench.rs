@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{BenchError, ConfigError};
@@ -23,7 +24,7 @@ use crate::report::Peak;
 /// Whether a larger value of a metric is better (throughput) or worse
 /// (latency, time per operation). `compare` uses it to tell a regression from
 /// an improvement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     /// Throughput-like: higher is better.

@@ -7,10 +7,11 @@
 use std::collections::BTreeMap;
 use std::fs;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The machine a report was measured on.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Host {
     /// Host name.
     pub hostname: Option<String>,
@@ -41,7 +42,7 @@ pub struct Host {
 }
 
 /// Processor facts.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CpuInfo {
     /// Model name.
     pub model: Option<String>,
@@ -87,7 +88,7 @@ pub struct CpuInfo {
 }
 
 /// One cache as seen from cpu0.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CacheInfo {
     /// Level (1, 2, 3).
     pub level: u32,
@@ -100,7 +101,7 @@ pub struct CacheInfo {
 }
 
 /// How benchsuite itself was built.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BuildInfo {
     /// benchsuite-core version.
     pub version: String,

@@ -49,6 +49,7 @@ pub mod param;
 pub mod registry;
 pub mod report;
 pub mod runner;
+pub mod schema;
 pub mod stats;
 pub mod sweep;
 pub mod team;

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
@@ -11,7 +12,7 @@ use crate::units::{format_size, parse_size};
 /// The value of one parameter at one sweep point.
 ///
 /// In JSON a value is a plain number, string or boolean (untagged).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Value {
     /// A boolean (`on`/`off`).
@@ -291,7 +292,7 @@ impl ParamSpec {
 }
 
 /// The parameter values of one sweep point, ordered by name.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
 pub struct Point(pub BTreeMap<String, Value>);
 

@@ -130,7 +130,7 @@ impl Registry {
 
 /// Glob match where `*` matches any run of characters (only when the
 /// pattern contains one).
-fn glob(pattern: &str, text: &str) -> bool {
+pub(crate) fn glob(pattern: &str, text: &str) -> bool {
     if !pattern.contains('*') {
         return false;
     }

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! {
-//!   "schema_version": "1.1",          // "MAJOR.MINOR"; MAJOR bumps on breaking change
+//!   "schema_version": "1.2",          // "MAJOR.MINOR"; MAJOR bumps on breaking change
 //!   "tool_version": "0.1.0",           // benchsuite version that wrote the file
 //!   "started_at": "2026-11-21T21:00:00Z",   // RFC 3339, UTC
 //!   "host": { ... },                   // see `Host`; unknown fields are null
@@ -52,6 +52,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::bench::Direction;
@@ -66,7 +67,7 @@ pub const SCHEMA_VERSION: &str = "1.2";
 pub const SCHEMA_MAJOR: u32 = 1;
 
 /// The outcome of one benchmark run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Report {
     /// Schema version of this document.
     pub schema_version: String,
@@ -83,7 +84,7 @@ pub struct Report {
 }
 
 /// The run configuration as recorded in the report.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunConfigRecord {
     /// Selectors given (`os`, `mem.*`).
     pub selectors: Vec<String>,
@@ -117,7 +118,7 @@ fn one() -> usize {
 }
 
 /// Whether a record ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Measured.
@@ -129,7 +130,7 @@ pub enum Status {
 }
 
 /// One benchmark at one sweep point.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Record {
     /// Benchmark id.
     pub id: String,
@@ -220,7 +221,7 @@ fn join_key(id: &str, params: &Point) -> String {
 }
 
 /// One measured quantity of a record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Metric {
     /// Name (`time_per_op`, `bandwidth`).
     pub name: String,
@@ -252,7 +253,7 @@ pub struct Metric {
 /// sample (in `samples` order). A percentile is recorded only where every
 /// sample's histogram held enough operations for it to be more than the
 /// sample's maximum: 100 for p99, 1000 for p99.9.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SampleTails {
     /// Each sample's 99th percentile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -263,7 +264,7 @@ pub struct SampleTails {
 }
 
 /// One input of a peak formula.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PeakInput {
     /// Value.
     pub value: f64,
@@ -274,7 +275,7 @@ pub struct PeakInput {
 }
 
 /// A theoretical peak for a metric and how it was derived.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Peak {
     /// Metric it applies to.
     pub metric: String,

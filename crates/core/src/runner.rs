@@ -416,7 +416,8 @@ pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer
 
 /// Two sweep points can run the same thing once `auto` values are resolved
 /// (`block=0,4K` on a random op: auto is 4K). Their records then have the
-/// same id and parameters; `compare` pairs such records in order, so say so
+/// same id and parameters once resolved (`compare` still tells them apart by
+/// the requested values), so say so
 /// on each repeat.
 fn flag_same_params(records: &mut [Record]) {
     for i in 1..records.len() {
@@ -427,7 +428,7 @@ fn flag_same_params(records: &mut [Record]) {
             .position(|b| b.id == r.id && b.params == r.params)
         {
             r.warnings.push(format!(
-                "same parameters as record {} of this report once `auto` values were resolved: both measured the same thing (compare pairs such records in order)",
+                "same parameters as record {} of this report once `auto` values were resolved: both measured the same thing",
                 j + 1
             ));
         }

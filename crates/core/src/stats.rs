@@ -11,11 +11,12 @@
 //!   n − 1 degrees of freedom (absent when n < 2).
 
 use hdrhistogram::Histogram;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// Summary of a set of samples.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Summary {
     /// Number of samples.
     pub n: usize,
@@ -128,7 +129,7 @@ impl Summary {
 }
 
 /// Latency percentiles of a merged HDR histogram, in seconds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LatencySummary {
     /// Number of recorded operations.
     pub count: u64,

@@ -2,8 +2,11 @@
 //!
 //! # Report layout
 //!
-//! One row per record × metric; a record that did not run (`skipped`,
-//! `failed`) gets one row with the metric columns empty. Columns, in order:
+//! One row per record × metric; a record that is not `ok` (`skipped`,
+//! `failed`) gets one row with its `status` and `reason` and the metric
+//! columns empty, also a failed record that measured before it failed (a
+//! later round, or its teardown, failed): those numbers are not results
+//! (the JSON report keeps them). Columns, in order:
 //!
 //! - `id`;
 //! - one column per parameter name found in any record, sorted, empty where a
@@ -22,16 +25,22 @@
 //!
 //! # Comparison layout
 //!
-//! One row per compared metric: `id`, the parameter columns, `metric`,
-//! `unit`, `direction`, `base_median`, `new_median`, `base_n`, `new_n`,
-//! `change` (fraction), `p_value`, `df`, `threshold`, `alpha`, `verdict`.
+//! One row per compared metric, then one per problem of the new report
+//! (failed, skipped, missing...): `id`, the parameter columns (requested
+//! values), `metric`, `unit`, `direction`, `base_median`, `new_median`,
+//! `base_n`, `new_n`, `base_rounds`, `new_rounds`, `change`, `change_low`,
+//! `change_high` (a fraction under a relative threshold, the metric's unit
+//! under an absolute one), `threshold` (as written: `5%`, `0.5pp`),
+//! `quiet_threshold`, `df`, `drift`, `verdict` (a verdict, or the problem:
+//! `failed`, `skipped`, `missing`, `missing metric`, `no results`),
+//! `gate` (`pass`, `fail`, `allowed`) and `note` (the reason).
 
 use std::collections::BTreeSet;
 use std::io::{self, Write};
 
-use crate::compare::Comparison;
+use crate::compare::{Comparison, ProblemKind, Verdict};
 use crate::param::{Point, Value};
-use crate::report::{Record, Report};
+use crate::report::{Record, Report, Status};
 
 use super::status_name;
 
@@ -65,7 +74,7 @@ const REPORT_COLUMNS: [&str; 25] = [
 ];
 
 /// Columns after the parameters in a comparison.
-const COMPARISON_COLUMNS: [&str; 12] = [
+const COMPARISON_COLUMNS: [&str; 19] = [
     "metric",
     "unit",
     "direction",
@@ -73,11 +82,18 @@ const COMPARISON_COLUMNS: [&str; 12] = [
     "new_median",
     "base_n",
     "new_n",
+    "base_rounds",
+    "new_rounds",
     "change",
-    "p_value",
-    "df",
+    "change_low",
+    "change_high",
     "threshold",
-    "alpha",
+    "quiet_threshold",
+    "df",
+    "drift",
+    "verdict",
+    "gate",
+    "note",
 ];
 
 /// Writes one row per record × metric.
@@ -94,7 +110,7 @@ pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<(
         let warnings = r.warnings.join("; ");
         let status = status_name(r.status).to_string();
         let reason = r.reason.clone().unwrap_or_default();
-        if r.metrics.is_empty() {
+        if r.status != Status::Ok || r.metrics.is_empty() {
             let mut row = lead;
             row.extend([status, reason]);
             // Everything between `reason` and `warnings` is empty.
@@ -146,21 +162,29 @@ pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<(
     w.flush()
 }
 
-/// Writes one row per compared metric.
+/// Writes one row per compared metric, then one per problem.
 pub(super) fn write_comparison(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
-    let params = param_names(c.metrics.iter().map(|m| &m.params));
+    let params = param_names(
+        c.metrics
+            .iter()
+            .map(|m| &m.params)
+            .chain(c.problems.iter().map(|p| &p.params)),
+    );
     let mut w = ::csv::Writer::from_writer(out);
     let mut header = vec!["id".to_string()];
-    let mut fixed = COMPARISON_COLUMNS.to_vec();
-    fixed.push("verdict");
-    header.extend(param_headers(&params, &fixed));
+    header.extend(param_headers(&params, &COMPARISON_COLUMNS));
     header.extend(COMPARISON_COLUMNS.iter().map(|c| c.to_string()));
-    header.push("verdict".into());
     w.write_record(&header).map_err(into_io)?;
 
     for m in &c.metrics {
         let mut row = vec![m.id.clone()];
         row.extend(params.iter().map(|p| param_cell(m.params.get(p))));
+        let gate = match m.verdict {
+            Verdict::Regressed => "fail",
+            Verdict::NotJudged if !c.allow.unjudged => "fail",
+            Verdict::NotJudged => "allowed",
+            _ => "pass",
+        };
         row.extend([
             m.metric.clone(),
             m.unit.clone(),
@@ -169,13 +193,35 @@ pub(super) fn write_comparison(c: &Comparison, out: &mut dyn Write) -> io::Resul
             num(Some(m.new_median)),
             m.base_n.to_string(),
             m.new_n.to_string(),
+            m.base_rounds.to_string(),
+            m.new_rounds.to_string(),
             num(m.change),
-            num(m.p_value),
+            num(m.interval.map(|i| i[0])),
+            num(m.interval.map(|i| i[1])),
+            m.tolerance.to_string(),
+            num(m.quiet_threshold),
             num(m.df),
-            num(Some(c.threshold)),
-            num(Some(c.alpha)),
+            m.drift.to_string(),
             m.verdict.to_string(),
+            gate.to_string(),
+            m.note.clone().unwrap_or_default(),
         ]);
+        w.write_record(&row).map_err(into_io)?;
+    }
+    for p in c
+        .problems
+        .iter()
+        .filter(|p| p.kind != ProblemKind::NotJudged)
+    {
+        let mut row = vec![p.id.clone()];
+        row.extend(params.iter().map(|n| param_cell(p.params.get(n))));
+        let mut cells = vec![String::new(); COMPARISON_COLUMNS.len()];
+        cells[0] = p.metric.clone().unwrap_or_default();
+        let n = cells.len();
+        cells[n - 3] = p.kind.to_string();
+        cells[n - 2] = if p.allowed { "allowed" } else { "fail" }.to_string();
+        cells[n - 1] = p.reason.clone();
+        row.extend(cells);
         w.write_record(&row).map_err(into_io)?;
     }
     w.flush()
@@ -295,6 +341,38 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_record_is_one_row_with_its_reason_and_no_numbers() {
+        let mut r = fixtures::report();
+        // Measured, then its teardown failed: the metrics are still there.
+        r.records[1].status = crate::Status::Failed;
+        r.records[1].reason = Some("teardown: buffer \"b\", still mapped".into());
+        let mut out = Vec::new();
+        write_report(&r, &mut out).unwrap();
+        let (h, rows) = read(&out);
+        assert_eq!(rows.len(), 3, "syscall, failed bandwidth, skipped gpu");
+        let failed = &rows[1];
+        assert_eq!(cell(&h, failed, "id"), "mem.bandwidth");
+        assert_eq!(cell(&h, failed, "block"), "4096");
+        assert_eq!(cell(&h, failed, "status"), "failed");
+        assert_eq!(
+            cell(&h, failed, "reason"),
+            "teardown: buffer \"b\", still mapped"
+        );
+        for col in [
+            "metric",
+            "unit",
+            "n",
+            "median",
+            "ci95_low",
+            "peak",
+            "efficiency",
+        ] {
+            assert_eq!(cell(&h, failed, col), "", "{col}");
+        }
+        assert_eq!(cell(&h, &rows[2], "status"), "skipped");
+    }
+
+    #[test]
     fn a_clashing_parameter_name_is_prefixed() {
         let mut r = fixtures::report();
         r.records[0].params.set("unit", Value::Str("x".into()));
@@ -306,18 +384,30 @@ mod tests {
     }
 
     #[test]
-    fn comparison_reads_back() {
+    fn comparison_reads_back_with_problems_as_rows() {
         let mut out = Vec::new();
         write_comparison(&fixtures::comparison(), &mut out).unwrap();
         let (h, rows) = read(&out);
-        assert_eq!(h[..4], ["id", "block", "op", "metric"]);
-        assert_eq!(h.last().unwrap(), "verdict");
-        // bandwidth and latency of mem.bandwidth; os.syscall is missing and
-        // gpu.flops was skipped on both sides.
-        assert_eq!(rows.len(), 2);
+        assert_eq!(h[..5], ["id", "block", "call", "op", "metric"]);
+        assert_eq!(h.last().unwrap(), "note");
+        // bandwidth and latency of mem.bandwidth, then os.syscall missing
+        // in new (a gate failure with its reason); gpu.flops was skipped
+        // on both sides, so it is not the new report's problem.
+        assert_eq!(rows.len(), 3);
         assert_eq!(cell(&h, &rows[0], "verdict"), "regressed");
+        assert_eq!(cell(&h, &rows[0], "gate"), "fail");
+        assert_eq!(cell(&h, &rows[0], "threshold"), "5%");
         let change: f64 = cell(&h, &rows[0], "change").parse().unwrap();
         assert!((change + 0.3).abs() < 1e-9, "{change}");
+        let lo: f64 = cell(&h, &rows[0], "change_low").parse().unwrap();
+        let hi: f64 = cell(&h, &rows[0], "change_high").parse().unwrap();
+        assert!(lo < change && change < hi && hi < -0.05, "{lo} {hi}");
         assert_eq!(cell(&h, &rows[1], "verdict"), "unchanged");
+        assert_eq!(cell(&h, &rows[1], "gate"), "pass");
+        assert_eq!(cell(&h, &rows[2], "id"), "os.syscall");
+        assert_eq!(cell(&h, &rows[2], "call"), "getppid");
+        assert_eq!(cell(&h, &rows[2], "verdict"), "missing");
+        assert_eq!(cell(&h, &rows[2], "gate"), "fail");
+        assert_eq!(cell(&h, &rows[2], "note"), "ran in base, absent from new");
     }
 }

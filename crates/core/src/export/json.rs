@@ -46,6 +46,6 @@ mod tests {
         let back: Comparison = serde_json::from_str(&text).unwrap();
         assert_eq!(back.metrics.len(), c.metrics.len());
         assert!(back.has_regression());
-        assert_eq!(back.missing, c.missing);
+        assert_eq!(back.problems, c.problems);
     }
 }

@@ -7,8 +7,8 @@ use crate::compare::Comparison;
 use crate::report::Report;
 
 use super::{
-    COMPARISON_HEADER, Line, REPORT_HEADER, comparison_notes, comparison_rows, note_lines,
-    report_lines, warning_lines,
+    COMPARISON_HEADER, Line, REPORT_HEADER, comparison_notes, comparison_rows, gate_lines,
+    note_lines, report_lines, warning_lines,
 };
 
 /// Writes the report as a table, then its warnings and notes as lists.
@@ -43,15 +43,24 @@ pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<(
     Ok(())
 }
 
-/// Writes the compared metrics as a table, then the summary and notes.
+/// Writes a CI job summary: the verdict line, what fails the gate, the
+/// compared metrics as a table, then the notes.
 pub(super) fn write_comparison(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
-    let right = [false, false, true, true, true, true, false];
+    let (summary, notes) = comparison_notes(c);
+    let mark = if c.passed() { "✅" } else { "❌" };
+    writeln!(out, "**{mark} {}**\n", escape(&summary))?;
+    let gate = gate_lines(c);
+    if !gate.is_empty() {
+        for g in gate {
+            writeln!(out, "- {}", escape(&g))?;
+        }
+        writeln!(out)?;
+    }
+    let right = [false, false, true, true, true, false, true];
     write_header(out, &COMPARISON_HEADER, &right)?;
     for row in comparison_rows(c) {
         write_row(out, &row)?;
     }
-    let (summary, notes) = comparison_notes(c);
-    writeln!(out, "\n{summary}")?;
     if !notes.is_empty() {
         writeln!(out)?;
         for n in notes {
@@ -107,6 +116,7 @@ mod tests {
     /// escaped, so a plain split is wrong only on `\|`).
     fn table_rows(t: &str) -> Vec<Vec<String>> {
         t.lines()
+            .skip_while(|l| !l.starts_with('|'))
             .take_while(|l| l.starts_with('|'))
             .map(|l| {
                 l.trim_matches('|')
@@ -116,6 +126,26 @@ mod tests {
                     .collect()
             })
             .collect()
+    }
+
+    #[test]
+    fn failed_records_are_rows_with_their_reason() {
+        let mut r = fixtures::report();
+        r.records[1].status = crate::Status::Failed;
+        r.records[1].reason = Some("round 2: prepare: out of memory\nretry with less".into());
+        let t = text(|o| write_report(&r, o));
+        let rows = table_rows(&t);
+        // header, rule, syscall, the failed record on one row, skipped gpu.
+        assert_eq!(rows.len(), 5, "{t}");
+        assert_eq!(
+            rows[3][..2],
+            [
+                "mem.bandwidth block=4096 op=copy",
+                "failed: round 2: prepare: out of memory retry with less"
+            ]
+        );
+        assert!(rows[3][2..].iter().all(String::is_empty), "{t}");
+        assert_eq!(rows[4][1], "skipped: no GPU, found none via NVML");
     }
 
     #[test]
@@ -142,15 +172,21 @@ mod tests {
     }
 
     #[test]
-    fn comparison_is_a_github_table() {
+    fn comparison_is_a_job_summary_with_a_github_table() {
         let t = text(|o| write_comparison(&fixtures::comparison(), o));
-        let rows = table_rows(&t);
-        assert_eq!(rows[0], COMPARISON_HEADER);
-        let bw = rows.iter().find(|r| r[1] == "bandwidth").unwrap();
-        assert_eq!((bw[4].as_str(), bw[6].as_str()), ("-30.0%", "regressed"));
         assert!(
-            t.contains("- missing in new: os.syscall call=getppid"),
+            t.starts_with("**❌ gate FAILED: 1 regressed, 1 unchanged, 1 missing in new**"),
             "{t}"
         );
+        // What fails the gate comes before the table.
+        let fail = t
+            .find("- FAIL os.syscall call=getppid: missing in new")
+            .unwrap();
+        let rows = table_rows(&t);
+        assert_eq!(rows[0], COMPARISON_HEADER);
+        assert!(fail < t.find("| benchmark |").unwrap(), "{t}");
+        let bw = rows.iter().find(|r| r[1] == "bandwidth").unwrap();
+        assert!(bw[4].starts_with("-30.0% ["), "{bw:?}");
+        assert_eq!(bw[5], "regressed");
     }
 }

@@ -1,11 +1,21 @@
 //! Exporters: one small file per output format, chosen with [`Format`].
 //!
-//! | format     | report                                   | comparison                      |
-//! |------------|------------------------------------------|---------------------------------|
-//! | `table`    | aligned plain text, the default on a TTY | one line per metric + verdict   |
-//! | `json`     | the full [`Report`], the baseline format | the full [`Comparison`]         |
-//! | `csv`      | one row per record × metric              | one row per compared metric     |
-//! | `markdown` | a GitHub table of the headline columns   | a GitHub table with verdicts    |
+//! | format        | report                                           | comparison                    |
+//! |---------------|--------------------------------------------------|-------------------------------|
+//! | `table`       | aligned plain text, the default on a TTY         | one line per metric + verdict |
+//! | `json`        | the full [`Report`], the baseline format         | the full [`Comparison`]       |
+//! | `csv`         | one row per record × metric                      | one row per compared metric   |
+//! | `markdown`    | a GitHub table of the headline columns           | a GitHub table with verdicts  |
+//! | `bmf`         | Bencher Metric Format JSON (ok records)          | —                             |
+//! | `gha`         | github-action-benchmark JSON, two files (`-o`)   | —                             |
+//! | `openmetrics` | OpenMetrics text with a status gauge, `# EOF`    | —                             |
+//!
+//! Every record appears in `table`, `json`, `csv` and `markdown`, a skipped
+//! or failed one with its status and reason. The dashboard formats (`bmf`,
+//! `gha`) carry only `ok` records, having no place for a status;
+//! `openmetrics` gives each record a `benchsuite_record_ok` sample. A format
+//! that writes no comparison returns [`io::ErrorKind::InvalidInput`] from
+//! [`write_comparison`] (check [`Format::writes_comparison`] first).
 //!
 //! Every writer takes a `&mut dyn Write` and returns [`io::Result`], so a
 //! closed pipe surfaces as [`io::ErrorKind::BrokenPipe`] for the binary to
@@ -15,17 +25,23 @@ use std::fmt;
 use std::io::{self, Write};
 use std::str::FromStr;
 
-use crate::compare::Comparison;
+use crate::compare::{Comparison, ProblemKind, Tolerance, Verdict};
 use crate::report::{Metric, Record, Report, Status};
 use crate::units::format_value;
 
+mod bmf;
 mod csv;
+mod gha;
 mod json;
 mod markdown;
+mod openmetrics;
 mod table;
 
+pub use gha::GhaTool;
+
 /// An output format. Parsed from the `--format` flag: `table`, `json`, `csv`,
-/// `markdown` (or `md`).
+/// `markdown` (or `md`), `bmf` (or `bencher`), `gha`, `openmetrics` (or
+/// `prometheus`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Format {
     /// Aligned plain-text table for a terminal (the default on a TTY).
@@ -37,11 +53,27 @@ pub enum Format {
     Csv,
     /// A GitHub-flavoured Markdown table, for pull-request comments.
     Markdown,
+    /// Bencher Metric Format JSON, for `bencher run --adapter json`.
+    Bmf,
+    /// github-action-benchmark's custom-tool JSON: two files, one per
+    /// [`GhaTool`], written with [`write_gha`]; [`write_report`] refuses it.
+    Gha,
+    /// OpenMetrics text exposition (also Prometheus text 0.0.4), for
+    /// node_exporter's textfile collector and GitLab metrics reports.
+    OpenMetrics,
 }
 
 impl Format {
     /// Every format, in the order they are listed in help texts.
-    pub const ALL: [Format; 4] = [Format::Table, Format::Json, Format::Csv, Format::Markdown];
+    pub const ALL: [Format; 7] = [
+        Format::Table,
+        Format::Json,
+        Format::Csv,
+        Format::Markdown,
+        Format::Bmf,
+        Format::Gha,
+        Format::OpenMetrics,
+    ];
 
     /// The canonical name, as accepted by [`FromStr`].
     pub fn name(self) -> &'static str {
@@ -50,7 +82,39 @@ impl Format {
             Format::Json => "json",
             Format::Csv => "csv",
             Format::Markdown => "markdown",
+            Format::Bmf => "bmf",
+            Format::Gha => "gha",
+            Format::OpenMetrics => "openmetrics",
         }
+    }
+
+    /// The format `-o FILE` implies when no `--format` is given, where the
+    /// extension names one: `.json`, `.csv`, `.md`, `.prom` (the name
+    /// node_exporter's textfile collector reads). BMF and GHA files are
+    /// JSON too, so they need `--format`.
+    pub fn from_extension(ext: &str) -> Option<Format> {
+        match ext.to_ascii_lowercase().as_str() {
+            "json" => Some(Format::Json),
+            "csv" => Some(Format::Csv),
+            "md" | "markdown" => Some(Format::Markdown),
+            "prom" => Some(Format::OpenMetrics),
+            _ => None,
+        }
+    }
+
+    /// Whether [`write_report`] can write this format to one stream (all
+    /// but `gha`, which needs two files).
+    pub fn writes_one_stream(self) -> bool {
+        self != Format::Gha
+    }
+
+    /// Whether [`write_comparison`] writes this format (`table`, `json`,
+    /// `csv`, `markdown`).
+    pub fn writes_comparison(self) -> bool {
+        matches!(
+            self,
+            Format::Table | Format::Json | Format::Csv | Format::Markdown
+        )
     }
 }
 
@@ -62,7 +126,9 @@ impl fmt::Display for Format {
 
 /// An unknown `--format` value; its message lists the valid choices.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown output format `{given}`: expected one of table, json, csv, markdown (or md)")]
+#[error(
+    "unknown output format `{given}`: expected one of table, json, csv, markdown (or md), bmf, gha, openmetrics"
+)]
 pub struct UnknownFormat {
     /// The text that was given.
     pub given: String,
@@ -78,6 +144,9 @@ impl FromStr for Format {
             "json" => Ok(Format::Json),
             "csv" => Ok(Format::Csv),
             "md" | "markdown" => Ok(Format::Markdown),
+            "bmf" | "bencher" => Ok(Format::Bmf),
+            "gha" => Ok(Format::Gha),
+            "openmetrics" | "prometheus" => Ok(Format::OpenMetrics),
             _ => Err(UnknownFormat {
                 given: s.to_string(),
             }),
@@ -85,14 +154,28 @@ impl FromStr for Format {
     }
 }
 
-/// Writes `report` to `out` in `format`.
+/// Writes `report` to `out` in `format`. `gha` is two files, not one
+/// stream: it returns [`io::ErrorKind::InvalidInput`]; use [`write_gha`].
 pub fn write_report(format: Format, report: &Report, out: &mut dyn Write) -> io::Result<()> {
     match format {
         Format::Table => table::write_report(report, out),
         Format::Json => json::write_report(report, out),
         Format::Csv => csv::write_report(report, out),
         Format::Markdown => markdown::write_report(report, out),
+        Format::Bmf => bmf::write_report(report, out),
+        Format::Gha => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            gha::NEEDS_FILES,
+        )),
+        Format::OpenMetrics => openmetrics::write_report(report, out),
     }
+}
+
+/// Writes the `gha` entries of `report` for one github-action-benchmark
+/// tool: the metrics whose direction matches it (see [`GhaTool::path`] for
+/// the file names `-o PREFIX` uses).
+pub fn write_gha(tool: GhaTool, report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    gha::write_report(report, tool, out)
 }
 
 /// Writes `comparison` to `out` in `format`.
@@ -106,6 +189,12 @@ pub fn write_comparison(
         Format::Json => json::write_comparison(comparison, out),
         Format::Csv => csv::write_comparison(comparison, out),
         Format::Markdown => markdown::write_comparison(comparison, out),
+        Format::Bmf | Format::Gha | Format::OpenMetrics => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "the {format} format is for reports; a comparison is written as table, json, csv or markdown"
+            ),
+        )),
     }
 }
 
@@ -139,8 +228,10 @@ fn report_lines(report: &Report) -> Vec<Line> {
         let key = r.key();
         if r.status != Status::Ok || r.metrics.is_empty() {
             let status = status_name(r.status);
+            // One line whatever the error said: a multi-line reason would
+            // break the table's rows.
             let note = match &r.reason {
-                Some(why) => format!("{status}: {why}"),
+                Some(why) => format!("{status}: {}", why.lines().collect::<Vec<_>>().join(" ")),
                 None => status.to_string(),
             };
             lines.push(Line::NotRun { key, note });
@@ -229,59 +320,122 @@ const COMPARISON_HEADER: [&str; 7] = [
     "metric",
     "base",
     "new",
-    "change",
-    "p-value",
+    "change [interval]",
     "verdict",
+    "quiet ≥",
 ];
 
-/// The cells of each compared metric, under [`COMPARISON_HEADER`].
+/// The cells of each compared metric, under [`COMPARISON_HEADER`]: the
+/// change with its interval, the verdict (with `drift` where the rounds
+/// were the unit) and the threshold that would keep the pair quiet.
 fn comparison_rows(c: &Comparison) -> Vec<[String; 7]> {
     c.metrics
         .iter()
         .map(|m| {
+            let quiet = m.quiet_threshold.map(|q| match &m.tolerance {
+                Tolerance::Relative(_) => format!("{:.1}%", q * 100.0),
+                Tolerance::Absolute { .. } if m.unit == "%" => format!("{q:.2}pp"),
+                Tolerance::Absolute { .. } => format_value(q, &m.unit),
+            });
+            let mut tags = Vec::new();
+            if m.verdict == Verdict::Noisy && m.is_worse() {
+                tags.push("worse");
+            }
+            if m.drift && m.verdict != Verdict::NotJudged {
+                tags.push("drift");
+            }
+            let verdict = if tags.is_empty() {
+                m.verdict.to_string()
+            } else {
+                format!("{} ({})", m.verdict, tags.join(", "))
+            };
             [
                 m.key.clone(),
                 m.metric.clone(),
                 format_value(m.base_median, &m.unit),
                 format_value(m.new_median, &m.unit),
-                match m.change {
-                    Some(ch) => format!("{:+.1}%", ch * 100.0),
-                    None => "n/a".to_string(),
-                },
-                match m.p_value {
-                    Some(p) if p < 0.001 => "<0.001".to_string(),
-                    Some(p) => format!("{p:.3}"),
-                    None => "-".to_string(),
-                },
-                m.verdict.to_string(),
+                m.change_text(),
+                verdict,
+                quiet.unwrap_or_default(),
             ]
         })
         .collect()
 }
 
-/// The one-line summary under a comparison, and one line per record that was
-/// not compared.
+/// What fails the gate, one line each, listed before anything else:
+/// `FAIL os.syscall call=write: failed in new: prepare: ...`, then each
+/// regression.
+fn gate_lines(c: &Comparison) -> Vec<String> {
+    let mut lines = Vec::new();
+    for p in &c.problems {
+        let what = match (&p.metric, p.key.is_empty()) {
+            (Some(m), _) => format!("{} ({m})", p.key),
+            (None, false) => p.key.clone(),
+            (None, true) => "new report".into(),
+        };
+        let tag = if p.allowed { "allowed" } else { "FAIL" };
+        lines.push(match p.kind {
+            ProblemKind::NotJudged => format!("{tag} {what}: not judged: {}", p.reason),
+            kind => format!("{tag} {what}: {kind} in new: {}", p.reason),
+        });
+    }
+    for m in c.with_verdict(Verdict::Regressed) {
+        lines.push(format!(
+            "FAIL {} ({}): regressed {} (threshold {})",
+            m.key,
+            m.metric,
+            m.change_text(),
+            m.tolerance
+        ));
+    }
+    lines
+}
+
+/// The one-line summary under a comparison, then one line per thing the
+/// reader should know: the rule, the noise floor, what differs between the
+/// runs, added records and records not compared.
 fn comparison_notes(c: &Comparison) -> (String, Vec<String>) {
-    use crate::compare::Verdict::*;
-    let summary = format!(
-        "{} regressed, {} improved, {} noisy, {} unchanged (threshold {:.1}%, alpha {})",
-        c.count(Regressed),
-        c.count(Improved),
-        c.count(Noisy),
-        c.count(Unchanged),
-        c.threshold * 100.0,
-        c.alpha
+    let level = (1.0 - 2.0 * c.alpha) * 100.0;
+    let mut rule = format!(
+        "rule: regressed when the whole {level:.0}% interval of the change lies beyond the threshold ({}; metrics in %: {}pp",
+        Tolerance::Relative(c.threshold),
+        crate::compare::rules::PERCENT_METRIC_DEFAULT
     );
+    for r in &c.rules {
+        rule.push_str(&format!("; {r}"));
+    }
+    rule.push(')');
+    let mut notes = vec![rule];
+    let moved = c.count(Verdict::Regressed) + c.count(Verdict::Improved) > 0;
+    if let (Some((w, wm)), true) = (c.widest_noise(), moved) {
+        notes.push(format!(
+            "noise: the widest interval is ±{:.1}% ({} {}): smaller real changes cannot be confirmed at these --runs/--rounds",
+            w * 100.0,
+            wm.key,
+            wm.metric
+        ));
+    } else if let (Some((q, qm)), Some((w, wm))) = (c.noise_floor(), c.widest_noise()) {
+        notes.push(format!(
+            "noise (if these are two runs of the same build): no alarm at any threshold of {:.1}% or more ({} {}); the widest interval is ±{:.1}% ({} {}), so smaller real changes cannot be confirmed at these --runs/--rounds. Set --threshold above both.",
+            q * 100.0,
+            qm.key,
+            qm.metric,
+            w * 100.0,
+            wm.key,
+            wm.metric
+        ));
+    }
     let what = |key: &str, metric: &Option<String>| match metric {
         Some(m) => format!("{key} ({m})"),
         None => key.to_string(),
     };
-    let mut notes = Vec::new();
     for d in &c.context_differences {
         notes.push(format!("differs between the runs: {d}"));
     }
-    for u in &c.missing {
-        notes.push(format!("missing in new: {}", what(&u.key, &u.metric)));
+    for m in c.metrics.iter().filter(|m| m.verdict != Verdict::NotJudged) {
+        if let Some(n) = &m.note {
+            notes.push(format!("{} ({}): {n}", m.key, m.metric));
+        }
     }
     for u in &c.added {
         notes.push(format!("added in new: {}", what(&u.key, &u.metric)));
@@ -293,7 +447,7 @@ fn comparison_notes(c: &Comparison) -> (String, Vec<String>) {
             n.reason
         ));
     }
-    (summary, notes)
+    (c.summary(), notes)
 }
 
 fn status_name(s: Status) -> &'static str {
@@ -436,11 +590,30 @@ mod tests {
         for f in Format::ALL {
             assert_eq!(f.name().parse::<Format>().unwrap(), f);
         }
+        assert_eq!("Prometheus".parse::<Format>().unwrap(), Format::OpenMetrics);
+        assert_eq!("bencher".parse::<Format>().unwrap(), Format::Bmf);
         let e = "yaml".parse::<Format>().unwrap_err().to_string();
-        assert!(
-            e.contains("`yaml`") && e.contains("table, json, csv, markdown"),
-            "{e}"
-        );
+        assert!(e.contains("`yaml`"), "{e}");
+        // The message lists every format.
+        for f in Format::ALL {
+            assert!(e.contains(f.name()), "{f}: {e}");
+        }
+        assert_eq!(Format::from_extension("PROM"), Some(Format::OpenMetrics));
+        assert_eq!(Format::from_extension("md"), Some(Format::Markdown));
+        assert_eq!(Format::from_extension("txt"), None);
+    }
+
+    #[test]
+    fn formats_without_a_document_kind_say_so() {
+        let (r, c) = (fixtures::report(), fixtures::comparison());
+        let e = write_report(Format::Gha, &r, &mut Vec::new()).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert!(e.to_string().contains("-o PREFIX"), "{e}");
+        for f in Format::ALL.into_iter().filter(|f| !f.writes_comparison()) {
+            let e = write_comparison(f, &c, &mut Vec::new()).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{f}");
+            assert!(e.to_string().contains(f.name()), "{e}");
+        }
     }
 
     #[test]
@@ -448,9 +621,15 @@ mod tests {
         let (r, c) = (fixtures::report(), fixtures::comparison());
         for f in Format::ALL {
             let mut out = Vec::new();
-            write_report(f, &r, &mut out).unwrap();
+            match f.writes_one_stream() {
+                true => write_report(f, &r, &mut out).unwrap(),
+                false => write_gha(GhaTool::SmallerIsBetter, &r, &mut out).unwrap(),
+            }
             let text = String::from_utf8(out).unwrap();
             assert!(text.contains("getppid"), "{f}: {text}");
+            if !f.writes_comparison() {
+                continue;
+            }
             let mut out = Vec::new();
             write_comparison(f, &c, &mut out).unwrap();
             let text = String::from_utf8(out).unwrap();

@@ -16,8 +16,8 @@ use crate::compare::Comparison;
 use crate::report::Report;
 
 use super::{
-    COMPARISON_HEADER, Line, REPORT_HEADER, comparison_notes, comparison_rows, note_lines,
-    report_lines, warning_lines,
+    COMPARISON_HEADER, Line, REPORT_HEADER, comparison_notes, comparison_rows, gate_lines,
+    note_lines, report_lines, warning_lines,
 };
 
 /// Space between columns.
@@ -83,14 +83,21 @@ pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<(
     Ok(())
 }
 
-/// Writes one line per compared metric, a summary line, and the records that
-/// were not compared.
+/// Writes what fails the gate first (one line each, with its reason), then
+/// one line per compared metric, the summary line and the notes.
 pub(super) fn write_comparison(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
+    let gate = gate_lines(c);
+    for line in &gate {
+        writeln!(out, "{line}")?;
+    }
+    if !gate.is_empty() {
+        writeln!(out)?;
+    }
     let rows: Vec<Row> = comparison_rows(c)
         .into_iter()
         .map(|r| Row::Cells(r.to_vec()))
         .collect();
-    let right = [false, false, true, true, true, true, false];
+    let right = [false, false, true, true, true, false, true];
     for line in render(&COMPARISON_HEADER, &rows, &right) {
         writeln!(out, "{line}")?;
     }
@@ -236,6 +243,34 @@ mod tests {
     }
 
     #[test]
+    fn failed_and_skipped_records_show_their_status_and_reason() {
+        let mut r = fixtures::report();
+        // Measured, then its teardown failed: no numbers, the reason instead.
+        r.records[1].status = crate::Status::Failed;
+        r.records[1].reason = Some("teardown: unmap failed\ncaused by: EBUSY".into());
+        let t = text(|o| write_report(&r, o));
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(
+            lines[3].starts_with("mem.bandwidth block=4096 op=copy")
+                && lines[3].ends_with("failed: teardown: unmap failed caused by: EBUSY"),
+            "{t}"
+        );
+        assert!(
+            lines[4].starts_with("gpu.flops precision=f16")
+                && lines[4].ends_with("skipped: no GPU, found none via NVML"),
+            "{t}"
+        );
+        assert!(!t.contains("GB/s") && !t.contains("% of peak"), "{t}");
+        // A report of nothing but records that did not run still lists them.
+        r.records.remove(0);
+        let t = text(|o| write_report(&r, o));
+        assert!(
+            t.contains("failed: teardown") && t.contains("skipped: no GPU"),
+            "{t}"
+        );
+    }
+
+    #[test]
     fn notes_follow_the_warnings_each_text_once() {
         let mut r = fixtures::report();
         r.records[0].notes = vec!["clock: tsc".into(), "one op = one getppid".into()];
@@ -313,19 +348,31 @@ mod tests {
     }
 
     #[test]
-    fn comparison_table_has_verdicts_and_notes() {
+    fn comparison_table_lists_gate_failures_first_then_verdicts_and_notes() {
         let t = text(|o| write_comparison(&fixtures::comparison(), o));
-        let row = t.lines().find(|l| l.contains("bandwidth")).unwrap();
-        assert!(row.contains("-30.0%") && row.ends_with("regressed"), "{t}");
+        let first: Vec<&str> = t.lines().take(2).collect();
+        assert_eq!(
+            first[0],
+            "FAIL os.syscall call=getppid: missing in new: ran in base, absent from new"
+        );
         assert!(
-            t.contains(
-                "1 regressed, 0 improved, 0 noisy, 1 unchanged (threshold 5.0%, alpha 0.05)"
+            first[1].starts_with(
+                "FAIL mem.bandwidth block=4096 op=copy (bandwidth): regressed -30.0% ["
             ),
             "{t}"
         );
-        assert!(t.contains("missing in new: os.syscall call=getppid"), "{t}");
+        let row = t.lines().find(|l| l.contains("bandwidth  ")).unwrap();
+        assert!(row.contains("-30.0% [") && row.contains("regressed"), "{t}");
         assert!(
-            t.contains("not compared: gpu.flops precision=f16: skipped in base"),
+            t.contains("gate FAILED: 1 regressed, 1 unchanged, 1 missing in new"),
+            "{t}"
+        );
+        assert!(
+            t.contains("rule: regressed when the whole 90% interval"),
+            "{t}"
+        );
+        assert!(
+            t.contains("not compared: gpu.flops precision=f16: skipped (no GPU"),
             "{t}"
         );
     }

@@ -1,0 +1,116 @@
+//! What differs between two runs' machines, builds and settings.
+
+use std::fmt;
+
+use crate::report::Report;
+
+/// The facts of the two reports' hosts, builds and run settings that can
+/// move a number on their own, where they differ. Unknown (null) on either
+/// side is not a difference; memory sizes within 2% are the same machine
+/// (firmware and kernel reserve slightly different amounts).
+pub(super) fn context_differences(base: &Report, new: &Report) -> Vec<String> {
+    fn text<T: fmt::Display>(v: &Option<T>) -> Option<String> {
+        v.as_ref().map(|v| v.to_string())
+    }
+    let (b, n) = (&base.host, &new.host);
+    let mut out = Vec::new();
+    let mut diff = |what: &str, x: Option<String>, y: Option<String>, why: &str| {
+        if let (Some(x), Some(y)) = (x, y)
+            && x != y
+        {
+            out.push(format!("{what}: {x} → {y}{why}"));
+        }
+    };
+    diff("cpu.model", text(&b.cpu.model), text(&n.cpu.model), "");
+    diff(
+        "cpu.microarchitecture",
+        text(&b.cpu.microarchitecture),
+        text(&n.cpu.microarchitecture),
+        "",
+    );
+    diff(
+        "cpu.logical_cpus",
+        text(&b.cpu.logical_cpus),
+        text(&n.cpu.logical_cpus),
+        "",
+    );
+    diff(
+        "cpu.sockets",
+        text(&b.cpu.sockets),
+        text(&n.cpu.sockets),
+        "",
+    );
+    diff(
+        "cpu.governor",
+        text(&b.cpu.governor),
+        text(&n.cpu.governor),
+        "",
+    );
+    diff(
+        "virtualization",
+        text(&b.virtualization),
+        text(&n.virtualization),
+        "",
+    );
+    diff("kernel", text(&b.kernel), text(&n.kernel), "");
+    if let (Some(x), Some(y)) = (b.memory_bytes, n.memory_bytes)
+        && (x as f64 - y as f64).abs() > 0.02 * x.max(y) as f64
+    {
+        diff(
+            "memory",
+            Some(crate::units::format_size(x)),
+            Some(crate::units::format_size(y)),
+            "",
+        );
+    }
+    let debug = if b.build.is_debug() || n.build.is_debug() {
+        " (a debug build's numbers are not representative)"
+    } else {
+        ""
+    };
+    diff(
+        "build.profile",
+        Some(b.build.profile.clone()),
+        Some(n.build.profile.clone()),
+        debug,
+    );
+    diff(
+        "benchsuite version",
+        Some(base.tool_version.clone()),
+        Some(new.tool_version.clone()),
+        "",
+    );
+    let (bc, nc) = (&base.config, &new.config);
+    diff(
+        "--quick",
+        Some(bc.quick.to_string()),
+        Some(nc.quick.to_string()),
+        " (--quick shrinks working sets and samples)",
+    );
+    diff(
+        "--min-sample-time",
+        Some(crate::units::format_seconds(bc.min_sample_time_s)),
+        Some(crate::units::format_seconds(nc.min_sample_time_s)),
+        "",
+    );
+    let fewer = |b: usize, n: usize| {
+        if n < b {
+            " (fewer samples in new: a weaker gate, more changes come out noisy)"
+        } else {
+            ""
+        }
+    };
+    diff(
+        "--rounds",
+        Some(bc.rounds.to_string()),
+        Some(nc.rounds.to_string()),
+        fewer(bc.rounds, nc.rounds),
+    );
+    diff(
+        "--runs",
+        Some(bc.runs.to_string()),
+        Some(nc.runs.to_string()),
+        fewer(bc.runs, nc.runs),
+    );
+    out
+}
