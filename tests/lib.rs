@@ -36,9 +36,6 @@ pub enum Script {
     Skip,
     /// Sets the shared cancel flag during its first run.
     CancelDuringRun,
-    /// Like `Work`, but the first run also stalls for 20 ms (a preemption
-    /// or a cold first call during calibration).
-    StallFirstRun,
 }
 
 /// A fake benchmark.
@@ -105,7 +102,6 @@ impl Case for FakeCase {
             Script::FailRun => return Err(BenchError::Other("scripted failure".into())),
             Script::PanicRun => panic!("scripted panic"),
             Script::CancelDuringRun => self.ctx.cancel.store(true, Ordering::SeqCst),
-            Script::StallFirstRun if self.runs == 0 => spin(Duration::from_millis(20)),
             _ => {}
         }
         self.runs += 1;
@@ -137,6 +133,13 @@ impl Case for FakeCase {
 }
 
 impl Benchmark for Fake {
+    fn options(&self) -> Vec<benchsuite_core::OptionSpec> {
+        vec![benchsuite_core::OptionSpec::bool(
+            "fake-flag",
+            "an on/off option, to test option checks",
+        )]
+    }
+
     fn meta(&self) -> Meta {
         Meta {
             id: self.id,

@@ -263,6 +263,14 @@ fn cmd_list(args: &ListArgs) -> Result<i32> {
                 .map(|m| format!("{} [{}]", m.name, m.unit))
                 .collect();
             writeln!(out, "      metrics: {}", metrics.join(", "))?;
+            for o in b.options() {
+                writeln!(
+                    out,
+                    "      --opt {:<22} {}",
+                    format!("{}=...", o.name),
+                    o.help
+                )?;
+            }
         }
     }
     Ok(0)

@@ -48,8 +48,24 @@ impl FlagNames {
                 "{}: no selected benchmark has a `{param}` parameter; the selected benchmarks accept: {valid}",
                 self.flag(&param)
             ),
+            ConfigError::UnknownOption { key, valid } => anyhow!(
+                "{}: no selected benchmark reads the option `{key}`; they take: {valid} (see `benchsuite list`)",
+                option_flag(&key)
+            ),
+            ConfigError::InvalidOption { key, value, reason } => anyhow!(
+                "invalid value `{value}` for {}: {reason}",
+                option_flag(&key)
+            ),
             other => anyhow::Error::new(other),
         }
+    }
+}
+
+/// The flag that sets a module option: a dedicated one, or `--opt KEY`.
+fn option_flag(key: &str) -> String {
+    match key {
+        "peer" | "token" | "peak-mem-bw" | "allow-overwrite" => format!("--{key}"),
+        _ => format!("--opt {key}"),
     }
 }
 

@@ -157,6 +157,15 @@ fn bad_input_exits_2_naming_the_flag_or_file() {
         &["run", "mem.bandwidth", "--peak-mem-bw", "fast"],
         "--peak-mem-bw",
     );
+    // Module options are declared: a typo or a bad value is refused
+    // before anything runs, naming the flag.
+    let e = assert_usage_error(&["run", "cpu.flops", "--opt", "cpu-gz=3"], "--opt cpu-gz");
+    assert!(e.contains("cpu-ghz"), "{e}");
+    assert_usage_error(
+        &["run", "cpu.flops", "--opt", "cpu-ghz=fast"],
+        "--opt cpu-ghz",
+    );
+    assert_usage_error(&["run", "os.syscall", "--peer", "h:1"], "--peer");
     // A CPU this process may not run on: refused before listening.
     assert_usage_error(&["serve", "--echo-cpu", "100000"], "CPU 100000");
     assert_usage_error(&["serve", "--echo-cpu", "one"], "--echo-cpu");
@@ -365,6 +374,61 @@ fn a_broken_benchmark_in_new_fails_the_gate_with_its_reason() {
     }
     let other_p = write(dir.path(), "other.json", &other);
     assert_usage_error(&["compare", &base_p, &other_p], "no record in common");
+}
+
+#[test]
+fn the_token_never_reaches_a_report_an_export_or_a_log() {
+    let secret = "s3cret-TOKEN-4d2f";
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mut args = vec!["run", "net.connect", "--token", secret, "--quick"];
+    args.extend_from_slice(FAST);
+    args.extend_from_slice(&["-o", json.to_str().unwrap()]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut seen = vec![
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr(&o),
+        std::fs::read_to_string(&json).unwrap(),
+    ];
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["config"]["options"]["token"], "<redacted>");
+    assert_eq!(
+        report["records"][0]["status"], "ok",
+        "{}",
+        report["records"][0]
+    );
+    for format in ["table", "json", "csv", "md", "bmf", "openmetrics"] {
+        let o = run(&["convert", json.to_str().unwrap(), "--format", format]);
+        assert_eq!(o.status.code(), Some(0), "{format}: {}", stderr(&o));
+        seen.push(String::from_utf8_lossy(&o.stdout).into_owned());
+        seen.push(stderr(&o));
+    }
+    let prefix = dir.path().join("gha");
+    let o = run(&[
+        "convert",
+        json.to_str().unwrap(),
+        "--format",
+        "gha",
+        "-o",
+        prefix.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for side in ["bigger", "smaller"] {
+        seen.push(std::fs::read_to_string(dir.path().join(format!("gha-{side}.json"))).unwrap());
+    }
+    let o = run(&[
+        "compare",
+        json.to_str().unwrap(),
+        json.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    seen.push(String::from_utf8_lossy(&o.stdout).into_owned());
+    for (i, text) in seen.iter().enumerate() {
+        assert!(!text.contains(secret), "output {i} holds the token: {text}");
+    }
 }
 
 #[test]

@@ -131,6 +131,89 @@ impl Meta {
     }
 }
 
+/// A module option a benchmark reads from [`Context::options`] (`--opt
+/// KEY=VALUE`, or a dedicated CLI flag such as `--peer`): declared so that
+/// a typo or a malformed value is an error before anything runs, and so
+/// `benchsuite list` can show it.
+#[derive(Debug, Clone)]
+pub struct OptionSpec {
+    /// The key (`peer`, `cpu-ghz`, `disk.space-check`).
+    pub name: &'static str,
+    /// One line for `benchsuite list`: what it does and what it takes.
+    pub help: &'static str,
+    /// Checks a value; the error says what is accepted.
+    pub check: fn(&str) -> Result<(), String>,
+    /// A secret (a token): its value never reaches a report, an export or
+    /// a log; reports show [`REDACTED`] instead.
+    pub secret: bool,
+}
+
+/// What a report shows in place of a secret option's value.
+pub const REDACTED: &str = "<redacted>";
+
+impl OptionSpec {
+    /// An option taking any text.
+    pub fn text(name: &'static str, help: &'static str) -> Self {
+        OptionSpec {
+            name,
+            help,
+            check: |_| Ok(()),
+            secret: false,
+        }
+    }
+
+    /// A secret taking any text (a token): redacted in every report.
+    pub fn secret(name: &'static str, help: &'static str) -> Self {
+        OptionSpec {
+            secret: true,
+            ..OptionSpec::text(name, help)
+        }
+    }
+
+    /// An on/off option (`on`, `off`, `true`, `false`, `yes`, `no`, `1`, `0`).
+    pub fn bool(name: &'static str, help: &'static str) -> Self {
+        OptionSpec {
+            name,
+            help,
+            check: |v| parse_bool(v).map(|_| ()),
+            secret: false,
+        }
+    }
+
+    /// A duration option (`500ms`, `5s`).
+    pub fn duration(name: &'static str, help: &'static str) -> Self {
+        OptionSpec {
+            name,
+            help,
+            check: |v| crate::units::parse_duration(v).map(|_| ()),
+            secret: false,
+        }
+    }
+
+    /// An option with its own check.
+    pub fn with_check(
+        name: &'static str,
+        help: &'static str,
+        check: fn(&str) -> Result<(), String>,
+    ) -> Self {
+        OptionSpec {
+            name,
+            help,
+            check,
+            secret: false,
+        }
+    }
+}
+
+/// Parses an on/off option value.
+pub fn parse_bool(v: &str) -> Result<bool, String> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" => Ok(true),
+        "off" | "false" | "no" | "0" => Ok(false),
+        _ => Err(format!("`{v}` is not on or off")),
+    }
+}
+
 /// Whether a benchmark can run on this machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Probe {
@@ -287,6 +370,13 @@ pub trait Case: Send {
 pub trait Benchmark: Send + Sync {
     /// Id, description, parameters and metrics.
     fn meta(&self) -> Meta;
+
+    /// The module options ([`Context::options`]) it reads. The default is
+    /// none; a run whose options no selected benchmark declares is an
+    /// error naming the key.
+    fn options(&self) -> Vec<OptionSpec> {
+        Vec::new()
+    }
 
     /// Whether it can run here; the default is [`Probe::Ready`].
     fn probe(&self, ctx: &Context) -> Probe {

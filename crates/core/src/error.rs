@@ -21,6 +21,25 @@ pub enum ConfigError {
         /// Why it was rejected, with a hint of what is accepted.
         reason: String,
     },
+    /// A module option (`--opt KEY=VALUE`) that no selected benchmark
+    /// declares.
+    #[error("unknown option `{key}`: the selected benchmarks take {valid} (see `benchsuite list`)")]
+    UnknownOption {
+        /// The key given.
+        key: String,
+        /// Comma-separated list of the options they declare.
+        valid: String,
+    },
+    /// A module option whose value does not parse.
+    #[error("invalid value `{value}` for option `{key}`: {reason}")]
+    InvalidOption {
+        /// The key.
+        key: String,
+        /// The text given.
+        value: String,
+        /// Why it was rejected, with what is accepted.
+        reason: String,
+    },
     /// A parameter that no selected benchmark accepts.
     #[error(
         "unknown parameter `{param}`: valid parameters for the selected benchmarks are {valid}"

@@ -42,10 +42,12 @@
 
 pub mod bench;
 pub mod compare;
+pub mod config;
 pub mod error;
 pub mod export;
 pub mod host;
 pub mod param;
+pub mod plan;
 pub mod registry;
 pub mod report;
 pub mod runner;
@@ -56,7 +58,8 @@ pub mod team;
 pub mod units;
 
 pub use bench::{
-    About, Benchmark, Case, Context, Direction, Meta, MetricSource, MetricSpec, Probe, Work,
+    About, Benchmark, Case, Context, Direction, Meta, MetricSource, MetricSpec, OptionSpec, Probe,
+    Work,
 };
 pub use compare::{CompareOptions, Comparison, Verdict};
 pub use error::{BenchError, ConfigError, ReportError};

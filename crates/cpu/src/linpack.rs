@@ -49,6 +49,10 @@ fn mem_available() -> Option<u64> {
 }
 
 impl Benchmark for Linpack {
+    fn options(&self) -> Vec<benchsuite_core::OptionSpec> {
+        crate::peak::option_specs()
+    }
+
     fn meta(&self) -> Meta {
         Meta {
             id: "cpu.linpack",

@@ -351,6 +351,35 @@ impl Overrides {
     }
 }
 
+/// The declarations of the `--opt` keys [`Overrides`] reads, checked the
+/// way it parses them.
+pub fn option_specs() -> Vec<benchsuite_core::OptionSpec> {
+    fn check(key: &str, value: &str) -> Result<(), String> {
+        let opts = BTreeMap::from([(key.to_string(), value.to_string())]);
+        // Overrides' messages start `--opt KEY=VALUE: `; the planner's
+        // error names the option and value already.
+        Overrides::from_options(&opts).map(|_| ()).map_err(|e| {
+            let text = e.to_string();
+            match text.split_once(": ") {
+                Some((_, why)) => why.to_string(),
+                None => text,
+            }
+        })
+    }
+    vec![
+        benchsuite_core::OptionSpec::with_check(
+            "cpu-ghz",
+            "the core clock in GHz for the peak (e.g. 3.1), instead of measuring it",
+            |v| check("cpu-ghz", v),
+        ),
+        benchsuite_core::OptionSpec::with_check(
+            "fma-ports",
+            "FMA units per core at the kernel's width, for the peak (1..16)",
+            |v| check("fma-ports", v),
+        ),
+    ]
+}
+
 fn input(value: f64, unit: &str, source: &str) -> PeakInput {
     PeakInput {
         value,

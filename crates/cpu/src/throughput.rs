@@ -69,6 +69,10 @@ fn params(precisions: &'static [&'static str], default: &'static str) -> Vec<Par
 }
 
 impl Benchmark for Flops {
+    fn options(&self) -> Vec<benchsuite_core::OptionSpec> {
+        crate::peak::option_specs()
+    }
+
     fn meta(&self) -> Meta {
         Meta {
             id: "cpu.flops",
@@ -84,6 +88,10 @@ impl Benchmark for Flops {
 }
 
 impl Benchmark for Iops {
+    fn options(&self) -> Vec<benchsuite_core::OptionSpec> {
+        crate::peak::option_specs()
+    }
+
     fn meta(&self) -> Meta {
         Meta {
             id: "cpu.iops",

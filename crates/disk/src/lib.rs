@@ -191,6 +191,8 @@ mod io;
 #[cfg(target_os = "linux")]
 mod pattern;
 #[cfg(target_os = "linux")]
+mod prepare;
+#[cfg(target_os = "linux")]
 mod settings;
 #[cfg(target_os = "linux")]
 mod sys;

@@ -112,7 +112,7 @@ pub enum Refusal {
 pub fn overwrite_allowed(ctx: &Context) -> bool {
     ctx.options
         .get(ALLOW_OVERWRITE_OPTION)
-        .is_some_and(|v| matches!(v.as_str(), "true" | "on" | "yes" | "1"))
+        .is_some_and(|v| benchsuite_core::bench::parse_bool(v).unwrap_or(false))
 }
 
 /// The path the point uses: `dir`, or with `dir=auto` the run's scratch

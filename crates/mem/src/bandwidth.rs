@@ -145,6 +145,14 @@ impl Layout {
 }
 
 impl Benchmark for Bandwidth {
+    fn options(&self) -> Vec<benchsuite_core::OptionSpec> {
+        vec![benchsuite_core::OptionSpec::with_check(
+            crate::peak::OPTION,
+            "the DRAM peak for efficiency, e.g. 68.3GB/s, when SMBIOS cannot tell (--peak-mem-bw)",
+            |v| crate::peak::parse_rate(v).map(|_| ()),
+        )]
+    }
+
     fn meta(&self) -> Meta {
         Meta {
             id: "mem.bandwidth",

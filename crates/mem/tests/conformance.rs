@@ -409,7 +409,7 @@ fn without_a_peak_the_record_says_so_and_garbage_fails_naming_the_flag() {
     let e = runner::plan_on(&registry(), &cfg, tiny_cache_host())
         .expect_err("a malformed --peak-mem-bw is refused")
         .to_string();
-    assert!(e.contains("--peak-mem-bw") && e.contains("fast"), "{e}");
+    assert!(e.contains("peak-mem-bw") && e.contains("fast"), "{e}");
 }
 
 #[test]

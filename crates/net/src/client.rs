@@ -9,12 +9,13 @@ use benchsuite_core::units::parse_duration;
 use benchsuite_core::{BenchError, Context, Peak, PeakInput};
 
 use crate::NetError;
+use crate::nic::IfClass;
 use crate::proto::{
     self, DEFAULT_PORT, ErrorCode, IO_TIMEOUT, MAGIC, Message, PROTOCOL_VERSION, Role, TestSpec,
     UdpBatchStats,
 };
+use crate::route::{Lookup, Route, route_to};
 use crate::server::{Server, ServerConfig};
-use crate::sys::{self, IfClass, Route};
 
 /// How long to wait for a TCP connection when `--opt connect-timeout=` is
 /// not given.
@@ -71,6 +72,38 @@ impl Target {
     /// 127.0.0.1 (stopped in [`Target::shutdown`]).
     pub fn from_ctx(ctx: &Context) -> Result<Target, BenchError> {
         Self::from_ctx_pinned(ctx, None)
+    }
+
+    /// The declarations of the options [`Target::from_ctx`] reads.
+    pub fn option_specs() -> Vec<benchsuite_core::OptionSpec> {
+        use benchsuite_core::OptionSpec;
+        vec![
+            OptionSpec::with_check(
+                "peer",
+                "a `benchsuite serve` to measure against, HOST:PORT (--peer)",
+                |v| {
+                    v.rsplit_once(':')
+                        .filter(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
+                        .map(|_| ())
+                        .ok_or_else(|| format!("`{v}` is not HOST:PORT"))
+                },
+            ),
+            OptionSpec::secret(
+                "token",
+                "the peer's shared secret (--token); never written to a report",
+            ),
+            OptionSpec::with_check(
+                "connect-timeout",
+                "how long to wait for the peer (default 5s)",
+                |v| {
+                    parse_duration(v)
+                        .ok()
+                        .filter(|d| !d.is_zero())
+                        .map(|_| ())
+                        .ok_or_else(|| format!("`{v}` is not a positive duration such as 2s"))
+                },
+            ),
+        ]
     }
 
     /// [`Target::from_ctx`] with the in-process server's echo threads
@@ -166,7 +199,7 @@ impl Target {
 
     /// The routing decision for the server's address (sends nothing).
     pub fn route(&self) -> Route {
-        sys::route_to(self.addr.ip())
+        route_to(self.addr.ip())
     }
 
     /// A note naming the path to the server: loopback, or the interface
@@ -193,8 +226,8 @@ pub(crate) fn path_note(peer: IpAddr, route: &Route) -> String {
         Route::Interface(nif) => format!(
             "path to {peer}, by {}: {}",
             match nif.lookup {
-                sys::Lookup::Netlink => "the kernel's routing decision",
-                sys::Lookup::SourceAddress => "the interface owning the source address",
+                Lookup::Netlink => "the kernel's routing decision",
+                Lookup::SourceAddress => "the interface owning the source address",
             },
             nif.describe()
         ),
@@ -568,13 +601,18 @@ mod tests {
         assert!(resolve_peer("a:b:c").is_err());
     }
 
-    fn nif(name: &str, class: IfClass, kind: Option<&str>, speed: Option<u64>) -> sys::NetIf {
-        sys::NetIf {
+    fn nif(
+        name: &str,
+        class: IfClass,
+        kind: Option<&str>,
+        speed: Option<u64>,
+    ) -> crate::nic::NetIf {
+        crate::nic::NetIf {
             name: name.into(),
             link_kind: kind.map(str::to_string),
             speed_mbps: speed,
             class,
-            lookup: sys::Lookup::Netlink,
+            lookup: Lookup::Netlink,
         }
     }
 

@@ -9,13 +9,17 @@ use benchsuite_core::{
 };
 
 use crate::client::Target;
-use crate::sys::Route;
+use crate::route::Route;
 
 /// Connection setup latency; see the crate docs.
 #[derive(Debug, Default)]
 pub struct Connect;
 
 impl Benchmark for Connect {
+    fn options(&self) -> Vec<benchsuite_core::OptionSpec> {
+        crate::client::Target::option_specs()
+    }
+
     fn meta(&self) -> Meta {
         Meta {
             id: "net.connect",

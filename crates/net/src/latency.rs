@@ -17,7 +17,7 @@ use benchsuite_core::{
 
 use crate::client::Link;
 use crate::proto::{MAX_UDP_PAYLOAD, Role, TestSpec, UNBOUNDED, UdpMode};
-use crate::sys::Route;
+use crate::route::Route;
 
 const PROTOS: &[&str] = &["tcp", "udp"];
 const LOADS: &[&str] = &["none", "tcp"];
@@ -41,6 +41,10 @@ const LOAD_BLOCK: usize = 128 << 10;
 pub struct Latency;
 
 impl Benchmark for Latency {
+    fn options(&self) -> Vec<benchsuite_core::OptionSpec> {
+        crate::client::Target::option_specs()
+    }
+
     fn meta(&self) -> Meta {
         Meta {
             id: "net.latency",

@@ -156,7 +156,9 @@
 pub mod client;
 mod connect;
 mod latency;
+mod nic;
 pub mod proto;
+mod route;
 pub mod server;
 mod sys;
 mod tcp;
@@ -278,15 +280,15 @@ pub(crate) fn host_facts(ctx: &benchsuite_core::Context) -> serde_json::Value {
             std::net::Ipv4Addr::LOCALHOST.into(),
         ),
     };
-    let path = match sys::route_to(addr) {
-        sys::Route::Loopback => json!({ "path": "loopback" }),
-        sys::Route::Unknown(why) => json!({ "path": "unknown", "error": why }),
-        sys::Route::Interface(nif) => {
+    let path = match route::route_to(addr) {
+        route::Route::Loopback => json!({ "path": "loopback" }),
+        route::Route::Unknown(why) => json!({ "path": "unknown", "error": why }),
+        route::Route::Interface(nif) => {
             let mut v = interface_facts(&nif);
             v["path"] = json!("interface");
             v["lookup"] = json!(match nif.lookup {
-                sys::Lookup::Netlink => "netlink",
-                sys::Lookup::SourceAddress => "source_address",
+                route::Lookup::Netlink => "netlink",
+                route::Lookup::SourceAddress => "source_address",
             });
             v
         }
@@ -297,13 +299,13 @@ pub(crate) fn host_facts(ctx: &benchsuite_core::Context) -> serde_json::Value {
     v
 }
 
-fn interface_facts(nif: &sys::NetIf) -> serde_json::Value {
+fn interface_facts(nif: &nic::NetIf) -> serde_json::Value {
     use serde_json::json;
     let (driver, lower) = match &nif.class {
-        sys::IfClass::Physical { driver } => (driver.clone(), Vec::new()),
-        sys::IfClass::Paravirtual { driver } => (Some(driver.clone()), Vec::new()),
-        sys::IfClass::Stacked { lower } => (None, lower.iter().map(interface_facts).collect()),
-        sys::IfClass::Virtual => (None, Vec::new()),
+        nic::IfClass::Physical { driver } => (driver.clone(), Vec::new()),
+        nic::IfClass::Paravirtual { driver } => (Some(driver.clone()), Vec::new()),
+        nic::IfClass::Stacked { lower } => (None, lower.iter().map(interface_facts).collect()),
+        nic::IfClass::Virtual => (None, Vec::new()),
     };
     json!({
         "interface": nif.name,

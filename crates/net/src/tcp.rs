@@ -22,6 +22,10 @@ const DIRECTIONS: &[&str] = &["up", "down", "bidir"];
 pub struct TcpThroughput;
 
 impl Benchmark for TcpThroughput {
+    fn options(&self) -> Vec<benchsuite_core::OptionSpec> {
+        crate::client::Target::option_specs()
+    }
+
     fn meta(&self) -> Meta {
         Meta {
             id: "net.tcp_throughput",

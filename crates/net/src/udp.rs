@@ -82,6 +82,10 @@ fn reported(name: &'static str, unit: &'static str, direction: Direction) -> Met
 }
 
 impl Benchmark for UdpThroughput {
+    fn options(&self) -> Vec<benchsuite_core::OptionSpec> {
+        crate::client::Target::option_specs()
+    }
+
     fn meta(&self) -> Meta {
         Meta {
             id: "net.udp_throughput",

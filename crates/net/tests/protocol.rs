@@ -266,8 +266,19 @@ fn an_unreachable_peer_fails_within_the_connect_timeout() {
     );
     let e = failure("net.connect", &[("peer", "host.invalid:1")]);
     assert!(e.contains("host.invalid"), "{e}");
-    let e = failure("net.connect", &[("connect-timeout", "soon")]);
-    assert!(e.contains("connect-timeout"), "{e}");
+    // A malformed option is refused when planning, before anything runs.
+    let cfg = RunConfig {
+        selectors: vec!["net.connect".into()],
+        options: BTreeMap::from([("connect-timeout".to_string(), "soon".to_string())]),
+        ..RunConfig::quick()
+    };
+    let e = runner::run(&registry(), &cfg, &mut Silent)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("connect-timeout") && e.contains("positive duration"),
+        "{e}"
+    );
 }
 
 #[test]

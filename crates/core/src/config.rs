@@ -1,0 +1,156 @@
+//! The validated run configuration: what to run, how to sample it, where.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use crate::bench::Context;
+use crate::error::ConfigError;
+use crate::host::Host;
+
+/// A validated run configuration. Build it with [`RunConfig::default`] and
+/// set fields; [`RunConfig::validate`] is called by [`run`].
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// Which benchmarks (`all`, `os`, `os.syscall`, `mem.*`). Empty = all.
+    pub selectors: Vec<String>,
+    /// Parameter sweeps as typed (`threads` → `1,2,4`, `block` → `4K..1M:x2`).
+    pub sweep: BTreeMap<String, String>,
+    /// Samples per record (`--runs`). Default 5.
+    pub runs: usize,
+    /// Rounds (`--rounds`): the whole plan is run this many times, one
+    /// benchmark point after the other in each round, and each record pools
+    /// the samples of every round. Default 1.
+    pub rounds: usize,
+    /// Minimum duration of one sample (`--min-sample-time`). Default 10 ms.
+    pub min_sample_time: Duration,
+    /// Warm-up before the first sample (`--warmup`). Default 100 ms.
+    pub warmup: Duration,
+    /// Time-series mode (`--duration`): sample for this long.
+    pub duration: Option<Duration>,
+    /// Time-series interval (`--interval`). Default 1 s with `--duration`.
+    pub interval: Option<Duration>,
+    /// `--quick`: fewer runs, shorter samples and warm-up, and benchmarks
+    /// may shrink their defaults.
+    pub quick: bool,
+    /// Use each parameter's smoke value instead of its default (tests).
+    pub smoke: bool,
+    /// Where benchmarks may create files. Default: the system temp dir.
+    pub scratch_dir: Option<PathBuf>,
+    /// Module options (`peer`, `token`, `peak-mem-bw`).
+    pub options: BTreeMap<String, String>,
+    /// Set to stop after the current record (Ctrl-C).
+    pub cancel: Arc<AtomicBool>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            selectors: Vec::new(),
+            sweep: BTreeMap::new(),
+            runs: 5,
+            rounds: 1,
+            min_sample_time: Duration::from_millis(10),
+            warmup: Duration::from_millis(100),
+            duration: None,
+            interval: None,
+            quick: false,
+            smoke: false,
+            scratch_dir: None,
+            options: BTreeMap::new(),
+            cancel: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+impl RunConfig {
+    /// The configuration `--quick` gives: 3 runs, 5 ms samples, 20 ms warm-up.
+    pub fn quick() -> Self {
+        RunConfig {
+            quick: true,
+            runs: 3,
+            min_sample_time: Duration::from_millis(5),
+            warmup: Duration::from_millis(20),
+            ..RunConfig::default()
+        }
+    }
+
+    /// The configuration module conformance tests use: `selector` at the
+    /// smoke point of every parameter not in `sweep`, 3 runs of ≥ 1 ms
+    /// after a 1 ms warm-up.
+    pub fn smoke_test(selector: &str, sweep: &[(&str, &str)]) -> Self {
+        RunConfig {
+            selectors: vec![selector.to_string()],
+            sweep: sweep
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            smoke: true,
+            runs: 3,
+            min_sample_time: Duration::from_millis(1),
+            warmup: Duration::from_millis(1),
+            ..RunConfig::quick()
+        }
+    }
+
+    /// Checks values that do not depend on a benchmark.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.runs == 0 {
+            return Err(ConfigError::Invalid("--runs must be at least 1".into()));
+        }
+        if self.runs > 100_000 {
+            return Err(ConfigError::Invalid("--runs must be at most 100000".into()));
+        }
+        if self.rounds == 0 || self.rounds > 1000 {
+            return Err(ConfigError::Invalid(
+                "--rounds must be between 1 and 1000".into(),
+            ));
+        }
+        if self.rounds > 1 && self.duration.is_some() {
+            return Err(ConfigError::Invalid(
+                "--rounds cannot be combined with --duration (a time series is one continuous run)"
+                    .into(),
+            ));
+        }
+        if self.min_sample_time.is_zero() {
+            return Err(ConfigError::Invalid(
+                "--min-sample-time must be positive".into(),
+            ));
+        }
+        if self.interval.is_some() && self.duration.is_none() {
+            return Err(ConfigError::Invalid("--interval needs --duration".into()));
+        }
+        if let Some(d) = self.duration {
+            let i = self.interval();
+            if d.is_zero() || i.is_zero() {
+                return Err(ConfigError::Invalid(
+                    "--duration and --interval must be positive".into(),
+                ));
+            }
+            if i > d {
+                return Err(ConfigError::Invalid(format!(
+                    "--interval ({i:?}) is longer than --duration ({d:?})"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The time-series interval: `--interval`, 1 s by default.
+    pub(crate) fn interval(&self) -> Duration {
+        self.interval.unwrap_or(Duration::from_secs(1))
+    }
+
+    /// The context benchmarks see under this configuration on `host`.
+    pub fn context(&self, host: Arc<Host>) -> Context {
+        Context {
+            host,
+            scratch_dir: self.scratch_dir.clone().unwrap_or_else(std::env::temp_dir),
+            quick: self.quick,
+            options: self.options.clone(),
+            cancel: self.cancel.clone(),
+        }
+    }
+}

@@ -1,0 +1,376 @@
+//! Measurement of one prepared case: batch sizing during warm-up, the
+//! samples (or a time series), and the metrics built from them.
+
+use std::time::Instant;
+
+use hdrhistogram::Histogram;
+
+use crate::bench::{Case, Context, MetricSource, MetricSpec, Work};
+use crate::config::RunConfig;
+use crate::error::BenchError;
+use crate::report::{Metric, SampleTails};
+use crate::stats::{LatencySummary, Summary};
+
+/// Coefficient of variation above which a record gets a "noisy" warning.
+pub const NOISY_CV: f64 = 0.10;
+
+/// One timed batch: the work and the time it took.
+struct Batch {
+    work: Work,
+    secs: f64,
+}
+
+fn timed(case: &mut dyn Case, iters: u64) -> Result<Batch, BenchError> {
+    let t0 = Instant::now();
+    let work = case.run(iters)?;
+    let wall = t0.elapsed();
+    let secs = work.elapsed.unwrap_or(wall).as_secs_f64();
+    Ok(Batch { work, secs })
+}
+
+/// Each metric's latency histogram (merged over the samples), if it has one.
+pub(super) type Hists = Vec<Option<Histogram<u64>>>;
+
+/// The warning for a metric whose samples spread too much.
+pub(super) fn noisy_warning(metric: &str, summary: &Summary, n: usize) -> Option<String> {
+    (summary.cv > NOISY_CV && n > 2).then(|| {
+        format!(
+            "{metric} is noisy: CV {:.1}% over {n} samples; consider more --runs or a quieter machine",
+            summary.cv * 100.0
+        )
+    })
+}
+
+/// The warning for a result above its theoretical peak.
+pub(super) fn over_peak_warning(metric: &str, eff: f64) -> String {
+    format!(
+        "measured {metric} is {:.1}% of the theoretical peak: above 100% means a bug or a cache effect, not a faster machine",
+        eff * 100.0
+    )
+}
+
+/// Calibrates the batch size during warm-up, then samples.
+pub(super) fn measure(
+    case: &mut dyn Case,
+    specs: &[MetricSpec],
+    ctx: &Context,
+    config: &RunConfig,
+) -> Result<(u64, Vec<Metric>, Vec<String>, Hists), BenchError> {
+    let target = config.min_sample_time.as_secs_f64();
+    let mut warnings = Vec::new();
+    // Warm-up and batch sizing: grow the batch until one lasts `target`,
+    // then keep running full batches until the warm-up time has passed.
+    let warm_start = Instant::now();
+    let mut iters: u64 = 1;
+    loop {
+        let mut b = timed(case, iters)?;
+        if b.secs >= target {
+            // Confirm before fixing the batch size: a one-off stall (a
+            // preemption, a thread wake-up, a cold first call) must not leave
+            // every sample a single slow iteration that measures the stall.
+            b = timed(case, iters)?;
+            if b.secs >= target / 2.0 {
+                break;
+            }
+        }
+        let grow = if b.secs <= 0.0 {
+            10.0
+        } else {
+            (target / b.secs * 1.2).clamp(1.5, 10.0)
+        };
+        let next = (iters as f64 * grow).ceil() as u64;
+        if next >= 1 << 40 {
+            return Err(BenchError::Other(format!(
+                "a batch of {iters} iterations took only {:.0} ns; the case does no measurable work",
+                b.secs * 1e9
+            )));
+        }
+        iters = next;
+    }
+    while warm_start.elapsed() < config.warmup && !ctx.cancelled() {
+        timed(case, iters)?;
+    }
+
+    let mut batches: Vec<Batch> = Vec::new();
+    let mut stamps: Option<Vec<f64>> = None;
+    if let Some(duration) = config.duration {
+        // Time series: each sample aggregates the batches of one interval.
+        let interval = config.interval().as_secs_f64();
+        let t0 = Instant::now();
+        let mut ts = Vec::new();
+        while t0.elapsed() < duration {
+            let start = Instant::now();
+            let mut agg = Batch {
+                work: Work::default(),
+                secs: 0.0,
+            };
+            while start.elapsed().as_secs_f64() < interval {
+                let b = timed(case, iters)?;
+                merge(&mut agg, b);
+                if ctx.cancelled() {
+                    break;
+                }
+            }
+            ts.push(t0.elapsed().as_secs_f64());
+            batches.push(agg);
+            if ctx.cancelled() {
+                warnings.push(format!(
+                    "interrupted: time series cut short after {:.1} s",
+                    t0.elapsed().as_secs_f64()
+                ));
+                break;
+            }
+        }
+        stamps = Some(ts);
+    } else {
+        for _ in 0..config.runs {
+            batches.push(timed(case, iters)?);
+        }
+    }
+
+    let mut metrics = Vec::new();
+    let mut hists = Vec::new();
+    for spec in specs {
+        let mut samples = Vec::with_capacity(batches.len());
+        let mut merged: Option<Histogram<u64>> = None;
+        let mut tails = TailsBuilder::default();
+        for b in &batches {
+            samples.push(sample_value(spec, b)?);
+            if let (MetricSource::Latency, Some(h)) = (&spec.source, &b.work.latency) {
+                tails.add(h);
+                match &mut merged {
+                    Some(m) => m
+                        .add(h)
+                        .map_err(|e| BenchError::Other(format!("histogram merge: {e}")))?,
+                    None => merged = Some(h.clone()),
+                }
+            }
+        }
+        let summary = Summary::new(&samples)
+            .map_err(|e| BenchError::Other(format!("metric {}: {e}", spec.name)))?;
+        warnings.extend(noisy_warning(spec.name, &summary, samples.len()));
+        let tails = tails.finish(samples.len());
+        metrics.push(Metric {
+            name: spec.name.to_string(),
+            unit: spec.unit.to_string(),
+            direction: spec.direction,
+            samples,
+            timestamps: stamps.clone(),
+            rounds: None,
+            tails,
+            summary,
+            latency: merged.as_ref().and_then(LatencySummary::from_histogram_ns),
+        });
+        hists.push(merged);
+    }
+    Ok((iters, metrics, warnings, hists))
+}
+
+/// Collects each sample's own p99 and p99.9 from its histogram. A
+/// percentile is kept only when every sample had enough operations for it
+/// to be more than that sample's maximum (100 for p99, 1000 for p99.9).
+#[derive(Default)]
+struct TailsBuilder {
+    p99: Vec<f64>,
+    p99_9: Vec<f64>,
+    min_count: Option<u64>,
+}
+
+impl TailsBuilder {
+    fn add(&mut self, h: &Histogram<u64>) {
+        self.p99.push(h.value_at_quantile(0.99) as f64 * 1e-9);
+        self.p99_9.push(h.value_at_quantile(0.999) as f64 * 1e-9);
+        self.min_count = Some(self.min_count.map_or(h.len(), |c| c.min(h.len())));
+    }
+
+    fn finish(self, samples: usize) -> Option<SampleTails> {
+        let count = self.min_count?;
+        if self.p99.len() != samples {
+            return None;
+        }
+        let t = SampleTails {
+            p99: (count >= 100).then_some(self.p99),
+            p99_9: (count >= 1000).then_some(self.p99_9),
+        };
+        (t.p99.is_some() || t.p99_9.is_some()).then_some(t)
+    }
+}
+
+fn merge(agg: &mut Batch, b: Batch) {
+    agg.secs += b.secs;
+    agg.work.ops += b.work.ops;
+    agg.work.bytes += b.work.bytes;
+    if let Some(h) = b.work.latency {
+        match &mut agg.work.latency {
+            Some(m) => {
+                // Both histograms auto-resize, so adding cannot fail on range.
+                let _ = m.add(&h);
+            }
+            None => agg.work.latency = Some(h),
+        }
+    }
+    // Reported values: keep the latest interval's value.
+    agg.work.values.extend(b.work.values);
+}
+
+fn sample_value(spec: &MetricSpec, b: &Batch) -> Result<f64, BenchError> {
+    let w = &b.work;
+    let need_ops = || {
+        if w.ops == 0 {
+            Err(BenchError::Other(format!(
+                "metric {}: the batch reported 0 operations",
+                spec.name
+            )))
+        } else {
+            Ok(w.ops as f64)
+        }
+    };
+    let need_time = || {
+        if b.secs > 0.0 {
+            Ok(b.secs)
+        } else {
+            Err(BenchError::Other(format!(
+                "metric {}: zero elapsed time",
+                spec.name
+            )))
+        }
+    };
+    match &spec.source {
+        MetricSource::TimePerOp => Ok(need_time()? / need_ops()?),
+        MetricSource::OpsPerSec => Ok(need_ops()? / need_time()?),
+        MetricSource::BytesPerSec => Ok(w.bytes as f64 / need_time()?),
+        MetricSource::Latency => match &w.latency {
+            Some(h) if !h.is_empty() => Ok(h.mean() * 1e-9),
+            _ => Err(BenchError::Other(format!(
+                "metric {}: the case recorded no latencies",
+                spec.name
+            ))),
+        },
+        MetricSource::Reported(key) => w.values.get(key).copied().ok_or_else(|| {
+            BenchError::Other(format!(
+                "metric {}: the case did not report `{key}`",
+                spec.name
+            ))
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Batch sizing with fakes that report their own elapsed time
+    //! ([`Work::elapsed`]), so the tests are exact and never spin on the
+    //! wall clock.
+
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::host::Host;
+
+    /// A case whose every iteration takes `per_iter`, except the calls
+    /// listed in `stalls` (1-based), which report `stall` instead.
+    struct Fake {
+        per_iter: Duration,
+        stalls: Vec<usize>,
+        stall: Duration,
+        calls: usize,
+        sizes: Vec<u64>,
+    }
+
+    impl Fake {
+        fn new(per_iter: Duration) -> Fake {
+            Fake {
+                per_iter,
+                stalls: Vec::new(),
+                stall: Duration::ZERO,
+                calls: 0,
+                sizes: Vec::new(),
+            }
+        }
+    }
+
+    impl Case for Fake {
+        fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
+            self.calls += 1;
+            self.sizes.push(iters);
+            let elapsed = if self.stalls.contains(&self.calls) {
+                self.stall
+            } else {
+                self.per_iter * iters as u32
+            };
+            Ok(Work {
+                elapsed: Some(elapsed),
+                ..Work::ops(iters)
+            })
+        }
+    }
+
+    fn config() -> RunConfig {
+        RunConfig {
+            min_sample_time: Duration::from_millis(10),
+            warmup: Duration::ZERO,
+            runs: 5,
+            ..RunConfig::default()
+        }
+    }
+
+    fn run(case: &mut Fake) -> Result<(u64, Vec<Metric>), BenchError> {
+        let ctx = Context::new(Arc::new(Host::default()));
+        let specs = [MetricSpec::time_per_op("t")];
+        measure(case, &specs, &ctx, &config()).map(|(iters, m, _, _)| (iters, m))
+    }
+
+    #[test]
+    fn batches_grow_until_a_sample_lasts_the_minimum_time() {
+        let mut case = Fake::new(Duration::from_micros(1));
+        let (iters, metrics) = run(&mut case).unwrap();
+        // ×10 steps (capped growth) from 1 until 10 ms: 10 000 iterations,
+        // confirmed once, then 5 samples of that size.
+        assert_eq!(iters, 10_000);
+        assert_eq!(
+            case.sizes,
+            [
+                1, 10, 100, 1000, 10_000, 10_000, 10_000, 10_000, 10_000, 10_000, 10_000
+            ]
+        );
+        let t = &metrics[0];
+        assert_eq!(t.samples.len(), 5);
+        assert!(
+            t.samples.iter().all(|s| (s - 1e-6).abs() < 1e-15),
+            "{:?}",
+            t.samples
+        );
+    }
+
+    #[test]
+    fn one_stall_does_not_fix_the_batch_at_its_size() {
+        // The second call (10 iterations) stalls for a whole second: that
+        // alone would end calibration, but the confirming run is quick, so
+        // the batch keeps growing.
+        let mut case = Fake::new(Duration::from_micros(1));
+        case.stalls = vec![2];
+        case.stall = Duration::from_secs(1);
+        let (iters, metrics) = run(&mut case).unwrap();
+        assert_eq!(iters, 10_000);
+        assert_eq!(&case.sizes[..4], [1, 10, 10, 100]);
+        assert!(metrics[0].samples.iter().all(|s| (s - 1e-6).abs() < 1e-15));
+    }
+
+    #[test]
+    fn a_case_that_takes_no_time_is_an_error_not_a_hang() {
+        let mut case = Fake::new(Duration::ZERO);
+        let e = run(&mut case).unwrap_err().to_string();
+        assert!(e.contains("does no measurable work"), "{e}");
+        assert!(case.calls < 20, "{} calls", case.calls);
+    }
+
+    #[test]
+    fn a_slow_case_runs_one_iteration_per_sample() {
+        // Each iteration takes longer than the minimum sample time.
+        let mut case = Fake::new(Duration::from_millis(50));
+        let (iters, metrics) = run(&mut case).unwrap();
+        assert_eq!(iters, 1);
+        assert_eq!(case.sizes, [1, 1, 1, 1, 1, 1, 1]);
+        assert!(metrics[0].samples.iter().all(|s| (s - 0.05).abs() < 1e-12));
+    }
+}

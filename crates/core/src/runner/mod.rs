@@ -1,0 +1,381 @@
+//! The runner: plans the sweep, then for each point prepares a case, sizes
+//! its batches, warms it up, takes samples, and always tears it down.
+//!
+//! Timing model: a *sample* is one call to [`Case::run`] with a batch of
+//! `iters` iterations, timed with [`Instant`] around the call (or with the
+//! device time the case reports). Batches are sized during warm-up so a
+//! sample lasts at least `min_sample_time` (default 10 ms), which keeps the
+//! ~20-50 ns cost of reading the clock below 0.001% of a sample.
+
+//!
+//! Files: [`measure`] sizes batches and turns samples into metrics,
+//! [`rounds`] pools the rounds of `--rounds`, [`steal`] reads the
+//! hypervisor's steal time; this file runs the plan and each point.
+
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Instant, SystemTime};
+
+use hdrhistogram::Histogram;
+
+use crate::bench::{Benchmark, Case, Context, Meta, MetricSpec, Probe};
+use crate::error::{BenchError, ConfigError};
+use crate::param::Point;
+use crate::registry::Registry;
+use crate::report::{Record, Report, RunConfigRecord, SCHEMA_VERSION, Status};
+use crate::stats::latency_histogram;
+
+pub use crate::config::RunConfig;
+pub use crate::plan::{Plan, PlannedBench, plan, plan_on};
+pub use measure::NOISY_CV;
+pub use steal::STEAL_WARN;
+
+mod measure;
+mod rounds;
+mod steal;
+
+use measure::{Hists, measure, over_peak_warning};
+use rounds::merge_round;
+use steal::CpuTimes;
+
+/// Receives progress events; the CLI draws a progress bar from them.
+pub trait Observer {
+    /// The run is about to start `total` records.
+    fn start(&mut self, total: usize) {
+        let _ = total;
+    }
+    /// A record is starting.
+    fn record_start(&mut self, id: &str, point: &Point) {
+        let _ = (id, point);
+    }
+    /// A record is done.
+    fn record_done(&mut self, record: &Record) {
+        let _ = record;
+    }
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default)]
+pub struct Silent;
+impl Observer for Silent {}
+
+/// Measures the cost of one `Instant::now()` call, in seconds (median of 11
+/// batches of 10 000 reads).
+pub fn timer_overhead() -> f64 {
+    let mut v: Vec<f64> = (0..11)
+        .map(|_| {
+            let n = 10_000;
+            let t0 = Instant::now();
+            for _ in 0..n {
+                std::hint::black_box(Instant::now());
+            }
+            t0.elapsed().as_secs_f64() / n as f64
+        })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Probes each benchmark (a panicking probe is a skip) and collects the
+/// module facts for `host.extra`: per module, those of the first benchmark
+/// that is ready and has some.
+fn probe_all<'b>(
+    benches: impl Iterator<Item = &'b dyn Benchmark>,
+    ctx: &Context,
+) -> (Vec<(Meta, Probe)>, BTreeMap<String, serde_json::Value>) {
+    let mut facts = BTreeMap::new();
+    let mut probes = Vec::new();
+    for bench in benches {
+        let meta = bench.meta();
+        let probe = catch_unwind(AssertUnwindSafe(|| bench.probe(ctx)))
+            .unwrap_or_else(|p| Probe::Skip(format!("probe panicked: {}", panic_message(&p))));
+        if probe == Probe::Ready
+            && !facts.contains_key(meta.module())
+            && let Ok(Some(v)) = catch_unwind(AssertUnwindSafe(|| bench.host_facts(ctx)))
+        {
+            facts.insert(meta.module().to_string(), v);
+        }
+        probes.push((meta, probe));
+    }
+    (probes, facts)
+}
+
+/// What every module of `registry` that can run here reports about its
+/// hardware (GPU, NIC, the disk under `ctx.scratch_dir`), keyed by module:
+/// the `host.extra` a run of everything would record. `benchsuite info`
+/// shows it; nothing is measured.
+pub fn module_facts(registry: &Registry, ctx: &Context) -> BTreeMap<String, serde_json::Value> {
+    probe_all(registry.benchmarks(), ctx).1
+}
+
+/// Runs a plan and returns the report. Never fails once planned: a
+/// benchmark that cannot run or fails becomes a record with that status.
+pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer) -> Report {
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let ctx = &plan.ctx;
+    let host = &ctx.host;
+    let overhead = timer_overhead();
+    let rounds = config.rounds.max(1);
+    observer.start(plan.len() * rounds);
+    let (probes, facts) = probe_all(plan.benches.iter().map(|pb| pb.bench), ctx);
+    let mut slots: Vec<(Record, Hists)> = Vec::new();
+    'outer: for round in 1..=rounds {
+        let mut k = 0;
+        for (pb, (meta, probe)) in plan.benches.iter().zip(&probes) {
+            for point in &pb.points {
+                if ctx.cancelled() {
+                    break 'outer;
+                }
+                observer.record_start(meta.id, point);
+                let (mut record, hists) = match probe {
+                    Probe::Skip(reason) => (
+                        Record::skipped(meta.id, point.clone(), reason.clone()),
+                        Vec::new(),
+                    ),
+                    Probe::Ready => run_point(pb.bench, &meta.metrics, meta.id, point, ctx, config),
+                };
+                if host.build.is_debug() && record.status == Status::Ok {
+                    record
+                        .warnings
+                        .push("debug build: numbers are not representative; install with `cargo install --path cli`".into());
+                }
+                if round == 1 {
+                    observer.record_done(&record);
+                    slots.push((record, hists));
+                } else {
+                    merge_round(&mut slots[k], record, hists, round);
+                    observer.record_done(&slots[k].0);
+                }
+                k += 1;
+            }
+        }
+    }
+    let done_rounds = if ctx.cancelled() { None } else { Some(rounds) };
+    let mut records: Vec<Record> = slots
+        .into_iter()
+        .map(|(mut r, _)| {
+            if rounds > 1 && r.status == Status::Ok {
+                r.notes.push(match done_rounds {
+                    Some(n) => format!(
+                        "samples pooled from {n} rounds (the whole plan run {n} times, one point after the other), so their spread includes the machine's drift between rounds"
+                    ),
+                    None => "samples pooled from the rounds finished before the interrupt".into(),
+                });
+            }
+            r
+        })
+        .collect();
+    flag_same_params(&mut records);
+    Report {
+        schema_version: SCHEMA_VERSION.to_string(),
+        tool_version: host.build.version.clone(),
+        started_at,
+        host: {
+            let mut h = (**host).clone();
+            h.extra.extend(facts);
+            h
+        },
+        config: RunConfigRecord {
+            selectors: config.selectors.clone(),
+            params: config.sweep.clone(),
+            runs: config.runs,
+            rounds,
+            min_sample_time_s: config.min_sample_time.as_secs_f64(),
+            warmup_time_s: config.warmup.as_secs_f64(),
+            duration_s: config.duration.map(|d| d.as_secs_f64()),
+            interval_s: config.duration.map(|_| config.interval().as_secs_f64()),
+            quick: config.quick,
+            timer_overhead_s: overhead,
+            options: redacted_options(plan, config),
+        },
+        records,
+    }
+}
+
+/// Two sweep points can run the same thing once `auto` values are resolved
+/// (`block=0,4K` on a random op: auto is 4K). Their records then have the
+/// same id and parameters once resolved (`compare` still tells them apart by
+/// the requested values), so say so
+/// on each repeat.
+fn flag_same_params(records: &mut [Record]) {
+    for i in 1..records.len() {
+        let (before, rest) = records.split_at_mut(i);
+        let r = &mut rest[0];
+        if let Some(j) = before
+            .iter()
+            .position(|b| b.id == r.id && b.params == r.params)
+        {
+            r.warnings.push(format!(
+                "same parameters as record {} of this report once `auto` values were resolved: both measured the same thing",
+                j + 1
+            ));
+        }
+    }
+}
+
+/// Plans and runs in one call: the library's main entry point.
+pub fn run(
+    registry: &Registry,
+    config: &RunConfig,
+    observer: &mut dyn Observer,
+) -> Result<Report, ConfigError> {
+    let plan = plan(registry, config)?;
+    Ok(run_plan(&plan, config, observer))
+}
+
+fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// The run's options as a report may show them: the value of every option
+/// a selected benchmark declares secret (and of `token`, whatever declares
+/// it) replaced by [`crate::bench::REDACTED`].
+fn redacted_options(plan: &Plan<'_>, config: &RunConfig) -> BTreeMap<String, String> {
+    let secret: Vec<&'static str> = plan
+        .benches
+        .iter()
+        .flat_map(|b| b.bench.options())
+        .filter(|o| o.secret)
+        .map(|o| o.name)
+        .collect();
+    config
+        .options
+        .iter()
+        .map(|(k, v)| {
+            let hide = k == "token" || secret.contains(&k.as_str());
+            (
+                k.clone(),
+                if hide {
+                    crate::bench::REDACTED.to_string()
+                } else {
+                    v.clone()
+                },
+            )
+        })
+        .collect()
+}
+
+/// `point` with the values the case resolved in `prepare`.
+fn resolved_point(point: &Point, case: &dyn Case) -> Point {
+    let mut p = point.clone();
+    for (name, value) in case.resolved() {
+        if p.get(name).is_some() {
+            p.set(name, value);
+        }
+    }
+    p
+}
+
+fn run_point(
+    bench: &dyn Benchmark,
+    specs: &[MetricSpec],
+    id: &str,
+    point: &Point,
+    ctx: &Context,
+    config: &RunConfig,
+) -> (Record, Hists) {
+    let mut case = match catch_unwind(AssertUnwindSafe(|| bench.prepare(ctx, point))) {
+        Ok(Ok(c)) => c,
+        Ok(Err(BenchError::Skip(reason))) => {
+            return (Record::skipped(id, point.clone(), reason), Vec::new());
+        }
+        Ok(Err(e)) => {
+            return (
+                Record::failed(id, point.clone(), format!("prepare: {e}")),
+                Vec::new(),
+            );
+        }
+        Err(p) => {
+            let why = format!("prepare panicked: {}", panic_message(&p));
+            return (Record::failed(id, point.clone(), why), Vec::new());
+        }
+    };
+    let cpu_before = CpuTimes::read();
+    let measured = catch_unwind(AssertUnwindSafe(|| {
+        measure(case.as_mut(), specs, ctx, config)
+    }))
+    .unwrap_or_else(|p| {
+        Err(BenchError::Other(format!(
+            "panicked: {}",
+            panic_message(&p)
+        )))
+    });
+    let teardown = catch_unwind(AssertUnwindSafe(|| case.teardown())).unwrap_or_else(|p| {
+        Err(BenchError::Other(format!(
+            "panicked: {}",
+            panic_message(&p)
+        )))
+    });
+    let steal = CpuTimes::read()
+        .zip(cpu_before)
+        .and_then(|(after, before)| after.steal_fraction_since(&before));
+    let mut hists = Vec::new();
+    let mut record = match measured {
+        Ok((iters, metrics, mut warnings, h)) => {
+            hists = h;
+            warnings.extend(case.warnings());
+            if let Some(st) = steal.filter(|s| *s > STEAL_WARN) {
+                warnings.push(format!(
+                    "the hypervisor stole {:.1}% of CPU time while this record ran: other guests were competing for the host, expect run-to-run variation",
+                    st * 100.0
+                ));
+            }
+            let peak = case.peak().map(|mut pk| {
+                if let Some(m) = metrics.iter().find(|m| m.name == pk.metric) {
+                    let eff = m.summary.median / pk.value;
+                    if eff.is_finite() {
+                        pk.efficiency = Some(eff);
+                        if eff > 1.0 {
+                            warnings.push(over_peak_warning(&pk.metric, eff));
+                        }
+                    }
+                }
+                pk
+            });
+            let params = resolved_point(point, case.as_ref());
+            Record {
+                id: id.to_string(),
+                requested: (params != *point).then(|| point.clone()),
+                params,
+                status: Status::Ok,
+                reason: None,
+                iters_per_sample: Some(iters),
+                metrics,
+                peak,
+                warnings,
+                notes: case.notes(),
+            }
+        }
+        Err(e) => {
+            let params = resolved_point(point, case.as_ref());
+            let mut r = Record::failed(id, params.clone(), e.to_string());
+            r.requested = (params != *point).then(|| point.clone());
+            r.warnings.extend(case.warnings());
+            r.notes.extend(case.notes());
+            r
+        }
+    };
+    if let Err(e) = teardown {
+        record.status = Status::Failed;
+        let msg = format!("teardown: {e}");
+        record.reason = Some(match record.reason.take() {
+            Some(r) => format!("{r}; {msg}"),
+            None => msg,
+        });
+    }
+    (record, hists)
+}
+
+/// A fresh latency histogram (nanoseconds), for cases that record latencies.
+pub fn new_latency_histogram() -> Histogram<u64> {
+    latency_histogram()
+}
+
+/// Marks the run as cancelled (what the CLI's Ctrl-C handler does).
+pub fn cancel(flag: &AtomicBool) {
+    flag.store(true, Ordering::SeqCst);
+}

@@ -1,0 +1,149 @@
+//! `--rounds`: each later round of a record is pooled into the first.
+
+use crate::report::{Record, SampleTails, Status};
+use crate::stats::{LatencySummary, Summary};
+
+use super::measure::{Hists, noisy_warning, over_peak_warning};
+
+/// Adds one more round of a record to what the earlier rounds gave: samples
+/// pooled and summarised again, latency histograms added, warnings and notes
+/// merged. A round that did not run fails the record, naming the round.
+pub(super) fn merge_round(slot: &mut (Record, Hists), new: Record, new_hists: Hists, round: usize) {
+    let (rec, hists) = slot;
+    if rec.status != Status::Ok {
+        return;
+    }
+    if new.status != Status::Ok {
+        rec.status = Status::Failed;
+        rec.reason = Some(format!(
+            "round {round}: {}",
+            new.reason.as_deref().unwrap_or("did not run")
+        ));
+        return;
+    }
+    for (i, m) in rec.metrics.iter_mut().enumerate() {
+        let Some(j) = new.metrics.iter().position(|x| x.name == m.name) else {
+            continue;
+        };
+        let before = m.samples.len();
+        let nm = &new.metrics[j];
+        m.samples.extend_from_slice(&nm.samples);
+        let sizes = m.rounds.get_or_insert_with(|| vec![before]);
+        sizes.push(nm.samples.len());
+        m.tails = match (m.tails.take(), &nm.tails) {
+            (Some(a), Some(b)) => {
+                let join = |x: Option<Vec<f64>>, y: &Option<Vec<f64>>| match (x, y) {
+                    (Some(mut x), Some(y)) => {
+                        x.extend_from_slice(y);
+                        Some(x)
+                    }
+                    _ => None,
+                };
+                let t = SampleTails {
+                    p99: join(a.p99, &b.p99),
+                    p99_9: join(a.p99_9, &b.p99_9),
+                };
+                (t.p99.is_some() || t.p99_9.is_some()).then_some(t)
+            }
+            _ => None,
+        };
+        if let Ok(sum) = Summary::new(&m.samples) {
+            m.summary = sum;
+        }
+        if let (Some(Some(h)), Some(Some(nh))) = (hists.get_mut(i), new_hists.get(j)) {
+            // Both histograms auto-resize, so adding cannot fail on range.
+            let _ = h.add(nh);
+            m.latency = LatencySummary::from_histogram_ns(h);
+        }
+    }
+    // Noise and efficiency warnings are about the pooled samples now.
+    let stale = |w: &String| {
+        rec.metrics.iter().any(|m| {
+            w.starts_with(&format!("{} is noisy:", m.name))
+                || w.starts_with(&format!("measured {} is ", m.name))
+        })
+    };
+    rec.warnings.retain(|w| !stale(w));
+    for w in new.warnings {
+        if !stale(&w) && !rec.warnings.contains(&w) {
+            rec.warnings.push(w);
+        }
+    }
+    for n in new.notes {
+        if !rec.notes.contains(&n) {
+            rec.notes.push(n);
+        }
+    }
+    for m in &rec.metrics {
+        rec.warnings
+            .extend(noisy_warning(&m.name, &m.summary, m.samples.len()));
+    }
+    if let Some(pk) = &mut rec.peak
+        && let Some(m) = rec.metrics.iter().find(|m| m.name == pk.metric)
+    {
+        let eff = m.summary.median / pk.value;
+        if eff.is_finite() {
+            pk.efficiency = Some(eff);
+            if eff > 1.0 {
+                rec.warnings.push(over_peak_warning(&pk.metric, eff));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::fixtures;
+    use crate::stats::latency_histogram;
+    use hdrhistogram::Histogram;
+
+    fn hist(values_ns: &[u64]) -> Histogram<u64> {
+        let mut h = latency_histogram();
+        for v in values_ns {
+            h.record(*v).unwrap();
+        }
+        h
+    }
+
+    #[test]
+    fn a_round_pools_samples_histograms_and_efficiency() {
+        // mem.bandwidth: bandwidth 2.4/2.5/2.6 GB/s against a 5 GB/s peak,
+        // and a latency metric.
+        let first = fixtures::report().records[1].clone();
+        let mut second = first.clone();
+        second.metrics[0].samples = vec![5.4e9, 5.5e9, 5.6e9];
+        second.warnings = vec!["a caveat of round 2".into()];
+        let mut slot = (first, vec![None, Some(hist(&[1000, 1000]))]);
+        merge_round(&mut slot, second, vec![None, Some(hist(&[3000]))], 2);
+        let (r, _) = &slot;
+        assert_eq!(r.status, Status::Ok);
+        let bw = &r.metrics[0];
+        assert_eq!(bw.samples.len(), 6);
+        assert_eq!(bw.summary.median, (2.6e9 + 5.4e9) / 2.0);
+        // The spread between rounds is noise now, and said so.
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.starts_with("bandwidth is noisy:")),
+            "{:?}",
+            r.warnings
+        );
+        assert!(r.warnings.contains(&"a caveat of round 2".to_string()));
+        let eff = r.peak.as_ref().unwrap().efficiency.unwrap();
+        assert!((eff - 0.8).abs() < 1e-12, "{eff}");
+        let lat = r.metrics[1].latency.as_ref().unwrap();
+        assert_eq!(lat.count, 3);
+        assert!(lat.max >= 2.9e-6, "{lat:?}");
+    }
+
+    #[test]
+    fn a_failed_round_fails_the_record_naming_the_round() {
+        let first = fixtures::report().records[0].clone();
+        let failed = Record::failed("os.syscall", first.params.clone(), "boom");
+        let mut slot = (first, Vec::new());
+        merge_round(&mut slot, failed, Vec::new(), 3);
+        assert_eq!(slot.0.status, Status::Failed);
+        assert_eq!(slot.0.reason.as_deref(), Some("round 3: boom"));
+    }
+}

@@ -1,0 +1,543 @@
+//! `disk.io`'s untimed set-up of one sweep point, as named steps: find the
+//! target and what holds it, check free space, choose the engine and queue
+//! depth, check buffer memory, open an in-place target, probe `O_DIRECT`,
+//! say in the record what ran, then start the threads.
+//!
+//! [`prepare`] runs the steps in that order; each step may end the point
+//! with an error or a skip, and adds its warnings and notes in the order
+//! the record shows them. The steps are the seams of what was one long
+//! function in `io.rs`, which keeps the descriptor and the timed case.
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicI64;
+use std::sync::{Arc, Mutex};
+
+use benchsuite_core::team::{Placement, Team};
+use benchsuite_core::units::format_size;
+use benchsuite_core::{About, BenchError, Case, Context, Value};
+
+use crate::io::{DiskCase, PAGE_CACHE_WARNING, SPACE_CHECK_OPTION};
+use crate::settings::{EngineKind, Settings};
+use crate::sys;
+use crate::target::{self, InPlace, Kind, Refusal, Target};
+use crate::worker::{Shared, Worker};
+
+/// Sets up one point: the steps below in order, then the case over its
+/// started threads.
+pub fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError> {
+    let mut setup = Setup {
+        ctx,
+        s,
+        warnings: Vec::new(),
+        notes: Vec::new(),
+    };
+    let place = setup.locate()?;
+    let sizes = Sizes::of(s, &place);
+    setup.check_space(&place, &sizes)?;
+    let engine = setup.engine();
+    let qd = setup.queue_depth(engine, sizes.nblocks);
+    setup.check_buffer_memory(qd)?;
+    let target_file = open_target(&place)?;
+    let cache = setup.cache_mode(&place, target_file.as_ref(), sizes.total)?;
+    setup.describe(&place, &sizes, engine, qd, &cache.mode);
+    let Setup {
+        warnings, notes, ..
+    } = setup;
+
+    let sh = Arc::new(Shared {
+        op: s.op,
+        block: s.block as usize,
+        nblocks: sizes.nblocks,
+        qd,
+        rwmix: s.rwmix,
+        fsync: s.fsync,
+        verify: s.verify,
+        direct: s.direct,
+        engine,
+        align: cache.align,
+        dir: place.dir.clone(),
+        target: target_file,
+        cancel: ctx.cancel.clone(),
+        budget: AtomicI64::new(0),
+        notes: Mutex::new(Vec::new()),
+    });
+    let init_sh = sh.clone();
+    let team = Team::new(
+        s.threads,
+        Placement::Unpinned,
+        move |i| Worker::new(i, init_sh.clone()),
+        |w: &mut Worker, iters| w.batch(iters),
+    )?;
+    let resolved = vec![
+        ("op", Value::Str(s.op.name().into())),
+        ("block", Value::Int(s.block)),
+        ("rwmix", Value::Int(s.rwmix as u64)),
+        ("fsync", Value::Str(s.fsync.label())),
+        ("engine", Value::Str(engine_name(engine).into())),
+        ("qd", Value::Int(qd as u64)),
+        ("size", Value::Int(sizes.file_len)),
+    ];
+    Ok(Box::new(DiskCase::new(
+        team,
+        sh,
+        s.threads,
+        About {
+            warnings,
+            notes,
+            resolved,
+            ..About::default()
+        },
+    )))
+}
+
+/// One point's set-up: its context and settings, and the warnings and
+/// notes the steps have added so far, in order.
+struct Setup<'a> {
+    ctx: &'a Context,
+    s: &'a Settings,
+    warnings: Vec<String>,
+    notes: Vec<String>,
+}
+
+/// Where the point's I/O goes.
+struct Place {
+    /// The scratch directory, or the file or block device tested in place.
+    dir: PathBuf,
+    /// The target tested in place; `None` for scratch files.
+    in_place: Option<InPlace>,
+    /// `dir` as messages show it.
+    shown: String,
+    /// What holds the data: a file system's name, or "block device".
+    fs_name: String,
+}
+
+/// How much each thread and all of them touch.
+struct Sizes {
+    /// Bytes each thread uses: its own scratch file, or its region of the
+    /// target (capped by the target's length).
+    file_len: u64,
+    /// Blocks in `file_len`.
+    nblocks: u64,
+    /// Bytes of all threads together.
+    total: u64,
+}
+
+impl Sizes {
+    fn of(s: &Settings, place: &Place) -> Sizes {
+        let file_len = place.in_place.as_ref().map_or(s.file_len(), |t| t.region);
+        let nblocks = file_len / s.block;
+        let total = file_len.saturating_mul(s.threads as u64);
+        Sizes {
+            file_len,
+            nblocks,
+            total,
+        }
+    }
+}
+
+/// The buffer alignment and the cache mode's words for the record.
+struct Cache {
+    /// Buffer alignment (at least a page).
+    align: usize,
+    /// `O_DIRECT` with its alignments, or buffered.
+    mode: String,
+}
+
+impl Setup<'_> {
+    /// The target (a scratch directory or a target tested in place) and
+    /// what holds its data: a file system (memory ones have no disk), or
+    /// the block device itself.
+    fn locate(&mut self) -> Result<Place, BenchError> {
+        let s = self.s;
+        // `validate` refused the usage errors before the run; seeing one here
+        // means the target changed since (or validate was bypassed).
+        let (dir, in_place) = match target::examine(self.ctx, s) {
+            Ok(Target::Dir(d)) => {
+                target::check_dir(&d)?;
+                (d, None)
+            }
+            Ok(Target::InPlace(t)) => (t.path.clone(), Some(t)),
+            Err(Refusal::Usage(e)) => return Err(BenchError::Unsupported(e.to_string())),
+            Err(Refusal::Io(e)) => return Err(e),
+        };
+        let shown = dir.display().to_string();
+
+        // What holds the data: a file system (memory ones have no disk), or
+        // the block device itself.
+        let fs_name = if in_place
+            .as_ref()
+            .is_some_and(|t| t.kind == Kind::BlockDevice)
+        {
+            "block device".to_string()
+        } else {
+            let fs =
+                sys::fs_info(&dir).map_err(|e| sys::io_error(format!("statfs({shown})"), e))?;
+            if fs.is_memory() {
+                if s.direct {
+                    return Err(BenchError::Skip(format!(
+                        "{shown} is on {} (memory): there is no disk under it to measure; point --scratch-dir or dir= at a disk, or use direct=off to measure the page cache",
+                        fs.name
+                    )));
+                }
+                self.warnings.push(format!(
+                    "{shown} is on {} (memory): this measures RAM and the kernel's file code, not a disk",
+                    fs.name
+                ));
+            }
+            fs.name
+        };
+        Ok(Place {
+            dir,
+            in_place,
+            shown,
+            fs_name,
+        })
+    }
+
+    /// Free space, before anything is written (scratch files only: in place
+    /// nothing grows). `--opt disk.space-check=off` skips it, with a warning.
+    fn check_space(&mut self, place: &Place, sizes: &Sizes) -> Result<(), BenchError> {
+        let (s, shown, fs_name) = (self.s, &place.shown, &place.fs_name);
+        let check_space = self
+            .ctx
+            .options
+            .get(SPACE_CHECK_OPTION)
+            .is_none_or(|v| benchsuite_core::bench::parse_bool(v).unwrap_or(true));
+        if place.in_place.is_none() {
+            if check_space {
+                let total = sizes.total;
+                let margin = total / 100 + (1 << 20);
+                let free = sys::free_bytes(&place.dir)
+                    .map_err(|e| sys::io_error(format!("statvfs({shown})"), e))?;
+                if total.saturating_add(margin) > free {
+                    return Err(BenchError::Unsupported(format!(
+                        "not enough free space in {shown} ({fs_name}): {} file(s) of {} need {} plus a {} margin, {} is available; lower size or threads, or point dir= or --scratch-dir elsewhere. Nothing was written",
+                        s.threads,
+                        format_size(sizes.file_len),
+                        format_size(total),
+                        format_size(margin),
+                        format_size(free)
+                    )));
+                }
+            } else {
+                self.warnings.push(format!(
+                    "the free-space check was skipped ({SPACE_CHECK_OPTION}=off)"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The engine that runs: the one asked for, or sync where io_uring is
+    /// not available (with a warning).
+    fn engine(&mut self) -> EngineKind {
+        let mut engine = self.s.engine;
+        if engine == EngineKind::IoUring {
+            #[cfg(target_os = "linux")]
+            if let Err(reason) = crate::uring::probe() {
+                self.warnings.push(format!(
+                    "engine=io_uring is not available here ({reason}); ran engine=sync instead"
+                ));
+                engine = EngineKind::Sync;
+            }
+            #[cfg(not(target_os = "linux"))]
+            {
+                self.warnings
+                    .push("engine=io_uring exists on Linux only; ran engine=sync instead".into());
+                engine = EngineKind::Sync;
+            }
+        }
+        engine
+    }
+
+    /// The queue depth that runs: 1 for sync, and never more than the
+    /// blocks a thread has (each lowering with a warning).
+    fn queue_depth(&mut self, engine: EngineKind, nblocks: u64) -> usize {
+        let mut qd = self.s.qd;
+        if engine == EngineKind::Sync && qd > 1 {
+            self.warnings.push(format!(
+                "engine=sync does one I/O at a time per thread (like fio's psync, which ignores iodepth): qd={qd} was not applied; use engine=io_uring for a deeper queue, or more threads"
+            ));
+            qd = 1;
+        }
+        if qd as u64 > nblocks {
+            self.warnings.push(format!(
+                "qd={qd} is more than the {nblocks} blocks each thread has: ran with qd={nblocks}"
+            ));
+            qd = nblocks as usize;
+        }
+        qd
+    }
+
+    /// Memory for buffers: refuses more than half of the machine's.
+    fn check_buffer_memory(&self, qd: usize) -> Result<(), BenchError> {
+        let s = self.s;
+        let buffers = (s.block as u128) * (qd as u128) * (s.threads as u128);
+        if let Some(mem) = self.ctx.host.memory_bytes
+            && buffers > mem as u128 / 2
+        {
+            return Err(BenchError::Unsupported(format!(
+                "block × qd × threads = {} of I/O buffers is more than half of this machine's {} of memory; lower block, qd or threads",
+                format_size(buffers.min(u64::MAX as u128) as u64),
+                format_size(mem)
+            )));
+        }
+        Ok(())
+    }
+
+    /// With `direct=on`, whether the file system takes `O_DIRECT` and with
+    /// which alignment; with `direct=off`, the page-cache warnings.
+    fn cache_mode(
+        &mut self,
+        place: &Place,
+        target_file: Option<&File>,
+        total: u64,
+    ) -> Result<Cache, BenchError> {
+        if self.s.direct {
+            return self.probe_direct(place, target_file);
+        }
+        self.warnings.push(PAGE_CACHE_WARNING.into());
+        if let Some(mem) = self.ctx.host.memory_bytes
+            && total <= mem
+        {
+            self.warnings.push(format!(
+                "direct=off and the {} tested ({} in total) fit in this machine's {} of RAM: reads are mostly served from memory once cached, and writes land in memory first",
+                if place.in_place.is_some() { "regions" } else { "files" },
+                format_size(total),
+                format_size(mem)
+            ));
+        }
+        Ok(Cache {
+            align: sys::page_size(),
+            mode: "buffered (page cache)".to_string(),
+        })
+    }
+
+    /// O_DIRECT: does the file system take it, and with which alignment?
+    /// Probed on the in-place target's descriptor, or on a scratch file.
+    fn probe_direct(&self, place: &Place, target_file: Option<&File>) -> Result<Cache, BenchError> {
+        let (s, shown, fs_name) = (self.s, &place.shown, &place.fs_name);
+        let page = sys::page_size();
+        let probe = match target_file {
+            // The same open file description as the threads' descriptors:
+            // O_DIRECT set here holds for all of them.
+            Some(f) => f
+                .try_clone()
+                .map_err(|e| sys::io_error(format!("duplicating the descriptor of {shown}"), e))?,
+            None => {
+                sys::scratch_file(&place.dir)
+                    .map_err(|e| sys::io_error(format!("creating a scratch file in {shown}"), e))?
+                    .0
+            }
+        };
+        match sys::set_direct(&probe) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                return Err(BenchError::Skip(format!(
+                    "{shown} ({fs_name}) refuses O_DIRECT (EINVAL): direct=on cannot run here; use direct=off to measure through the page cache, or another dir"
+                )));
+            }
+            Err(e) => return Err(sys::io_error("turning on O_DIRECT", e)),
+        }
+        let a = sys::dio_align(&probe)
+            .map_err(|e| sys::io_error("finding the O_DIRECT alignment", e))?
+            .ok_or_else(|| {
+                BenchError::Skip(format!(
+                    "{shown} ({fs_name}) reports no direct I/O support for regular files (statx STATX_DIOALIGN is 0): use direct=off"
+                ))
+            })?;
+        if !s.block.is_multiple_of(a.offset as u64) {
+            return Err(BenchError::Skip(format!(
+                "block={} is not a multiple of the {} B that O_DIRECT needs on {shown} (from {}); use a multiple of it or direct=off",
+                format_size(s.block),
+                a.offset,
+                a.source
+            )));
+        }
+        let align = page.max(a.mem);
+        Ok(Cache {
+            align,
+            mode: format!(
+                "O_DIRECT, offsets and lengths aligned to {} B and buffers to {} B (from {})",
+                a.offset, align, a.source
+            ),
+        })
+    }
+
+    /// Says what ran where the parameters alone do not (the values `auto`
+    /// and the preset chose are in the record's parameters: `resolved`):
+    /// the preset, verify, the files or the region tested in place with the
+    /// cache mode and engine, a sparse target, and the storage under it.
+    fn describe(
+        &mut self,
+        place: &Place,
+        sizes: &Sizes,
+        engine: EngineKind,
+        qd: usize,
+        cache_mode: &str,
+    ) {
+        let (s, shown, fs_name) = (self.s, &place.shown, &place.fs_name);
+        let (warnings, notes) = (&mut self.warnings, &mut self.notes);
+        if let Some(p) = s.preset {
+            notes.push(format!(
+                "preset {p} applied: op, block, rwmix and fsync are the values it sets (sysbench fileio --file-test-mode=rndrw)"
+            ));
+        }
+        if s.verify {
+            warnings.push(
+                "verify=on: every read is checked and written blocks are read back at teardown; the check's CPU time is inside the timing".into(),
+            );
+        }
+        let engine_text = format!(
+            "engine={}{}",
+            match engine {
+                EngineKind::Sync => "sync (pread/pwrite)",
+                EngineKind::IoUring => "io_uring",
+            },
+            if engine == EngineKind::IoUring {
+                format!(", qd={qd} per thread")
+            } else {
+                String::new()
+            }
+        );
+        match &place.in_place {
+            None => notes.push(format!(
+                "measured {} file(s) of {} in {shown} ({fs_name}), one per thread, created unnamed and laid out with data before timing; {cache_mode}; {engine_text}",
+                s.threads,
+                format_size(sizes.file_len),
+            )),
+            Some(t) => {
+                let span = t.span(s.threads);
+                let regions = if s.threads == 1 {
+                    format!("one region of {}", format_size(t.region))
+                } else {
+                    format!(
+                        "{} disjoint regions of {}, thread i using [i × {}, (i + 1) × {})",
+                        s.threads,
+                        format_size(t.region),
+                        t.region,
+                        t.region
+                    )
+                };
+                let capped = if t.region < s.file_len() {
+                    format!(
+                        "; size={} was capped to the target's length",
+                        format_size(s.file_len())
+                    )
+                } else {
+                    String::new()
+                };
+                let on = if t.kind == Kind::File {
+                    format!(" on {fs_name}")
+                } else {
+                    String::new()
+                };
+                if t.writes {
+                    notes.push(format!(
+                        "tested {shown} in place ({}{on}, {} bytes); its contents were overwritten in [0, {span}) ({regions}{capped}; {}); it was not truncated, extended or deleted; {cache_mode}; {engine_text}",
+                        t.kind.label(),
+                        t.len,
+                        if s.verify {
+                            "verify=on first wrote its pattern over all of it".to_string()
+                        } else if s.op.random() {
+                            format!("op={} wrote random blocks of it", s.op.name())
+                        } else {
+                            format!("op={} wrote it from the start, wrapping around", s.op.name())
+                        }
+                    ));
+                } else {
+                    notes.push(format!(
+                        "tested {shown} in place ({}{on}, {} bytes), read-only: read its existing contents in [0, {span}) ({regions}{capped}) and wrote nothing; what it holds shapes the result (holes and unwritten extents read as zeros without device I/O{}); {cache_mode}; {engine_text}",
+                        t.kind.label(),
+                        t.len,
+                        if s.direct {
+                            ""
+                        } else {
+                            ", and with direct=off pages already cached are served from memory"
+                        }
+                    ));
+                }
+                if t.sparse() {
+                    let allocated = t.allocated.unwrap_or(0);
+                    warnings.push(format!(
+                        "{shown} is sparse: only {} of its {} are allocated on disk (st_blocks); reading a hole returns zeros without touching the device, and writing one first allocates space, so these numbers are not the disk's. Fill the file with data first (fio's layout, dd) or use a directory",
+                        format_size(allocated),
+                        format_size(t.len)
+                    ));
+                }
+            }
+        }
+
+        notes.extend(storage_note(&place.dir));
+    }
+}
+
+/// The target tested in place is opened once; the threads share it.
+fn open_target(place: &Place) -> Result<Option<File>, BenchError> {
+    let shown = &place.shown;
+    Ok(match &place.in_place {
+        None => None,
+        Some(t) => Some(
+            sys::open_in_place(&t.path, t.writes, t.kind == Kind::BlockDevice).map_err(|e| {
+                if t.kind == Kind::BlockDevice && e.raw_os_error() == Some(libc::EBUSY) {
+                    BenchError::Unsupported(format!(
+                        "{shown} is in use (mounted, or claimed by RAID, LVM or swap): the kernel refused an exclusive open (EBUSY), and writing under a file system would corrupt it; unmount it first, or test a file on it. Nothing was written"
+                    ))
+                } else {
+                    sys::io_error(
+                        format!(
+                            "opening {shown} to test it in place ({})",
+                            if t.writes { "read-write" } else { "read-only" }
+                        ),
+                        e,
+                    )
+                }
+            })?,
+        ),
+    })
+}
+
+/// What holds the target: the mount and the block device under it; for a
+/// paravirtual disk, what that means for the numbers.
+fn storage_note(path: &std::path::Path) -> Option<String> {
+    // A device node's mount is the one holding /dev, not the data's.
+    let is_device = std::fs::metadata(path)
+        .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()));
+    let mount = if is_device {
+        None
+    } else {
+        crate::device::mount_of(path)
+    };
+    let dev = crate::device::block_device_of(path);
+    let mut parts = Vec::new();
+    if let Some(m) = &mount {
+        parts.push(format!(
+            "{} mounted on {} ({}, {})",
+            m.source,
+            m.mount_point.display(),
+            m.fstype,
+            m.options
+        ));
+    }
+    match &dev {
+        Some(d) => {
+            parts.push(format!("block device {}", d.describe()));
+            if d.paravirtual() {
+                parts.push(
+                    "a paravirtual disk: the numbers are the host's storage stack (image file, host cache, network storage) as this guest sees it, not a drive's".into(),
+                );
+            }
+        }
+        None if mount.is_some() => parts.push("no local block device under it".into()),
+        None => {}
+    }
+    (!parts.is_empty()).then(|| format!("storage: {}", parts.join("; ")))
+}
+
+fn engine_name(e: EngineKind) -> &'static str {
+    match e {
+        EngineKind::Sync => "sync",
+        EngineKind::IoUring => "io_uring",
+    }
+}

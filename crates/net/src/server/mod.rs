@@ -1,0 +1,370 @@
+//! The server: `benchsuite serve`, and the in-process one a client starts on
+//! loopback when no `--peer` is given.
+//!
+//! Accept and control run on a small tokio runtime (a handful of control
+//! connections cost nothing while idle). The data path does not: each data
+//! connection and each UDP socket gets a dedicated thread doing plain
+//! blocking `read`/`write`/`recv` on a std socket — one system call per
+//! block and no executor in between, which is what iperf3 and sockperf do
+//! and what measures fastest (an async reader adds an epoll round and a
+//! task wake-up per block).
+//!
+//! # Limits (what a hostile or broken client can cost)
+//!
+//! - at most [`ServerConfig::max_connections`] connections at once (512);
+//!   more are answered `busy` and closed;
+//! - the first frame must arrive within [`IO_TIMEOUT`] of the connection,
+//!   every frame within [`IO_TIMEOUT`] of its first byte, frames are at most
+//!   [`proto::MAX_FRAME`](crate::proto::MAX_FRAME) bytes;
+//! - a control connection without a test is closed after [`IO_TIMEOUT`] of
+//!   silence; one with a test after [`DATA_IDLE`] without a control message
+//!   or data activity; data sockets time out after [`DATA_IDLE`] too;
+//! - one test at a time per control connection, at most
+//!   [`proto::MAX_STREAMS`](crate::proto::MAX_STREAMS) streams per test and
+//!   [`ServerConfig::max_data_threads`] (256) data threads in all;
+//! - UDP echo answers only the control connection's address.
+//!
+//! # Where the code is
+//!
+//! This file is the public face (what `lib.rs`, the client and
+//! `benchsuite serve` use: [`ServerConfig`], [`Server`], [`serve`]) and
+//! the state every part shares (`Shared`: the configuration, the session
+//! table, the connection and data-thread counters). The rest is split
+//! along the server's own seams, which are also its thread boundaries:
+//!
+//! - `control`: the async side — the accept loop, a connection's first
+//!   frame (hello, version and token checks), the control conversation;
+//! - `session`: one test (`Session`): its start, its data-thread budget
+//!   and the teardown that joins every thread;
+//! - `data`: the blocking TCP data path — attaching a data connection to
+//!   its test and the sink, source and echo loops on a dedicated thread;
+//! - `udp`: the blocking UDP side — a test's UDP sockets and their
+//!   threads, the per-batch receive accounting (loss, reordering,
+//!   jitter) and the drain behind a `udp_batch` answer.
+
+mod control;
+mod data;
+mod session;
+mod udp;
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpListener;
+use tokio::runtime::Runtime;
+use tokio::sync::watch;
+
+use crate::NetError;
+use crate::proto::{DATA_IDLE, IO_TIMEOUT};
+
+use control::accept_loop;
+use session::Session;
+
+/// How `benchsuite serve` (or the in-process server) is set up.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Address to listen on (`--bind`). The default is
+    /// `127.0.0.1:5301`; any address other than loopback needs a token.
+    pub bind: SocketAddr,
+    /// The token clients must present (`--token`); `None` accepts anyone,
+    /// which is allowed only on loopback.
+    pub token: Option<String>,
+    /// Log connections and refusals to stderr (`serve` does; the
+    /// in-process server is quiet).
+    pub log: bool,
+    /// Threads of the accept/control runtime. The default is 2.
+    pub control_threads: usize,
+    /// Connections at once (control and data). The default is 512.
+    pub max_connections: usize,
+    /// Data threads (TCP data connections plus UDP sockets) at once, over
+    /// all tests. The default is 256.
+    pub max_data_threads: usize,
+    /// Deadline for a connection's first frame, for each frame once it has
+    /// started, and for silence on a control connection without a test.
+    /// The default is [`IO_TIMEOUT`] (10 s).
+    pub io_timeout: Duration,
+    /// Silence allowed on a data connection, and on a test (no control
+    /// message and no data). The default is [`DATA_IDLE`] (60 s).
+    pub data_idle: Duration,
+    /// Pin every echo thread (the server's end of a TCP or UDP ping-pong)
+    /// to this logical CPU; sinks and sources stay where the scheduler puts
+    /// them. The default is `None`: not pinned. `net.latency --param
+    /// cpus=same|different` sets it on its in-process server, so the echo
+    /// thread's CPU is known; it must be one this process may run on.
+    pub echo_cpu: Option<usize>,
+}
+
+impl ServerConfig {
+    /// A configuration with the defaults above.
+    pub fn new(bind: SocketAddr, token: Option<String>) -> ServerConfig {
+        ServerConfig {
+            bind,
+            token,
+            log: false,
+            control_threads: 2,
+            max_connections: 512,
+            max_data_threads: 256,
+            io_timeout: IO_TIMEOUT,
+            data_idle: DATA_IDLE,
+            echo_cpu: None,
+        }
+    }
+
+    /// Refuses a server that anyone on the network could use: a
+    /// non-loopback address needs a token, and a token must not be empty.
+    pub fn check(&self) -> Result<(), NetError> {
+        if self.token.as_deref() == Some("") {
+            return Err(NetError::Config(
+                "--token is empty: give a non-empty token".into(),
+            ));
+        }
+        if !self.bind.ip().is_loopback() && self.token.is_none() {
+            return Err(NetError::Config(format!(
+                "refusing to listen on {} without --token: any host that reaches it could use this machine's network; \
+                 give --token T (clients then pass --token T) or bind 127.0.0.1",
+                self.bind
+            )));
+        }
+        if self.control_threads == 0
+            || self.max_connections == 0
+            || self.max_data_threads == 0
+            || self.io_timeout.is_zero()
+            || self.data_idle.is_zero()
+        {
+            return Err(NetError::Config(
+                "server limits and thread counts must be positive".into(),
+            ));
+        }
+        if let Some(cpu) = self.echo_cpu {
+            let allowed = benchsuite_core::team::allowed_cpus();
+            if !allowed.contains(&cpu) {
+                return Err(NetError::Config(format!(
+                    "cannot pin the server's echo threads to CPU {cpu}: this process may run on CPUs {allowed:?}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A running server. [`Server::shutdown`] (or drop) stops it and joins
+/// every thread it started.
+pub struct Server {
+    runtime: Option<Runtime>,
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    accept: Option<tokio::task::JoinHandle<()>>,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server").field("addr", &self.addr).finish()
+    }
+}
+
+impl Server {
+    /// Checks the configuration, binds, and starts accepting.
+    pub fn start(cfg: ServerConfig) -> Result<Server, NetError> {
+        cfg.check()?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(cfg.control_threads)
+            .thread_name("benchsuite-net-ctl")
+            // Joining a test's threads runs on the blocking pool; don't
+            // keep those helpers around for tokio's default 10 s.
+            .thread_keep_alive(Duration::from_millis(500))
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(|e| NetError::io("starting the server's runtime", e))?;
+        let bind = cfg.bind;
+        let listener = runtime
+            .block_on(TcpListener::bind(bind))
+            .map_err(|e| NetError::io(format!("cannot listen on {bind}"), e))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| NetError::io("getsockname", e))?;
+        let (stop, stop_rx) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            cfg,
+            sessions: Mutex::new(HashMap::new()),
+            connections: AtomicUsize::new(0),
+            data_threads: AtomicUsize::new(0),
+            epoch: Instant::now(),
+            next_id: AtomicU64::new(1),
+        });
+        let accept = runtime.spawn(accept_loop(shared.clone(), listener, stop_rx));
+        Ok(Server {
+            runtime: Some(runtime),
+            addr,
+            stop,
+            accept: Some(accept),
+            shared,
+        })
+    }
+
+    /// The address it listens on (with the real port when bound to port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Tests running now.
+    pub fn active_tests(&self) -> usize {
+        lock(&self.shared.sessions).len()
+    }
+
+    /// Connections open now (control and data handshakes; attached data
+    /// connections are counted as data threads).
+    pub fn open_connections(&self) -> usize {
+        self.shared.connections.load(Ordering::SeqCst)
+    }
+
+    /// Data threads running now.
+    pub fn data_threads(&self) -> usize {
+        self.shared.data_threads.load(Ordering::SeqCst)
+    }
+
+    /// Runs until SIGINT (Ctrl-C) or SIGTERM, then shuts down.
+    pub fn run_until_signal(mut self) -> Result<(), NetError> {
+        let rt = self
+            .runtime
+            .as_ref()
+            .ok_or_else(|| NetError::Config("the server is already shut down".into()))?;
+        rt.block_on(async {
+            #[cfg(unix)]
+            {
+                use tokio::signal::unix::{SignalKind, signal};
+                let mut term = signal(SignalKind::terminate())
+                    .map_err(|e| NetError::io("installing the SIGTERM handler", e))?;
+                tokio::select! {
+                    r = tokio::signal::ctrl_c() => r.map_err(|e| NetError::io("waiting for Ctrl-C", e)),
+                    _ = term.recv() => Ok(()),
+                }
+            }
+            #[cfg(not(unix))]
+            {
+                tokio::signal::ctrl_c()
+                    .await
+                    .map_err(|e| NetError::io("waiting for Ctrl-C", e))
+            }
+        })?;
+        self.stop_and_join();
+        Ok(())
+    }
+
+    /// Stops accepting, ends every test (closing its sockets) and joins
+    /// every thread the server started.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        let Some(rt) = self.runtime.take() else {
+            return;
+        };
+        let _ = self.stop.send(true);
+        if let Some(accept) = self.accept.take() {
+            // The accept loop returns once every connection task has ended
+            // its test and joined that test's threads.
+            let _ = rt.block_on(accept);
+        }
+        // Safety net: end any test whose task did not (cannot normally happen).
+        let left: Vec<Arc<Session>> = lock(&self.shared.sessions)
+            .drain()
+            .map(|(_, s)| s)
+            .collect();
+        for s in left {
+            s.finish_blocking();
+        }
+        rt.shutdown_timeout(Duration::from_secs(5));
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+/// Starts a server and runs it until SIGINT or SIGTERM: what
+/// `benchsuite serve` does. `on_listening` is told the bound address once
+/// the server accepts connections.
+pub fn serve(cfg: ServerConfig, on_listening: impl FnOnce(SocketAddr)) -> Result<(), NetError> {
+    let server = Server::start(cfg)?;
+    on_listening(server.local_addr());
+    server.run_until_signal()
+}
+
+struct Shared {
+    cfg: ServerConfig,
+    sessions: Mutex<HashMap<u64, Arc<Session>>>,
+    connections: AtomicUsize,
+    data_threads: AtomicUsize,
+    epoch: Instant,
+    next_id: AtomicU64,
+}
+
+impl Shared {
+    fn log(&self, what: std::fmt::Arguments<'_>) {
+        if self.cfg.log {
+            eprintln!("benchsuite serve: {what}");
+        }
+    }
+
+    /// A session id nobody can guess: SipHash with the process's random
+    /// keys over a counter and the clock.
+    fn new_session_id(&self) -> u64 {
+        let mut h = std::hash::RandomState::new().build_hasher();
+        h.write_u64(self.next_id.fetch_add(1, Ordering::Relaxed));
+        h.write_u128(self.epoch.elapsed().as_nanos());
+        h.finish()
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Decrements a counter when dropped.
+struct CountGuard<'a>(&'a AtomicUsize);
+impl Drop for CountGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_public_bind_needs_a_token() {
+        let public: SocketAddr = "0.0.0.0:5301".parse().unwrap();
+        let e = ServerConfig::new(public, None)
+            .check()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("without --token") && e.contains("0.0.0.0:5301"),
+            "{e}"
+        );
+        assert!(ServerConfig::new(public, Some("t".into())).check().is_ok());
+        let lo: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        assert!(ServerConfig::new(lo, None).check().is_ok());
+        let v6: SocketAddr = "[::1]:0".parse().unwrap();
+        assert!(ServerConfig::new(v6, None).check().is_ok());
+        let e = ServerConfig::new(lo, Some(String::new()))
+            .check()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("empty"), "{e}");
+    }
+}
