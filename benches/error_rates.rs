@@ -161,6 +161,7 @@ pub fn draw(rng: &mut Rng, model: &Model, runs: usize, rounds: usize, change: f6
             rounds,
             ..RunConfigRecord::default()
         },
+        progress: None,
         records: vec![Record {
             id: "sim.op".into(),
             params: Point::default(),

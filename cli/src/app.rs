@@ -53,9 +53,17 @@ fn cmd_run(args: &RunArgs) -> Result<i32> {
              Install a release build: cargo install --path cli"
         );
     }
-    let mut progress = Progress::new(io::stderr().is_terminal() && !args.no_progress);
-    let report = benchsuite::runner::run_plan(&plan, &cfg, &mut progress);
-    drop(progress);
+    let mut observer = Checkpoints {
+        progress: Progress::new(io::stderr().is_terminal() && !args.no_progress),
+        file: output
+            .file
+            .clone()
+            .filter(|_| output.format.writes_one_stream()),
+        format: output.format,
+        failed: false,
+    };
+    let report = benchsuite::runner::run_plan(&plan, &cfg, &mut observer);
+    drop(observer);
 
     let written = write_report(&report, output.format, output.file.as_deref())?;
     if output.file.is_some() && stdout_tty && output.format != Format::Table {
@@ -94,6 +102,43 @@ fn install_ctrlc(cancel: &Arc<AtomicBool>) {
             std::process::exit(130);
         }
     });
+}
+
+/// The progress bar, plus `-o FILE` rewritten (atomically) after every
+/// record, so a crash, the OOM killer or `kill -9` loses only the record in
+/// flight; the file says how far the run got (`progress`).
+struct Checkpoints {
+    progress: Progress,
+    file: Option<PathBuf>,
+    format: Format,
+    failed: bool,
+}
+
+impl benchsuite::runner::Observer for Checkpoints {
+    fn start(&mut self, total: usize) {
+        self.progress.start(total);
+    }
+
+    fn record_start(&mut self, id: &str, point: &benchsuite::Point) {
+        self.progress.record_start(id, point);
+    }
+
+    fn record_done(&mut self, record: &benchsuite::Record) {
+        self.progress.record_done(record);
+    }
+
+    fn wants_checkpoints(&self) -> bool {
+        self.file.is_some() && !self.failed
+    }
+
+    fn checkpoint(&mut self, report: &Report) {
+        let Some(file) = &self.file else { return };
+        if let Err(e) = replace_file(file, |w| export::write_report(self.format, report, w)) {
+            // Keep measuring: the final write will try again and report.
+            eprintln!("warning: {e:#}; no more checkpoints of -o during this run");
+            self.failed = true;
+        }
+    }
 }
 
 /// The files `-o FILE` stands for: FILE itself, or for `gha` one file per

@@ -432,6 +432,62 @@ fn the_token_never_reaches_a_report_an_export_or_a_log() {
 }
 
 #[test]
+fn kill_9_mid_run_leaves_a_valid_report_of_the_finished_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    std::fs::write(&out, "OLD").unwrap();
+    // Four records of at least 1.2 s each (1 s warm-up, 5 × 50 ms samples).
+    let mut child = bin()
+        .args([
+            "run",
+            "os.call",
+            "--param",
+            "args=0..3",
+            "--warmup",
+            "1s",
+            "--min-sample-time",
+            "50ms",
+            "--no-progress",
+            "-o",
+        ])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Untouched until the first record is done.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "OLD");
+    let t0 = std::time::Instant::now();
+    let report = loop {
+        assert!(t0.elapsed().as_secs() < 60, "no checkpoint with 2 records");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let text = std::fs::read_to_string(&out).unwrap();
+        if let Ok(r) = serde_json::from_str::<serde_json::Value>(&text)
+            && r["records"].as_array().is_some_and(|a| a.len() >= 2)
+        {
+            break r;
+        }
+    };
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    // Whatever the file holds now is a whole report (the last checkpoint).
+    let text = std::fs::read_to_string(&out).unwrap();
+    let last: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_valid_report(&report);
+    assert_valid_report(&last);
+    let n = last["records"].as_array().unwrap().len();
+    assert!((2..4).contains(&n), "{n} records");
+    assert_eq!(last["progress"]["done"], n);
+    assert_eq!(last["progress"]["planned"], 4);
+    // compare loads it and says it is unfinished.
+    let p = out.to_str().unwrap();
+    let o = run(&["compare", p, p]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("report is unfinished"));
+}
+
+#[test]
 fn convert_writes_a_stored_report_in_another_format() {
     let dir = tempfile::tempdir().unwrap();
     run_json(&["os.syscall"], dir.path(), "r.json");

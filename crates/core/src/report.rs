@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! {
-//!   "schema_version": "1.2",          // "MAJOR.MINOR"; MAJOR bumps on breaking change
+//!   "schema_version": "1.3",          // "MAJOR.MINOR"; MAJOR bumps on breaking change
 //!   "tool_version": "0.1.0",           // benchsuite version that wrote the file
 //!   "started_at": "2026-11-21T21:00:00Z",   // RFC 3339, UTC
 //!   "host": { ... },                   // see `Host`; unknown fields are null
@@ -45,7 +45,9 @@
 //! 1.1 added `config.rounds`, `host.memory_available_bytes`, and
 //! `host.cpu.{family, model_id, stepping, microcode, microarchitecture}`;
 //! a 1.0 report reads with those absent (`rounds` = 1, the others null).
-//! 1.2 added `record.requested` and `metric.{rounds, tails}`: `compare`
+//! 1.3 added `progress` (`{"done", "planned"}`), present only on the report
+//! of a run that did not finish. 1.2 added `record.requested` and
+//! `metric.{rounds, tails}`: `compare`
 //! pairs records on the requested point, treats each round as one unit of
 //! evidence, and judges latency tails; older reports compare with one round
 //! and no tails.
@@ -62,7 +64,7 @@ use crate::param::Point;
 use crate::stats::{LatencySummary, Summary};
 
 /// Current schema version, `MAJOR.MINOR`.
-pub const SCHEMA_VERSION: &str = "1.2";
+pub const SCHEMA_VERSION: &str = "1.3";
 /// Major schema version this build reads.
 pub const SCHEMA_MAJOR: u32 = 1;
 
@@ -79,8 +81,22 @@ pub struct Report {
     pub host: Host,
     /// How the run was configured.
     pub config: RunConfigRecord,
+    /// Present only on a report of a run that did not finish: written
+    /// while it ran (`-o FILE` is rewritten after every record), or cut
+    /// short by Ctrl-C. A report without it is complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<RunProgress>,
     /// One record per benchmark × sweep point.
     pub records: Vec<Record>,
+}
+
+/// How far an unfinished run got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RunProgress {
+    /// Record steps finished (each round of each record counts once).
+    pub done: usize,
+    /// Record steps planned (records × rounds).
+    pub planned: usize,
 }
 
 /// The run configuration as recorded in the report.

@@ -112,5 +112,13 @@ pub(super) fn context_differences(base: &Report, new: &Report) -> Vec<String> {
         Some(nc.runs.to_string()),
         fewer(bc.runs, nc.runs),
     );
+    for (side, r) in [("base", base), ("new", new)] {
+        if let Some(p) = r.progress {
+            out.push(format!(
+                "the {side} report is unfinished: {} of {} record steps ran before it was written (a checkpoint of a run that was cut short)",
+                p.done, p.planned
+            ));
+        }
+    }
     out
 }

@@ -49,6 +49,7 @@ fn report(records: Vec<Record>) -> Report {
         started_at: "2026-01-01T00:00:00Z".into(),
         host: Host::default(),
         config: RunConfigRecord::default(),
+        progress: None,
         records,
     }
 }

@@ -561,6 +561,7 @@ pub(crate) mod fixtures {
             started_at: "2026-01-01T00:00:00Z".into(),
             host: Host::default(),
             config: RunConfigRecord::default(),
+            progress: None,
             records: vec![syscall, bw, gpu],
         }
     }

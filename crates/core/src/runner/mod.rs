@@ -23,7 +23,7 @@ use crate::bench::{Benchmark, Case, Context, Meta, MetricSpec, Probe};
 use crate::error::{BenchError, ConfigError};
 use crate::param::Point;
 use crate::registry::Registry;
-use crate::report::{Record, Report, RunConfigRecord, SCHEMA_VERSION, Status};
+use crate::report::{Record, Report, RunConfigRecord, RunProgress, SCHEMA_VERSION, Status};
 use crate::stats::latency_histogram;
 
 pub use crate::config::RunConfig;
@@ -52,6 +52,17 @@ pub trait Observer {
     /// A record is done.
     fn record_done(&mut self, record: &Record) {
         let _ = record;
+    }
+    /// Whether [`Observer::checkpoint`] should be called (building the
+    /// report costs a copy of every record so far). Default: no.
+    fn wants_checkpoints(&self) -> bool {
+        false
+    }
+    /// The report so far, after each record but the last (its
+    /// [`Report::progress`] says how far the run got): write it somewhere
+    /// safe, so a crash or `kill -9` loses only the record in flight.
+    fn checkpoint(&mut self, report: &Report) {
+        let _ = report;
     }
 }
 
@@ -117,9 +128,33 @@ pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer
     let host = &ctx.host;
     let overhead = timer_overhead();
     let rounds = config.rounds.max(1);
-    observer.start(plan.len() * rounds);
+    let planned = plan.len() * rounds;
+    observer.start(planned);
     let (probes, facts) = probe_all(plan.benches.iter().map(|pb| pb.bench), ctx);
+    let assembler = Assembler {
+        started_at,
+        host: {
+            let mut h = (**host).clone();
+            h.extra.extend(facts);
+            h
+        },
+        config: RunConfigRecord {
+            selectors: config.selectors.clone(),
+            params: config.sweep.clone(),
+            runs: config.runs,
+            rounds,
+            min_sample_time_s: config.min_sample_time.as_secs_f64(),
+            warmup_time_s: config.warmup.as_secs_f64(),
+            duration_s: config.duration.map(|d| d.as_secs_f64()),
+            interval_s: config.duration.map(|_| config.interval().as_secs_f64()),
+            quick: config.quick,
+            timer_overhead_s: overhead,
+            options: redacted_options(plan, config),
+        },
+        planned,
+    };
     let mut slots: Vec<(Record, Hists)> = Vec::new();
+    let mut done = 0;
     'outer: for round in 1..=rounds {
         let mut k = 0;
         for (pb, (meta, probe)) in plan.benches.iter().zip(&probes) {
@@ -148,48 +183,62 @@ pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer
                     observer.record_done(&slots[k].0);
                 }
                 k += 1;
+                done += 1;
+                if done < planned && observer.wants_checkpoints() {
+                    observer.checkpoint(&assembler.report(&slots, round, done));
+                }
             }
         }
     }
-    let done_rounds = if ctx.cancelled() { None } else { Some(rounds) };
-    let mut records: Vec<Record> = slots
-        .into_iter()
-        .map(|(mut r, _)| {
-            if rounds > 1 && r.status == Status::Ok {
-                r.notes.push(match done_rounds {
-                    Some(n) => format!(
-                        "samples pooled from {n} rounds (the whole plan run {n} times, one point after the other), so their spread includes the machine's drift between rounds"
-                    ),
-                    None => "samples pooled from the rounds finished before the interrupt".into(),
-                });
-            }
-            r
-        })
-        .collect();
-    flag_same_params(&mut records);
-    Report {
-        schema_version: SCHEMA_VERSION.to_string(),
-        tool_version: host.build.version.clone(),
-        started_at,
-        host: {
-            let mut h = (**host).clone();
-            h.extra.extend(facts);
-            h
-        },
-        config: RunConfigRecord {
-            selectors: config.selectors.clone(),
-            params: config.sweep.clone(),
-            runs: config.runs,
-            rounds,
-            min_sample_time_s: config.min_sample_time.as_secs_f64(),
-            warmup_time_s: config.warmup.as_secs_f64(),
-            duration_s: config.duration.map(|d| d.as_secs_f64()),
-            interval_s: config.duration.map(|_| config.interval().as_secs_f64()),
-            quick: config.quick,
-            timer_overhead_s: overhead,
-            options: redacted_options(plan, config),
-        },
-        records,
+    let rounds_done = if ctx.cancelled() { rounds - 1 } else { rounds };
+    assembler.report(&slots, rounds_done.max(1), done)
+}
+
+/// Builds the report from the records so far: the final one, or a
+/// checkpoint while the run goes on.
+struct Assembler {
+    started_at: String,
+    host: crate::host::Host,
+    config: RunConfigRecord,
+    planned: usize,
+}
+
+impl Assembler {
+    /// The report after `done` of the planned record steps, in `round`.
+    fn report(&self, slots: &[(Record, Hists)], round: usize, done: usize) -> Report {
+        let rounds = self.config.rounds;
+        let complete = done >= self.planned;
+        let mut records: Vec<Record> = slots
+            .iter()
+            .map(|(r, _)| {
+                let mut r = r.clone();
+                if rounds > 1 && r.status == Status::Ok {
+                    let n = r.metrics.first().and_then(|m| m.rounds.as_ref()).map_or(1, Vec::len);
+                    r.notes.push(if complete {
+                        format!(
+                            "samples pooled from {n} rounds (the whole plan run {n} times, one point after the other), so their spread includes the machine's drift between rounds"
+                        )
+                    } else {
+                        format!("samples pooled from the {n} of {rounds} rounds finished before the run stopped")
+                    });
+                }
+                r
+            })
+            .collect();
+        flag_same_params(&mut records);
+        let _ = round;
+        Report {
+            schema_version: SCHEMA_VERSION.to_string(),
+            tool_version: self.host.build.version.clone(),
+            started_at: self.started_at.clone(),
+            host: self.host.clone(),
+            config: self.config.clone(),
+            progress: (!complete).then_some(RunProgress {
+                done,
+                planned: self.planned,
+            }),
+            records,
+        }
     }
 }
 

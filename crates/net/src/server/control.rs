@@ -150,6 +150,9 @@ async fn connection(
             token,
             software,
         }) => {
+            // The client's own words: escaped and cut short before they
+            // reach the server's log (a terminal escape, 64 KiB of text).
+            let software = printable(&software);
             if version != PROTOCOL_VERSION {
                 let msg = format!(
                     "the client speaks benchsuite-net protocol version {version}, this server speaks version {PROTOCOL_VERSION}"
@@ -427,6 +430,21 @@ async fn control(
     }
 }
 
+/// `text` as the server may log it: control characters, quotes and
+/// backslashes escaped, at most 64 characters.
+fn printable(text: &str) -> String {
+    const MAX: usize = 64;
+    let mut out: String = text
+        .chars()
+        .take(MAX)
+        .flat_map(char::escape_debug)
+        .collect();
+    if text.chars().nth(MAX).is_some() {
+        out.push('…');
+    }
+    out
+}
+
 fn software() -> String {
     format!("benchsuite {}", env!("CARGO_PKG_VERSION"))
 }
@@ -434,6 +452,16 @@ fn software() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn client_strings_are_escaped_and_cut_before_logging() {
+        assert_eq!(printable("benchsuite 0.1.0"), "benchsuite 0.1.0");
+        assert_eq!(printable("a\x1b[2Jb\n\"c\\"), "a\\u{1b}[2Jb\\n\\\"c\\\\");
+        let long = "x".repeat(65536);
+        let p = printable(&long);
+        assert_eq!(p.chars().count(), 65);
+        assert!(p.ends_with('…'));
+    }
 
     #[test]
     fn tokens_compare_whole() {

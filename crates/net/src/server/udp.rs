@@ -157,7 +157,9 @@ impl UdpAcc {
         if seq < self.next_seq {
             self.stats.out_of_order += 1;
         } else {
-            self.next_seq = seq + 1;
+            // A forged u64::MAX must not overflow (a debug build would
+            // panic and leak this data thread's slot).
+            self.next_seq = seq.saturating_add(1);
         }
         // RFC 3550 §6.4.1: J += (|D(i-1, i)| - J) / 16, where D is the
         // difference of transit times; the clocks' offset cancels.
@@ -231,6 +233,18 @@ fn udp_thread(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_forged_maximal_sequence_number_does_not_overflow() {
+        let mut a = UdpAcc::default();
+        let t = Instant::now();
+        a.record(u64::MAX, 100, 0, 10, t);
+        a.record(u64::MAX, 100, 0, 20, t);
+        a.record(3, 100, 0, 30, t);
+        let b = a.take_batch(10);
+        assert_eq!(b.received, 3);
+        assert_eq!(b.out_of_order, 1);
+    }
 
     #[test]
     fn udp_accounting_counts_loss_reordering_lateness_and_jitter() {
