@@ -169,7 +169,7 @@ impl Benchmark for Fake {
         self.prepares.fetch_add(1, Ordering::SeqCst);
         match self.script {
             Script::FailPrepare => {
-                return Err(BenchError::Unsupported("scripted prepare failure".into()));
+                return Err(BenchError::Failed("scripted prepare failure".into()));
             }
             Script::SkipPrepare => return Err(BenchError::Skip("scripted point skip".into())),
             _ => {}

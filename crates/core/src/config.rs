@@ -11,7 +11,7 @@ use crate::error::ConfigError;
 use crate::host::Host;
 
 /// A validated run configuration. Build it with [`RunConfig::default`] and
-/// set fields; [`RunConfig::validate`] is called by [`run`].
+/// set fields; [`RunConfig::validate`] is called by [`run`](crate::runner::run).
 #[derive(Debug, Clone)]
 pub struct RunConfig {
     /// Which benchmarks (`all`, `os`, `os.syscall`, `mem.*`). Empty = all.

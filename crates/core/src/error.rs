@@ -94,9 +94,13 @@ pub enum BenchError {
     /// destination does not match its source).
     #[error("verification failed: {0}")]
     Verify(String),
-    /// The point cannot run with these parameters on this machine.
+    /// The point cannot run as asked on this machine (too little space or
+    /// memory, a block size the operation cannot use): the record is
+    /// `failed` with this reason, which should say what to change. (Named
+    /// `Unsupported` before 0.1; compare [`BenchError::Skip`], which is not
+    /// a failure.)
     #[error("{0}")]
-    Unsupported(String),
+    Failed(String),
     /// This point cannot run here and that is not a failure (an ISA the CPU
     /// lacks, a file system without O_DIRECT): the record is `skipped` with
     /// this reason. Return it from `prepare`.

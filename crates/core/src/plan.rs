@@ -55,7 +55,7 @@ pub fn plan<'r>(registry: &'r Registry, config: &RunConfig) -> Result<Plan<'r>, 
 
 /// [`plan`] for a given host (an embedding program that knows better, or a
 /// test that fakes one): benchmarks validate their points against it, and
-/// [`run_plan`] records it.
+/// [`run_plan`](crate::runner::run_plan) records it.
 pub fn plan_on<'r>(
     registry: &'r Registry,
     config: &RunConfig,

@@ -70,7 +70,7 @@ pub fn pin_current_thread(cpu: usize) -> Result<(), BenchError> {
     #[cfg(not(target_os = "linux"))]
     {
         let _ = cpu;
-        Err(BenchError::Unsupported(
+        Err(BenchError::Failed(
             "thread pinning is implemented on Linux only".into(),
         ))
     }

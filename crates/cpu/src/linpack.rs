@@ -119,7 +119,7 @@ impl Benchmark for Linpack {
         if let Some(avail) = mem_available()
             && bytes_needed(n as u64) > avail
         {
-            return Err(BenchError::Unsupported(format!(
+            return Err(BenchError::Failed(format!(
                 "N={n} needs {} bytes, only {avail} available now",
                 bytes_needed(n as u64)
             )));

@@ -300,7 +300,7 @@ fn measure_clock(k: usize) -> Result<f64, BenchError> {
 
 #[cfg(not(target_arch = "x86_64"))]
 fn measure_clock(_k: usize) -> Result<f64, BenchError> {
-    Err(BenchError::Unsupported(
+    Err(BenchError::Failed(
         "the clock is measured with an x86_64 add chain; pass --opt cpu-ghz=N".into(),
     ))
 }

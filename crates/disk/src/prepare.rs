@@ -158,7 +158,7 @@ impl Setup<'_> {
                 (d, None)
             }
             Ok(Target::InPlace(t)) => (t.path.clone(), Some(t)),
-            Err(Refusal::Usage(e)) => return Err(BenchError::Unsupported(e.to_string())),
+            Err(Refusal::Usage(e)) => return Err(BenchError::Failed(e.to_string())),
             Err(Refusal::Io(e)) => return Err(e),
         };
         let shown = dir.display().to_string();
@@ -211,7 +211,7 @@ impl Setup<'_> {
                 let free = sys::free_bytes(&place.dir)
                     .map_err(|e| sys::io_error(format!("statvfs({shown})"), e))?;
                 if total.saturating_add(margin) > free {
-                    return Err(BenchError::Unsupported(format!(
+                    return Err(BenchError::Failed(format!(
                         "not enough free space in {shown} ({fs_name}): {} file(s) of {} need {} plus a {} margin, {} is available; lower size or threads, or point dir= or --scratch-dir elsewhere. Nothing was written",
                         s.threads,
                         format_size(sizes.file_len),
@@ -277,7 +277,7 @@ impl Setup<'_> {
         if let Some(mem) = self.ctx.host.memory_bytes
             && buffers > mem as u128 / 2
         {
-            return Err(BenchError::Unsupported(format!(
+            return Err(BenchError::Failed(format!(
                 "block × qd × threads = {} of I/O buffers is more than half of this machine's {} of memory; lower block, qd or threads",
                 format_size(buffers.min(u64::MAX as u128) as u64),
                 format_size(mem)
@@ -481,7 +481,7 @@ fn open_target(place: &Place) -> Result<Option<File>, BenchError> {
         Some(t) => Some(
             sys::open_in_place(&t.path, t.writes, t.kind == Kind::BlockDevice).map_err(|e| {
                 if t.kind == Kind::BlockDevice && e.raw_os_error() == Some(libc::EBUSY) {
-                    BenchError::Unsupported(format!(
+                    BenchError::Failed(format!(
                         "{shown} is in use (mounted, or claimed by RAID, LVM or swap): the kernel refused an exclusive open (EBUSY), and writing under a file system would corrupt it; unmount it first, or test a file on it. Nothing was written"
                     ))
                 } else {

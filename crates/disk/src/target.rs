@@ -239,7 +239,7 @@ pub fn examine(ctx: &Context, s: &Settings) -> Result<Target, Refusal> {
 /// A directory target must be writable: scratch files are created in it.
 pub fn check_dir(dir: &Path) -> Result<(), BenchError> {
     if !sys::dir_writable(dir) {
-        return Err(BenchError::Unsupported(format!(
+        return Err(BenchError::Failed(format!(
             "scratch directory {} is not writable by this user (or is on a read-only file system)",
             dir.display()
         )));

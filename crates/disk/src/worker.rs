@@ -283,9 +283,7 @@ impl Worker {
             }
             #[cfg(not(target_os = "linux"))]
             EngineKind::IoUring => {
-                return Err(BenchError::Unsupported(
-                    "io_uring exists on Linux only".into(),
-                ));
+                return Err(BenchError::Failed("io_uring exists on Linux only".into()));
             }
         };
         Ok(Worker {

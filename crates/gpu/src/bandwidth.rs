@@ -250,10 +250,10 @@ fn prepare(point: &Point, virtualized: bool) -> Result<Box<dyn Case>, BenchError
     };
     let gpu = Gpu::open(point.u64("device")? as usize, libs)?;
     let info = gpu.info.clone();
-    check_fits(op, block, &info, None).map_err(BenchError::Unsupported)?;
+    check_fits(op, block, &info, None).map_err(BenchError::Failed)?;
     let free = gpu.free_memory()?;
     if op.device_bytes(block) > free {
-        return Err(BenchError::Unsupported(format!(
+        return Err(BenchError::Failed(format!(
             "{} needs {} of device memory but only {} is free on device {}",
             format_size(block),
             params::gib(op.device_bytes(block)),
@@ -262,7 +262,7 @@ fn prepare(point: &Point, virtualized: bool) -> Result<Box<dyn Case>, BenchError
         )));
     }
     let block = usize::try_from(block).map_err(|_| {
-        BenchError::Unsupported("block does not fit this machine's address space".into())
+        BenchError::Failed("block does not fit this machine's address space".into())
     })?;
     let timer = Timer::new(&gpu)?;
     let mut case = CopyCase {

@@ -205,7 +205,7 @@ fn prepare(point: &Point, float: bool) -> Result<Box<dyn Case>, BenchError> {
         0 => {
             let per_sm = kernel.occupancy(threads)?;
             if per_sm == 0 {
-                return Err(BenchError::Unsupported(format!(
+                return Err(BenchError::Failed(format!(
                     "threads_per_block={threads} does not fit on one SM with this kernel"
                 )));
             }
@@ -268,7 +268,7 @@ fn prepare(point: &Point, float: bool) -> Result<Box<dyn Case>, BenchError> {
     let launch_time = case.time_one()?;
     case.ops =
         ops_per_launch(arith, blocks as u64, threads as u64, case.n as u64).ok_or_else(|| {
-            BenchError::Unsupported(
+            BenchError::Failed(
                 "the work per launch overflows a 64-bit count; use fewer blocks".into(),
             )
         })?;

@@ -197,10 +197,10 @@ fn prepare(point: &Point) -> Result<Box<dyn Case>, BenchError> {
             info.cc_string()
         )));
     }
-    check_fits(g, n, &info).map_err(BenchError::Unsupported)?;
+    check_fits(g, n, &info).map_err(BenchError::Failed)?;
     let free = gpu.free_memory()?;
     if device_bytes(g, n) > free {
-        return Err(BenchError::Unsupported(format!(
+        return Err(BenchError::Failed(format!(
             "n={n} needs {} of device memory but only {} is free",
             params::gib(device_bytes(g, n)),
             params::gib(free)

@@ -282,7 +282,7 @@ impl Benchmark for Bandwidth {
 
         // validate() already checked this; a program that calls prepare
         // directly gets the same refusal rather than a kernel that skips work.
-        kernels::block_ok(p.op, p.block).map_err(BenchError::Unsupported)?;
+        kernels::block_ok(p.op, p.block).map_err(BenchError::Failed)?;
         let isa = match p.isa {
             None => Isa::best(),
             Some(i) if i.available() => i,
@@ -314,13 +314,13 @@ impl Benchmark for Bandwidth {
             p.size
         };
         if p.block > size {
-            return Err(BenchError::Unsupported(format!(
+            return Err(BenchError::Failed(format!(
                 "block {} is larger than the automatic size {}",
                 format_size(p.block),
                 format_size(size)
             )));
         }
-        let layout = Layout::new(&p, size).map_err(BenchError::Unsupported)?;
+        let layout = Layout::new(&p, size).map_err(BenchError::Failed)?;
         let total = layout.footprint(&p).saturating_mul(p.threads as u64);
         sys::check_fits_in_memory(
             total,
@@ -331,7 +331,7 @@ impl Benchmark for Bandwidth {
             ),
             "use a smaller size or fewer threads",
         )
-        .map_err(BenchError::Unsupported)?;
+        .map_err(BenchError::Failed)?;
 
         let ws = layout.array * p.op.arrays() as u64;
         if ws * 100 < size * 99 {

@@ -193,13 +193,13 @@ impl Benchmark for Latency {
         } else {
             p.size
         };
-        let nodes = p.nodes(size).map_err(BenchError::Unsupported)?;
+        let nodes = p.nodes(size).map_err(BenchError::Failed)?;
         sys::check_fits_in_memory(
             p.footprint(size, nodes),
             &format!("the chain ({})", format_size(size)),
             "use a smaller size",
         )
-        .map_err(BenchError::Unsupported)?;
+        .map_err(BenchError::Failed)?;
         let span = nodes * p.stride;
         notes.push(sys::cache_fit(&ctx.host, span, 1).note);
         notes.push(match p.pattern {

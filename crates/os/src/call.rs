@@ -33,7 +33,7 @@ impl Benchmark for Call {
     fn prepare(&self, _ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         let args = point.u64("args")?;
         if args > MAX_ARGS {
-            return Err(BenchError::Unsupported(format!(
+            return Err(BenchError::Failed(format!(
                 "args={args}: at most {MAX_ARGS} arguments"
             )));
         }

@@ -153,7 +153,7 @@ impl CpuSet {
     /// The set holding only `cpu`.
     pub fn single(cpu: usize) -> Result<CpuSet, BenchError> {
         if cpu >= libc::CPU_SETSIZE as usize {
-            return Err(BenchError::Unsupported(format!(
+            return Err(BenchError::Failed(format!(
                 "CPU {cpu} is beyond the {} CPUs a cpu_set_t can name",
                 libc::CPU_SETSIZE
             )));

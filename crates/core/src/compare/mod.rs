@@ -35,7 +35,7 @@
 //! Each metric (and each latency tail, `NAME.p99` and `NAME.p99_9`, where
 //! both sides recorded every sample's tail) gets the change of the medians
 //! and its confidence interval, computed as described in
-//! [`interval`](self::interval): per-round medians are the unit of evidence
+//! [`interval`]: per-round medians are the unit of evidence
 //! where the machine drifted between rounds. With `alpha` = 0.05 the
 //! interval is a 90% one, so each of its bounds is a 95% one-sided bound.
 //!

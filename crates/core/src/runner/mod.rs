@@ -8,8 +8,8 @@
 //! ~20-50 ns cost of reading the clock below 0.001% of a sample.
 
 //!
-//! Files: [`measure`] sizes batches and turns samples into metrics,
-//! [`rounds`] pools the rounds of `--rounds`, [`steal`] reads the
+//! Files: `measure.rs` sizes batches and turns samples into metrics,
+//! `rounds.rs` pools the rounds of `--rounds`, `steal.rs` reads the
 //! hypervisor's steal time; this file runs the plan and each point.
 
 use std::collections::BTreeMap;

@@ -41,7 +41,7 @@ impl Op {
             "h2d" => Op::H2d,
             "d2h" => Op::D2h,
             _ => {
-                return Err(BenchError::Unsupported(format!(
+                return Err(BenchError::Failed(format!(
                     "op={s}: the wgpu backend knows d2d_kernel, d2d_memcpy, h2d and d2h"
                 )));
             }
@@ -150,7 +150,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
         });
         let max_chunk = max_binding / align * align;
         if max_chunk == 0 {
-            return Err(BenchError::Unsupported(format!(
+            return Err(BenchError::Failed(format!(
                 "{} cannot bind a storage buffer of {align} bytes",
                 gpu.info.name
             )));
@@ -261,13 +261,13 @@ fn prepare_case(
     }
     let gpu = Gpu::open(device_index(point)?, wanted)?;
     if block > gpu.limits.max_buffer_size {
-        return Err(BenchError::Unsupported(format!(
+        return Err(BenchError::Failed(format!(
             "block={block}: {} allows buffers of at most {} bytes (wgpu limit max_buffer_size)",
             gpu.info.name, gpu.limits.max_buffer_size
         )));
     }
     let len = usize::try_from(block)
-        .map_err(|_| BenchError::Unsupported(format!("block={block} does not fit host memory")))?;
+        .map_err(|_| BenchError::Failed(format!("block={block} does not fit host memory")))?;
     use wgpu::BufferUsages as U;
     let buffers = match op {
         Op::D2dKernel => {

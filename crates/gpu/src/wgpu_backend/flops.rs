@@ -146,7 +146,7 @@ pub(super) fn prepare(ctx: &Context, point: &Point) -> Result<Box<dyn Case>, Ben
         .max_compute_invocations_per_workgroup
         .min(lim.max_compute_workgroup_size_x);
     if wg == 0 || wg > max_wg {
-        return Err(BenchError::Unsupported(format!(
+        return Err(BenchError::Failed(format!(
             "threads_per_block={wg}: {} allows 1..{max_wg} invocations per workgroup (wgpu limits max_compute_invocations_per_workgroup and max_compute_workgroup_size_x)",
             gpu.info.name
         )));
@@ -166,7 +166,7 @@ pub(super) fn prepare(ctx: &Context, point: &Point) -> Result<Box<dyn Case>, Ben
         blocks_param
     };
     if blocks > max_groups {
-        return Err(BenchError::Unsupported(format!(
+        return Err(BenchError::Failed(format!(
             "blocks={blocks}: {} allows at most {max_groups} workgroups in one dispatch (wgpu limit max_compute_workgroups_per_dimension)",
             gpu.info.name
         )));
@@ -175,7 +175,7 @@ pub(super) fn prepare(ctx: &Context, point: &Point) -> Result<Box<dyn Case>, Ben
     let out_bytes = invocations * 4;
     let max_bind = lim.max_storage_buffer_binding_size.min(lim.max_buffer_size);
     if out_bytes > max_bind {
-        return Err(BenchError::Unsupported(format!(
+        return Err(BenchError::Failed(format!(
             "blocks × threads_per_block = {invocations} invocations need a {out_bytes}-byte result buffer; {} binds at most {max_bind} bytes: use fewer blocks",
             gpu.info.name
         )));

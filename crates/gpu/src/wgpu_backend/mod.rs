@@ -150,7 +150,7 @@ impl Gpu {
             if reason == NO_ADAPTER_HINT {
                 BenchError::Skip(reason)
             } else {
-                BenchError::Unsupported(reason)
+                BenchError::Failed(reason)
             }
         })?;
         let info = adapter.get_info();
@@ -461,7 +461,7 @@ pub(super) fn timed_batch(
 pub(super) fn param_u32(point: &Point, name: &str) -> Result<u32, BenchError> {
     let v = point.u64(name)?;
     u32::try_from(v).map_err(|_| {
-        BenchError::Unsupported(format!(
+        BenchError::Failed(format!(
             "{name}={v} is too large for the wgpu backend (at most {})",
             u32::MAX
         ))
@@ -471,6 +471,5 @@ pub(super) fn param_u32(point: &Point, name: &str) -> Result<u32, BenchError> {
 /// The `device` parameter (adapter index).
 pub(super) fn device_index(point: &Point) -> Result<usize, BenchError> {
     let v = point.u64("device")?;
-    usize::try_from(v)
-        .map_err(|_| BenchError::Unsupported(format!("device={v}: no such wgpu adapter")))
+    usize::try_from(v).map_err(|_| BenchError::Failed(format!("device={v}: no such wgpu adapter")))
 }
