@@ -55,10 +55,13 @@ fn cmd_run(args: &RunArgs) -> Result<i32> {
     }
     let mut observer = Checkpoints {
         progress: Progress::new(io::stderr().is_terminal() && !args.no_progress),
+        // Only JSON carries the `progress` marker that tells a reader the
+        // run is unfinished; other formats (a .prom file a collector reads)
+        // are replaced once, at the end.
         file: output
             .file
             .clone()
-            .filter(|_| output.format.writes_one_stream()),
+            .filter(|_| output.format == Format::Json),
         format: output.format,
         failed: false,
     };
@@ -104,9 +107,9 @@ fn install_ctrlc(cancel: &Arc<AtomicBool>) {
     });
 }
 
-/// The progress bar, plus `-o FILE` rewritten (atomically) after every
-/// record, so a crash, the OOM killer or `kill -9` loses only the record in
-/// flight; the file says how far the run got (`progress`).
+/// The progress bar, plus a JSON `-o FILE` rewritten (atomically) after
+/// every record, so a crash, the OOM killer or `kill -9` loses only the
+/// record in flight; the file says how far the run got (`progress`).
 struct Checkpoints {
     progress: Progress,
     file: Option<PathBuf>,
@@ -196,6 +199,10 @@ fn replace_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()
             let mut w = BufWriter::new(f);
             write(&mut w)
                 .and_then(|_| w.flush())
+                // On the disk before the rename, so a crash of the machine
+                // leaves the old file or the new one, and the next disk
+                // record does not flush this one's pages while it measures.
+                .and_then(|_| w.get_ref().sync_all())
                 .with_context(|| format!("-o {}: write failed", path.display()))
         })
         .and_then(|_| {

@@ -48,8 +48,8 @@ impl FlagNames {
                 "{}: no selected benchmark has a `{param}` parameter; the selected benchmarks accept: {valid}",
                 self.flag(&param)
             ),
-            ConfigError::UnknownOption { key, valid } => anyhow!(
-                "{}: no selected benchmark reads the option `{key}`; they take: {valid} (see `benchsuite list`)",
+            ConfigError::UnknownOption { key, valid, hint } => anyhow!(
+                "{}: no selected benchmark reads the option `{key}`; they take: {valid} (see `benchsuite list`){hint}",
                 option_flag(&key)
             ),
             ConfigError::InvalidOption { key, value, reason } => anyhow!(

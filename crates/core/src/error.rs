@@ -23,12 +23,16 @@ pub enum ConfigError {
     },
     /// A module option (`--opt KEY=VALUE`) that no selected benchmark
     /// declares.
-    #[error("unknown option `{key}`: the selected benchmarks take {valid} (see `benchsuite list`)")]
+    #[error(
+        "unknown option `{key}`: the selected benchmarks take {valid} (see `benchsuite list`){hint}"
+    )]
     UnknownOption {
         /// The key given.
         key: String,
         /// Comma-separated list of the options they declare.
         valid: String,
+        /// `; it is read by mem.bandwidth, which is not selected`, or empty.
+        hint: String,
     },
     /// A module option whose value does not parse.
     #[error("invalid value `{value}` for option `{key}`: {reason}")]

@@ -83,7 +83,7 @@ pub fn plan_on<'r>(
             });
         }
     }
-    check_options(&selected, config)?;
+    check_options(registry, &selected, config)?;
     let defaults = if config.smoke {
         Defaults::Smoke
     } else {
@@ -102,25 +102,47 @@ pub fn plan_on<'r>(
 
 /// Every option must be declared by a selected benchmark, and its value
 /// must pass that declaration's check.
-fn check_options(selected: &[&dyn Benchmark], config: &RunConfig) -> Result<(), ConfigError> {
+fn check_options(
+    registry: &Registry,
+    selected: &[&dyn Benchmark],
+    config: &RunConfig,
+) -> Result<(), ConfigError> {
     let specs: Vec<OptionSpec> = selected.iter().flat_map(|b| b.options()).collect();
     for (key, value) in &config.options {
         match specs.iter().find(|s| s.name == key.as_str()) {
             Some(spec) => (spec.check)(value).map_err(|reason| ConfigError::InvalidOption {
                 key: key.clone(),
-                value: value.clone(),
+                value: if spec.secret {
+                    crate::bench::REDACTED.to_string()
+                } else {
+                    value.clone()
+                },
                 reason,
             })?,
             None => {
                 let mut valid: Vec<&str> = specs.iter().map(|s| s.name).collect();
                 valid.sort_unstable();
                 valid.dedup();
+                let readers: Vec<&str> = registry
+                    .benchmarks()
+                    .filter(|b| b.options().iter().any(|o| o.name == key.as_str()))
+                    .map(|b| b.meta().id)
+                    .collect();
                 return Err(ConfigError::UnknownOption {
                     key: key.clone(),
                     valid: if valid.is_empty() {
                         "no options".into()
                     } else {
                         valid.join(", ")
+                    },
+                    hint: if readers.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            "; `{key}` is read by {}, which {} not selected",
+                            readers.join(", "),
+                            if readers.len() == 1 { "is" } else { "are" }
+                        )
                     },
                 });
             }

@@ -1,6 +1,6 @@
 //! The result model: plain, versioned data, serialised as JSON.
 //!
-//! # Wire format (schema 1.2)
+//! # Wire format (schema 1.3)
 //!
 //! ```text
 //! {
@@ -8,6 +8,7 @@
 //!   "tool_version": "0.1.0",           // benchsuite version that wrote the file
 //!   "started_at": "2026-11-21T21:00:00Z",   // RFC 3339, UTC
 //!   "host": { ... },                   // see `Host`; unknown fields are null
+//!   "progress": null,                  // absent unless the run did not finish: {"done", "planned"}
 //!   "config": {                        // how the run was made (see `RunConfigRecord`)
 //!     "selectors": ["os"], "params": {"threads": "1,2"}, "runs": 5,
 //!     "min_sample_time_s": 0.01, "warmup_time_s": 0.05, "duration_s": null,
@@ -45,12 +46,11 @@
 //! 1.1 added `config.rounds`, `host.memory_available_bytes`, and
 //! `host.cpu.{family, model_id, stepping, microcode, microarchitecture}`;
 //! a 1.0 report reads with those absent (`rounds` = 1, the others null).
-//! 1.3 added `progress` (`{"done", "planned"}`), present only on the report
-//! of a run that did not finish. 1.2 added `record.requested` and
-//! `metric.{rounds, tails}`: `compare`
+//! 1.2 added `record.requested` and `metric.{rounds, tails}`: `compare`
 //! pairs records on the requested point, treats each round as one unit of
 //! evidence, and judges latency tails; older reports compare with one round
-//! and no tails.
+//! and no tails. 1.3 added `progress` (`{"done", "planned"}`), present only
+//! on the report of a run that did not finish.
 
 use std::collections::BTreeMap;
 

@@ -360,10 +360,9 @@ pub fn option_specs() -> Vec<benchsuite_core::OptionSpec> {
         // error names the option and value already.
         Overrides::from_options(&opts).map(|_| ()).map_err(|e| {
             let text = e.to_string();
-            match text.split_once(": ") {
-                Some((_, why)) => why.to_string(),
-                None => text,
-            }
+            let prefix = format!("--opt {key}={value}: ");
+            text.strip_prefix(&prefix)
+                .map_or(text.clone(), str::to_string)
         })
     }
     vec![

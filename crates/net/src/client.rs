@@ -27,6 +27,19 @@ pub const DATA_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Parses `HOST:PORT`, `HOST` (port 5301), `[v6]:PORT` and resolves it.
 pub fn resolve_peer(text: &str) -> Result<SocketAddr, NetError> {
+    let with_port = peer_with_port(text)?;
+    let t = text.trim();
+    let mut addrs = with_port
+        .to_socket_addrs()
+        .map_err(|e| NetError::io(format!("--peer {t}: cannot resolve it"), e))?;
+    addrs
+        .next()
+        .ok_or_else(|| NetError::Config(format!("--peer {t}: the name has no address")))
+}
+
+/// The syntax half of [`resolve_peer`], without a name lookup: the peer as
+/// `HOST:PORT`, with the default port added to a bare host or address.
+pub fn peer_with_port(text: &str) -> Result<String, NetError> {
     let t = text.trim();
     if t.is_empty() {
         return Err(NetError::Config("--peer is empty: give HOST:PORT".into()));
@@ -49,12 +62,7 @@ pub fn resolve_peer(text: &str) -> Result<SocketAddr, NetError> {
     } else {
         format!("{t}:{DEFAULT_PORT}")
     };
-    let mut addrs = with_port
-        .to_socket_addrs()
-        .map_err(|e| NetError::io(format!("--peer {t}: cannot resolve it"), e))?;
-    addrs
-        .next()
-        .ok_or_else(|| NetError::Config(format!("--peer {t}: the name has no address")))
+    Ok(with_port)
 }
 
 /// Where a case's server is, and how to reach it.
@@ -80,12 +88,14 @@ impl Target {
         vec![
             OptionSpec::with_check(
                 "peer",
-                "a `benchsuite serve` to measure against, HOST:PORT (--peer)",
+                "a `benchsuite serve` to measure against, HOST[:PORT] (--peer)",
                 |v| {
-                    v.rsplit_once(':')
-                        .filter(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
-                        .map(|_| ())
-                        .ok_or_else(|| format!("`{v}` is not HOST:PORT"))
+                    peer_with_port(v).map(|_| ()).map_err(|e| {
+                        // The planner names the option and value already.
+                        let text = e.to_string();
+                        text.split_once(": ")
+                            .map_or(text.clone(), |(_, why)| why.to_string())
+                    })
                 },
             ),
             OptionSpec::secret(

@@ -115,7 +115,7 @@ pub(super) fn context_differences(base: &Report, new: &Report) -> Vec<String> {
     for (side, r) in [("base", base), ("new", new)] {
         if let Some(p) = r.progress {
             out.push(format!(
-                "the {side} report is unfinished: {} of {} record steps ran before it was written (a checkpoint of a run that was cut short)",
+                "the {side} report is unfinished: {} of {} record steps ran (the run was interrupted, or this is the checkpoint of a run that was cut short)",
                 p.done, p.planned
             ));
         }

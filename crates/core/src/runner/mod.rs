@@ -1,4 +1,4 @@
-//! The runner: plans the sweep, then for each point prepares a case, sizes
+//! The runner: runs a plan (see [`plan`]): for each point prepares a case, sizes
 //! its batches, warms it up, takes samples, and always tears it down.
 //!
 //! Timing model: a *sample* is one call to [`Case::run`] with a batch of
@@ -185,13 +185,12 @@ pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer
                 k += 1;
                 done += 1;
                 if done < planned && observer.wants_checkpoints() {
-                    observer.checkpoint(&assembler.report(&slots, round, done));
+                    observer.checkpoint(&assembler.report(&slots, done));
                 }
             }
         }
     }
-    let rounds_done = if ctx.cancelled() { rounds - 1 } else { rounds };
-    assembler.report(&slots, rounds_done.max(1), done)
+    assembler.report(&slots, done)
 }
 
 /// Builds the report from the records so far: the final one, or a
@@ -204,8 +203,8 @@ struct Assembler {
 }
 
 impl Assembler {
-    /// The report after `done` of the planned record steps, in `round`.
-    fn report(&self, slots: &[(Record, Hists)], round: usize, done: usize) -> Report {
+    /// The report after `done` of the planned record steps.
+    fn report(&self, slots: &[(Record, Hists)], done: usize) -> Report {
         let rounds = self.config.rounds;
         let complete = done >= self.planned;
         let mut records: Vec<Record> = slots
@@ -226,7 +225,6 @@ impl Assembler {
             })
             .collect();
         flag_same_params(&mut records);
-        let _ = round;
         Report {
             schema_version: SCHEMA_VERSION.to_string(),
             tool_version: self.host.build.version.clone(),

@@ -140,7 +140,7 @@ async fn connection(
     let first = match first_frame(&mut sock, shared.cfg.io_timeout).await {
         Ok(m) => m,
         Err(why) => {
-            shared.log(format_args!("{peer}: {why}"));
+            shared.log(format_args!("{peer}: {}", printable(&why.to_string())));
             return;
         }
     };
@@ -195,11 +195,11 @@ async fn connection(
             let msg = format!(
                 "the client speaks benchsuite-net protocol version {v}, this server speaks version {PROTOCOL_VERSION}"
             );
-            shared.log(format_args!("{peer}: refused: {msg} ({why})"));
+            shared.log(format_args!("{peer}: refused: {msg} ({})", printable(&why)));
             refuse(sock, ErrorCode::Version, &msg).await;
         }
         Err((why, _)) => {
-            shared.log(format_args!("{peer}: refused: {why}"));
+            shared.log(format_args!("{peer}: refused: {}", printable(&why)));
             refuse(sock, ErrorCode::BadRequest, &why).await;
         }
     }
@@ -422,7 +422,10 @@ async fn control(
         }
     };
     if let Some(why) = outcome {
-        shared.log(format_args!("{peer}: control connection closed: {why}"));
+        shared.log(format_args!(
+            "{peer}: control connection closed: {}",
+            printable(&why)
+        ));
     }
     if let Some(s) = session.take() {
         lock(&shared.sessions).remove(&s.id);
