@@ -165,7 +165,11 @@ fn bad_input_exits_2_naming_the_flag_or_file() {
         &["run", "cpu.flops", "--opt", "cpu-ghz=fast"],
         "--opt cpu-ghz",
     );
-    assert_usage_error(&["run", "os.syscall", "--peer", "h:1"], "--peer");
+    let e = assert_usage_error(&["run", "os.syscall", "--peer", "h:1"], "--peer");
+    assert!(
+        e.contains("is read by net.") && e.contains("not selected"),
+        "{e}"
+    );
     // A CPU this process may not run on: refused before listening.
     assert_usage_error(&["serve", "--echo-cpu", "100000"], "CPU 100000");
     assert_usage_error(&["serve", "--echo-cpu", "one"], "--echo-cpu");

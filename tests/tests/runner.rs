@@ -440,3 +440,60 @@ fn options_must_be_declared_and_well_formed() {
         "{e}"
     );
 }
+
+#[test]
+fn checkpoints_follow_every_record_and_mark_unfinished_reports() {
+    #[derive(Default)]
+    struct Keep(Vec<benchsuite_core::Report>);
+    impl benchsuite_core::runner::Observer for Keep {
+        fn wants_checkpoints(&self) -> bool {
+            true
+        }
+        fn checkpoint(&mut self, report: &benchsuite_core::Report) {
+            self.0.push(report.clone());
+        }
+    }
+    let reg = registry(&[
+        Fake::new("fake.a", Script::Work, 1_000),
+        Fake::new("fake.b", Script::Work, 1_000),
+    ]);
+    let mut cfg = fast_config();
+    cfg.rounds = 2;
+    let mut keep = Keep::default();
+    let plan = benchsuite_core::runner::plan(&reg, &cfg).unwrap();
+    let last = benchsuite_core::runner::run_plan(&plan, &cfg, &mut keep);
+    // 2 records × 2 rounds = 4 steps: a checkpoint after each but the last.
+    let done: Vec<_> = keep
+        .0
+        .iter()
+        .map(|r| r.progress.map(|p| (p.done, p.planned)))
+        .collect();
+    assert_eq!(done, [Some((1, 4)), Some((2, 4)), Some((3, 4))]);
+    assert_eq!(keep.0[0].records.len(), 1);
+    assert_eq!(keep.0[2].records.len(), 2);
+    assert!(
+        keep.0[2].records[0]
+            .notes
+            .iter()
+            .any(|n| n.contains("2 of 2 rounds")),
+        "{:?}",
+        keep.0[2].records[0].notes
+    );
+    assert_eq!(last.progress, None);
+    assert!(
+        last.records[1]
+            .notes
+            .iter()
+            .any(|n| n.starts_with("samples pooled from 2 rounds"))
+    );
+
+    // Cut short by Ctrl-C: the final report says how far it got.
+    let reg = registry(&[
+        Fake::new("fake.cancel", Script::CancelDuringRun, 1_000),
+        Fake::new("fake.b", Script::Work, 1_000),
+    ]);
+    let cfg = fast_config();
+    let report = run(&reg, &cfg, &mut Silent).unwrap();
+    assert_eq!(report.records.len(), 1);
+    assert_eq!(report.progress.map(|p| (p.done, p.planned)), Some((1, 2)));
+}

@@ -131,7 +131,7 @@ fn check_options(
                 return Err(ConfigError::UnknownOption {
                     key: key.clone(),
                     valid: if valid.is_empty() {
-                        "no options".into()
+                        "none".into()
                     } else {
                         valid.join(", ")
                     },

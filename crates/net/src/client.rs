@@ -595,6 +595,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_peer_option_check_accepts_what_resolve_peer_does() {
+        let peer = Target::option_specs()
+            .into_iter()
+            .find(|o| o.name == "peer")
+            .unwrap();
+        for ok in [
+            "10.0.0.2",
+            "10.0.0.2:5301",
+            "[::1]:5301",
+            "::1",
+            "host.example",
+        ] {
+            assert!((peer.check)(ok).is_ok(), "{ok}");
+        }
+        let e = (peer.check)("fe80::1:x").unwrap_err();
+        assert!(e.contains("HOST:PORT"), "{e}");
+        let token = Target::option_specs()
+            .into_iter()
+            .find(|o| o.name == "token")
+            .unwrap();
+        assert!(token.secret);
+    }
+
+    #[test]
     fn peers_parse_with_and_without_ports() {
         assert_eq!(
             resolve_peer("127.0.0.1:9").unwrap(),

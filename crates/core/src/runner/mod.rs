@@ -218,7 +218,7 @@ impl Assembler {
                             "samples pooled from {n} rounds (the whole plan run {n} times, one point after the other), so their spread includes the machine's drift between rounds"
                         )
                     } else {
-                        format!("samples pooled from the {n} of {rounds} rounds finished before the run stopped")
+                        format!("samples pooled from the {n} of {rounds} rounds that had finished when this report was written")
                     });
                 }
                 r
