@@ -262,7 +262,11 @@ fn cmd_convert(args: &ConvertArgs) -> Result<i32> {
         args.output.as_deref(),
         io::stdout().is_terminal(),
     )?;
-    let report = Report::read(&args.report)?;
+    let mut report = Report::read(&args.report)?;
+    // A report written before tokens were redacted still holds one.
+    if let Some(t) = report.config.options.get_mut("token") {
+        *t = benchsuite::bench::REDACTED.to_string();
+    }
     let written = write_report(&report, format, args.output.as_deref())?;
     if !written.is_empty() {
         eprintln!("{} records{written}", report.records.len());

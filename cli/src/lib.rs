@@ -25,8 +25,8 @@ mod registry;
 pub use benchsuite_core::{
     About, BenchError, Benchmark, Case, CompareOptions, Comparison, ConfigError, Context,
     Direction, Host, LatencySummary, Meta, Metric, MetricSource, MetricSpec, Module, Observer,
-    ParamKind, ParamSpec, Peak, PeakInput, Point, Probe, Record, Registry, Report, ReportError,
-    RunConfig, SCHEMA_VERSION, Status, Summary, Value, Verdict, Work,
+    OptionSpec, ParamKind, ParamSpec, Peak, PeakInput, Point, Probe, Record, Registry, Report,
+    ReportError, RunConfig, SCHEMA_VERSION, Status, Summary, Value, Verdict, Work,
 };
 pub use benchsuite_core::{
     bench, compare, error, export, host, param, report, runner, schema, stats, sweep, units,

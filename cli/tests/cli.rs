@@ -430,6 +430,15 @@ fn the_token_never_reaches_a_report_an_export_or_a_log() {
         "json",
     ]);
     seen.push(String::from_utf8_lossy(&o.stdout).into_owned());
+    // A report written before redaction still has the token: convert
+    // does not copy it.
+    let mut old = report.clone();
+    old["config"]["options"]["token"] = serde_json::json!(secret);
+    let old_p = dir.path().join("old.json");
+    std::fs::write(&old_p, old.to_string()).unwrap();
+    let o = run(&["convert", old_p.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    seen.push(String::from_utf8_lossy(&o.stdout).into_owned());
     for (i, text) in seen.iter().enumerate() {
         assert!(!text.contains(secret), "output {i} holds the token: {text}");
     }
