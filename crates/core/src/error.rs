@@ -154,16 +154,6 @@ pub enum ReportError {
         #[source]
         source: serde_json::Error,
     },
-    /// Two reports with different major schema versions.
-    #[error(
-        "cannot compare schema version {base} with {new}: the major versions differ; re-run the baseline with this benchsuite version"
-    )]
-    SchemaMismatch {
-        /// Schema version of the baseline.
-        base: String,
-        /// Schema version of the new report.
-        new: String,
-    },
     /// The report's schema is newer than this build understands.
     #[error(
         "{path} has schema version {found}, this benchsuite reads major version {supported}; upgrade benchsuite"
