@@ -12,8 +12,8 @@ use benchsuite_core::runner::{Silent, run};
 use benchsuite_core::stats::{Summary, latency_histogram};
 use benchsuite_core::sweep::{Defaults, expand};
 use benchsuite_core::{
-    BenchError, Benchmark, Case, Context, Meta, MetricSpec, ParamSpec, Point, Registry, RunConfig,
-    Work,
+    BenchError, Benchmark, Case, Context, Finished, Meta, MetricSpec, ParamSpec, Point, Registry,
+    RunConfig, Work,
 };
 use criterion::{Criterion, criterion_group, criterion_main};
 
@@ -22,6 +22,9 @@ struct Null;
 impl Case for Null {
     fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
         Ok(Work::ops(black_box(iters)))
+    }
+    fn finish(self: Box<Self>) -> Finished {
+        Finished::default()
     }
 }
 impl Benchmark for Null {

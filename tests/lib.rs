@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use benchsuite_core::{
-    BenchError, Benchmark, Case, Context, Meta, MetricSpec, ParamSpec, Peak, Point, Probe, Report,
-    RunConfig, Value, Work,
+    About, BenchError, Benchmark, Case, Context, Finished, Meta, MetricSpec, ParamSpec, Peak,
+    Point, Probe, Report, RunConfig, Value, Work,
 };
 
 pub mod schema;
@@ -111,24 +111,21 @@ impl Case for FakeCase {
         Ok(Work::ops_bytes(iters, iters * 64))
     }
 
-    fn teardown(&mut self) -> Result<(), BenchError> {
+    fn finish(self: Box<Self>) -> Finished {
         self.fake.teardowns.fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    }
-
-    fn peak(&self) -> Option<Peak> {
-        self.fake.peak_ops.map(|v| Peak {
-            metric: "rate".into(),
-            value: v,
-            unit: "op/s".into(),
-            formula: "scripted".into(),
-            inputs: Default::default(),
-            efficiency: None,
-        })
-    }
-
-    fn resolved(&self) -> Vec<(&'static str, Value)> {
-        vec![("block", Value::Int(self.block))]
+        About {
+            peak: self.fake.peak_ops.map(|v| Peak {
+                metric: "rate".into(),
+                value: v,
+                unit: "op/s".into(),
+                formula: "scripted".into(),
+                inputs: Default::default(),
+                efficiency: None,
+            }),
+            resolved: vec![("block", Value::Int(self.block))],
+            ..About::default()
+        }
+        .into()
     }
 }
 

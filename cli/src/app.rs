@@ -456,27 +456,64 @@ fn cmd_serve(args: &ServeArgs) -> Result<i32> {
                 benchsuite_net::DEFAULT_PORT
             )
         })?;
-    let mut cfg = benchsuite_net::ServerConfig::new(bind, args.token.clone());
+    // --no-auth: nobody needs a token, so nobody may reach it but this
+    // machine.
+    if args.no_auth && !bind.ip().is_loopback() {
+        anyhow::bail!(
+            "--no-auth is refused on {bind}: only a loopback address may go without a token \
+             (any host that reaches {bind} could use this machine's network); set {} or give --token-file PATH",
+            config::TOKEN_ENV
+        );
+    }
+    let token = config::resolve_token(
+        args.token.as_ref(),
+        args.token_file.as_deref(),
+        !args.no_auth,
+    )?;
+    if args.no_auth && std::env::var_os(config::TOKEN_ENV).is_some() {
+        eprintln!(
+            "benchsuite serve: note: {} is set but ignored: --no-auth",
+            config::TOKEN_ENV
+        );
+    }
+    let source = token.as_ref().map(|(_, s)| *s);
+    let mut cfg = benchsuite_net::ServerConfig::new(bind, token.map(|(t, _)| t));
     cfg.log = true;
     cfg.echo_cpu = args.echo_cpu;
+    // The configuration's own checks first (a public address without a
+    // token, a CPU this process may not use), then the rule of `serve`:
+    // a token also on loopback, unless --no-auth.
+    cfg.check()?;
+    if source.is_none() && !args.no_auth {
+        anyhow::bail!(
+            "benchsuite serve requires a token, also on {bind}: any user of this machine could use the server otherwise; \
+             set {} or give --token-file PATH (clients then use the same token), or pass --no-auth to accept anyone on this machine",
+            config::TOKEN_ENV
+        );
+    }
     let echo_cpu = args.echo_cpu;
-    let token = args.token.is_some();
     benchsuite_net::serve(cfg, |addr| {
         eprintln!(
             "benchsuite serve: listening on {addr} (TCP; UDP tests on ephemeral ports), protocol version {}, {}{}; Ctrl-C to stop",
             benchsuite_net::PROTOCOL_VERSION,
-            if token {
-                "token required"
-            } else {
-                "no token (loopback only)"
+            match source {
+                Some(s) => format!("token required (from {s})"),
+                None => "no token (--no-auth: anyone on this machine may use it)".to_string(),
             },
             echo_cpu
                 .map(|c| format!(", echo threads pinned to CPU {c}"))
                 .unwrap_or_default()
         );
         eprintln!(
-            "benchsuite serve: clients run `benchsuite run net --peer {addr}{}`",
-            if token { " --token T" } else { "" }
+            "benchsuite serve: clients run `benchsuite run net --peer {addr}`{}",
+            if source.is_some() {
+                format!(
+                    " with the same token in {} or --token-file",
+                    config::TOKEN_ENV
+                )
+            } else {
+                String::new()
+            }
         );
     })?;
     eprintln!("benchsuite serve: stopped");

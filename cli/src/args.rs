@@ -5,6 +5,20 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+/// A token given on the command line. Its `Debug` never shows it.
+#[derive(Clone)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+fn secret(text: &str) -> Result<Secret, String> {
+    Ok(Secret(text.to_string()))
+}
+
 /// Measure a machine's CPU, memory, disk, network, GPU and OS primitives.
 ///
 /// Results carry full statistics (median, CV, 95% CI), the host they were
@@ -32,6 +46,14 @@ pub enum Command {
     Info(InfoArgs),
     /// Serve network benchmarks to clients (`benchsuite run net --peer
     /// HOST:PORT`) until Ctrl-C or SIGTERM.
+    ///
+    /// The server requires a token, also on loopback (another user of this
+    /// machine could use it otherwise): set BENCHSUITE_TOKEN, or give
+    /// --token-file FILE; clients give the same token the same ways. Only
+    /// a loopback address may go without one, with --no-auth. The token
+    /// authenticates clients (an HMAC of a fresh nonce; it never crosses
+    /// the network) but encrypts nothing: across an untrusted network, run
+    /// it in a VPN or an SSH tunnel. See docs/security.md.
     Serve(ServeArgs),
     /// Write a JSON report in another format (csv, md, bmf, gha,
     /// openmetrics...) without measuring again, e.g. for a dashboard.
@@ -73,20 +95,39 @@ pub struct RunArgs {
     #[arg(long, value_name = "HOST:PORT")]
     pub peer: Option<String>,
 
-    /// Network benchmarks: the token the peer requires.
-    #[arg(long, value_name = "TOKEN")]
-    pub token: Option<String>,
+    /// Network benchmarks: the --peer server's token. Prefer the
+    /// environment variable BENCHSUITE_TOKEN or --token-file: a --token is
+    /// visible to every user of this machine (`ps`) and kept in shell
+    /// history. --token and --token-file exclude each other; either one
+    /// overrides BENCHSUITE_TOKEN. The token is never sent (the server
+    /// checks an HMAC of a fresh nonce) nor written to a report.
+    #[arg(long, value_name = "TOKEN", value_parser = secret, conflicts_with = "token_file")]
+    pub token: Option<Secret>,
+
+    /// Network benchmarks: read the --peer server's token from the first
+    /// line of FILE (its trailing newline removed).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
 
     /// Theoretical memory bandwidth when it cannot be detected (e.g.
     /// `68.3GB/s`); memory records then carry an efficiency.
     #[arg(long, value_name = "RATE")]
     pub peak_mem_bw: Option<String>,
 
-    /// Disk benchmarks: allow writing to an existing file or block device
-    /// named by `--param dir=PATH` (tested in place, like fio's --filename;
-    /// its contents are overwritten). Reading one in place needs no flag.
-    #[arg(long)]
-    pub allow_overwrite: bool,
+    /// Disk benchmarks: lets write tests overwrite the existing files or
+    /// block devices named (`--allow-overwrite=/dev/sdb`, comma-separated
+    /// for several) when `--param dir=PATH` names them (tested in place,
+    /// like fio's --filename; their contents are overwritten). The bare
+    /// flag authorises a single target; a run that would write to two is
+    /// refused. Reading in place needs no flag.
+    #[arg(
+        long,
+        value_name = "PATH[,PATH...]",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "on"
+    )]
+    pub allow_overwrite: Option<String>,
 
     /// A module option as KEY=VALUE (repeatable), passed to benchmarks.
     #[arg(long = "opt", value_name = "KEY=VALUE")]
@@ -251,15 +292,28 @@ pub struct InfoArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address and port to listen on. Any address other than loopback
-    /// (e.g. `0.0.0.0:5301`) requires --token. UDP tests use ephemeral
-    /// ports on the same address.
+    /// Address and port to listen on. UDP tests use ephemeral ports on the
+    /// same address.
     #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:5301")]
     pub bind: String,
 
-    /// The token clients must present (`benchsuite run net --token T`).
-    #[arg(long, value_name = "TOKEN")]
-    pub token: Option<String>,
+    /// The token clients must prove they know. Prefer BENCHSUITE_TOKEN or
+    /// --token-file: a --token is visible to every user of this machine
+    /// (`ps`). --token and --token-file exclude each other; either one
+    /// overrides BENCHSUITE_TOKEN.
+    #[arg(long, value_name = "TOKEN", value_parser = secret, conflicts_with_all = ["token_file", "no_auth"])]
+    pub token: Option<Secret>,
+
+    /// Read the token from the first line of FILE (its trailing newline
+    /// removed).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_auth")]
+    pub token_file: Option<PathBuf>,
+
+    /// Accept clients without a token: anyone who can reach the address
+    /// may use this machine's network through the server. Refused unless
+    /// --bind is a loopback address; BENCHSUITE_TOKEN is then ignored.
+    #[arg(long)]
+    pub no_auth: bool,
 
     /// Pin the threads that answer latency tests (TCP and UDP echo) to this
     /// CPU, as `taskset -c N sockperf server` would; with the client pinned

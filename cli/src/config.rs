@@ -12,7 +12,98 @@ use benchsuite::sweep::parse_values;
 use benchsuite::units::parse_duration;
 use benchsuite::{ConfigError, ParamSpec, RunConfig};
 
-use crate::args::{CompareArgs, RunArgs};
+use crate::args::{CompareArgs, RunArgs, Secret};
+
+/// The environment variable holding the network token.
+pub const TOKEN_ENV: &str = "BENCHSUITE_TOKEN";
+
+/// The most bytes read from a `--token-file` (its first line must fit).
+const TOKEN_FILE_MAX: u64 = 64 * 1024;
+
+/// Where the token came from, for messages (never the token itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenSource {
+    Flag,
+    File,
+    Env,
+}
+
+impl std::fmt::Display for TokenSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TokenSource::Flag => "--token",
+            TokenSource::File => "--token-file",
+            TokenSource::Env => TOKEN_ENV,
+        })
+    }
+}
+
+/// The token from its sources: `--token` or `--token-file` (clap refuses
+/// both at once), either of which overrides `BENCHSUITE_TOKEN`; the
+/// environment is read only when `use_env`. `--token` is accepted with a
+/// warning that it is visible in `ps`.
+pub fn resolve_token(
+    flag: Option<&Secret>,
+    file: Option<&std::path::Path>,
+    use_env: bool,
+) -> Result<Option<(String, TokenSource)>> {
+    if let Some(Secret(t)) = flag {
+        eprintln!(
+            "warning: --token puts the token on the command line, where other users of this machine can read it (ps, /proc) and shell history keeps it; use {TOKEN_ENV}=... or --token-file PATH instead"
+        );
+        if t.is_empty() {
+            bail!("--token is empty: give a non-empty token");
+        }
+        return Ok(Some((t.clone(), TokenSource::Flag)));
+    }
+    if let Some(path) = file {
+        return read_token_file(path).map(|t| Some((t, TokenSource::File)));
+    }
+    if !use_env {
+        return Ok(None);
+    }
+    match std::env::var(TOKEN_ENV) {
+        Ok(t) if t.is_empty() => {
+            bail!("{TOKEN_ENV} is set but empty: give a non-empty token, or unset it")
+        }
+        Ok(t) => Ok(Some((t, TokenSource::Env))),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => bail!("{TOKEN_ENV} is not valid UTF-8"),
+    }
+}
+
+/// The first line of `path`, its line ending removed; an error naming the
+/// file if it cannot be read or the line is empty. Warns when other users
+/// may read the file.
+fn read_token_file(path: &std::path::Path) -> Result<String> {
+    use std::io::{BufRead, Read};
+    let shown = path.display();
+    let f = std::fs::File::open(path)
+        .with_context(|| format!("--token-file {shown}: cannot read the token"))?;
+    #[cfg(unix)]
+    if let Ok(meta) = f.metadata() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = meta.permissions().mode();
+        if meta.is_file() && mode & 0o077 != 0 {
+            eprintln!(
+                "warning: --token-file {shown} may be read by other users (mode {:o}); chmod 600 it",
+                mode & 0o777
+            );
+        }
+    }
+    let mut line = String::new();
+    std::io::BufReader::new(f.take(TOKEN_FILE_MAX))
+        .read_line(&mut line)
+        .with_context(|| format!("--token-file {shown}: cannot read the token"))?;
+    let token = line
+        .strip_suffix('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        .unwrap_or(&line);
+    if token.is_empty() {
+        bail!("--token-file {shown}: the first line is empty; put the token on it");
+    }
+    Ok(token.to_string())
+}
 
 /// Where and how to write the run's report.
 #[derive(Debug)]
@@ -64,7 +155,8 @@ impl FlagNames {
 /// The flag that sets a module option: a dedicated one, or `--opt KEY`.
 fn option_flag(key: &str) -> String {
     match key {
-        "peer" | "token" | "peak-mem-bw" | "allow-overwrite" => format!("--{key}"),
+        "token" => "--token (or --token-file)".into(),
+        "peer" | "peak-mem-bw" | "allow-overwrite" => format!("--{key}"),
         _ => format!("--opt {key}"),
     }
 }
@@ -132,18 +224,31 @@ pub fn run_config(args: &RunArgs, stdout_tty: bool) -> Result<(RunConfig, Output
             .ok_or_else(|| anyhow!("invalid value `{o}` for --opt: expected KEY=VALUE"))?;
         cfg.options.insert(k.trim().to_string(), v.to_string());
     }
-    let named = [
-        ("peer", &args.peer),
-        ("token", &args.token),
-        ("peak-mem-bw", &args.peak_mem_bw),
-    ];
+    let named = [("peer", &args.peer), ("peak-mem-bw", &args.peak_mem_bw)];
     for (key, value) in named {
         if let Some(v) = value {
             cfg.options.insert(key.to_string(), v.clone());
         }
     }
-    if args.allow_overwrite {
-        cfg.options.insert("allow-overwrite".into(), "true".into());
+    // `--opt token=T` is `--token T` by another name (warned about alike).
+    let opt_token = cfg.options.remove("token").map(Secret);
+    if opt_token.is_some() && (args.token.is_some() || args.token_file.is_some()) {
+        bail!("--opt token= and --token or --token-file are both given; give the token once");
+    }
+    let flag = args.token.clone().or(opt_token);
+    // BENCHSUITE_TOKEN is read only for a run with a benchmark that takes
+    // a token: set in the environment, it must not break `run os`.
+    let use_env = benchsuite::registry()
+        .select(&cfg.selectors)
+        .is_ok_and(|b| {
+            b.iter()
+                .any(|b| b.options().iter().any(|o| o.name == "token"))
+        });
+    if let Some((token, _)) = resolve_token(flag.as_ref(), args.token_file.as_deref(), use_env)? {
+        cfg.options.insert("token".into(), token);
+    }
+    if let Some(v) = &args.allow_overwrite {
+        cfg.options.insert("allow-overwrite".into(), v.clone());
     }
     if let Some(r) = args.runs {
         cfg.runs = r;

@@ -23,13 +23,15 @@
 mod registry;
 
 pub use benchsuite_core::{
-    About, BenchError, Benchmark, Case, CompareOptions, Comparison, ConfigError, Context,
-    Direction, Host, LatencySummary, Meta, Metric, MetricSource, MetricSpec, Module, Observer,
-    OptionSpec, ParamKind, ParamSpec, Peak, PeakInput, Point, Probe, Record, Registry, Report,
-    ReportError, RunConfig, SCHEMA_VERSION, Status, Summary, Value, Verdict, Work,
+    About, BenchError, Benchmark, Case, Caveat, Choice, CompareOptions, Comparison, ConfigError,
+    Context, Direction, Finished, Host, LatencySummary, Meta, Metric, MetricSource, MetricSpec,
+    Module, Observer, OptionSpec, ParamKind, ParamSpec, Peak, PeakInput, Point, Probe, Record,
+    Registry, Report, ReportError, RunConfig, SCHEMA_VERSION, Status, Summary, TeamCase, Value,
+    Verdict, Work, choice_enum, error_chain,
 };
 pub use benchsuite_core::{
-    bench, compare, error, export, host, param, report, runner, schema, stats, sweep, units,
+    bench, caveat, compare, error, export, host, param, report, runner, schema, stats, sweep, team,
+    units,
 };
 pub use registry::registry;
 

@@ -29,15 +29,8 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            let mut msg = format!("error: {e}");
-            for cause in e.chain().skip(1) {
-                // Typed errors often already print their cause; don't repeat it.
-                let text = cause.to_string();
-                if !msg.contains(&text) {
-                    msg.push_str(&format!(": {text}"));
-                }
-            }
-            eprintln!("{msg}");
+            // Every error prints one level; `{:#}` joins the chain.
+            eprintln!("error: {e:#}");
             ExitCode::from(2)
         }
     }

@@ -444,6 +444,257 @@ fn the_token_never_reaches_a_report_an_export_or_a_log() {
     }
 }
 
+/// A `benchsuite serve` on a free loopback port with `env` set; its
+/// address, and its stderr lines as they come. Killed when dropped.
+struct ServeProc {
+    child: std::process::Child,
+    addr: String,
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Drop for ServeProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(extra: &[&str], env: &[(&str, &str)]) -> ServeProc {
+    use std::io::BufRead;
+    let mut cmd = bin();
+    cmd.args(["serve", "--bind", "127.0.0.1:0"])
+        .args(extra)
+        .env_remove("BENCHSUITE_TOKEN")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let err = child.stderr.take().unwrap();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let log2 = log.clone();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(err).lines() {
+            let Ok(line) = line else { break };
+            let addr = line
+                .split("listening on ")
+                .nth(1)
+                .map(|rest| rest.split_whitespace().next().unwrap_or("").to_string());
+            // Logged before the address is announced, so the caller sees
+            // the listening line in the log.
+            log2.lock().unwrap().push(line);
+            if let Some(a) = addr {
+                let _ = tx.send(a);
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .unwrap_or_else(|_| panic!("serve did not start: {:?}", log.lock().unwrap()));
+    ServeProc { child, addr, log }
+}
+
+#[test]
+fn the_token_from_env_or_file_reaches_no_output_and_the_flag_is_warned_about() {
+    let secret = "s3cret-ENV-FILE-9b1c";
+    let srv = serve(&[], &[("BENCHSUITE_TOKEN", secret)]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    std::fs::write(&file, format!("{secret}\nsecond line ignored\n")).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let file_s = file.to_str().unwrap();
+    let mut seen = Vec::new();
+    // The three sources: env, file, flag (warned about); each authenticates.
+    for (i, (flags, env)) in [
+        (vec![], Some(secret)),
+        (vec!["--token-file", file_s], None),
+        (vec!["--token", secret], None),
+        // --token-file beats the environment.
+        (vec!["--token-file", file_s], Some("wrong-env-token")),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let json = dir.path().join(format!("r{i}.json"));
+        let mut cmd = bin();
+        cmd.args(["run", "net.connect", "--peer", &srv.addr, "--quick"])
+            .args(&flags)
+            .args(FAST)
+            .args(["-o", json.to_str().unwrap()])
+            .env_remove("BENCHSUITE_TOKEN");
+        if let Some(e) = env {
+            cmd.env("BENCHSUITE_TOKEN", e);
+        }
+        let o = cmd.output().unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{flags:?}: {err}");
+        let text = std::fs::read_to_string(&json).unwrap();
+        let report: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(report["records"][0]["status"], "ok", "{flags:?}: {report}");
+        assert_eq!(report["config"]["options"]["token"], "<redacted>");
+        let warned = err.contains("warning: --token puts the token on the command line");
+        assert_eq!(
+            warned,
+            flags.first() == Some(&"--token"),
+            "{flags:?}: {err}"
+        );
+        if warned {
+            assert!(
+                err.contains("BENCHSUITE_TOKEN") && err.contains("--token-file"),
+                "{err}"
+            );
+        }
+        assert!(!err.contains("may be read by other users"), "{err}");
+        seen.extend([String::from_utf8_lossy(&o.stdout).into_owned(), err, text]);
+    }
+    // A wrong token is refused, and the server logs it without the token.
+    let o = bin()
+        .args([
+            "run",
+            "net.connect",
+            "--peer",
+            &srv.addr,
+            "--quick",
+            "--format",
+            "json",
+        ])
+        .args(FAST)
+        .env("BENCHSUITE_TOKEN", "not-it")
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let reason = report["records"][0]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("wrong token"), "{report}");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let log = srv.log.lock().unwrap().clone();
+    assert!(
+        log.iter().any(|l| l.contains("refused: wrong token")),
+        "{log:?}"
+    );
+    assert!(
+        log[0].contains("token required (from BENCHSUITE_TOKEN)"),
+        "{log:?}"
+    );
+    seen.extend(log);
+    for (i, text) in seen.iter().enumerate() {
+        assert!(!text.contains(secret), "output {i} holds the token: {text}");
+    }
+    drop(srv);
+
+    // A serve started with --token-file, and one with --token (warned).
+    let srv = serve(&["--token-file", file_s], &[]);
+    assert!(srv.log.lock().unwrap()[0].contains("(from --token-file)"));
+    drop(srv);
+
+    // Unreadable or empty files, and an empty environment variable, are
+    // refused naming the source; so is giving the token twice.
+    let missing = dir.path().join("no-such-token");
+    let e = assert_usage_error(
+        &[
+            "run",
+            "net.connect",
+            "--token-file",
+            missing.to_str().unwrap(),
+        ],
+        "no-such-token",
+    );
+    assert!(e.contains("--token-file"), "{e}");
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, "\n").unwrap();
+    let e = assert_usage_error(&["serve", "--token-file", empty.to_str().unwrap()], "empty");
+    assert!(e.contains("--token-file"), "{e}");
+    let o = bin()
+        .args(["run", "net.connect", "--quick"])
+        .env("BENCHSUITE_TOKEN", "")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("BENCHSUITE_TOKEN is set but empty"),
+        "{}",
+        stderr(&o)
+    );
+    assert_usage_error(
+        &["run", "net.connect", "--token", "a", "--token-file", file_s],
+        "cannot be used with",
+    );
+    // BENCHSUITE_TOKEN in the environment does not disturb a run without
+    // network benchmarks.
+    let o = bin()
+        .args(["run", "os.syscall", "--quick", "--format", "json"])
+        .args(FAST)
+        .env("BENCHSUITE_TOKEN", secret)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains(secret));
+}
+
+#[test]
+fn serve_requires_a_token_unless_no_auth_on_loopback() {
+    let o = bin()
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env_remove("BENCHSUITE_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("requires a token") && e.contains("BENCHSUITE_TOKEN") && e.contains("--no-auth"),
+        "{e}"
+    );
+    let o = bin()
+        .args(["serve", "--bind", "0.0.0.0:0", "--no-auth"])
+        .env_remove("BENCHSUITE_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("--no-auth is refused on 0.0.0.0:0"), "{e}");
+    let o = bin()
+        .args(["serve", "--bind", "0.0.0.0:0"])
+        .env_remove("BENCHSUITE_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("without a token"), "{}", stderr(&o));
+    // --no-auth on loopback: clients need nothing, and one round trip.
+    let srv = serve(&["--no-auth"], &[("BENCHSUITE_TOKEN", "ignored-here")]);
+    let log = srv.log.lock().unwrap().clone();
+    assert!(
+        log.iter()
+            .any(|l| l.contains("BENCHSUITE_TOKEN is set but ignored")),
+        "{log:?}"
+    );
+    assert!(
+        log.iter().any(|l| l.contains("no token (--no-auth")),
+        "{log:?}"
+    );
+    let o = bin()
+        .args([
+            "run",
+            "net.connect",
+            "--peer",
+            &srv.addr,
+            "--quick",
+            "--format",
+            "json",
+        ])
+        .args(FAST)
+        .env_remove("BENCHSUITE_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["records"][0]["status"], "ok", "{report}");
+}
+
 #[test]
 fn kill_9_mid_run_leaves_a_valid_report_of_the_finished_records() {
     let dir = tempfile::tempdir().unwrap();

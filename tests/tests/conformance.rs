@@ -78,7 +78,7 @@ fn every_benchmark_runs_at_its_smoke_point() {
             let meta = b.meta();
             meta.metrics
                 .iter()
-                .filter(|m| matches!(m.source, MetricSource::Reported(_)))
+                .filter(|m| m.source.reported_key().is_some())
                 .map(|m| (meta.id.to_string(), m.name.to_string()))
                 .collect::<Vec<_>>()
         })

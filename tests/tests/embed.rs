@@ -4,8 +4,8 @@
 
 use benchsuite::export::{Format, write_report};
 use benchsuite::{
-    BenchError, Benchmark, Case, Context, Meta, MetricSpec, ParamSpec, Point, RunConfig, Status,
-    Work,
+    About, BenchError, Benchmark, Case, Context, Finished, Meta, MetricSpec, ParamSpec, Point,
+    RunConfig, Status, Work,
 };
 
 /// Sums a vector of `len` u64 values: a custom benchmark with one parameter.
@@ -25,6 +25,14 @@ impl Case for VecSumCase {
         std::hint::black_box(total);
         let bytes = iters * (self.data.len() * 8) as u64;
         Ok(Work::ops_bytes(iters, bytes))
+    }
+
+    /// Nothing to release but the vector (dropped with `self`); the record
+    /// gets a note saying what one operation is.
+    fn finish(self: Box<Self>) -> Finished {
+        let mut about = About::default();
+        about.note(format!("one op = one sum of {} u64", self.data.len()));
+        about.into()
     }
 }
 
@@ -63,6 +71,11 @@ fn a_custom_benchmark_runs_like_a_builtin_one() {
     assert_eq!(report.records.len(), 2);
     for r in &report.records {
         assert_eq!(r.status, Status::Ok);
+        assert!(
+            r.notes[0].starts_with("one op = one sum of "),
+            "{:?}",
+            r.notes
+        );
         let bw = r.metric("bandwidth").unwrap().summary.median;
         // Positive, and below 10 TB/s, far above any DRAM or cache.
         assert!(bw > 0.0 && bw < 1e13, "{bw}");

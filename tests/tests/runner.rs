@@ -335,7 +335,9 @@ fn peak_gives_efficiency_and_flags_the_impossible() {
     let r = &report.records[1];
     assert!(r.peak.as_ref().unwrap().efficiency.unwrap() > 1.0);
     assert!(
-        r.warnings.iter().any(|w| w.contains("theoretical peak")),
+        r.warnings.iter().any(
+            |w| matches!(w, benchsuite_core::Caveat::OverPeak { metric, .. } if metric == "rate")
+        ),
         "{:?}",
         r.warnings
     );
@@ -376,7 +378,7 @@ fn records_show_resolved_values_and_modules_add_host_facts() {
     let repeats = |r: &benchsuite_core::Record| {
         r.warnings
             .iter()
-            .any(|w| w.contains("same parameters as record 1"))
+            .any(|w| matches!(w, benchsuite_core::Caveat::SameParams { record: 1 }))
     };
     assert!(!report.records.iter().any(repeats));
 

@@ -16,6 +16,7 @@ use hdrhistogram::Histogram;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::caveat::Caveat;
 use crate::error::{BenchError, ConfigError};
 use crate::host::Host;
 use crate::param::{ParamSpec, Point, Value};
@@ -47,8 +48,31 @@ pub enum MetricSource {
     /// record also carries percentiles of all batches' merged histogram.
     Latency,
     /// A value the case reports itself in [`Work::values`] under this key
-    /// (for example UDP loss in %). It is not scaled by time.
+    /// (for example UDP loss in %). It is not scaled by time. In a time
+    /// series (`--duration`), an interval's value is the mean of its
+    /// batches' values weighted by their time, so it covers the whole
+    /// interval: a rate (bits per second) comes out as the interval's total
+    /// over its time, a percentage as its time-weighted average.
     Reported(&'static str),
+    /// A reported value that is the smallest over its batches (a slowest
+    /// stream's rate, a best resolution): an interval keeps the minimum.
+    ReportedMin(&'static str),
+    /// A reported value that is the largest over its batches (a worst
+    /// residual, a fastest stream): an interval keeps the maximum.
+    ReportedMax(&'static str),
+}
+
+impl MetricSource {
+    /// The [`Work::values`] key of a reported metric (any of the three
+    /// `Reported` kinds).
+    pub fn reported_key(&self) -> Option<&'static str> {
+        match self {
+            MetricSource::Reported(k)
+            | MetricSource::ReportedMin(k)
+            | MetricSource::ReportedMax(k) => Some(k),
+            _ => None,
+        }
+    }
 }
 
 /// The declaration of one metric a benchmark produces.
@@ -224,9 +248,36 @@ pub enum Probe {
     Skip(String),
 }
 
+/// Whether an option key names a secret whatever declares it (`token`,
+/// `*-token`, `*secret*`, `*password*`): such values never reach `Debug`
+/// output, a report or a log.
+pub fn is_secret_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    k == "token" || k.ends_with("-token") || k.contains("secret") || k.contains("password")
+}
+
+/// `Debug` of a map of module options with secret values redacted.
+pub struct RedactedOptions<'a>(pub &'a BTreeMap<String, String>);
+
+impl std::fmt::Debug for RedactedOptions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.0.iter().map(|(k, v)| {
+                let shown = if is_secret_key(k) {
+                    REDACTED
+                } else {
+                    v.as_str()
+                };
+                (k, shown)
+            }))
+            .finish()
+    }
+}
+
 /// What a benchmark may know about the run: the host, where it may write,
-/// user options, and the cancellation flag.
-#[derive(Debug, Clone)]
+/// user options, and the cancellation flag. Its `Debug` redacts secret
+/// options.
+#[derive(Clone)]
 pub struct Context {
     /// The machine, as detected once at the start of the run.
     pub host: Arc<Host>,
@@ -240,6 +291,18 @@ pub struct Context {
     /// Set when the user pressed Ctrl-C; long cases should check it between
     /// operations via [`Context::cancelled`].
     pub cancel: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("host", &self.host.hostname)
+            .field("scratch_dir", &self.scratch_dir)
+            .field("quick", &self.quick)
+            .field("options", &RedactedOptions(&self.options))
+            .field("cancelled", &self.cancelled())
+            .finish()
+    }
 }
 
 impl Context {
@@ -297,73 +360,84 @@ impl Work {
 }
 
 /// What a case says about its record besides the work: the peak, caveats,
-/// notes and resolved parameters, usually all known once `prepare` is done.
-/// A case that keeps them in one `About` returns it from [`Case::about`]
-/// and gets [`Case::peak`], [`Case::warnings`], [`Case::notes`] and
-/// [`Case::resolved`] from it; a case whose answers change while it runs
-/// overrides those instead.
+/// notes and resolved parameters. Usually all known once `prepare` is done;
+/// a case keeps one and hands it back from [`Case::finish`].
 #[derive(Debug, Clone, Default)]
 pub struct About {
-    /// See [`Case::peak`].
+    /// The theoretical peak for the headline metric at this point, if one
+    /// can be derived. The runner adds the efficiency.
     pub peak: Option<Peak>,
-    /// See [`Case::warnings`].
-    pub warnings: Vec<String>,
-    /// See [`Case::notes`].
-    pub notes: Vec<String>,
-    /// See [`Case::resolved`].
-    pub resolved: Vec<(&'static str, Value)>,
-}
-
-/// A prepared sweep point. Created by [`Benchmark::prepare`] (untimed),
-/// timed through [`Case::run`], always finished with [`Case::teardown`].
-///
-/// The runner calls `prepare`, every `run` and `teardown` of one case on the
-/// same thread, one case at a time, so a case may change that thread's state
-/// (CPU affinity, signal mask) in `prepare` and restore it in `teardown`.
-pub trait Case: Send {
-    /// The one timed verb: perform `iters` iterations and say what was done.
-    /// The runner times this call (unless [`Work::elapsed`] is set).
-    fn run(&mut self, iters: u64) -> Result<Work, BenchError>;
-
-    /// Releases what `prepare` made: files removed, sockets closed, threads
-    /// joined. Always called once, also after an error or an interrupt.
-    fn teardown(&mut self) -> Result<(), BenchError> {
-        Ok(())
-    }
-
-    /// The case's peak, warnings, notes and resolved parameters in one
-    /// value, when it keeps them so; the four accessors below read it by
-    /// default. `None` (the default) means each accessor answers itself.
-    fn about(&self) -> Option<&About> {
-        None
-    }
-
-    /// The theoretical peak for the headline metric at this point, if one can
-    /// be derived. The runner adds the efficiency.
-    fn peak(&self) -> Option<Peak> {
-        self.about().and_then(|a| a.peak.clone())
-    }
-
-    /// Caveats to attach to the record (page cache involved, f16 emulated...):
-    /// things that make the number mean less than it seems.
-    fn warnings(&self) -> Vec<String> {
-        self.about().map(|a| a.warnings.clone()).unwrap_or_default()
-    }
-
+    /// Things that make the number mean less than it seems (page cache
+    /// involved, f16 emulated...).
+    pub caveats: Vec<Caveat>,
     /// Facts that help read the number but are not caveats (the clock
     /// source, a calibrated frequency, what exactly one operation includes).
-    fn notes(&self) -> Vec<String> {
-        self.about().map(|a| a.notes.clone()).unwrap_or_default()
-    }
-
+    pub notes: Vec<String>,
     /// Parameters whose value was chosen in `prepare` (an `auto` default
     /// such as `size=0` resolved to four times the last-level cache, or a
     /// block size picked from the access pattern). The record shows these
     /// values instead of the placeholder, so a reader and `compare` see what
     /// actually ran.
-    fn resolved(&self) -> Vec<(&'static str, Value)> {
-        self.about().map(|a| a.resolved.clone()).unwrap_or_default()
+    pub resolved: Vec<(&'static str, Value)>,
+}
+
+impl About {
+    /// Adds a module-specific caveat.
+    pub fn caveat(&mut self, c: impl Into<Caveat>) {
+        self.caveats.push(c.into());
     }
+
+    /// Adds a note.
+    pub fn note(&mut self, n: impl Into<String>) {
+        self.notes.push(n.into());
+    }
+}
+
+/// What a finished case leaves for its record: its [`About`] and, when
+/// releasing its resources failed, that error (the record then fails).
+#[derive(Debug, Default)]
+pub struct Finished {
+    /// Peak, caveats, notes and resolved parameters.
+    pub about: About,
+    /// The teardown error (a file that could not be removed, a thread that
+    /// panicked), if any.
+    pub error: Option<BenchError>,
+}
+
+impl From<About> for Finished {
+    fn from(about: About) -> Self {
+        Finished { about, error: None }
+    }
+}
+
+impl Finished {
+    /// `about`, and `result`'s error if it is one.
+    pub fn with(about: About, result: Result<(), BenchError>) -> Self {
+        Finished {
+            about,
+            error: result.err(),
+        }
+    }
+}
+
+/// A prepared sweep point: made by [`Benchmark::prepare`] (untimed), timed
+/// through [`Case::run`], always consumed by [`Case::finish`].
+///
+/// The runner calls `prepare`, every `run` and `finish` of one case on the
+/// same thread, one case at a time, so a case may change that thread's state
+/// (CPU affinity, signal mask) in `prepare` and restore it in `finish`.
+/// Because `finish` takes the case by value, nothing can run after it: a
+/// case holds its resources directly, never as `Option`s. A case that
+/// wraps a [`crate::team::Team`] is [`crate::team::TeamCase`].
+pub trait Case: Send {
+    /// The one timed verb: perform `iters` iterations and say what was done.
+    /// The runner times this call (unless [`Work::elapsed`] is set).
+    fn run(&mut self, iters: u64) -> Result<Work, BenchError>;
+
+    /// Releases what `prepare` made (files removed, sockets closed, threads
+    /// joined) and says what the record carries. Always called once, also
+    /// after `run` failed, panicked or was interrupted.
+    fn finish(self: Box<Self>) -> Finished;
 }
 
 /// A benchmark: a stateless descriptor registered in a [`crate::Registry`].

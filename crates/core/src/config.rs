@@ -12,7 +12,7 @@ use crate::host::Host;
 
 /// A validated run configuration. Build it with [`RunConfig::default`] and
 /// set fields; [`RunConfig::validate`] is called by [`run`](crate::runner::run).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RunConfig {
     /// Which benchmarks (`all`, `os`, `os.syscall`, `mem.*`). Empty = all.
     pub selectors: Vec<String>,
@@ -43,6 +43,26 @@ pub struct RunConfig {
     pub options: BTreeMap<String, String>,
     /// Set to stop after the current record (Ctrl-C).
     pub cancel: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for RunConfig {
+    /// Every field, with secret options redacted.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunConfig")
+            .field("selectors", &self.selectors)
+            .field("sweep", &self.sweep)
+            .field("runs", &self.runs)
+            .field("rounds", &self.rounds)
+            .field("min_sample_time", &self.min_sample_time)
+            .field("warmup", &self.warmup)
+            .field("duration", &self.duration)
+            .field("interval", &self.interval)
+            .field("quick", &self.quick)
+            .field("smoke", &self.smoke)
+            .field("scratch_dir", &self.scratch_dir)
+            .field("options", &crate::bench::RedactedOptions(&self.options))
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for RunConfig {
@@ -151,6 +171,27 @@ impl RunConfig {
             quick: self.quick,
             options: self.options.clone(),
             cancel: self.cancel.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod debug_tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_never_shows_a_secret() {
+        let mut cfg = RunConfig::quick();
+        cfg.options.insert("token".into(), "hunter2-secret".into());
+        cfg.options.insert("peer-token".into(), "hunter3".into());
+        cfg.options.insert("peer".into(), "h:1".into());
+        let ctx = cfg.context(std::sync::Arc::new(crate::Host::detect()));
+        for text in [format!("{cfg:?}"), format!("{ctx:?}"), format!("{cfg:#?}")] {
+            assert!(!text.contains("hunter"), "{text}");
+            assert!(
+                text.contains("<redacted>") && text.contains("h:1"),
+                "{text}"
+            );
         }
     }
 }

@@ -82,11 +82,17 @@ pub enum ConfigError {
 }
 
 /// An error raised by a benchmark while preparing or running a case. It is
-/// recorded as a `failed` record; the run continues with the next point.
+/// recorded as a `failed` record (or `skipped`, for [`BenchError::Skip`]);
+/// the run continues with the next point.
+///
+/// `Display` shows one level; the cause is [`std::error::Error::source`].
+/// Records and the CLI show the whole chain (see [`error_chain`]), so
+/// wrap a cause with [`BenchError::caused`] instead of formatting it into
+/// the text.
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
     /// An operating-system call failed.
-    #[error("{context}: {source}")]
+    #[error("{context}")]
     Io {
         /// What was being done.
         context: String,
@@ -113,6 +119,16 @@ pub enum BenchError {
     /// The run was interrupted (Ctrl-C) before this record finished.
     #[error("interrupted")]
     Interrupted,
+    /// Something failed because of an underlying error of any type (a
+    /// parser's, a driver's, a module's own error enum), kept as the source.
+    #[error("{context}")]
+    Caused {
+        /// What was being done.
+        context: String,
+        /// Why it failed.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// Anything else.
     #[error("{0}")]
     Other(String),
@@ -131,13 +147,41 @@ impl BenchError {
     pub fn last_os_error(context: impl Into<String>) -> Self {
         Self::io(context, io::Error::last_os_error())
     }
+
+    /// Wraps any error with a short description of what was being done.
+    pub fn caused(
+        context: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        BenchError::Caused {
+            context: context.into(),
+            source: source.into(),
+        }
+    }
+}
+
+/// An error and its causes on one line, outermost first, joined by `: `
+/// (what a record's `reason` holds, and what the CLI prints). A cause whose
+/// text its wrapper already ends with is not repeated.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let t = c.to_string();
+        if !t.is_empty() && !out.ends_with(&t) {
+            out.push_str(": ");
+            out.push_str(&t);
+        }
+        cur = c.source();
+    }
+    out
 }
 
 /// Errors reading or comparing result files.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     /// The file could not be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Read {
         /// File path.
         path: String,
@@ -146,7 +190,7 @@ pub enum ReportError {
         source: io::Error,
     },
     /// The file is not a benchsuite JSON report.
-    #[error("{path} is not a valid benchsuite JSON report: {source}")]
+    #[error("{path} is not a valid benchsuite JSON report")]
     Parse {
         /// File path.
         path: String,
@@ -166,4 +210,24 @@ pub enum ReportError {
         /// Major version this build reads.
         supported: u32,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_is_one_level_and_the_chain_has_every_cause() {
+        let e = BenchError::io(
+            "open /scratch/f",
+            io::Error::from_raw_os_error(libc::ENOENT),
+        );
+        assert_eq!(e.to_string(), "open /scratch/f");
+        let chain = error_chain(&e);
+        assert!(chain.starts_with("open /scratch/f: "), "{chain}");
+        assert!(chain.contains("No such file"), "{chain}");
+        let outer = BenchError::caused("worker 1", e);
+        assert_eq!(outer.to_string(), "worker 1");
+        assert!(error_chain(&outer).starts_with("worker 1: open /scratch/f: No such file"));
+    }
 }

@@ -10,7 +10,7 @@
 //! them into a [`Registry`] and maps its flags onto a [`RunConfig`].
 //!
 //! ```
-//! use benchsuite_core::{Benchmark, Case, Context, Meta, MetricSpec, Point, Registry, RunConfig, Work, BenchError};
+//! use benchsuite_core::{Benchmark, Case, Context, Finished, Meta, MetricSpec, Point, Registry, RunConfig, Work, BenchError};
 //!
 //! struct Add;
 //! struct AddCase(u64);
@@ -20,6 +20,9 @@
 //!             self.0 = std::hint::black_box(self.0.wrapping_add(i));
 //!         }
 //!         Ok(Work::ops(iters))
+//!     }
+//!     fn finish(self: Box<Self>) -> Finished {
+//!         Finished::default()
 //!     }
 //! }
 //! impl Benchmark for Add {
@@ -41,6 +44,7 @@
 //! ```
 
 pub mod bench;
+pub mod caveat;
 pub mod compare;
 pub mod config;
 pub mod error;
@@ -55,17 +59,21 @@ pub mod schema;
 pub mod stats;
 pub mod sweep;
 pub mod team;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod units;
 
 pub use bench::{
-    About, Benchmark, Case, Context, Direction, Meta, MetricSource, MetricSpec, OptionSpec, Probe,
-    Work,
+    About, Benchmark, Case, Context, Direction, Finished, Meta, MetricSource, MetricSpec,
+    OptionSpec, Probe, RedactedOptions, Work, is_secret_key,
 };
+pub use caveat::Caveat;
 pub use compare::{CompareOptions, Comparison, Verdict};
-pub use error::{BenchError, ConfigError, ReportError};
+pub use error::{BenchError, ConfigError, ReportError, error_chain};
 pub use host::Host;
-pub use param::{ParamKind, ParamSpec, Point, Value};
+pub use param::{Choice, ParamKind, ParamSpec, Point, Value};
 pub use registry::{Module, Registry};
 pub use report::{Metric, Peak, PeakInput, Record, Report, SCHEMA_VERSION, SampleTails, Status};
 pub use runner::{Observer, RunConfig};
 pub use stats::{LatencySummary, Summary};
+pub use team::TeamCase;

@@ -202,6 +202,78 @@ impl ParamKind {
     }
 }
 
+/// A choice parameter's enum: one table of `(name, variant)` pairs, so the
+/// names `benchsuite list` shows and the variants `prepare` matches on
+/// cannot drift apart. Declare one with [`crate::choice_enum!`]; declare the
+/// parameter with [`ParamSpec::choice_of`], read it with [`Point::choice`].
+pub trait Choice: Copy + PartialEq + 'static {
+    /// The names, in the order they are listed (and swept by conformance).
+    const NAMES: &'static [&'static str];
+    /// The variants, in the same order as [`Choice::NAMES`].
+    const ALL: &'static [Self];
+
+    /// This variant's name.
+    fn name(self) -> &'static str {
+        let i = Self::ALL.iter().position(|c| *c == self).unwrap_or(0);
+        Self::NAMES[i]
+    }
+
+    /// The variant called `name`.
+    fn from_name(name: &str) -> Option<Self> {
+        Self::NAMES
+            .iter()
+            .position(|n| *n == name)
+            .map(|i| Self::ALL[i])
+    }
+}
+
+/// Declares a [`Choice`] enum from one table of variants and names:
+///
+/// ```
+/// benchsuite_core::choice_enum! {
+///     /// What each I/O does.
+///     pub enum Op {
+///         /// Sequential reads.
+///         Read = "read",
+///         /// Random reads.
+///         RandRead = "randread",
+///     }
+/// }
+/// use benchsuite_core::Choice;
+/// assert_eq!(Op::RandRead.name(), "randread");
+/// assert_eq!(Op::from_name("read"), Some(Op::Read));
+/// assert_eq!(Op::NAMES, &["read", "randread"]);
+/// ```
+///
+/// The enum derives `Debug, Clone, Copy, PartialEq, Eq` and displays as
+/// its name.
+#[macro_export]
+macro_rules! choice_enum {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $( $(#[$vmeta:meta])* $variant:ident = $text:literal ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        $vis enum $name {
+            $( $(#[$vmeta])* $variant ),+
+        }
+
+        impl $crate::param::Choice for $name {
+            const NAMES: &'static [&'static str] = &[$($text),+];
+            const ALL: &'static [Self] = &[$($name::$variant),+];
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str($crate::param::Choice::name(*self))
+            }
+        }
+    };
+}
+
 /// The declaration of one parameter a benchmark accepts.
 #[derive(Debug, Clone)]
 pub struct ParamSpec {
@@ -253,6 +325,17 @@ impl ParamSpec {
             help,
             kind: ParamKind::Choice(choices),
             default: Value::Str(default.to_string()),
+            smoke: None,
+        }
+    }
+
+    /// A choice parameter over a [`Choice`] enum.
+    pub fn choice_of<C: Choice>(name: &'static str, help: &'static str, default: C) -> Self {
+        ParamSpec {
+            name,
+            help,
+            kind: ParamKind::Choice(C::NAMES),
+            default: Value::Str(default.name().to_string()),
             smoke: None,
         }
     }
@@ -315,6 +398,17 @@ impl Point {
     pub fn str(&self, name: &str) -> Result<&str, crate::BenchError> {
         self.get(name).and_then(Value::as_str).ok_or_else(|| {
             crate::BenchError::Other(format!("parameter `{name}` missing or not a string"))
+        })
+    }
+
+    /// A choice parameter as its enum, or a [`crate::BenchError`] naming it.
+    pub fn choice<C: Choice>(&self, name: &str) -> Result<C, crate::BenchError> {
+        let s = self.str(name)?;
+        C::from_name(s).ok_or_else(|| {
+            crate::BenchError::Other(format!(
+                "parameter `{name}`: `{s}` is not one of {}",
+                C::NAMES.join(", ")
+            ))
         })
     }
 

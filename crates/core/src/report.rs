@@ -1,10 +1,10 @@
 //! The result model: plain, versioned data, serialised as JSON.
 //!
-//! # Wire format (schema 1.3)
+//! # Wire format (schema 1.4)
 //!
 //! ```text
 //! {
-//!   "schema_version": "1.3",          // "MAJOR.MINOR"; MAJOR bumps on breaking change
+//!   "schema_version": "1.4",          // "MAJOR.MINOR"; MAJOR bumps on breaking change
 //!   "tool_version": "0.1.0",           // benchsuite version that wrote the file
 //!   "started_at": "2026-11-21T21:00:00Z",   // RFC 3339, UTC
 //!   "host": { ... },                   // see `Host`; unknown fields are null
@@ -36,7 +36,7 @@
 //!       "latency": null                // or {"count","mean","min","p50","p90","p99","p99_9","p99_99","max"} in s
 //!     }],
 //!     "peak": null,                    // or {"metric","value","unit","formula","inputs":{name:{value,unit,source}},"efficiency"}
-//!     "warnings": [],                  // caveats: what makes the number mean less than it seems
+//!     "warnings": [],                  // caveats: {"kind": "noisy", "metric", "cv", "n", "message"}, ... (see `Caveat`)
 //!     "notes": []                      // facts that help read it (clock source, what one op includes)
 //!   }]
 //! }
@@ -50,7 +50,10 @@
 //! pairs records on the requested point, treats each round as one unit of
 //! evidence, and judges latency tails; older reports compare with one round
 //! and no tails. 1.3 added `progress` (`{"done", "planned"}`), present only
-//! on the report of a run that did not finish.
+//! on the report of a run that did not finish. 1.4 made each of a
+//! record's `warnings` an object with a `kind`, the kind's fields and the
+//! `message` sentence (they were strings: older reports read them as kind
+//! `text`).
 
 use std::collections::BTreeMap;
 
@@ -58,13 +61,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::bench::Direction;
+use crate::caveat::Caveat;
 use crate::error::ReportError;
 use crate::host::Host;
 use crate::param::Point;
 use crate::stats::{LatencySummary, Summary};
 
 /// Current schema version, `MAJOR.MINOR`.
-pub const SCHEMA_VERSION: &str = "1.3";
+pub const SCHEMA_VERSION: &str = "1.4";
 /// Major schema version this build reads.
 pub const SCHEMA_MAJOR: u32 = 1;
 
@@ -171,8 +175,11 @@ pub struct Record {
     pub metrics: Vec<Metric>,
     /// Theoretical peak of the headline metric, with its efficiency.
     pub peak: Option<Peak>,
-    /// Caveats about this number.
-    pub warnings: Vec<String>,
+    /// Caveats about this number, typed (see [`Caveat`]); JSON objects with
+    /// a `kind` and a `message` since schema 1.4, plain strings before.
+    #[serde(with = "crate::caveat::wire")]
+    #[schemars(with = "Vec<crate::caveat::CaveatJson>")]
+    pub warnings: Vec<Caveat>,
     /// Facts that help read it (clock source, what one operation includes).
     #[serde(default)]
     pub notes: Vec<String>,

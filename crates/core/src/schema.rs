@@ -43,18 +43,37 @@ mod tests {
 
     /// The schema with `additionalProperties: false` on every object that
     /// lists its properties: a report this build writes must then use no
-    /// field the schema does not describe.
+    /// field the schema does not describe. An object made of a composition
+    /// (a caveat: its kind's fields plus `message`) is closed with
+    /// `unevaluatedProperties`, which sees the fields of its parts, and its
+    /// parts are left open.
     fn closed(schema: &Value) -> Value {
+        closed_in(schema, false)
+    }
+
+    fn closed_in(schema: &Value, part: bool) -> Value {
         match schema {
             Value::Object(o) => {
-                let mut o: serde_json::Map<String, Value> =
-                    o.iter().map(|(k, v)| (k.clone(), closed(v))).collect();
+                let composed = ["oneOf", "anyOf", "allOf"]
+                    .iter()
+                    .any(|k| o.contains_key(*k));
+                let mut o: serde_json::Map<String, Value> = o
+                    .iter()
+                    .map(|(k, v)| {
+                        let is_part = composed && ["oneOf", "anyOf", "allOf"].contains(&k.as_str());
+                        (k.clone(), closed_in(v, is_part))
+                    })
+                    .collect();
                 if o.contains_key("properties") && !o.contains_key("additionalProperties") {
-                    o.insert("additionalProperties".into(), false.into());
+                    if composed {
+                        o.insert("unevaluatedProperties".into(), false.into());
+                    } else if !part {
+                        o.insert("additionalProperties".into(), false.into());
+                    }
                 }
                 Value::Object(o)
             }
-            Value::Array(a) => Value::Array(a.iter().map(closed).collect()),
+            Value::Array(a) => Value::Array(a.iter().map(|v| closed_in(v, part)).collect()),
             v => v.clone(),
         }
     }
@@ -68,6 +87,11 @@ mod tests {
         m.tails = Some(SampleTails {
             p99: Some(vec![2e-6; 3]),
             p99_9: None,
+        });
+        r.records[1].warnings.push(crate::caveat::Caveat::Noisy {
+            metric: "bandwidth".into(),
+            cv: 0.2,
+            n: 3,
         });
         let mut failed = Record::failed("os.syscall", Point::default(), "prepare: boom");
         failed.requested = Some(Point::default());
@@ -83,6 +107,10 @@ mod tests {
             errors(&closed(&json_schema()), &report),
             Vec::<String>::new()
         );
+        // The closed schema does catch an undescribed field in a caveat.
+        let mut bad = report.clone();
+        bad["records"][1]["warnings"][0]["bogus"] = json!(1);
+        assert_ne!(errors(&closed(&json_schema()), &bad), Vec::<String>::new());
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread::JoinHandle;
 
-use crate::bench::Work;
+use crate::bench::{About, Case, Finished, Work};
 use crate::error::BenchError;
 
 /// Logical CPUs this process may run on, in ascending order (from the
@@ -272,6 +272,39 @@ impl Drop for Team {
     }
 }
 
+/// The case of a benchmark whose work is one [`Team`] batch: `run` is
+/// [`Team::run`], `finish` joins the workers and returns the [`About`]
+/// built in `prepare`. Most multi-threaded benchmarks need nothing else.
+#[derive(Debug)]
+pub struct TeamCase {
+    team: Team,
+    about: About,
+}
+
+impl TeamCase {
+    /// A case running `team`, whose record carries `about`.
+    pub fn new(team: Team, about: About) -> Self {
+        TeamCase { team, about }
+    }
+
+    /// [`TeamCase::new`], boxed for [`crate::Benchmark::prepare`].
+    pub fn boxed(team: Team, about: About) -> Box<dyn Case> {
+        Box::new(Self::new(team, about))
+    }
+}
+
+impl Case for TeamCase {
+    fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
+        self.team.run(iters)
+    }
+
+    fn finish(self: Box<Self>) -> Finished {
+        let TeamCase { team, about } = *self;
+        team.shutdown();
+        about.into()
+    }
+}
+
 /// Adds `w` into `total`: operations and bytes summed, histograms added,
 /// device time the maximum, reported values summed.
 pub fn merge_work(total: &mut Work, w: Work) -> Result<(), BenchError> {
@@ -281,7 +314,7 @@ pub fn merge_work(total: &mut Work, w: Work) -> Result<(), BenchError> {
         match &mut total.latency {
             Some(t) => t
                 .add(&h)
-                .map_err(|e| BenchError::Other(format!("merging latency histograms: {e}")))?,
+                .map_err(|e| BenchError::caused("merging latency histograms", e))?,
             None => total.latency = Some(h),
         }
     }
@@ -307,12 +340,11 @@ fn worker<S>(
         Placement::Pinned => pin_current_thread(cpu),
         Placement::Unpinned => Ok(()),
     };
-    let mut state = pinned.and_then(|_| init(i));
-    shared.start.wait();
-    let first = match &state {
-        Ok(_) => Ok(Work::default()),
-        Err(e) => Err(BenchError::Other(format!("worker {i}: {e}"))),
+    let (mut state, first) = match pinned.and_then(|_| init(i)) {
+        Ok(s) => (Some(s), Ok(Work::default())),
+        Err(e) => (None, Err(BenchError::caused(format!("worker {i}"), e))),
     };
+    shared.start.wait();
     shared.results.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(first);
     shared.done.wait();
     loop {
@@ -322,9 +354,9 @@ fn worker<S>(
         }
         let iters = *shared.iters.lock().unwrap_or_else(|p| p.into_inner());
         let r = match &mut state {
-            Ok(s) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(s, iters)))
+            Some(s) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(s, iters)))
                 .unwrap_or_else(|_| Err(BenchError::Other(format!("worker {i} panicked")))),
-            Err(_) => Err(BenchError::Other(format!(
+            None => Err(BenchError::Other(format!(
                 "worker {i} failed to initialise"
             ))),
         };
@@ -373,7 +405,8 @@ mod tests {
             |_: &mut (), n| Ok(Work::ops(n)),
         )
         .unwrap_err();
-        assert!(e.to_string().contains("no buffer"), "{e}");
+        assert_eq!(e.to_string(), "worker 1");
+        assert_eq!(crate::error_chain(&e), "worker 1: no buffer");
         let team = Team::new(
             2,
             Placement::Pinned,

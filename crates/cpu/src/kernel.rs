@@ -1,61 +1,85 @@
 //! Kernel selection: which instruction runs for a precision at an ISA, how
 //! its operations are counted, and the runtime dispatch (`isa=auto` picks
 //! the widest ISA the CPU has: AVX-512 → AVX2+FMA → SSE2 → scalar).
+//!
+//! Why this file is long (~660 lines before its tests): it is two tables,
+//! one row per (precision, ISA) kernel with its counting rule and required
+//! CPU features, and the dispatch over them; split, a row's features and
+//! its counting would live apart from the kernel they describe.
 
 use std::fmt;
 
-/// Values of the `isa` parameter.
-pub const ISAS: &[&str] = &["auto", "avx512", "avx2", "sse2", "scalar"];
+use benchsuite_core::{BenchError, Choice, choice_enum};
 
-/// Values of `cpu.flops`'s `precision` parameter.
-pub const FLOAT_PRECISIONS: &[&str] = &["f64", "f32", "f16", "bf16"];
-
-/// Values of `cpu.iops`'s `precision` parameter.
-pub const INT_PRECISIONS: &[&str] = &["i8", "i16", "i32", "i64"];
-
-/// An instruction-set level a kernel is written for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Isa {
-    /// 512-bit AVX-512 (zmm registers, EVEX encoding).
-    Avx512,
-    /// 256-bit AVX2, with FMA3 for floating point.
-    Avx2,
-    /// 128-bit SSE2 (no FMA: separate multiply and add).
-    Sse2,
-    /// One element per instruction.
-    Scalar,
+choice_enum! {
+    /// Values of the `isa` parameter: an [`Isa`], or `auto`.
+    pub enum IsaChoice {
+        /// The widest ISA this CPU has a kernel for.
+        Auto = "auto",
+        /// [`Isa::Avx512`].
+        Avx512 = "avx512",
+        /// [`Isa::Avx2`].
+        Avx2 = "avx2",
+        /// [`Isa::Sse2`].
+        Sse2 = "sse2",
+        /// [`Isa::Scalar`].
+        Scalar = "scalar",
+    }
 }
 
-impl Isa {
-    /// Widest first: the order `isa=auto` tries.
-    pub const ALL: [Isa; 4] = [Isa::Avx512, Isa::Avx2, Isa::Sse2, Isa::Scalar];
-
-    /// The parameter value naming it.
-    pub fn name(self) -> &'static str {
+impl IsaChoice {
+    /// The ISA it names; `auto` is `None`.
+    pub fn isa(self) -> Option<Isa> {
         match self {
-            Isa::Avx512 => "avx512",
-            Isa::Avx2 => "avx2",
-            Isa::Sse2 => "sse2",
-            Isa::Scalar => "scalar",
-        }
-    }
-
-    /// Parses an `isa` value; `auto` is `None`.
-    pub fn parse(s: &str) -> Result<Option<Isa>, String> {
-        match s {
-            "auto" => Ok(None),
-            other => Isa::ALL
-                .into_iter()
-                .find(|i| i.name() == other)
-                .map(Some)
-                .ok_or_else(|| format!("unknown isa `{other}`")),
+            IsaChoice::Auto => None,
+            IsaChoice::Avx512 => Some(Isa::Avx512),
+            IsaChoice::Avx2 => Some(Isa::Avx2),
+            IsaChoice::Sse2 => Some(Isa::Sse2),
+            IsaChoice::Scalar => Some(Isa::Scalar),
         }
     }
 }
 
-impl fmt::Display for Isa {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+choice_enum! {
+    /// Values of `cpu.flops`'s `precision` parameter.
+    pub enum FloatPrecision {
+        /// Double precision.
+        F64 = "f64",
+        /// Single precision.
+        F32 = "f32",
+        /// Half precision (native AVX512-FP16 only).
+        F16 = "f16",
+        /// bfloat16 (AVX512-BF16 dot products only).
+        Bf16 = "bf16",
+    }
+}
+
+choice_enum! {
+    /// Values of `cpu.iops`'s `precision` parameter.
+    pub enum IntPrecision {
+        /// 8-bit dot products.
+        I8 = "i8",
+        /// 16-bit dot products.
+        I16 = "i16",
+        /// 32-bit multiplies.
+        I32 = "i32",
+        /// 64-bit multiplies.
+        I64 = "i64",
+    }
+}
+
+choice_enum! {
+    /// An instruction-set level a kernel is written for. [`Choice::ALL`]
+    /// lists them widest first: the order `isa=auto` tries.
+    pub enum Isa {
+        /// 512-bit AVX-512 (zmm registers, EVEX encoding).
+        Avx512 = "avx512",
+        /// 256-bit AVX2, with FMA3 for floating point.
+        Avx2 = "avx2",
+        /// 128-bit SSE2 (no FMA: separate multiply and add).
+        Sse2 = "sse2",
+        /// One element per instruction.
+        Scalar = "scalar",
     }
 }
 
@@ -200,56 +224,97 @@ fn has(features: &[&str]) -> bool {
     })
 }
 
+/// Why no kernel can run for a precision at an ISA on this CPU: the reason
+/// of a skipped record (see [`BenchError::Skip`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoKernel(pub String);
+
+impl fmt::Display for NoKernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NoKernel {}
+
+impl From<NoKernel> for BenchError {
+    fn from(e: NoKernel) -> Self {
+        BenchError::Skip(e.0)
+    }
+}
+
+fn no_kernel(reason: impl Into<String>) -> NoKernel {
+    NoKernel(reason.into())
+}
+
 /// Picks the kernel for `precision` at `isa` (`None` = auto: the widest ISA
 /// that has a kernel for it). `Err` is the reason it cannot run here, for a
 /// skipped record.
-pub fn select_flops(precision: &str, isa: Option<Isa>) -> Result<Kernel, String> {
-    select(precision, isa, flops_kernel)
+pub fn flops_kernel(precision: FloatPrecision, isa: Option<Isa>) -> Result<Kernel, NoKernel> {
+    select(precision, isa, pick_flops)
 }
 
-/// Integer counterpart of [`select_flops`].
-pub fn select_iops(precision: &str, isa: Option<Isa>) -> Result<Kernel, String> {
-    select(precision, isa, iops_kernel)
+/// Integer counterpart of [`flops_kernel`].
+pub fn iops_kernel(precision: IntPrecision, isa: Option<Isa>) -> Result<Kernel, NoKernel> {
+    select(precision, isa, pick_iops)
 }
 
-fn select(
-    precision: &str,
+/// [`flops_kernel`] for a precision given by its parameter value (`f64`).
+pub fn select_flops(precision: &str, isa: Option<Isa>) -> Result<Kernel, NoKernel> {
+    let p = FloatPrecision::from_name(precision)
+        .ok_or_else(|| no_kernel(format!("unknown precision `{precision}`")))?;
+    flops_kernel(p, isa)
+}
+
+/// [`iops_kernel`] for a precision given by its parameter value (`i32`).
+pub fn select_iops(precision: &str, isa: Option<Isa>) -> Result<Kernel, NoKernel> {
+    let p = IntPrecision::from_name(precision)
+        .ok_or_else(|| no_kernel(format!("unknown precision `{precision}`")))?;
+    iops_kernel(p, isa)
+}
+
+fn select<P: Copy + fmt::Display>(
+    precision: P,
     isa: Option<Isa>,
-    pick: fn(&str, Isa) -> Result<Kernel, String>,
-) -> Result<Kernel, String> {
+    pick: fn(P, Isa) -> Result<Kernel, NoKernel>,
+) -> Result<Kernel, NoKernel> {
     match isa {
         Some(i) => pick(precision, i),
         None => {
             let mut why = Vec::new();
-            for i in Isa::ALL {
+            for &i in Isa::ALL {
                 match pick(precision, i) {
                     Ok(k) => return Ok(k),
                     Err(e) => why.push(format!("{i}: {e}")),
                 }
             }
-            Err(format!(
+            Err(no_kernel(format!(
                 "no {precision} kernel can run on this CPU ({})",
                 why.join("; ")
-            ))
+            )))
         }
     }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn flops_kernel(_precision: &str, _isa: Isa) -> Result<Kernel, String> {
-    Err("the cpu.flops kernels are written in x86_64 assembly; this CPU is not x86_64".into())
+fn pick_flops(_precision: FloatPrecision, _isa: Isa) -> Result<Kernel, NoKernel> {
+    Err(no_kernel(
+        "the cpu.flops kernels are written in x86_64 assembly; this CPU is not x86_64",
+    ))
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn iops_kernel(_precision: &str, _isa: Isa) -> Result<Kernel, String> {
-    Err("the cpu.iops kernels are written in x86_64 assembly; this CPU is not x86_64".into())
+fn pick_iops(_precision: IntPrecision, _isa: Isa) -> Result<Kernel, NoKernel> {
+    Err(no_kernel(
+        "the cpu.iops kernels are written in x86_64 assembly; this CPU is not x86_64",
+    ))
 }
 
 /// The counting rule of FMA kernels.
 pub const FMA_COUNTING: &str = "one fused multiply-add = 2 flops per lane";
 
 #[cfg(target_arch = "x86_64")]
-fn flops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
+fn pick_flops(precision: FloatPrecision, isa: Isa) -> Result<Kernel, NoKernel> {
     use crate::x86;
     // (instruction, width, ops/instr, instrs/iter, chains, counting, model, raw, consts, features)
     let k = |instruction,
@@ -262,10 +327,10 @@ fn flops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
              consts,
              features: &[&str]| {
         if !has(features) {
-            return Err(format!(
+            return Err(no_kernel(format!(
                 "{instruction} needs CPU feature(s) {} which this CPU lacks",
                 features.join("+")
-            ));
+            )));
         }
         let per_body = if matches!(peak_model, PeakModel::MulAdd { .. }) {
             2 * chains as u64
@@ -290,7 +355,7 @@ fn flops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
     const F16_NONE: &str = "no native f16 arithmetic at this ISA (F16C only converts); f16 flops need AVX512-FP16 (isa=avx512): benchsuite does not report f32 arithmetic as f16";
     const BF16_NONE: &str = "no bf16 arithmetic at this ISA; bf16 needs AVX512-BF16 (isa=avx512)";
     match (isa, precision) {
-        (Isa::Avx512, "f64") => k(
+        (Isa::Avx512, FloatPrecision::F64) => k(
             "vfmadd231pd zmm",
             512,
             16,
@@ -301,7 +366,7 @@ fn flops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             &C_F64,
             &["avx512f"],
         ),
-        (Isa::Avx512, "f32") => k(
+        (Isa::Avx512, FloatPrecision::F32) => k(
             "vfmadd231ps zmm",
             512,
             32,
@@ -312,7 +377,7 @@ fn flops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             &C_F32,
             &["avx512f"],
         ),
-        (Isa::Avx512, "f16") => k(
+        (Isa::Avx512, FloatPrecision::F16) => k(
             "vfmadd231ph zmm",
             512,
             64,
@@ -323,7 +388,7 @@ fn flops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             &C_F16,
             &["avx512f", "avx512bw", "avx512fp16"],
         ),
-        (Isa::Avx512, "bf16") => k(
+        (Isa::Avx512, FloatPrecision::Bf16) => k(
             "vdpbf16ps zmm",
             512,
             64,
@@ -334,7 +399,7 @@ fn flops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             &C_BF16,
             &["avx512f", "avx512bf16"],
         ),
-        (Isa::Avx2, "f64") => k(
+        (Isa::Avx2, FloatPrecision::F64) => k(
             "vfmadd231pd ymm",
             256,
             8,
@@ -345,7 +410,7 @@ fn flops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             &C_F64,
             &["avx2", "fma"],
         ),
-        (Isa::Avx2, "f32") => k(
+        (Isa::Avx2, FloatPrecision::F32) => k(
             "vfmadd231ps ymm",
             256,
             16,
@@ -356,7 +421,7 @@ fn flops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             &C_F32,
             &["avx2", "fma"],
         ),
-        (Isa::Sse2, "f64") => k(
+        (Isa::Sse2, FloatPrecision::F64) => k(
             "mulpd+addpd xmm",
             128,
             2,
@@ -367,7 +432,7 @@ fn flops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             &C_MULADD_F64,
             &["sse2"],
         ),
-        (Isa::Sse2, "f32") => k(
+        (Isa::Sse2, FloatPrecision::F32) => k(
             "mulps+addps xmm",
             128,
             4,
@@ -378,7 +443,7 @@ fn flops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             &C_MULADD_F32,
             &["sse2"],
         ),
-        (Isa::Scalar, "f64") => k(
+        (Isa::Scalar, FloatPrecision::F64) => k(
             "mulsd+addsd",
             64,
             1,
@@ -389,7 +454,7 @@ fn flops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             &C_MULADD_F64,
             &["sse2"],
         ),
-        (Isa::Scalar, "f32") => k(
+        (Isa::Scalar, FloatPrecision::F32) => k(
             "mulss+addss",
             64,
             1,
@@ -400,14 +465,13 @@ fn flops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             &C_MULADD_F32,
             &["sse2"],
         ),
-        (_, "f16") => Err(F16_NONE.into()),
-        (_, "bf16") => Err(BF16_NONE.into()),
-        (_, other) => Err(format!("unknown precision `{other}`")),
+        (_, FloatPrecision::F16) => Err(no_kernel(F16_NONE)),
+        (_, FloatPrecision::Bf16) => Err(no_kernel(BF16_NONE)),
     }
 }
 
 #[cfg(target_arch = "x86_64")]
-fn iops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
+fn pick_iops(precision: IntPrecision, isa: Isa) -> Result<Kernel, NoKernel> {
     use crate::x86;
     let k = |instruction,
              width_bits,
@@ -418,10 +482,10 @@ fn iops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
              raw,
              features: &[&str]| {
         if !has(features) {
-            return Err(format!(
+            return Err(no_kernel(format!(
                 "{instruction} needs CPU feature(s) {} which this CPU lacks",
                 features.join("+")
-            ));
+            )));
         }
         Ok(Kernel {
             isa,
@@ -444,7 +508,7 @@ fn iops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
     let vnni_zmm = has(&["avx512f", "avx512vnni"]);
     let vnni_ymm = has(&["avx2", "avxvnni"]);
     match (isa, precision) {
-        (Isa::Avx512, "i8") if vnni_zmm => k(
+        (Isa::Avx512, IntPrecision::I8) if vnni_zmm => k(
             "vpdpbusd zmm",
             512,
             128,
@@ -454,7 +518,7 @@ fn iops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             x86::vnni_i8_zmm as x86::RawKernel,
             &["avx512f", "avx512vnni"],
         ),
-        (Isa::Avx512, "i8") => k(
+        (Isa::Avx512, IntPrecision::I8) => k(
             "vpmaddubsw zmm",
             512,
             96,
@@ -464,7 +528,7 @@ fn iops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             x86::maddubs_zmm,
             &["avx512f", "avx512bw"],
         ),
-        (Isa::Avx512, "i16") if vnni_zmm => k(
+        (Isa::Avx512, IntPrecision::I16) if vnni_zmm => k(
             "vpdpwssd zmm",
             512,
             64,
@@ -474,7 +538,7 @@ fn iops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             x86::vnni_i16_zmm,
             &["avx512f", "avx512vnni"],
         ),
-        (Isa::Avx512, "i16") => k(
+        (Isa::Avx512, IntPrecision::I16) => k(
             "vpmaddwd zmm",
             512,
             48,
@@ -484,7 +548,7 @@ fn iops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             x86::maddwd_zmm,
             &["avx512f", "avx512bw"],
         ),
-        (Isa::Avx512, "i32") => k(
+        (Isa::Avx512, IntPrecision::I32) => k(
             "vpmulld zmm",
             512,
             16,
@@ -494,7 +558,7 @@ fn iops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             x86::mulld_zmm,
             &["avx512f"],
         ),
-        (Isa::Avx512, "i64") => k(
+        (Isa::Avx512, IntPrecision::I64) => k(
             "vpmullq zmm",
             512,
             8,
@@ -504,7 +568,7 @@ fn iops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             x86::mullq_zmm,
             &["avx512f", "avx512dq"],
         ),
-        (Isa::Avx2, "i8") if vnni_ymm => k(
+        (Isa::Avx2, IntPrecision::I8) if vnni_ymm => k(
             "vpdpbusd ymm (AVX-VNNI)",
             256,
             64,
@@ -514,7 +578,7 @@ fn iops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             x86::vnni_i8_ymm,
             &["avx2", "avxvnni"],
         ),
-        (Isa::Avx2, "i8") => k(
+        (Isa::Avx2, IntPrecision::I8) => k(
             "vpmaddubsw ymm",
             256,
             48,
@@ -524,7 +588,7 @@ fn iops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             x86::maddubs_ymm,
             &["avx2"],
         ),
-        (Isa::Avx2, "i16") if vnni_ymm => k(
+        (Isa::Avx2, IntPrecision::I16) if vnni_ymm => k(
             "vpdpwssd ymm (AVX-VNNI)",
             256,
             32,
@@ -534,7 +598,7 @@ fn iops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             x86::vnni_i16_ymm,
             &["avx2", "avxvnni"],
         ),
-        (Isa::Avx2, "i16") => k(
+        (Isa::Avx2, IntPrecision::I16) => k(
             "vpmaddwd ymm",
             256,
             24,
@@ -544,7 +608,7 @@ fn iops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             x86::maddwd_ymm,
             &["avx2"],
         ),
-        (Isa::Avx2, "i32") => k(
+        (Isa::Avx2, IntPrecision::I32) => k(
             "vpmulld ymm",
             256,
             8,
@@ -554,10 +618,10 @@ fn iops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             x86::mulld_ymm,
             &["avx2"],
         ),
-        (Isa::Avx2, "i64") => {
-            Err("AVX2 has no packed 64-bit multiply (vpmullq needs AVX512DQ: isa=avx512)".into())
-        }
-        (Isa::Sse2, "i16") => k(
+        (Isa::Avx2, IntPrecision::I64) => Err(no_kernel(
+            "AVX2 has no packed 64-bit multiply (vpmullq needs AVX512DQ: isa=avx512)",
+        )),
+        (Isa::Sse2, IntPrecision::I16) => k(
             "pmaddwd xmm",
             128,
             12,
@@ -567,14 +631,16 @@ fn iops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             x86::maddwd_xmm,
             &["sse2"],
         ),
-        (Isa::Sse2, "i8") => {
-            Err("SSE2 has no 8-bit multiply (pmaddubsw is SSSE3): use isa=avx2 or avx512".into())
-        }
-        (Isa::Sse2, "i32") => Err(
-            "SSE2 has no packed 32-bit multiply (pmulld is SSE4.1): use isa=avx2 or avx512".into(),
-        ),
-        (Isa::Sse2, "i64") => Err("SSE2 has no packed 64-bit multiply: use isa=avx512".into()),
-        (Isa::Scalar, "i32") => k(
+        (Isa::Sse2, IntPrecision::I8) => Err(no_kernel(
+            "SSE2 has no 8-bit multiply (pmaddubsw is SSSE3): use isa=avx2 or avx512",
+        )),
+        (Isa::Sse2, IntPrecision::I32) => Err(no_kernel(
+            "SSE2 has no packed 32-bit multiply (pmulld is SSE4.1): use isa=avx2 or avx512",
+        )),
+        (Isa::Sse2, IntPrecision::I64) => Err(no_kernel(
+            "SSE2 has no packed 64-bit multiply: use isa=avx512",
+        )),
+        (Isa::Scalar, IntPrecision::I32) => k(
             "imul r32",
             64,
             1,
@@ -584,7 +650,7 @@ fn iops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             x86::imul32,
             &["sse2"],
         ),
-        (Isa::Scalar, "i64") => k(
+        (Isa::Scalar, IntPrecision::I64) => k(
             "imul r64",
             64,
             1,
@@ -594,10 +660,9 @@ fn iops_kernel(precision: &str, isa: Isa) -> Result<Kernel, String> {
             x86::imul64,
             &["sse2"],
         ),
-        (Isa::Scalar, "i8" | "i16") => {
-            Err("no scalar 8/16-bit multiply-accumulate kernel: use a SIMD isa".into())
-        }
-        (_, other) => Err(format!("unknown precision `{other}`")),
+        (Isa::Scalar, IntPrecision::I8 | IntPrecision::I16) => Err(no_kernel(
+            "no scalar 8/16-bit multiply-accumulate kernel: use a SIMD isa",
+        )),
     }
 }
 
@@ -609,32 +674,32 @@ mod tests {
     fn auto_picks_a_kernel_for_f64_and_i32() {
         #[cfg(target_arch = "x86_64")]
         {
-            let k = select_flops("f64", None).unwrap();
+            let k = flops_kernel(FloatPrecision::F64, None).unwrap();
             assert!(k.ops_per_iter() > 0);
             let ops = k.run(3);
             assert_eq!(ops, 3 * k.ops_per_iter());
             assert_eq!(k.run(0), 0);
-            let k = select_iops("i32", None).unwrap();
+            let k = iops_kernel(IntPrecision::I32, None).unwrap();
             assert_eq!(k.run(2), 2 * k.ops_per_iter());
         }
     }
 
     #[test]
     fn every_available_kernel_runs_and_counts() {
-        for isa in Isa::ALL {
-            for p in FLOAT_PRECISIONS {
-                match select_flops(p, Some(isa)) {
+        for &isa in Isa::ALL {
+            for &p in FloatPrecision::ALL {
+                match flops_kernel(p, Some(isa)) {
                     Ok(k) => {
                         assert_eq!(k.isa, isa);
                         assert_eq!(k.run(5), 5 * k.ops_per_iter(), "{p} {isa}");
                     }
-                    Err(reason) => assert!(!reason.is_empty()),
+                    Err(reason) => assert!(!reason.0.is_empty()),
                 }
             }
-            for p in INT_PRECISIONS {
-                match select_iops(p, Some(isa)) {
+            for &p in IntPrecision::ALL {
+                match iops_kernel(p, Some(isa)) {
                     Ok(k) => assert_eq!(k.run(5), 5 * k.ops_per_iter(), "{p} {isa}"),
-                    Err(reason) => assert!(!reason.is_empty()),
+                    Err(reason) => assert!(!reason.0.is_empty()),
                 }
             }
         }
@@ -642,16 +707,39 @@ mod tests {
 
     #[test]
     fn fp16_without_avx512_is_refused_with_a_reason() {
-        let e = select_flops("f16", Some(Isa::Avx2)).unwrap_err();
-        assert!(e.contains("AVX512-FP16"), "{e}");
-        let e = select_flops("bf16", Some(Isa::Scalar)).unwrap_err();
-        assert!(e.contains("AVX512-BF16"), "{e}");
+        let e = flops_kernel(FloatPrecision::F16, Some(Isa::Avx2)).unwrap_err();
+        assert!(e.0.contains("AVX512-FP16"), "{e}");
+        let e = flops_kernel(FloatPrecision::Bf16, Some(Isa::Scalar)).unwrap_err();
+        assert!(e.0.contains("AVX512-BF16"), "{e}");
+        assert!(matches!(BenchError::from(e), BenchError::Skip(_)));
+    }
+
+    #[test]
+    fn selection_by_name_matches_the_typed_selection() {
+        let by_name = select_flops("f64", None).map(|k| k.instruction);
+        let typed = flops_kernel(FloatPrecision::F64, None).map(|k| k.instruction);
+        assert_eq!(by_name, typed);
+        let by_name = select_iops("i8", None).map(|k| k.instruction);
+        let typed = iops_kernel(IntPrecision::I8, None).map(|k| k.instruction);
+        assert_eq!(by_name, typed);
+        let e = select_flops("f128", None).unwrap_err();
+        assert!(e.0.contains("unknown precision `f128`"), "{e}");
+    }
+
+    #[test]
+    fn isa_choice_names_its_isa() {
+        assert_eq!(IsaChoice::Auto.isa(), None);
+        // Every ISA level is a choice of the same name.
+        for &c in &IsaChoice::ALL[1..] {
+            assert_eq!(c.isa().map(Isa::name), Some(c.name()));
+        }
+        assert_eq!(&IsaChoice::NAMES[1..], Isa::NAMES);
     }
 
     #[test]
     fn counting_of_fma_kernels() {
         #[cfg(target_arch = "x86_64")]
-        if let Ok(k) = select_flops("f64", Some(Isa::Avx512)) {
+        if let Ok(k) = flops_kernel(FloatPrecision::F64, Some(Isa::Avx512)) {
             // 8 lanes × 2 flops, 24 chains × 4 bodies.
             assert_eq!(k.ops_per_iter(), 16 * 96);
         }

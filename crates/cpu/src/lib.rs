@@ -49,7 +49,7 @@
 //! | i32 | `vpmulld zmm` chains (16 multiplies) | `vpmulld ymm` (8) | skipped (`pmulld` is SSE4.1) | `imul r32` (1) |
 //! | i64 | `vpmullq zmm` chains (AVX512DQ, 8) | skipped (no packed 64-bit multiply) | skipped | `imul r64` (1) |
 //!
-//! The record's warnings name the instruction used and the counting rule.
+//! The record's notes name the instruction used and the counting rule.
 //!
 //! ## Threads
 //!
@@ -58,7 +58,7 @@
 //! (default) pins worker *i* to the *i*-th allowed CPU with
 //! `sched_setaffinity`, wrapping around when there are more threads than
 //! CPUs: threads above the CPU count are allowed and show oversubscription
-//! (the total stays at what the CPUs can do; a warning says so). `pin=off`
+//! (the total stays at what the CPUs can do; a caveat says so). `pin=off`
 //! leaves placement to the scheduler. Sweep with `--threads 1,2,4,8`.
 //!
 //! ## Theoretical peak and efficiency
@@ -84,7 +84,7 @@
 //!   instruction's published throughput for the table's cores. An unknown
 //!   CPU, or an instruction the table does not list (`vdpbf16ps`: bf16
 //!   records carry no peak; it issued ≈0.46 per cycle on Emerald Rapids,
-//!   a quarter of the f16 FMA rate), gets no peak and a warning saying why —
+//!   a quarter of the f16 FMA rate), gets no peak and a caveat saying why —
 //!   never a guess.
 //!
 //! The measured clock is that of scalar code. On Sapphire/Emerald Rapids

@@ -6,15 +6,15 @@ use std::time::{Duration, Instant};
 
 use benchsuite_core::team::{Placement, pin_current_thread};
 use benchsuite_core::{
-    About, BenchError, Benchmark, Case, ConfigError, Context, Direction, Meta, MetricSource,
-    MetricSpec, ParamSpec, Peak, Point, Value, Work,
+    About, BenchError, Benchmark, Case, ConfigError, Context, Direction, Finished, Meta,
+    MetricSource, MetricSpec, ParamSpec, Peak, Point, Value, Work, error_chain,
 };
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::lu::partial_pivoting::{factor, solve};
 use faer::{Accum, Mat, Par};
 
 use crate::peak::{Overrides, cpus_used, kernel_peak};
-use crate::throughput::{cpu_count, pin_param, placement_warnings, threads_param};
+use crate::throughput::{cpu_count, pin_param, placement_caveats, threads_param};
 
 /// HPL's acceptance threshold for the scaled residual.
 pub const RESIDUAL_THRESHOLD: f64 = 16.0;
@@ -78,7 +78,7 @@ impl Benchmark for Linpack {
                     name: "residual",
                     unit: "",
                     direction: Direction::Lower,
-                    source: MetricSource::Reported("residual"),
+                    source: MetricSource::ReportedMax("residual"),
                 },
             ],
         }
@@ -125,13 +125,13 @@ impl Benchmark for Linpack {
             )));
         }
         let overrides = Overrides::from_options(&ctx.options)?;
-        let notes = vec![format!(
+        let mut about = About::default();
+        about.note(format!(
             "one operation = one flop of HPL's count 2/3·N³ + 2·N² per solve; time = LU factorisation + triangular solves only (restoring A from a pristine copy and the residual check are outside the timing); scaled residual ‖Ax−b‖∞ / (ε·(‖A‖∞·‖x‖∞ + ‖b‖∞)·N) must be below {RESIDUAL_THRESHOLD}, as HPL"
-        )];
-        let mut warnings = Vec::new();
-        placement_warnings(threads, pin, &mut warnings);
+        ));
+        placement_caveats(threads, pin, &mut about);
 
-        let pin_errors = Arc::new(Mutex::new(Vec::<String>::new()));
+        let pin_errors = Arc::new(Mutex::new(Vec::<BenchError>::new()));
         let cpus = benchsuite_core::team::allowed_cpus();
         let errs = pin_errors.clone();
         let pool = rayon::ThreadPoolBuilder::new()
@@ -139,13 +139,11 @@ impl Benchmark for Linpack {
             .thread_name(|i| format!("benchsuite-linpack-{i}"))
             .start_handler(move |i| {
                 if pin && let Err(e) = pin_current_thread(cpus[i % cpus.len()]) {
-                    errs.lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push(e.to_string());
+                    errs.lock().unwrap_or_else(|p| p.into_inner()).push(e);
                 }
             })
             .build()
-            .map_err(|e| BenchError::Other(format!("building a pool of {threads} threads: {e}")))?;
+            .map_err(|e| BenchError::caused(format!("building a pool of {threads} threads"), e))?;
 
         // Random entries uniform in [-0.5, 0.5), as HPL's generator.
         let mut rng = SplitMix(0x5EED_0000 ^ n as u64);
@@ -169,15 +167,18 @@ impl Benchmark for Linpack {
         let scratch = factor::lu_in_place_scratch::<usize, f64>(n, n, par, Default::default())
             .or(solve::solve_in_place_scratch::<usize, f64>(n, 1, par));
 
-        let peak = match select_peak(threads, placement, &overrides) {
+        about.peak = match select_peak(threads, placement, &overrides) {
             Ok(p) => Some(p),
             Err(why) => {
-                warnings.push(format!("no theoretical peak: {why}"));
+                about.caveat(format!("no theoretical peak: {}", error_chain(&why)));
                 None
             }
         };
         if let Some(e) = pin_errors.lock().unwrap_or_else(|p| p.into_inner()).first() {
-            warnings.push(format!("pinning the pool's threads failed: {e}"));
+            about.caveat(format!(
+                "pinning the pool's threads failed: {}",
+                error_chain(e)
+            ));
         }
         Ok(Box::new(LinpackCase {
             n,
@@ -193,12 +194,7 @@ impl Benchmark for Linpack {
             buf: MemBuffer::new(scratch),
             par,
             pool,
-            about: About {
-                peak,
-                warnings,
-                notes,
-                ..About::default()
-            },
+            about,
         }))
     }
 }
@@ -207,8 +203,8 @@ fn select_peak(
     threads: usize,
     placement: Placement,
     overrides: &Overrides,
-) -> Result<Peak, String> {
-    let kernel = crate::kernel::select_flops("f64", None)?;
+) -> Result<Peak, BenchError> {
+    let kernel = crate::kernel::flops_kernel(crate::kernel::FloatPrecision::F64, None)?;
     let cpus = cpus_used(threads, placement);
     let mut p = kernel_peak(&kernel, "flops", "flop/s", threads, &cpus, overrides)?;
     p.formula = format!(
@@ -321,8 +317,9 @@ impl Case for LinpackCase {
         Ok(w)
     }
 
-    fn about(&self) -> Option<&About> {
-        Some(&self.about)
+    fn finish(self: Box<Self>) -> Finished {
+        // The matrices, the scratch buffer and the pool are dropped here.
+        self.about.into()
     }
 }
 
@@ -364,6 +361,8 @@ mod tests {
         let res = w.values["residual"];
         assert!(res.is_finite() && res < RESIDUAL_THRESHOLD, "{res}");
         assert!(w.elapsed.unwrap() > Duration::ZERO);
-        case.teardown().unwrap();
+        let finished = case.finish();
+        assert!(finished.error.is_none(), "{:?}", finished.error);
+        assert!(finished.about.notes[0].starts_with("one operation = "));
     }
 }

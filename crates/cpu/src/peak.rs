@@ -9,7 +9,7 @@
 //!   per cycle, where instructions per cycle (FMA units of the width, or an
 //!   integer instruction's throughput) come from a small table keyed by the
 //!   CPUID family/model (`source: table`), or `--opt fma-ports=N`
-//!   (`source: user`). An unknown CPU gets **no peak** and a warning, never
+//!   (`source: user`). An unknown CPU gets **no peak** and a caveat, never
 //!   a guess.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -388,7 +388,8 @@ fn input(value: f64, unit: &str, source: &str) -> PeakInput {
 }
 
 /// The peak of `kernel` on `cpus` (the CPUs its `threads` threads use), for
-/// metric `metric` in `unit`; `Err` says why there is none.
+/// metric `metric` in `unit`; `Err` says why there is none (a caveat of the
+/// record, not a failure).
 pub fn kernel_peak(
     kernel: &Kernel,
     metric: &str,
@@ -396,10 +397,15 @@ pub fn kernel_peak(
     threads: usize,
     cpus: &[usize],
     ov: &Overrides,
-) -> Result<Peak, String> {
+) -> Result<Peak, BenchError> {
     let mut inputs = BTreeMap::new();
     let cores = distinct_cores(cpus)
-        .ok_or("the CPU topology (sysfs core_id) is not readable, so the core count is unknown")?
+        .ok_or_else(|| {
+            BenchError::Other(
+                "the CPU topology (sysfs core_id) is not readable, so the core count is unknown"
+                    .into(),
+            )
+        })?
         .min(threads);
     inputs.insert("cores".into(), input(cores as f64, "cores", "sysfs"));
     let id = cpuid();
@@ -411,10 +417,10 @@ pub fn kernel_peak(
                 (Some(p), _) => (p, "user"),
                 (None, Some(t)) if t.fma_per_cycle[w] > 0 => (t.fma_per_cycle[w], "table"),
                 _ => {
-                    return Err(format!(
+                    return Err(BenchError::Other(format!(
                         "FMA units per core are not known for this CPU ({}); pass --opt fma-ports=N",
                         describe(id.as_ref())
-                    ));
+                    )));
                 }
             };
             inputs.insert(
@@ -435,10 +441,10 @@ pub fn kernel_peak(
                 (Some(p), _) => (p, "user"),
                 (None, Some(t)) if t.muladd_per_cycle[w] > 0 => (t.muladd_per_cycle[w], "table"),
                 _ => {
-                    return Err(format!(
+                    return Err(BenchError::Other(format!(
                         "FP pipes per core are not known for this CPU ({}); pass --opt fma-ports=N",
                         describe(id.as_ref())
-                    ));
+                    )));
                 }
             };
             inputs.insert("lanes".into(), input(lanes as f64, "lanes", "isa"));
@@ -459,10 +465,10 @@ pub fn kernel_peak(
                 .and_then(|t| t.int_per_cycle.iter().find(|(k, _)| *k == key))
                 .map(|(_, v)| *v)
                 .ok_or_else(|| {
-                    format!(
+                    BenchError::Other(format!(
                         "the throughput of {key} is not in the table for this CPU ({})",
                         describe(id.as_ref())
-                    )
+                    ))
                 })?;
             inputs.insert(
                 format!("{key} per cycle"),
@@ -484,10 +490,7 @@ pub fn kernel_peak(
     };
     let (ghz, src) = match ov.ghz {
         Some(g) => (g, "user"),
-        None => (
-            measured_ghz(cpus.len().min(threads).max(1)).map_err(|e| e.to_string())?,
-            "measured",
-        ),
+        None => (measured_ghz(cpus.len().min(threads).max(1))?, "measured"),
     };
     inputs.insert("GHz".into(), input(ghz, "GHz", src));
     Ok(Peak {

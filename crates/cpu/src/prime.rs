@@ -5,10 +5,11 @@ use std::time::Instant;
 use benchsuite_core::runner::new_latency_histogram;
 use benchsuite_core::team::{Placement, Team};
 use benchsuite_core::{
-    About, BenchError, Benchmark, Case, Context, Meta, MetricSpec, ParamSpec, Point, Value, Work,
+    About, BenchError, Benchmark, Case, Context, Meta, MetricSpec, ParamSpec, Point, TeamCase,
+    Value, Work,
 };
 
-use crate::throughput::{pin_param, placement_warnings, threads_param};
+use crate::throughput::{pin_param, placement_caveats, threads_param};
 
 /// sysbench cpu's event; see the crate docs.
 #[derive(Debug, Default)]
@@ -138,11 +139,11 @@ impl Benchmark for Prime {
                 "the event found {got} primes below {max_prime}, the sieve {expected}"
             )));
         }
-        let notes = vec![format!(
+        let mut about = About::default();
+        about.note(format!(
             "one event = one full trial-division pass over 3..{max_prime} (finds {expected} primes), as sysbench cpu; compare with `sysbench cpu --cpu-max-prime={max_prime} --threads={threads} run`"
-        )];
-        let mut warnings = Vec::new();
-        placement_warnings(threads, pin, &mut warnings);
+        ));
+        placement_caveats(threads, pin, &mut about);
         let placement = if pin {
             Placement::Pinned
         } else {
@@ -164,7 +165,7 @@ impl Benchmark for Prime {
                         )));
                     }
                     hist.record(ns.max(1))
-                        .map_err(|e| BenchError::Other(format!("latency histogram: {e}")))?;
+                        .map_err(|e| BenchError::caused("latency histogram", e))?;
                 }
                 Ok(Work {
                     ops: iters,
@@ -173,39 +174,7 @@ impl Benchmark for Prime {
                 })
             },
         )?;
-        Ok(Box::new(PrimeCase {
-            team: Some(team),
-            about: About {
-                warnings,
-                notes,
-                ..About::default()
-            },
-        }))
-    }
-}
-
-struct PrimeCase {
-    team: Option<Team>,
-    about: About,
-}
-
-impl Case for PrimeCase {
-    fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
-        match &self.team {
-            Some(t) => t.run(iters),
-            None => Err(BenchError::Other("the team was already shut down".into())),
-        }
-    }
-
-    fn teardown(&mut self) -> Result<(), BenchError> {
-        if let Some(t) = self.team.take() {
-            t.shutdown();
-        }
-        Ok(())
-    }
-
-    fn about(&self) -> Option<&About> {
-        Some(&self.about)
+        Ok(TeamCase::boxed(team, about))
     }
 }
 

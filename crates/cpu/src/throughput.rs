@@ -7,10 +7,11 @@ use std::time::Instant;
 
 use benchsuite_core::team::{Placement, Team, allowed_cpus};
 use benchsuite_core::{
-    About, BenchError, Benchmark, Case, Context, Meta, MetricSpec, ParamSpec, Point, Value, Work,
+    About, BenchError, Benchmark, Case, Choice, Context, Meta, MetricSpec, ParamSpec, Point,
+    TeamCase, Value, Work, error_chain,
 };
 
-use crate::kernel::{FLOAT_PRECISIONS, INT_PRECISIONS, ISAS, Isa, Kernel};
+use crate::kernel::{FloatPrecision, IntPrecision, IsaChoice, Kernel, flops_kernel, iops_kernel};
 use crate::peak::{Overrides, cpus_used, kernel_peak};
 
 /// The most threads a point may ask for: far above any CPU count, so
@@ -46,19 +47,13 @@ pub(crate) fn pin_param(default: bool) -> ParamSpec {
     )
 }
 
-fn params(precisions: &'static [&'static str], default: &'static str) -> Vec<ParamSpec> {
+fn params<P: Choice>(default: P) -> Vec<ParamSpec> {
     vec![
-        ParamSpec::choice(
-            "precision",
-            "element type of the arithmetic",
-            precisions,
-            default,
-        ),
-        ParamSpec::choice(
+        ParamSpec::choice_of("precision", "element type of the arithmetic", default),
+        ParamSpec::choice_of(
             "isa",
             "instruction set: auto = the widest this CPU has (avx512 > avx2 > sse2 > scalar); a level the CPU lacks is a skipped record",
-            ISAS,
-            "auto",
+            IsaChoice::Auto,
         ),
         threads_param(
             cpu_count(),
@@ -77,7 +72,7 @@ impl Benchmark for Flops {
         Meta {
             id: "cpu.flops",
             description: "floating-point throughput of register-only FMA kernels (f64/f32/f16/bf16) against the derived peak",
-            params: params(FLOAT_PRECISIONS, "f64"),
+            params: params(FloatPrecision::F64),
             metrics: vec![MetricSpec::ops_per_sec("flops", "flop/s")],
         }
     }
@@ -96,7 +91,7 @@ impl Benchmark for Iops {
         Meta {
             id: "cpu.iops",
             description: "integer throughput (i8/i16 dot products, i32/i64 multiplies) of register-only kernels against the derived peak",
-            params: params(INT_PRECISIONS, "i32"),
+            params: params(IntPrecision::I32),
             metrics: vec![MetricSpec::ops_per_sec("iops", "op/s")],
         }
     }
@@ -114,57 +109,53 @@ fn placement(pin: bool) -> Placement {
     }
 }
 
-/// Warnings about how threads are placed, shared by the cpu benchmarks.
-pub(crate) fn placement_warnings(threads: usize, pin: bool, out: &mut Vec<String>) {
+/// Caveats about how threads are placed, shared by the cpu benchmarks.
+pub(crate) fn placement_caveats(threads: usize, pin: bool, about: &mut About) {
     let cpus = allowed_cpus().len();
     if threads > cpus {
-        out.push(format!(
+        about.caveat(format!(
             "oversubscribed: {threads} threads on {cpus} CPUs; the scheduler time-slices them, so the total cannot exceed what {cpus} CPUs do and each thread gets about {:.0}% of one",
             100.0 * cpus as f64 / threads as f64
         ));
     }
     if !pin {
-        out.push(
-            "pin=off: threads are placed by the scheduler and may migrate or share a CPU".into(),
-        );
+        about.caveat("pin=off: threads are placed by the scheduler and may migrate or share a CPU");
     }
 }
 
 fn prepare(ctx: &Context, point: &Point, float: bool) -> Result<Box<dyn Case>, BenchError> {
-    let precision = point.str("precision")?;
-    let isa_req = Isa::parse(point.str("isa")?).map_err(BenchError::Other)?;
+    let isa_req = point.choice::<IsaChoice>("isa")?.isa();
     let kernel = if float {
-        crate::kernel::select_flops(precision, isa_req)
+        flops_kernel(point.choice("precision")?, isa_req)
     } else {
-        crate::kernel::select_iops(precision, isa_req)
-    }
-    .map_err(BenchError::Skip)?;
+        iops_kernel(point.choice("precision")?, isa_req)
+    }?;
     let threads = point.u64("threads")? as usize;
     let pin = point.bool("pin")?;
     let overrides = Overrides::from_options(&ctx.options)?;
     let placement = placement(pin);
 
-    // Facts go to `notes`, caveats to `warnings`.
-    let mut notes = vec![describe(&kernel, isa_req.is_none())];
-    let mut warnings = Vec::new();
-    placement_warnings(threads, pin, &mut warnings);
+    // Facts go to `notes`, caveats to `caveats`.
+    let mut about = About::default();
+    about.note(describe(&kernel, isa_req.is_none()));
+    placement_caveats(threads, pin, &mut about);
     let (metric, unit) = if float {
         ("flops", "flop/s")
     } else {
         ("iops", "op/s")
     };
     let cpus = cpus_used(threads, placement);
-    let peak = match kernel_peak(&kernel, metric, unit, threads, &cpus, &overrides) {
+    about.peak = match kernel_peak(&kernel, metric, unit, threads, &cpus, &overrides) {
         Ok(p) => {
             if p.inputs.get("GHz").is_some_and(|g| g.source == "measured") {
-                notes.push(
-                    "peak uses the clock measured with a dependent integer add chain (1 cycle per add) on the same cores; pass --opt cpu-ghz=N to use a known clock instead".into(),
+                about.note(
+                    "peak uses the clock measured with a dependent integer add chain (1 cycle per add) on the same cores; pass --opt cpu-ghz=N to use a known clock instead",
                 );
             }
             Some(p)
         }
         Err(why) => {
-            warnings.push(format!("no theoretical peak: {why}"));
+            about.caveat(format!("no theoretical peak: {}", error_chain(&why)));
             None
         }
     };
@@ -184,19 +175,11 @@ fn prepare(ctx: &Context, point: &Point, float: bool) -> Result<Box<dyn Case>, B
     let k = passes_per_iteration(&team, &kernel, threads)?;
     passes.store(k, Ordering::Relaxed);
     if threads > allowed_cpus().len() {
-        notes.push(format!(
+        about.note(format!(
             "one iteration = {k} kernel passes per thread, so that waking and collecting {threads} threads stays under 1% of a batch"
         ));
     }
-    Ok(Box::new(ThroughputCase {
-        team: Some(team),
-        about: About {
-            peak,
-            warnings,
-            notes,
-            ..About::default()
-        },
-    }))
+    Ok(TeamCase::boxed(team, about))
 }
 
 /// Kernel passes per thread in one iteration, so that one iteration of the
@@ -229,29 +212,4 @@ fn describe(k: &Kernel, auto: bool) -> String {
         k.chains,
         k.counting
     )
-}
-
-struct ThroughputCase {
-    team: Option<Team>,
-    about: About,
-}
-
-impl Case for ThroughputCase {
-    fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
-        match &self.team {
-            Some(t) => t.run(iters),
-            None => Err(BenchError::Other("the team was already shut down".into())),
-        }
-    }
-
-    fn teardown(&mut self) -> Result<(), BenchError> {
-        if let Some(t) = self.team.take() {
-            t.shutdown();
-        }
-        Ok(())
-    }
-
-    fn about(&self) -> Option<&About> {
-        Some(&self.about)
-    }
 }

@@ -5,12 +5,13 @@ use std::sync::Arc;
 
 use benchsuite_core::team::Team;
 use benchsuite_core::{
-    About, BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, Point, Work,
+    About, BenchError, Benchmark, Case, Caveat, ConfigError, Context, Finished, Meta, MetricSpec,
+    Point, Work,
 };
 
 use crate::prepare::prepare;
 use crate::settings::{Settings, declare};
-use crate::target::{self, Refusal};
+use crate::target::{self, Phase, Refusal};
 use crate::worker::{FINISH, Shared};
 
 /// `ctx.options` key (`--opt disk.space-check=off`) that skips the free
@@ -18,8 +19,15 @@ use crate::worker::{FINISH, Shared};
 /// network file systems) and for tests that need a real ENOSPC.
 pub const SPACE_CHECK_OPTION: &str = "disk.space-check";
 
-/// The warning every `direct=off` record carries.
-pub const PAGE_CACHE_WARNING: &str = "direct=off: I/O goes through the page cache, so these numbers mix cache hits and deferred writeback with device work; use direct=on to measure the device";
+/// The caveat every `direct=off` record carries: its I/O went through the
+/// page cache. It reads "direct=off: I/O goes through the page cache, so
+/// these numbers mix cache hits and deferred writeback with device work;
+/// use direct=on to measure the device".
+pub fn page_cache_caveat() -> Caveat {
+    Caveat::PageCache {
+        why: "direct=off".into(),
+    }
+}
 
 /// Sequential or random reads and writes with a chosen block, queue depth,
 /// thread count, engine and cache mode. See the crate docs.
@@ -33,10 +41,12 @@ impl Benchmark for DiskIo {
                 SPACE_CHECK_OPTION,
                 "off skips the free-space check before files are laid out",
             ),
-            benchsuite_core::OptionSpec::bool(
-                crate::target::ALLOW_OVERWRITE_OPTION,
-                "on lets write tests overwrite an existing file or device in place (--allow-overwrite)",
-            ),
+            benchsuite_core::OptionSpec {
+                name: crate::target::ALLOW_OVERWRITE_OPTION,
+                help: "PATH[,PATH...]: lets write tests overwrite these existing files or block devices in place (--allow-overwrite=PATH); on authorises a single target",
+                check: crate::target::check_allow_overwrite,
+                secret: false,
+            },
         ]
     }
 
@@ -55,8 +65,13 @@ impl Benchmark for DiskIo {
 
     fn validate(&self, ctx: &Context, point: &Point) -> Result<(), ConfigError> {
         let s = Settings::from_point(point)?;
-        match target::examine(ctx, &s) {
+        match target::examine(ctx, &s, Phase::Plan) {
             Err(Refusal::Usage(e)) => Err(e),
+            Err(Refusal::Changed(reason)) => Err(ConfigError::InvalidValue {
+                param: "dir".into(),
+                value: target::path(ctx, &s).display().to_string(),
+                reason,
+            }),
             // A target that cannot be examined (a --scratch-dir that does
             // not exist) fails its record in `prepare`, as any I/O error.
             Ok(_) | Err(Refusal::Io(_)) => Ok(()),
@@ -70,19 +85,25 @@ impl Benchmark for DiskIo {
     }
 
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
-        let s = Settings::from_point(point).map_err(|e| BenchError::Other(e.to_string()))?;
+        let s = Settings::from_point(point)
+            .map_err(|e| BenchError::caused("reading the point's parameters", e))?;
         prepare(ctx, &s)
     }
 }
 
 /// One prepared point: the threads, parked between batches, and what its
 /// record says. Built by [`prepare`].
+///
+/// It needs no `Drop` of its own: dropping the [`Team`] joins the workers,
+/// each worker's ring drains its in-flight I/O as it drops, and the kernel
+/// frees the unnamed files as their descriptors close. [`Case::finish`]
+/// does the same after draining and verifying, and reports what failed.
 pub struct DiskCase {
-    team: Option<Team>,
+    team: Team,
     sh: Arc<Shared>,
     threads: u64,
     /// Its resolved parameters are the values that ran, for the record's
-    /// parameters; [`Case::notes`] adds what the workers noted while running.
+    /// parameters; [`Case::finish`] adds what the workers noted.
     about: About,
 }
 
@@ -90,7 +111,7 @@ impl DiskCase {
     /// A case over `threads` started workers sharing `sh`.
     pub fn new(team: Team, sh: Arc<Shared>, threads: usize, about: About) -> DiskCase {
         DiskCase {
-            team: Some(team),
+            team,
             sh,
             threads: threads as u64,
             about,
@@ -100,53 +121,35 @@ impl DiskCase {
 
 impl Case for DiskCase {
     fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
-        let team = self
-            .team
-            .as_ref()
-            .ok_or_else(|| BenchError::Other("disk.io case used after teardown".into()))?;
         let iters = iters.min(FINISH - 1);
         let budget = iters.saturating_mul(self.threads).min(i64::MAX as u64) as i64;
         self.sh
             .budget
             .store(budget, std::sync::atomic::Ordering::SeqCst);
-        team.run(iters)
+        self.team.run(iters)
     }
 
-    fn teardown(&mut self) -> Result<(), BenchError> {
-        let Some(team) = self.team.take() else {
-            return Ok(());
-        };
+    fn finish(self: Box<Self>) -> Finished {
+        let DiskCase {
+            team,
+            sh,
+            mut about,
+            ..
+        } = *self;
         // Drain in-flight I/O and verify written blocks, then join the
         // workers: dropping each worker closes its unnamed file, which the
         // kernel then frees.
         let r = team.run(FINISH);
         team.shutdown();
-        r.map(|_| ())
-    }
-
-    fn about(&self) -> Option<&About> {
-        Some(&self.about)
-    }
-
-    fn notes(&self) -> Vec<String> {
-        let mut n = self.about.notes.clone();
-        n.extend(
-            self.sh
-                .notes
+        // What the workers noted while setting up (how the ring was set
+        // up, whether O_TMPFILE worked) follows what `prepare` noted.
+        about.notes.extend(
+            sh.notes
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .iter()
                 .cloned(),
         );
-        n
-    }
-}
-
-impl Drop for DiskCase {
-    fn drop(&mut self) {
-        if let Some(team) = self.team.take() {
-            let _ = team.run(FINISH);
-            team.shutdown();
-        }
+        Finished::with(about, r.map(|_| ()))
     }
 }

@@ -108,11 +108,27 @@
 //!   A regular file with fewer bytes allocated than its length
 //!   (`st_blocks × 512 < size`: holes) gets a warning.
 //! - **Points that write** (`write`, `randwrite`, `randrw`, or `verify=on`,
-//!   which writes its pattern first) need `--allow-overwrite`. Without it
-//!   the plan is refused before anything runs, one line naming `dir` and
-//!   the flag (exit 2). With it the target's data is overwritten, and the
-//!   note says so: `tested PATH in place (existing file, N bytes); its
-//!   contents were overwritten in [0, END)`.
+//!   which writes its pattern first) need `--allow-overwrite=PATH` naming
+//!   the target (`--opt allow-overwrite=PATH[,PATH...]`: several
+//!   comma-separated; a name matches by canonical path or by device and
+//!   inode, so a symbolic link to the target matches it). A write test on
+//!   any target it does not name is refused before anything runs, one line
+//!   naming `dir`, the path and the flag (exit 2). The bare flag (`on`)
+//!   authorises a single target: a plan that would write to two distinct
+//!   ones is refused naming both. With it the target's data is overwritten,
+//!   and the note says so: `tested PATH in place (existing file, N bytes);
+//!   its contents were overwritten in [0, END)`.
+//! - **Opened first, then classified, and never swapped.** The path is
+//!   resolved once, when the run is planned: a symbolic link the user named
+//!   is followed there, and the record shows the canonical path (`tested
+//!   /dev/sdb (given as /dev/disk/by-id/...) in place`). Every open after
+//!   that follows no symbolic link (`openat2(RESOLVE_NO_SYMLINKS)`, else
+//!   `O_NOFOLLOW`), and what it opened is classified by `fstat` on the
+//!   descriptor, never by a `stat` of the path before; the file type, device
+//!   and inode are compared with what the plan saw. A path swapped in
+//!   between (for a symbolic link to a block device, another file, a device
+//!   node) fails the record naming what it was and what it is now, and
+//!   nothing is written.
 //! - The target is never created, truncated, extended or deleted, and there
 //!   is no layout pass (its data is already there; `verify=on` writes its
 //!   pattern over the regions first). Thread `i` uses bytes `[i × size,
@@ -121,9 +137,9 @@
 //!   target shorter than `threads × size` is refused naming `threads`. A
 //!   target shorter than one block is refused naming `dir`. The length of a
 //!   block device comes from `ioctl(BLKGETSIZE64)`.
-//! - A block device opened for writing is opened `O_EXCL`: the kernel
-//!   refuses (`EBUSY`) while it is mounted or claimed (RAID, LVM, swap), so
-//!   a mounted file system is never written under; the record fails and
+//! - Every writable open is `O_EXCL`: on a block device the kernel refuses
+//!   (`EBUSY`) while it is mounted or claimed (RAID, LVM, swap), so a
+//!   mounted file system is never written under; the record fails and
 //!   nothing is written.
 //! - `O_DIRECT` alignment comes from the target itself:
 //!   `statx(STATX_DIOALIGN)`, else for a device its logical block size
@@ -206,7 +222,7 @@ mod worker;
 use benchsuite_core::Benchmark;
 
 #[cfg(target_os = "linux")]
-pub use io::{DiskIo, PAGE_CACHE_WARNING, SPACE_CHECK_OPTION};
+pub use io::{DiskIo, SPACE_CHECK_OPTION, page_cache_caveat};
 #[cfg(target_os = "linux")]
 pub use target::ALLOW_OVERWRITE_OPTION;
 

@@ -4,7 +4,7 @@
 //! say in the record what ran, then start the threads.
 //!
 //! [`prepare`] runs the steps in that order; each step may end the point
-//! with an error or a skip, and adds its warnings and notes in the order
+//! with an error or a skip, and adds its caveats and notes in the order
 //! the record shows them. The steps are the seams of what was one long
 //! function in `io.rs`, which keeps the descriptor and the timed case.
 
@@ -15,12 +15,12 @@ use std::sync::{Arc, Mutex};
 
 use benchsuite_core::team::{Placement, Team};
 use benchsuite_core::units::format_size;
-use benchsuite_core::{About, BenchError, Case, Context, Value};
+use benchsuite_core::{About, BenchError, Case, Caveat, Choice, Context, Value};
 
-use crate::io::{DiskCase, PAGE_CACHE_WARNING, SPACE_CHECK_OPTION};
-use crate::settings::{EngineKind, Settings};
+use crate::io::{DiskCase, SPACE_CHECK_OPTION, page_cache_caveat};
+use crate::settings::{EngineKind, Preset, Settings};
 use crate::sys;
-use crate::target::{self, InPlace, Kind, Refusal, Target};
+use crate::target::{self, InPlace, Kind, Phase, Refusal, Target};
 use crate::worker::{Shared, Worker};
 
 /// Sets up one point: the steps below in order, then the case over its
@@ -29,7 +29,7 @@ pub fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError>
     let mut setup = Setup {
         ctx,
         s,
-        warnings: Vec::new(),
+        caveats: Vec::new(),
         notes: Vec::new(),
     };
     let place = setup.locate()?;
@@ -41,9 +41,7 @@ pub fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError>
     let target_file = open_target(&place)?;
     let cache = setup.cache_mode(&place, target_file.as_ref(), sizes.total)?;
     setup.describe(&place, &sizes, engine, qd, &cache.mode);
-    let Setup {
-        warnings, notes, ..
-    } = setup;
+    let Setup { caveats, notes, .. } = setup;
 
     let sh = Arc::new(Shared {
         op: s.op,
@@ -74,7 +72,7 @@ pub fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError>
         ("block", Value::Int(s.block)),
         ("rwmix", Value::Int(s.rwmix as u64)),
         ("fsync", Value::Str(s.fsync.label())),
-        ("engine", Value::Str(engine_name(engine).into())),
+        ("engine", Value::Str(engine.name().into())),
         ("qd", Value::Int(qd as u64)),
         ("size", Value::Int(sizes.file_len)),
     ];
@@ -83,7 +81,7 @@ pub fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError>
         sh,
         s.threads,
         About {
-            warnings,
+            caveats,
             notes,
             resolved,
             ..About::default()
@@ -91,12 +89,12 @@ pub fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError>
     )))
 }
 
-/// One point's set-up: its context and settings, and the warnings and
+/// One point's set-up: its context and settings, and the caveats and
 /// notes the steps have added so far, in order.
 struct Setup<'a> {
     ctx: &'a Context,
     s: &'a Settings,
-    warnings: Vec<String>,
+    caveats: Vec<Caveat>,
     notes: Vec<String>,
 }
 
@@ -152,16 +150,25 @@ impl Setup<'_> {
         let s = self.s;
         // `validate` refused the usage errors before the run; seeing one here
         // means the target changed since (or validate was bypassed).
-        let (dir, in_place) = match target::examine(self.ctx, s) {
+        let (dir, in_place) = match target::examine(self.ctx, s, Phase::Run) {
             Ok(Target::Dir(d)) => {
                 target::check_dir(&d)?;
                 (d, None)
             }
             Ok(Target::InPlace(t)) => (t.path.clone(), Some(t)),
-            Err(Refusal::Usage(e)) => return Err(BenchError::Failed(e.to_string())),
+            Err(Refusal::Usage(e)) => {
+                return Err(BenchError::caused(
+                    "the target changed since the run was planned",
+                    e,
+                ));
+            }
+            Err(Refusal::Changed(why)) => return Err(BenchError::Failed(why)),
             Err(Refusal::Io(e)) => return Err(e),
         };
-        let shown = dir.display().to_string();
+        let shown = match &in_place {
+            Some(t) => t.shown(),
+            None => dir.display().to_string(),
+        };
 
         // What holds the data: a file system (memory ones have no disk), or
         // the block device itself.
@@ -180,10 +187,10 @@ impl Setup<'_> {
                         fs.name
                     )));
                 }
-                self.warnings.push(format!(
+                self.caveats.push(Caveat::text(format!(
                     "{shown} is on {} (memory): this measures RAM and the kernel's file code, not a disk",
                     fs.name
-                ));
+                )));
             }
             fs.name
         };
@@ -196,7 +203,7 @@ impl Setup<'_> {
     }
 
     /// Free space, before anything is written (scratch files only: in place
-    /// nothing grows). `--opt disk.space-check=off` skips it, with a warning.
+    /// nothing grows). `--opt disk.space-check=off` skips it, with a caveat.
     fn check_space(&mut self, place: &Place, sizes: &Sizes) -> Result<(), BenchError> {
         let (s, shown, fs_name) = (self.s, &place.shown, &place.fs_name);
         let check_space = self
@@ -221,29 +228,29 @@ impl Setup<'_> {
                     )));
                 }
             } else {
-                self.warnings.push(format!(
+                self.caveats.push(Caveat::text(format!(
                     "the free-space check was skipped ({SPACE_CHECK_OPTION}=off)"
-                ));
+                )));
             }
         }
         Ok(())
     }
 
     /// The engine that runs: the one asked for, or sync where io_uring is
-    /// not available (with a warning).
+    /// not available (with a caveat).
     fn engine(&mut self) -> EngineKind {
         let mut engine = self.s.engine;
         if engine == EngineKind::IoUring {
             #[cfg(target_os = "linux")]
             if let Err(reason) = crate::uring::probe() {
-                self.warnings.push(format!(
+                self.caveats.push(Caveat::text(format!(
                     "engine=io_uring is not available here ({reason}); ran engine=sync instead"
-                ));
+                )));
                 engine = EngineKind::Sync;
             }
             #[cfg(not(target_os = "linux"))]
             {
-                self.warnings
+                self.caveats
                     .push("engine=io_uring exists on Linux only; ran engine=sync instead".into());
                 engine = EngineKind::Sync;
             }
@@ -252,19 +259,19 @@ impl Setup<'_> {
     }
 
     /// The queue depth that runs: 1 for sync, and never more than the
-    /// blocks a thread has (each lowering with a warning).
+    /// blocks a thread has (each lowering with a caveat).
     fn queue_depth(&mut self, engine: EngineKind, nblocks: u64) -> usize {
         let mut qd = self.s.qd;
         if engine == EngineKind::Sync && qd > 1 {
-            self.warnings.push(format!(
+            self.caveats.push(Caveat::text(format!(
                 "engine=sync does one I/O at a time per thread (like fio's psync, which ignores iodepth): qd={qd} was not applied; use engine=io_uring for a deeper queue, or more threads"
-            ));
+            )));
             qd = 1;
         }
         if qd as u64 > nblocks {
-            self.warnings.push(format!(
+            self.caveats.push(Caveat::text(format!(
                 "qd={qd} is more than the {nblocks} blocks each thread has: ran with qd={nblocks}"
-            ));
+            )));
             qd = nblocks as usize;
         }
         qd
@@ -287,7 +294,7 @@ impl Setup<'_> {
     }
 
     /// With `direct=on`, whether the file system takes `O_DIRECT` and with
-    /// which alignment; with `direct=off`, the page-cache warnings.
+    /// which alignment; with `direct=off`, the page-cache caveats.
     fn cache_mode(
         &mut self,
         place: &Place,
@@ -297,16 +304,16 @@ impl Setup<'_> {
         if self.s.direct {
             return self.probe_direct(place, target_file);
         }
-        self.warnings.push(PAGE_CACHE_WARNING.into());
+        self.caveats.push(page_cache_caveat());
         if let Some(mem) = self.ctx.host.memory_bytes
             && total <= mem
         {
-            self.warnings.push(format!(
+            self.caveats.push(Caveat::text(format!(
                 "direct=off and the {} tested ({} in total) fit in this machine's {} of RAM: reads are mostly served from memory once cached, and writes land in memory first",
                 if place.in_place.is_some() { "regions" } else { "files" },
                 format_size(total),
                 format_size(mem)
-            ));
+            )));
         }
         Ok(Cache {
             align: sys::page_size(),
@@ -378,14 +385,15 @@ impl Setup<'_> {
         cache_mode: &str,
     ) {
         let (s, shown, fs_name) = (self.s, &place.shown, &place.fs_name);
-        let (warnings, notes) = (&mut self.warnings, &mut self.notes);
-        if let Some(p) = s.preset {
+        let (caveats, notes) = (&mut self.caveats, &mut self.notes);
+        if s.preset != Preset::None {
             notes.push(format!(
-                "preset {p} applied: op, block, rwmix and fsync are the values it sets (sysbench fileio --file-test-mode=rndrw)"
+                "preset {} applied: op, block, rwmix and fsync are the values it sets (sysbench fileio --file-test-mode=rndrw)",
+                s.preset
             ));
         }
         if s.verify {
-            warnings.push(
+            caveats.push(
                 "verify=on: every read is checked and written blocks are read back at teardown; the check's CPU time is inside the timing".into(),
             );
         }
@@ -441,9 +449,9 @@ impl Setup<'_> {
                         if s.verify {
                             "verify=on first wrote its pattern over all of it".to_string()
                         } else if s.op.random() {
-                            format!("op={} wrote random blocks of it", s.op.name())
+                            format!("op={} wrote random blocks of it", s.op)
                         } else {
-                            format!("op={} wrote it from the start, wrapping around", s.op.name())
+                            format!("op={} wrote it from the start, wrapping around", s.op)
                         }
                     ));
                 } else {
@@ -460,11 +468,11 @@ impl Setup<'_> {
                 }
                 if t.sparse() {
                     let allocated = t.allocated.unwrap_or(0);
-                    warnings.push(format!(
+                    caveats.push(Caveat::text(format!(
                         "{shown} is sparse: only {} of its {} are allocated on disk (st_blocks); reading a hole returns zeros without touching the device, and writing one first allocates space, so these numbers are not the disk's. Fill the file with data first (fio's layout, dd) or use a directory",
                         format_size(allocated),
                         format_size(t.len)
-                    ));
+                    )));
                 }
             }
         }
@@ -475,27 +483,7 @@ impl Setup<'_> {
 
 /// The target tested in place is opened once; the threads share it.
 fn open_target(place: &Place) -> Result<Option<File>, BenchError> {
-    let shown = &place.shown;
-    Ok(match &place.in_place {
-        None => None,
-        Some(t) => Some(
-            sys::open_in_place(&t.path, t.writes, t.kind == Kind::BlockDevice).map_err(|e| {
-                if t.kind == Kind::BlockDevice && e.raw_os_error() == Some(libc::EBUSY) {
-                    BenchError::Failed(format!(
-                        "{shown} is in use (mounted, or claimed by RAID, LVM or swap): the kernel refused an exclusive open (EBUSY), and writing under a file system would corrupt it; unmount it first, or test a file on it. Nothing was written"
-                    ))
-                } else {
-                    sys::io_error(
-                        format!(
-                            "opening {shown} to test it in place ({})",
-                            if t.writes { "read-write" } else { "read-only" }
-                        ),
-                        e,
-                    )
-                }
-            })?,
-        ),
-    })
+    place.in_place.as_ref().map(target::open).transpose()
 }
 
 /// What holds the target: the mount and the block device under it; for a
@@ -533,11 +521,4 @@ fn storage_note(path: &std::path::Path) -> Option<String> {
         None => {}
     }
     (!parts.is_empty()).then(|| format!("storage: {}", parts.join("; ")))
-}
-
-fn engine_name(e: EngineKind) -> &'static str {
-    match e {
-        EngineKind::Sync => "sync",
-        EngineKind::IoUring => "io_uring",
-    }
 }

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use benchsuite_core::units::format_size;
-use benchsuite_core::{ConfigError, ParamSpec, Point, Value};
+use benchsuite_core::{Choice, ConfigError, ParamSpec, Point, Value};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
@@ -28,45 +28,23 @@ pub const MAX_BUFFER_BYTES: u64 = 8 * GIB;
 /// costs 4 bytes per block: 1 GiB at this limit).
 pub const MAX_VERIFY_BLOCKS: u64 = 1 << 28;
 
-/// The I/O pattern.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    /// Sequential reads.
-    Read,
-    /// Sequential writes.
-    Write,
-    /// Uniformly random reads.
-    RandRead,
-    /// Uniformly random writes.
-    RandWrite,
-    /// Random reads and writes mixed by `rwmix`.
-    RandRw,
+benchsuite_core::choice_enum! {
+    /// The I/O pattern.
+    pub enum Op {
+        /// Sequential reads.
+        Read = "read",
+        /// Sequential writes.
+        Write = "write",
+        /// Uniformly random reads.
+        RandRead = "randread",
+        /// Uniformly random writes.
+        RandWrite = "randwrite",
+        /// Random reads and writes mixed by `rwmix`.
+        RandRw = "randrw",
+    }
 }
 
 impl Op {
-    /// Parses the `op` choice.
-    pub fn parse(s: &str) -> Option<Op> {
-        Some(match s {
-            "read" => Op::Read,
-            "write" => Op::Write,
-            "randread" => Op::RandRead,
-            "randwrite" => Op::RandWrite,
-            "randrw" => Op::RandRw,
-            _ => return None,
-        })
-    }
-
-    /// The name as typed.
-    pub fn name(self) -> &'static str {
-        match self {
-            Op::Read => "read",
-            Op::Write => "write",
-            Op::RandRead => "randread",
-            Op::RandWrite => "randwrite",
-            Op::RandRw => "randrw",
-        }
-    }
-
     /// Random offsets?
     pub fn random(self) -> bool {
         matches!(self, Op::RandRead | Op::RandWrite | Op::RandRw)
@@ -78,13 +56,14 @@ impl Op {
     }
 }
 
-/// The I/O engine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineKind {
-    /// `pread`/`pwrite`, one I/O at a time per thread.
-    Sync,
-    /// io_uring with `qd` I/Os in flight per thread.
-    IoUring,
+benchsuite_core::choice_enum! {
+    /// The I/O engine.
+    pub enum EngineKind {
+        /// io_uring with `qd` I/Os in flight per thread.
+        IoUring = "io_uring",
+        /// `pread`/`pwrite`, one I/O at a time per thread.
+        Sync = "sync",
+    }
 }
 
 /// When to flush written data to stable storage.
@@ -139,16 +118,25 @@ pub enum DirChoice {
     Path(PathBuf),
 }
 
-/// The `sysbench fileio --file-test-mode=rndrw` recipe.
-pub const SYSBENCH_RNDRW: &str = "sysbench-rndrw";
+benchsuite_core::choice_enum! {
+    /// A recipe that sets several parameters at once.
+    pub enum Preset {
+        /// No preset: every parameter as given.
+        None = "none",
+        /// The `sysbench fileio --file-test-mode=rndrw` recipe.
+        SysbenchRndrw = "sysbench-rndrw",
+    }
+}
 
 /// Parameter names and defaults, shared by [`declare`] and [`Settings`].
 mod def {
-    pub const OP: &str = "read";
-    pub const ENGINE: &str = "io_uring";
+    use super::{EngineKind, Op, Preset};
+
+    pub const OP: Op = Op::Read;
+    pub const ENGINE: EngineKind = EngineKind::IoUring;
     pub const FSYNC: &str = "none";
     pub const DIR: &str = "auto";
-    pub const PRESET: &str = "none";
+    pub const PRESET: Preset = Preset::None;
     pub const RWMIX: u64 = 70;
     pub const QD: u64 = 1;
     pub const THREADS: u64 = 1;
@@ -157,10 +145,9 @@ mod def {
 /// The parameters `disk.io` declares, in sweep order.
 pub fn declare() -> Vec<ParamSpec> {
     vec![
-        ParamSpec::choice(
+        ParamSpec::choice_of(
             "op",
             "I/O pattern: sequential read|write, uniformly random randread|randwrite, or randrw mixed by rwmix",
-            &["read", "write", "randread", "randwrite", "randrw"],
             def::OP,
         ),
         ParamSpec::size(
@@ -199,10 +186,9 @@ pub fn declare() -> Vec<ParamSpec> {
             100,
             def::RWMIX,
         ),
-        ParamSpec::choice(
+        ParamSpec::choice_of(
             "engine",
             "io_uring (falls back to sync, with a warning, where the kernel forbids it) or sync (pread/pwrite)",
-            &["io_uring", "sync"],
             def::ENGINE,
         ),
         ParamSpec::flag(
@@ -227,10 +213,9 @@ pub fn declare() -> Vec<ParamSpec> {
             "auto|PATH",
             def::DIR,
         ),
-        ParamSpec::choice(
+        ParamSpec::choice_of(
             "preset",
             "sysbench-rndrw = op=randrw block=16K rwmix=60 fsync=every:40 (sysbench fileio rndrw)",
-            &["none", SYSBENCH_RNDRW],
             def::PRESET,
         ),
     ]
@@ -263,8 +248,8 @@ pub struct Settings {
     pub verify: bool,
     /// Scratch location.
     pub dir: DirChoice,
-    /// The preset applied, if any.
-    pub preset: Option<&'static str>,
+    /// The preset applied ([`Preset::None`] for none).
+    pub preset: Preset,
 }
 
 fn bad(param: &str, value: impl ToString, reason: impl Into<String>) -> ConfigError {
@@ -293,28 +278,30 @@ fn get_bool(p: &Point, name: &str) -> Result<bool, ConfigError> {
         .ok_or_else(|| bad(name, "(missing)", "expected on or off"))
 }
 
+/// A choice parameter as its enum (a `ConfigError` naming it, for
+/// `validate`, where [`Point::choice`] gives a `BenchError`).
+fn get_choice<C: Choice>(p: &Point, name: &str) -> Result<C, ConfigError> {
+    let text = get_str(p, name)?;
+    C::from_name(text).ok_or_else(|| {
+        bad(
+            name,
+            text,
+            format!("expected one of {}", C::NAMES.join(", ")),
+        )
+    })
+}
+
 impl Settings {
     /// Resolves and checks a point. Every error names its parameter. Checks
     /// here need no file system access except for an explicit `dir`.
     pub fn from_point(p: &Point) -> Result<Settings, ConfigError> {
-        let op_text = get_str(p, "op")?;
-        let mut op = Op::parse(op_text).ok_or_else(|| {
-            bad(
-                "op",
-                op_text,
-                "expected read, write, randread, randwrite or randrw",
-            )
-        })?;
+        let mut op: Op = get_choice(p, "op")?;
         let mut block = get_u64(p, "block")?;
         let threads = get_u64(p, "threads")?;
         let qd = get_u64(p, "qd")?;
         let size = get_u64(p, "size")?;
         let mut rwmix = get_u64(p, "rwmix")?;
-        let engine = match get_str(p, "engine")? {
-            "sync" => EngineKind::Sync,
-            "io_uring" => EngineKind::IoUring,
-            other => return Err(bad("engine", other, "expected io_uring or sync")),
-        };
+        let engine: EngineKind = get_choice(p, "engine")?;
         let direct = get_bool(p, "direct")?;
         let fsync_text = get_str(p, "fsync")?;
         let mut fsync = Fsync::parse(fsync_text).map_err(|r| bad("fsync", fsync_text, r))?;
@@ -325,17 +312,14 @@ impl Settings {
         } else {
             DirChoice::Path(PathBuf::from(dir_text))
         };
-        let preset = match get_str(p, "preset")? {
-            "none" => None,
-            SYSBENCH_RNDRW => {
+        let preset: Preset = get_choice(p, "preset")?;
+        match preset {
+            Preset::None => {}
+            Preset::SysbenchRndrw => {
                 // The preset sets these four; a different explicit value
                 // would be silently overridden, so it is an error instead.
                 let conflicts = [
-                    (
-                        "op",
-                        op != Op::RandRw && op_text != def::OP,
-                        op_text.to_string(),
-                    ),
+                    ("op", op != Op::RandRw && op != def::OP, op.to_string()),
                     ("block", block != 0 && block != 16 * KIB, format_size(block)),
                     (
                         "rwmix",
@@ -351,7 +335,7 @@ impl Settings {
                 if let Some((name, _, value)) = conflicts.iter().find(|c| c.1) {
                     return Err(bad(
                         "preset",
-                        SYSBENCH_RNDRW,
+                        preset,
                         format!(
                             "the preset sets {name} itself (op=randrw block=16K rwmix=60 fsync=every:40); drop {name}={value} or the preset"
                         ),
@@ -361,10 +345,8 @@ impl Settings {
                 block = 16 * KIB;
                 rwmix = 60;
                 fsync = Fsync::Every(40);
-                Some(SYSBENCH_RNDRW)
             }
-            other => return Err(bad("preset", other, "expected none or sysbench-rndrw")),
-        };
+        }
         let block_auto = block == 0;
         if block_auto {
             block = if op.random() {
@@ -471,8 +453,9 @@ impl Settings {
 
 /// A `dir` must exist and be a writable directory, or an existing regular
 /// file or block device. Whether the point may use the latter (in place,
-/// read-only, or writing with `--allow-overwrite`) needs the run's options:
-/// `crate::target::examine` decides, in `validate`.
+/// read-only, or writing with `--allow-overwrite=PATH`) needs the run's
+/// options: `crate::target::examine` decides, in `validate`, on an open
+/// descriptor; this look by path only gives early, parameter-named errors.
 fn check_dir(d: &std::path::Path) -> Result<(), ConfigError> {
     let shown = d.display().to_string();
     let meta =
@@ -560,6 +543,21 @@ mod tests {
     }
 
     #[test]
+    fn choice_names_are_the_ones_reports_and_the_cli_use() {
+        assert_eq!(
+            Op::NAMES,
+            ["read", "write", "randread", "randwrite", "randrw"]
+        );
+        assert_eq!(EngineKind::NAMES, ["io_uring", "sync"]);
+        assert_eq!(Preset::NAMES, ["none", "sysbench-rndrw"]);
+        let decl = declare();
+        let default = |n: &str| decl.iter().find(|p| p.name == n).unwrap().default.clone();
+        assert_eq!(default("op"), s("read"));
+        assert_eq!(default("engine"), s("io_uring"));
+        assert_eq!(default("preset"), s("none"));
+    }
+
+    #[test]
     fn fsync_forms() {
         assert_eq!(Fsync::parse("none"), Ok(Fsync::None));
         assert_eq!(Fsync::parse("end"), Ok(Fsync::End));
@@ -570,18 +568,18 @@ mod tests {
 
     #[test]
     fn the_sysbench_preset_sets_its_recipe_and_refuses_conflicts() {
-        let st = Settings::from_point(&point(&[("preset", s(SYSBENCH_RNDRW))])).unwrap();
+        let st = Settings::from_point(&point(&[("preset", s("sysbench-rndrw"))])).unwrap();
         assert_eq!(st.op, Op::RandRw);
         assert_eq!(st.block, 16 * KIB);
         assert_eq!(st.rwmix, 60);
         assert_eq!(st.fsync, Fsync::Every(40));
         assert!(!st.block_auto);
-        let e = err(&[("preset", s(SYSBENCH_RNDRW)), ("block", Value::Int(4096))]);
+        let e = err(&[("preset", s("sysbench-rndrw")), ("block", Value::Int(4096))]);
         assert!(e.contains("`preset`") && e.contains("block"), "{e}");
         // Giving the preset's own values is not a conflict.
         assert!(
             Settings::from_point(&point(&[
-                ("preset", s(SYSBENCH_RNDRW)),
+                ("preset", s("sysbench-rndrw")),
                 ("op", s("randrw")),
                 ("block", Value::Int(16 * KIB)),
             ]))

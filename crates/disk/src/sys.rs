@@ -39,7 +39,7 @@ impl AlignedBuf {
     /// Allocates `len` zeroed bytes aligned to `align` (a power of two).
     pub fn new(len: usize, align: usize) -> Result<AlignedBuf, BenchError> {
         let layout = Layout::from_size_align(len.max(1), align.max(1)).map_err(|e| {
-            BenchError::Other(format!("buffer of {len} B aligned to {align} B: {e}"))
+            BenchError::caused(format!("buffer of {len} B aligned to {align} B"), e)
         })?;
         // SAFETY: the layout has a nonzero size (len.max(1)).
         let raw = unsafe { std::alloc::alloc_zeroed(layout) };
@@ -105,6 +105,8 @@ pub fn errno_name(code: i32) -> Option<&'static str> {
         libc::EISDIR => "EISDIR",
         libc::EBUSY => "EBUSY",
         libc::EINTR => "EINTR",
+        libc::ELOOP => "ELOOP",
+        libc::ENXIO => "ENXIO",
         _ => return None,
     })
 }
@@ -429,22 +431,100 @@ pub fn logical_block_size(file: &File) -> io::Result<usize> {
     }
 }
 
-/// Opens an existing file or block device to test it in place: never
-/// created, truncated or extended here. `write` opens it read-write (else
-/// read-only). A block device opened for writing is opened `O_EXCL`, which
-/// the kernel refuses with `EBUSY` while it is mounted or claimed by
-/// another exclusive user (a RAID or LVM member): writing under a mounted
-/// file system would corrupt it.
-pub fn open_in_place(path: &Path, write: bool, block_device: bool) -> io::Result<File> {
-    let mut flags = 0;
-    if write && block_device {
-        flags |= libc::O_EXCL;
+/// How [`open_in_place`] opens a target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// `O_PATH`: only to learn what the path names (`fstat` on the
+    /// descriptor) without opening the object itself, so a FIFO cannot
+    /// block, a tape cannot rewind and no driver's open runs. A symbolic
+    /// link is not followed: the descriptor then refers to the link.
+    Look,
+    /// Read-only: to read a block device's size, or to test a target in
+    /// place without writing.
+    Read,
+    /// Read-write and `O_EXCL`: for a point that writes to it.
+    Write,
+}
+
+/// Opens an existing path to test it in place: never created, truncated
+/// or extended here. The caller classifies what was opened by `fstat` on
+/// the descriptor (`File::metadata`), never by a `stat` of the path before.
+///
+/// No symbolic link is followed: `path` must be canonical (a symbolic link
+/// the user named was resolved once, up front). The open uses
+/// `openat2(RESOLVE_NO_SYMLINKS)`, which refuses a symbolic link in any
+/// component, where the kernel has it (Linux 5.6+, not filtered by a
+/// seccomp policy), else `O_NOFOLLOW` (the last component). A path swapped
+/// for a symbolic link fails with `ELOOP` ([`Access::Look`]: returns the
+/// link itself, which `fstat` shows as one).
+///
+/// [`Access::Write`] adds `O_EXCL` whatever the path turns out to be: on a
+/// block device the kernel then refuses with `EBUSY` while it is mounted or
+/// claimed by another exclusive user (a RAID or LVM member, swap), since
+/// writing under a mounted file system would corrupt it; on a regular file
+/// Linux ignores `O_EXCL` without `O_CREAT`. Reads and writes open
+/// non-blocking (a FIFO swapped in cannot hang the open; the flag is
+/// cleared afterwards) and never make a terminal the controlling one.
+pub fn open_in_place(path: &Path, access: Access) -> io::Result<File> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+
+    let flags = libc::O_CLOEXEC
+        | libc::O_NOFOLLOW
+        | match access {
+            // openat2 refuses O_PATH with any flag but these.
+            Access::Look => libc::O_PATH,
+            Access::Read => libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY,
+            Access::Write => libc::O_RDWR | libc::O_EXCL | libc::O_NONBLOCK | libc::O_NOCTTY,
+        };
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+    // SAFETY: open_how is plain data; zeroed is a valid value.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = flags as u64;
+    how.resolve = libc::RESOLVE_NO_SYMLINKS;
+    // SAFETY: c is a valid NUL-terminated path and how a valid open_how of
+    // the size passed; openat2 only reads them.
+    let mut fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    } as libc::c_int;
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        // Without openat2 (an old kernel, or a seccomp filter that answers
+        // ENOSYS or EPERM for calls it does not know): O_NOFOLLOW alone.
+        if !matches!(
+            e.raw_os_error(),
+            Some(libc::ENOSYS | libc::EPERM | libc::E2BIG)
+        ) {
+            return Err(e);
+        }
+        // SAFETY: c is a valid NUL-terminated path; no mode without O_CREAT.
+        fd = unsafe { libc::open(c.as_ptr(), flags) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
     }
-    OpenOptions::new()
-        .read(true)
-        .write(write)
-        .custom_flags(flags)
-        .open(path)
+    // SAFETY: fd is a descriptor just returned by the kernel, owned by no
+    // one else; OwnedFd closes it on every path from here.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    if access != Access::Look {
+        // Back to blocking I/O for the benchmark's reads and writes.
+        // SAFETY: F_GETFL on a descriptor we own; no pointers involved.
+        let cur = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+        if cur < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: F_SETFL with an int argument on a descriptor we own.
+        if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, cur & !libc::O_NONBLOCK) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(File::from(fd))
 }
 
 /// The system page size.
@@ -490,6 +570,61 @@ mod tests {
         );
         let s = e.to_string();
         assert!(s.contains("ENOSPC") && s.contains("offset 0"), "{s}");
+    }
+
+    /// What a path swapped for a symbolic link meets at the open itself:
+    /// `ELOOP`, nothing opened, nothing written.
+    #[test]
+    fn opens_in_place_follow_no_symbolic_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        std::fs::write(&real, b"keep me").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        for access in [Access::Read, Access::Write] {
+            let e = open_in_place(&link, access).unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::ELOOP), "{access:?}: {e}");
+        }
+        // O_PATH hands back the link itself, which fstat shows as one.
+        let look = open_in_place(&link, Access::Look).unwrap();
+        assert!(look.metadata().unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read(&real).unwrap(), b"keep me");
+
+        // A regular file opens for writing (O_EXCL is ignored there), and
+        // the descriptor is blocking.
+        let f = open_in_place(&real, Access::Write).unwrap();
+        assert!(f.metadata().unwrap().is_file());
+        // SAFETY: F_GETFL on a descriptor we own.
+        let flags = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFL) };
+        assert_eq!(flags & libc::O_NONBLOCK, 0);
+
+        // A symbolic link in a parent component: refused too where the
+        // kernel has openat2 (else O_NOFOLLOW guards the last one only).
+        let linked_dir = dir.path().join("linked-dir");
+        std::os::unix::fs::symlink(dir.path(), &linked_dir).unwrap();
+        match open_in_place(&linked_dir.join("real"), Access::Write) {
+            Err(e) => assert_eq!(e.raw_os_error(), Some(libc::ELOOP), "{e}"),
+            Ok(_) => eprintln!(
+                "openat2(RESOLVE_NO_SYMLINKS) is not available here: a parent symbolic link is followed"
+            ),
+        }
+        assert_eq!(std::fs::read(&real).unwrap(), b"keep me");
+    }
+
+    #[test]
+    fn a_fifo_is_looked_at_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: c is a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let look = open_in_place(&fifo, Access::Look).unwrap();
+        assert!(std::os::unix::fs::FileTypeExt::is_fifo(
+            &look.metadata().unwrap().file_type()
+        ));
+        // Read-only would block on a FIFO without a writer: it does not.
+        let f = open_in_place(&fifo, Access::Read).unwrap();
+        assert!(!f.metadata().unwrap().is_file());
     }
 
     #[test]

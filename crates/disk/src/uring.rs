@@ -170,7 +170,7 @@ impl Uring {
                 false,
                 format!(
                     "io_uring ring: {setup}; the kernel refused to register the buffers ({}), so plain READ/WRITE were used, which pin pages per I/O (fio's default, fixedbufs=0)",
-                    crate::sys::io_error("register_buffers", e)
+                    benchsuite_core::error_chain(&crate::sys::io_error("register_buffers", e))
                 ),
             ),
         };

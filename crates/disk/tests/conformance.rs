@@ -1,102 +1,50 @@
-//! Conformance: every `disk` benchmark at its smoke point, and `disk.io`
-//! across its ops, engines, queue depths, cache modes, fsync policies and
-//! verification, through the real runner. Every run must leave its scratch
+//! Conformance: every `disk` benchmark at its smoke point and every choice
+//! through the shared harness (in the system temp dir), and `disk.io` on
+//! the project's own disk across its ops, engines, queue depths, cache
+//! modes, fsync policies and verification. Every run must leave its scratch
 //! directory empty.
 
 mod common;
 
 use std::time::Duration;
 
-use benchsuite_core::{MetricSource, Record, Status};
-use benchsuite_disk::{MODULE, PAGE_CACHE_WARNING, benchmarks};
-use common::{config, entries, run, scratch};
-
-/// Generous physical bounds for a median: no storage reaches 100 GB/s or
-/// 50 M IOPS through one file system, and no single I/O of a smoke point
-/// takes 10 s.
-fn bound(metric: &str) -> f64 {
-    match metric {
-        "bandwidth" => 100e9,
-        "iops" => 50e6,
-        "latency" => 10.0,
-        m => panic!("no physical bound for metric {m}: add one to this test"),
-    }
-}
-
-fn check(r: &Record) {
-    let what = format!("{} {}", r.id, r.params.label());
-    assert_eq!(
-        r.status,
-        Status::Ok,
-        "{what}: {}",
-        r.reason.as_deref().unwrap_or("(no reason)")
-    );
-    assert_eq!(r.metrics.len(), 3, "{what}");
-    for m in &r.metrics {
-        let med = m.summary.median;
-        assert!(
-            med.is_finite() && med > 0.0,
-            "{what} {}: median {med}",
-            m.name
-        );
-        assert!(med < bound(&m.name), "{what} {}: median {med:e}", m.name);
-    }
-    let bw = &r.metrics[0];
-    let iops = &r.metrics[1];
-    // The record shows the block that ran, never `0` (auto).
-    let block = r.params.get("block").and_then(|v| v.as_u64()).unwrap();
-    assert!(block >= 512, "{what}");
-    // bandwidth = iops × block, sample by sample.
-    for (b, i) in bw.samples.iter().zip(&iops.samples) {
-        let ratio = b / (i * block as f64);
-        assert!((ratio - 1.0).abs() < 1e-9, "{what}: {b} vs {i} × {block}");
-    }
-    let lat = r.metrics[2].latency.as_ref().expect("latency percentiles");
-    assert!(lat.count > 0, "{what}");
-    assert!(
-        lat.min <= lat.p50 && lat.p50 <= lat.p99 && lat.p99 <= lat.max,
-        "{what}"
-    );
-}
+use benchsuite_core::{Caveat, MetricSource, ParamKind, Record, Report, Status};
+use benchsuite_disk::{DiskIo, page_cache_caveat};
+use common::{config, entries, harness, run, scratch};
 
 #[test]
 fn meta_is_well_formed() {
-    let benches = benchmarks();
-    assert!(!benches.is_empty());
-    for b in &benches {
-        let m = b.meta();
-        assert!(m.id.starts_with("disk."), "{}", m.id);
-        assert_eq!(m.module(), MODULE);
-        assert_eq!(m.metrics[0].source, MetricSource::BytesPerSec);
-        for p in &m.params {
-            p.kind.check(p.name, &p.default).unwrap();
-            p.kind.check(p.name, p.smoke_value()).unwrap();
-            assert!(!p.help.is_empty(), "{}", p.name);
-        }
-        for name in ["block", "threads", "preset"] {
-            assert!(m.param(name).is_some(), "the CLI maps a flag to `{name}`");
-        }
+    harness().check_meta();
+    let m = benchsuite_core::Benchmark::meta(&DiskIo);
+    assert_eq!(m.metrics[0].source, MetricSource::BytesPerSec);
+    for name in ["block", "threads", "preset"] {
+        assert!(m.param(name).is_some(), "the CLI maps a flag to `{name}`");
     }
+}
+
+/// No `.benchsuite-scratch-<pid>-*` file of this process is left in `dir`
+/// (a shared directory: other entries are not this test's).
+fn none_of_ours_in(dir: &std::path::Path) {
+    let ours = format!(".benchsuite-scratch-{}-", std::process::id());
+    let left: Vec<String> = entries(dir)
+        .into_iter()
+        .filter(|e| e.starts_with(&ours))
+        .collect();
+    assert_eq!(left, Vec::<String>::new());
 }
 
 #[test]
 fn every_benchmark_runs_at_its_smoke_point() {
-    let dir = scratch();
-    let mut cfg = config(dir.path(), &[]);
-    cfg.selectors = vec![MODULE.into()];
-    let report = run(&cfg).unwrap();
-    assert_eq!(report.records.len(), benchmarks().len());
-    for r in &report.records {
-        check(r);
-    }
+    let report = harness().check_smoke();
     // The host section names what holds the scratch directory, and each
-    // record's notes say the same.
+    // record that ran says the same in its notes.
+    let tmp = std::env::temp_dir();
     let facts = &report.host.extra["disk"];
-    assert_eq!(facts["path"], dir.path().display().to_string());
+    assert_eq!(facts["path"], tmp.display().to_string());
     if std::fs::read_to_string("/proc/self/mountinfo").is_ok() {
         let fstype = facts["mount"]["fstype"].as_str().expect("a mount");
         assert!(!fstype.is_empty());
-        for r in &report.records {
+        for r in report.records.iter().filter(|r| r.status == Status::Ok) {
             assert!(
                 r.notes
                     .iter()
@@ -106,13 +54,76 @@ fn every_benchmark_runs_at_its_smoke_point() {
             );
         }
     }
-    assert_eq!(entries(dir.path()), Vec::<String>::new());
+    none_of_ours_in(&tmp);
+}
+
+/// Every value of every choice parameter runs (or is a skip the harness
+/// allows). Not `check_choices`: it would sweep the product of `op`,
+/// `engine` and `preset`, and the preset sets `op` itself, refusing the
+/// plan for any other op. So `op` × `engine`, then `preset` on its own.
+#[test]
+fn every_choice_runs() {
+    let h = harness();
+    let meta = benchsuite_core::Benchmark::meta(&DiskIo);
+    let names = |param: &str| match meta.param(param).map(|p| &p.kind) {
+        Some(ParamKind::Choice(names)) => names.join(","),
+        other => panic!("{param} is not a choice: {other:?}"),
+    };
+    let (ops, engines, presets) = (names("op"), names("engine"), names("preset"));
+    for sweep in [
+        vec![("op", ops.as_str()), ("engine", engines.as_str())],
+        vec![("preset", presets.as_str())],
+    ] {
+        let report = h.run("disk.io", &sweep);
+        let expected: usize = sweep.iter().map(|(_, v)| v.split(',').count()).product();
+        assert_eq!(report.records.len(), expected, "{sweep:?}");
+        for r in &report.records {
+            h.check_record(r);
+        }
+    }
+    let choices: Vec<&str> = meta
+        .params
+        .iter()
+        .filter(|p| matches!(p.kind, ParamKind::Choice(_)))
+        .map(|p| p.name)
+        .collect();
+    assert_eq!(
+        choices,
+        ["op", "engine", "preset"],
+        "a new choice needs a sweep here"
+    );
+    none_of_ours_in(&std::env::temp_dir());
+}
+
+/// `disk.io` with `sweep` on a scratch directory on the project's own
+/// disk, where `direct=on` can run: every record must be `ok`.
+fn on_disk(dir: &std::path::Path, sweep: &[(&str, &str)]) -> Report {
+    let mut all = vec![("dir", dir.to_str().unwrap())];
+    all.extend_from_slice(sweep);
+    let h = harness();
+    let report = h.run("disk.io", &all);
+    for r in &report.records {
+        assert_eq!(
+            r.status,
+            Status::Ok,
+            "{} {}: {}",
+            r.id,
+            r.params.label(),
+            r.reason.as_deref().unwrap_or("(no reason)")
+        );
+        h.check_record(r);
+    }
+    report
+}
+
+fn says(r: &Record, text: &str) -> bool {
+    r.warnings.iter().any(|w| w.to_string().contains(text))
 }
 
 #[test]
 fn every_op_and_engine_runs_verified() {
     let dir = scratch();
-    let report = run(&config(
+    let report = on_disk(
         dir.path(),
         &[
             ("op", "read,write,randread,randwrite,randrw"),
@@ -122,12 +133,10 @@ fn every_op_and_engine_runs_verified() {
             ("verify", "on"),
             ("block", "0,4K"),
         ],
-    ))
-    .unwrap();
+    );
     assert_eq!(report.records.len(), 5 * 2 * 2 * 2 * 2);
     let mut clamped = 0;
     for r in &report.records {
-        check(r);
         // The record's parameters are what ran: sync ran qd=1, and no
         // queue is deeper than the blocks of a 4 MiB file.
         let engine = r.params.get("engine").unwrap().as_str().unwrap();
@@ -141,17 +150,13 @@ fn every_op_and_engine_runs_verified() {
         };
         assert!(block == 4 << 10 || block == auto, "{op} block={block}");
         assert!(qd == 1 || qd == 8 || qd == (4 << 20) / block, "qd={qd}");
-        let said = r
-            .warnings
-            .iter()
-            .any(|w| w.contains("qd=8 was not applied"));
-        if said {
+        if says(r, "qd=8 was not applied") {
             assert_eq!((engine, qd), ("sync", 1), "{:?}", r.warnings);
             clamped += 1;
         } else if engine == "sync" {
             assert_eq!(qd, 1);
         }
-        assert!(r.warnings.iter().any(|w| w.contains("verify=on")));
+        assert!(says(r, "verify=on"), "{:?}", r.warnings);
         // The record says what was measured, and how the engine ran.
         assert!(
             r.notes.iter().any(|n| n.starts_with("measured ")),
@@ -174,35 +179,37 @@ fn every_op_and_engine_runs_verified() {
 #[test]
 fn buffered_fsync_and_preset_points_run_and_say_what_they_measured() {
     let dir = scratch();
-    let report = run(&config(
+    let report = on_disk(
         dir.path(),
         &[
             ("op", "randrw"),
             ("direct", "on,off"),
             ("fsync", "none,end,every:3"),
         ],
-    ))
-    .unwrap();
+    );
     assert_eq!(report.records.len(), 6);
     for r in &report.records {
-        check(r);
         let buffered = r.params.get("direct").unwrap().as_bool() == Some(false);
-        let warned = r.warnings.iter().any(|w| w == PAGE_CACHE_WARNING);
-        assert_eq!(warned, buffered, "{:?}", r.warnings);
+        let cached: Vec<&Caveat> = r
+            .warnings
+            .iter()
+            .filter(|w| matches!(w, Caveat::PageCache { .. }))
+            .collect();
         if buffered {
-            // The smoke files (4 MiB) fit in any machine's RAM.
-            assert!(
-                r.warnings
-                    .iter()
-                    .any(|w| w.contains("fit in this machine's")),
-                "{:?}",
-                r.warnings
+            assert_eq!(cached, [&page_cache_caveat()], "{:?}", r.warnings);
+            // The sentence the record shows is the one it always showed.
+            assert_eq!(
+                cached[0].to_string(),
+                "direct=off: I/O goes through the page cache, so these numbers mix cache hits and deferred writeback with device work; use direct=on to measure the device"
             );
+            // The smoke files (4 MiB) fit in any machine's RAM.
+            assert!(says(r, "fit in this machine's"), "{:?}", r.warnings);
+        } else {
+            assert!(cached.is_empty(), "{:?}", r.warnings);
         }
     }
-    let report = run(&config(dir.path(), &[("preset", "sysbench-rndrw")])).unwrap();
+    let report = on_disk(dir.path(), &[("preset", "sysbench-rndrw")]);
     let r = &report.records[0];
-    check(r);
     // The record's parameters are the preset's recipe, and a note says
     // the preset set them.
     let p = &r.params;
@@ -221,6 +228,8 @@ fn buffered_fsync_and_preset_points_run_and_say_what_they_measured() {
     assert_eq!(entries(dir.path()), Vec::<String>::new());
 }
 
+/// A time series needs `--duration` and `--interval`, which the harness's
+/// `run` does not take: its own configuration, the harness's registry.
 #[test]
 fn a_time_series_has_one_sample_per_interval() {
     let dir = scratch();
@@ -229,7 +238,8 @@ fn a_time_series_has_one_sample_per_interval() {
     cfg.interval = Some(Duration::from_millis(100));
     let report = run(&cfg).unwrap();
     let r = &report.records[0];
-    check(r);
+    assert_eq!(r.status, Status::Ok, "{:?}", r.reason);
+    harness().check_record(r);
     let m = &r.metrics[1];
     let ts = m.timestamps.as_ref().expect("timestamps");
     assert_eq!(ts.len(), m.samples.len());

@@ -1,17 +1,19 @@
 //! `dir` naming an existing file or block device: tested in place, as
 //! fio's `--filename` does. Reading needs no flag and writes nothing; any
 //! point that writes is refused before the run starts unless
-//! `--allow-overwrite` is given, and then stays inside its region and never
-//! truncates, extends or deletes the target.
+//! `--allow-overwrite` names that target, and then stays inside its region
+//! and never truncates, extends or deletes the target. What the path named
+//! when the run was planned is what the run opens: a path swapped since
+//! (for a symbolic link, another file, a device) is refused and nothing is
+//! written.
 
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use benchsuite_core::{Record, RunConfig, Status};
 use benchsuite_disk::ALLOW_OVERWRITE_OPTION;
-use common::{config, entries, run, scratch};
+use common::{Loop, config, entries, run, scratch};
 
 const MIB: usize = 1 << 20;
 
@@ -39,15 +41,46 @@ fn victim() -> (tempfile::TempDir, PathBuf, Vec<u8>) {
     (dir, path, data)
 }
 
+/// `dir=path` with `sweep`; `allow` gives `--allow-overwrite=path`.
 fn on(path: &Path, scratch: &Path, sweep: &[(&str, &str)], allow: bool) -> RunConfig {
-    let mut all = vec![("dir", path.to_str().unwrap())];
-    all.extend_from_slice(sweep);
-    let mut cfg = config(scratch, &all);
+    let cfg = dirs(path.to_str().unwrap(), scratch, sweep);
     if allow {
-        cfg.options
-            .insert(ALLOW_OVERWRITE_OPTION.into(), "true".into());
+        allowing(cfg, path.to_str().unwrap())
+    } else {
+        cfg
     }
+}
+
+/// `dir=list` (comma-separated) with `sweep`.
+fn dirs(list: &str, scratch: &Path, sweep: &[(&str, &str)]) -> RunConfig {
+    let mut all = vec![("dir", list)];
+    all.extend_from_slice(sweep);
+    config(scratch, &all)
+}
+
+/// `cfg` with `--allow-overwrite=value`.
+fn allowing(mut cfg: RunConfig, value: &str) -> RunConfig {
+    cfg.options
+        .insert(ALLOW_OVERWRITE_OPTION.into(), value.into());
     cfg
+}
+
+/// Plans `cfg`, runs `between`, then runs the plan: the window in which
+/// a path may be swapped after it was checked.
+fn plan_then_run(cfg: &RunConfig, between: impl FnOnce()) -> benchsuite_core::Report {
+    let registry = common::harness().registry();
+    let plan = benchsuite_core::plan::plan(&registry, cfg).expect("the plan is accepted");
+    between();
+    benchsuite_core::runner::run_plan(&plan, cfg, &mut benchsuite_core::runner::Silent)
+}
+
+fn failed_with<'r>(r: &'r Record, words: &[&str]) -> &'r str {
+    assert_eq!(r.status, Status::Failed, "{r:?}");
+    let reason = r.reason.as_deref().unwrap_or_default();
+    for w in words {
+        assert!(reason.contains(w), "{w:?} not in {reason:?}");
+    }
+    reason
 }
 
 fn ok(r: &Record) {
@@ -210,7 +243,7 @@ fn reading_an_existing_file_needs_no_flag_and_writes_nothing() {
             "{n}"
         );
         assert!(
-            !r.warnings.iter().any(|w| w.contains("sparse")),
+            !r.warnings.iter().any(|w| w.to_string().contains("sparse")),
             "{:?}",
             r.warnings
         );
@@ -241,9 +274,10 @@ fn a_sparse_file_is_read_with_a_warning() {
     let r = &report.records[0];
     ok(r);
     assert!(
-        r.warnings
-            .iter()
-            .any(|w| w.contains("sparse") && w.contains("zeros")),
+        r.warnings.iter().any(|w| {
+            let w = w.to_string();
+            w.contains("sparse") && w.contains("zeros")
+        }),
         "{:?}",
         r.warnings
     );
@@ -265,44 +299,239 @@ fn a_target_shorter_than_one_block_is_refused() {
     assert_eq!(std::fs::read(&path).unwrap(), b"keep me");
 }
 
-/// A loop device over a file in a temp dir, detached on drop.
-struct Loop {
-    dev: PathBuf,
+/// Two 8 MiB noise files, `a.dat` and `b.dat`, in one scratch directory.
+fn two_victims() -> (tempfile::TempDir, [(PathBuf, Vec<u8>); 2]) {
+    let dir = scratch();
+    let make = |name: &str, seed: u64| {
+        let path = dir.path().join(name);
+        let data = noise(8 * MIB, seed);
+        std::fs::write(&path, &data).unwrap();
+        (path, data)
+    };
+    let pair = [make("a.dat", 1), make("b.dat", 2)];
+    (dir, pair)
 }
 
-impl Loop {
-    fn attach(file: &Path) -> Result<Loop, String> {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            return Err("loop devices need root".into());
-        }
-        let out = Command::new("losetup")
-            .args(["--find", "--show"])
-            .arg(file)
-            .output()
-            .map_err(|e| format!("cannot run losetup: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "losetup failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        let name = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        // Attached from here on: the guard detaches it whatever follows.
-        let lo = Loop {
-            dev: PathBuf::from(&name),
-        };
-        if !name.starts_with("/dev/loop") {
-            return Err(format!("losetup printed {name:?}"));
-        }
-        Ok(lo)
-    }
+fn unchanged(path: &Path, data: &[u8]) {
+    assert!(
+        std::fs::read(path).unwrap() == data,
+        "{} was written",
+        path.display()
+    );
 }
 
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
+fn written(path: &Path, data: &[u8]) {
+    let after = std::fs::read(path).unwrap();
+    assert_eq!(after.len(), data.len());
+    assert!(after[..4 * MIB] != data[..4 * MIB], "{}", path.display());
+    assert!(after[4 * MIB..] == data[4 * MIB..], "{}", path.display());
+}
+
+#[test]
+fn allow_overwrite_authorises_only_the_targets_it_names() {
+    let (dir, [(a, a_data), (b, b_data)]) = two_victims();
+    let (a_s, b_s) = (a.to_str().unwrap(), b.to_str().unwrap());
+
+    // Naming A does not authorise B.
+    let e = run(&allowing(
+        on(&b, dir.path(), &[("op", "randwrite")], false),
+        a_s,
+    ))
+    .expect_err("A's authorisation is not B's")
+    .to_string();
+    assert!(
+        e.contains("`dir`")
+            && e.contains(b_s)
+            && e.contains(&format!("--allow-overwrite={a_s} does not name it"))
+            && e.contains(&format!("--allow-overwrite={a_s},{b_s}"))
+            && !e.contains('\n'),
+        "{e}"
+    );
+
+    // A sweep over both with only A named: the plan is refused before
+    // anything runs, so A is not written either.
+    let both = format!("{a_s},{b_s}");
+    let e = run(&allowing(
+        dirs(&both, dir.path(), &[("op", "randwrite")]),
+        a_s,
+    ))
+    .expect_err("B is not named")
+    .to_string();
+    assert!(e.contains(b_s) && e.contains("--allow-overwrite"), "{e}");
+    unchanged(&a, &a_data);
+    unchanged(&b, &b_data);
+
+    // Both named: both written, each in its region only.
+    let report = run(&allowing(
+        dirs(&both, dir.path(), &[("op", "randwrite")]),
+        &both,
+    ))
+    .unwrap();
+    assert_eq!(report.records.len(), 2);
+    report.records.iter().for_each(ok);
+    written(&a, &a_data);
+    written(&b, &b_data);
+
+    // A name is matched by what it names: a symbolic link to B authorises B.
+    std::fs::write(&b, &b_data).unwrap();
+    let link = dir.path().join("b-link");
+    std::os::unix::fs::symlink(&b, &link).unwrap();
+    let report = run(&allowing(
+        on(&b, dir.path(), &[("op", "randwrite")], false),
+        link.to_str().unwrap(),
+    ))
+    .unwrap();
+    ok(&report.records[0]);
+    written(&b, &b_data);
+    let mut left = entries(dir.path());
+    left.sort();
+    assert_eq!(left, ["a.dat", "b-link", "b.dat"]);
+}
+
+#[test]
+fn the_bare_flag_authorises_a_single_target() {
+    let (dir, [(a, a_data), (b, b_data)]) = two_victims();
+    let (a_s, b_s) = (a.to_str().unwrap(), b.to_str().unwrap());
+    for bare in ["on", "true"] {
+        let both = format!("{a_s},{b_s}");
+        let e = run(&allowing(
+            dirs(&both, dir.path(), &[("op", "randwrite")]),
+            bare,
+        ))
+        .expect_err("two targets need naming")
+        .to_string();
+        assert!(
+            e.contains("the bare --allow-overwrite authorises a single target")
+                && e.contains(&format!("--allow-overwrite={a_s},{b_s}"))
+                && e.contains("nothing was written"),
+            "{e}"
+        );
+        unchanged(&a, &a_data);
+        unchanged(&b, &b_data);
     }
+    // One target, even named twice (by its path and through a symbolic
+    // link): authorised.
+    let link = dir.path().join("a-link");
+    std::os::unix::fs::symlink(&a, &link).unwrap();
+    let report = run(&allowing(
+        dirs(
+            &format!("{a_s},{}", link.display()),
+            dir.path(),
+            &[("op", "randwrite")],
+        ),
+        "on",
+    ))
+    .unwrap();
+    assert_eq!(report.records.len(), 2);
+    report.records.iter().for_each(ok);
+    written(&a, &a_data);
+    unchanged(&b, &b_data);
+}
+
+#[test]
+fn an_allow_overwrite_value_must_name_existing_targets() {
+    let (dir, path, data) = victim();
+    let missing = dir.path().join("missing.dat");
+    for (value, words) in [
+        (
+            missing.to_str().unwrap(),
+            &["allow-overwrite", "missing.dat", "cannot use it"][..],
+        ),
+        (
+            dir.path().to_str().unwrap(),
+            &["allow-overwrite", "is a directory"],
+        ),
+        (" , ", &["allow-overwrite", "give the path"]),
+    ] {
+        let e = run(&allowing(
+            on(&path, dir.path(), &[("op", "randwrite")], false),
+            value,
+        ))
+        .expect_err("refused")
+        .to_string();
+        for w in words {
+            assert!(e.contains(w), "{value:?}: {w:?} not in {e}");
+        }
+    }
+    unchanged(&path, &data);
+}
+
+#[test]
+fn a_symbolic_link_named_by_the_user_is_resolved_once_and_shown() {
+    let (dir, path, data) = victim();
+    let link = dir.path().join("link.dat");
+    std::os::unix::fs::symlink(&path, &link).unwrap();
+    let canonical = std::fs::canonicalize(&path).unwrap();
+    let report = run(&on(&link, dir.path(), &[("op", "randwrite")], true)).unwrap();
+    let r = &report.records[0];
+    ok(r);
+    let n = note(r, "tested ");
+    assert!(
+        n.contains(&format!(
+            "tested {} (given as {}) in place (existing file",
+            canonical.display(),
+            link.display()
+        )),
+        "{n}"
+    );
+    written(&path, &data);
+}
+
+#[test]
+fn a_path_swapped_for_a_symbolic_link_after_the_plan_is_not_followed() {
+    // `a.dat` is checked as a regular file; before the run, it becomes a
+    // symbolic link to `b.dat` (standing in for a block device): the run
+    // refuses it and writes to neither.
+    let (dir, [(a, a_data), (b, b_data)]) = two_victims();
+    let moved = dir.path().join("a.orig");
+    let cfg = on(&a, dir.path(), &[("op", "randwrite")], true);
+    let report = plan_then_run(&cfg, || {
+        std::fs::rename(&a, &moved).unwrap();
+        std::os::unix::fs::symlink(&b, &a).unwrap();
+    });
+    let why = failed_with(
+        &report.records[0],
+        &[
+            "changed after it was checked",
+            "a regular file",
+            "nothing was written",
+        ],
+    );
+    assert!(why.contains("symbolic link"), "{why}");
+    unchanged(&moved, &a_data);
+    unchanged(&b, &b_data);
+
+    // Read-only points too: the run reads what was checked or nothing.
+    std::fs::remove_file(&a).unwrap();
+    std::fs::rename(&moved, &a).unwrap();
+    let cfg = on(&a, dir.path(), &[("op", "randread")], false);
+    let report = plan_then_run(&cfg, || {
+        std::fs::rename(&a, &moved).unwrap();
+        std::os::unix::fs::symlink(&b, &a).unwrap();
+    });
+    failed_with(
+        &report.records[0],
+        &["symbolic link", "refusing to follow it"],
+    );
+}
+
+#[test]
+fn a_path_swapped_for_another_file_after_the_plan_is_refused() {
+    // `a.dat` is checked; before the run another file is renamed over it
+    // (same path, another inode): refused by the fstat comparison.
+    let (dir, [(a, _), (b, b_data)]) = two_victims();
+    let cfg = on(&a, dir.path(), &[("op", "randwrite")], true);
+    let report = plan_then_run(&cfg, || std::fs::rename(&b, &a).unwrap());
+    failed_with(
+        &report.records[0],
+        &[
+            "changed after it was checked",
+            "inode",
+            "nothing was written",
+        ],
+    );
+    unchanged(&a, &b_data);
+    assert_eq!(entries(dir.path()), ["a.dat"]);
 }
 
 #[test]
@@ -369,4 +598,80 @@ fn a_block_device_is_tested_in_place() {
     assert_eq!(after.len(), data.len());
     assert!(after[4 * MIB..] == data[4 * MIB..]);
     assert!(after[..4 * MIB] != data[..4 * MIB]);
+}
+
+#[test]
+fn a_file_swapped_for_a_link_to_a_block_device_after_the_plan_is_not_written() {
+    // The attack the checks are for: a regular file the user authorised is
+    // replaced, between the plan and the run, by a symbolic link to a
+    // block device (or by the device node itself).
+    let (dir, [(a, a_data), (b, b_data)]) = two_victims();
+    let lo = match Loop::attach(&b) {
+        Ok(l) => l,
+        Err(reason) => {
+            eprintln!("skipping the block device swap case: {reason}");
+            return;
+        }
+    };
+    let moved = dir.path().join("a.orig");
+    let cfg = on(&a, dir.path(), &[("op", "randwrite")], true);
+    let report = plan_then_run(&cfg, || {
+        std::fs::rename(&a, &moved).unwrap();
+        std::os::unix::fs::symlink(&lo.dev, &a).unwrap();
+    });
+    failed_with(
+        &report.records[0],
+        &[
+            "changed after it was checked",
+            "symbolic link",
+            "nothing was written",
+        ],
+    );
+
+    // The device node itself renamed over the checked path (no symbolic
+    // link to refuse): the writable open is O_EXCL, and fstat on its
+    // descriptor is compared with what was checked.
+    std::fs::remove_file(&a).unwrap();
+    std::fs::copy(&moved, &a).unwrap();
+    let node = dir.path().join("node");
+    let report = plan_then_run(&cfg, || {
+        use std::os::unix::fs::FileTypeExt;
+        let rdev = std::os::unix::fs::MetadataExt::rdev(&std::fs::metadata(&lo.dev).unwrap());
+        assert!(
+            std::fs::metadata(&lo.dev)
+                .unwrap()
+                .file_type()
+                .is_block_device()
+        );
+        let c = std::ffi::CString::new(node.to_str().unwrap()).unwrap();
+        // SAFETY: c is a valid NUL-terminated path.
+        let rc = unsafe { libc::mknod(c.as_ptr(), libc::S_IFBLK | 0o600, rdev) };
+        assert_eq!(rc, 0, "mknod: {}", std::io::Error::last_os_error());
+        std::fs::rename(&node, &a).unwrap();
+    });
+    failed_with(
+        &report.records[0],
+        &[
+            "changed after it was checked",
+            "a regular file",
+            "block device",
+            "nothing was written",
+        ],
+    );
+    std::fs::remove_file(&a).unwrap();
+
+    // The device named by its path but authorised for another target.
+    let e = run(&allowing(
+        on(&lo.dev, dir.path(), &[("op", "randwrite")], false),
+        moved.to_str().unwrap(),
+    ))
+    .expect_err("the device is not named")
+    .to_string();
+    assert!(
+        e.contains(lo.dev.to_str().unwrap()) && e.contains("does not name it"),
+        "{e}"
+    );
+    drop(lo);
+    unchanged(&moved, &a_data);
+    unchanged(&b, &b_data);
 }

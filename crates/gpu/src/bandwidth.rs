@@ -4,22 +4,19 @@
 
 use benchsuite_core::units::format_size;
 use benchsuite_core::{
-    About, BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, ParamSpec, Peak,
-    Point, Probe, Value, Work,
+    About, BenchError, Benchmark, Case, ConfigError, Context, Finished, Meta, MetricSpec,
+    ParamSpec, Peak, Point, Probe, Value, Work,
 };
 use cudarc::driver::result;
 
 use crate::cuda::{DeviceBuffer, Gpu, HostBuffer, Kernel, Timer, arg, cu};
 use crate::kernels::MEMORY_SOURCE;
-use crate::params::{self, WgpuKind};
+use crate::params::{self, Memory, WgpuKind};
 use crate::peak;
 
 /// Device-memory and host-link bandwidth; see the crate docs.
 #[derive(Debug, Default)]
 pub struct Bandwidth;
-
-/// `op` choices.
-pub(crate) const OPS: &[&str] = &["d2d_kernel", "d2d_memcpy", "h2d", "d2h"];
 
 /// Largest `block` accepted by the parser; the real bound is the device's
 /// memory, checked in `validate`.
@@ -31,41 +28,23 @@ const COPY_THREADS: u32 = 256;
 /// Verification and pattern chunk (bounded host memory for any block).
 const CHUNK: usize = 64 << 20;
 
-/// One copy direction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Op {
-    /// Device to device by the copy kernel.
-    D2dKernel,
-    /// Device to device by `cuMemcpyDtoDAsync` (the copy engine or the
-    /// driver's own kernel, its choice).
-    D2dMemcpy,
-    /// Host to device, `cuMemcpyHtoDAsync`.
-    H2d,
-    /// Device to host, `cuMemcpyDtoHAsync`.
-    D2h,
+benchsuite_core::choice_enum! {
+    /// One copy direction: the `op` parameter (both backends).
+    pub(crate) enum Op {
+        /// Device to device by the copy kernel.
+        D2dKernel = "d2d_kernel",
+        /// Device to device by `cuMemcpyDtoDAsync` (the copy engine or the
+        /// driver's own kernel, its choice).
+        D2dMemcpy = "d2d_memcpy",
+        /// Host to device, `cuMemcpyHtoDAsync`.
+        H2d = "h2d",
+        /// Device to host, `cuMemcpyDtoHAsync`.
+        D2h = "d2h",
+    }
 }
 
 impl Op {
-    pub(crate) fn parse(s: &str) -> Option<Op> {
-        Some(match s {
-            "d2d_kernel" => Op::D2dKernel,
-            "d2d_memcpy" => Op::D2dMemcpy,
-            "h2d" => Op::H2d,
-            "d2h" => Op::D2h,
-            _ => return None,
-        })
-    }
-
-    /// The `op` value naming it.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Op::D2dKernel => "d2d_kernel",
-            Op::D2dMemcpy => "d2d_memcpy",
-            Op::H2d => "h2d",
-            Op::D2h => "d2h",
-        }
-    }
-
+    /// Whether both ends are device memory.
     pub(crate) fn is_d2d(self) -> bool {
         matches!(self, Op::D2dKernel | Op::D2dMemcpy)
     }
@@ -89,11 +68,10 @@ impl Benchmark for Bandwidth {
             id: "gpu.bandwidth",
             description: "GPU memory copies: device-to-device (copy kernel, cuMemcpy) and host<->device (pinned, pageable), 1 B to GiBs, against the HBM/PCIe peak",
             params: vec![
-                ParamSpec::choice(
+                ParamSpec::choice_of(
                     "op",
                     "d2d_kernel (copy kernel) | d2d_memcpy (cuMemcpyDtoD) | h2d | d2h (cuMemcpy across the host link)",
-                    OPS,
-                    "d2d_kernel",
+                    Op::D2dKernel,
                 ),
                 ParamSpec::size(
                     "block",
@@ -103,11 +81,10 @@ impl Benchmark for Bandwidth {
                     256 << 20,
                 )
                 .with_smoke(Value::Int(64 << 10)),
-                ParamSpec::choice(
+                ParamSpec::choice_of(
                     "memory",
                     "host memory for h2d/d2h: pinned (page-locked, cuMemHostAlloc; DMA reads it directly) | pageable (ordinary memory the driver stages through its own pinned buffers)",
-                    &["pinned", "pageable"],
-                    "pinned",
+                    Memory::Pinned,
                 ),
                 params::device(true),
                 params::backend(),
@@ -128,11 +105,7 @@ impl Benchmark for Bandwidth {
         let Some(info) = params::cuda_device(point)? else {
             return Ok(());
         };
-        let op = point
-            .get("op")
-            .and_then(|v| v.as_str())
-            .and_then(Op::parse)
-            .unwrap_or(Op::D2dKernel);
+        let op = point.choice("op").unwrap_or(Op::D2dKernel);
         let block = point.get("block").and_then(|v| v.as_u64()).unwrap_or(0);
         check_fits(op, block, info, ctx.host.memory_bytes)
             .map_err(|reason| params::invalid("block", point, reason))
@@ -223,15 +196,31 @@ pub(crate) fn check_pattern(got: &[u8], offset: u64) -> Option<u64> {
         .map(|i| offset + i as u64)
 }
 
+/// What each op copies between; fields drop in declaration order.
+enum Bufs {
+    /// `d2d_kernel`.
+    Kernel {
+        src: DeviceBuffer,
+        dst: DeviceBuffer,
+        kernel: Kernel,
+    },
+    /// `d2d_memcpy`.
+    Memcpy {
+        src: DeviceBuffer,
+        dst: DeviceBuffer,
+    },
+    /// `h2d`.
+    Upload { dst: DeviceBuffer, host: HostBuffer },
+    /// `d2h`.
+    Download { src: DeviceBuffer, host: HostBuffer },
+}
+
 /// Fields drop in declaration order: buffers before `gpu`.
 struct CopyCase {
     op: Op,
     block: usize,
     timer: Timer,
-    src: Option<DeviceBuffer>,
-    dst: Option<DeviceBuffer>,
-    host: Option<HostBuffer>,
-    kernel: Option<Kernel>,
+    bufs: Bufs,
     grid: u32,
     /// Pageable host copies are timed by the host clock (see `run`).
     wall_clock: bool,
@@ -240,9 +229,9 @@ struct CopyCase {
 }
 
 fn prepare(point: &Point, virtualized: bool) -> Result<Box<dyn Case>, BenchError> {
-    let op = Op::parse(point.str("op")?).ok_or_else(|| BenchError::Other("unknown op".into()))?;
+    let op: Op = point.choice("op")?;
     let block = point.u64("block")?;
-    let pinned = point.str("memory")? == "pinned";
+    let pinned = point.choice::<Memory>("memory")? == Memory::Pinned;
     let libs: &[fn() -> Result<(), String>] = if op == Op::D2dKernel {
         &[crate::cuda::libs::nvrtc]
     } else {
@@ -265,38 +254,40 @@ fn prepare(point: &Point, virtualized: bool) -> Result<Box<dyn Case>, BenchError
         BenchError::Failed("block does not fit this machine's address space".into())
     })?;
     let timer = Timer::new(&gpu)?;
+    let mut grid = 1;
+    let bufs = match op {
+        Op::D2dKernel | Op::D2dMemcpy => {
+            let src = DeviceBuffer::new(&gpu, block)?;
+            let dst = DeviceBuffer::new(&gpu, block)?;
+            if op == Op::D2dKernel {
+                let kernel = gpu.kernel("copy", MEMORY_SOURCE)?;
+                grid = copy_grid(block as u64, kernel.occupancy(COPY_THREADS)?, info.sms);
+                Bufs::Kernel { src, dst, kernel }
+            } else {
+                Bufs::Memcpy { src, dst }
+            }
+        }
+        Op::H2d => {
+            let host = HostBuffer::new(&gpu, block, pinned)?;
+            let dst = DeviceBuffer::new(&gpu, block)?;
+            Bufs::Upload { dst, host }
+        }
+        Op::D2h => {
+            let src = DeviceBuffer::new(&gpu, block)?;
+            let host = HostBuffer::new(&gpu, block, pinned)?;
+            Bufs::Download { src, host }
+        }
+    };
     let mut case = CopyCase {
         op,
         block,
         timer,
-        src: None,
-        dst: None,
-        host: None,
-        kernel: None,
-        grid: 1,
+        bufs,
+        grid,
         wall_clock: !op.is_d2d() && !pinned,
         about: About::default(),
         gpu,
     };
-    match op {
-        Op::D2dKernel | Op::D2dMemcpy => {
-            case.src = Some(DeviceBuffer::new(&case.gpu, block)?);
-            case.dst = Some(DeviceBuffer::new(&case.gpu, block)?);
-        }
-        Op::H2d => {
-            case.host = Some(HostBuffer::new(&case.gpu, block, pinned)?);
-            case.dst = Some(DeviceBuffer::new(&case.gpu, block)?);
-        }
-        Op::D2h => {
-            case.src = Some(DeviceBuffer::new(&case.gpu, block)?);
-            case.host = Some(HostBuffer::new(&case.gpu, block, pinned)?);
-        }
-    }
-    if op == Op::D2dKernel {
-        let k = case.gpu.kernel("copy", MEMORY_SOURCE)?;
-        case.grid = copy_grid(block as u64, k.occupancy(COPY_THREADS)?, info.sms);
-        case.kernel = Some(k);
-    }
 
     // Fill the source, copy once, check the destination: outside any timed
     // region, and it warms the path (page mappings, the kernel's first
@@ -312,8 +303,8 @@ fn prepare(point: &Point, virtualized: bool) -> Result<Box<dyn Case>, BenchError
 fn describe(case: &mut CopyCase, pinned: bool, virtualized: bool) {
     let info = &case.gpu.info;
     let block = case.block as u64;
-    case.about.notes.push(info.describe());
-    case.about.notes.push(match case.op {
+    case.about.note(info.describe());
+    case.about.note(match case.op {
         Op::D2dKernel | Op::D2dMemcpy => format!(
             "bytes counted once per direction: a device-to-device copy of {} counts {} ({} read + {} written, as STREAM copy and the memory peak count)",
             format_size(block),
@@ -328,30 +319,29 @@ fn describe(case: &mut CopyCase, pinned: bool, virtualized: bool) {
             format_size(block)
         ),
     });
-    case.about.notes.push(match case.op {
-        Op::D2dKernel => format!(
+    case.about.note(match &case.bufs {
+        Bufs::Kernel { kernel, .. } => format!(
             "copy kernel (NVRTC, {}): 16-byte vectors, four loads in flight per thread, grid-stride; {} blocks × {COPY_THREADS} threads",
-            case.kernel.as_ref().map(|k| k.target.as_str()).unwrap_or("?"),
-            case.grid
+            kernel.target, case.grid
         ),
-        Op::D2dMemcpy => "cuMemcpyDtoDAsync on a non-blocking stream".into(),
-        _ => format!(
+        Bufs::Memcpy { .. } => "cuMemcpyDtoDAsync on a non-blocking stream".to_string(),
+        Bufs::Upload { .. } | Bufs::Download { .. } => format!(
             "cuMemcpy{}Async with {} host memory",
             if case.op == Op::H2d { "HtoD" } else { "DtoH" },
             if pinned { "pinned (cuMemHostAlloc)" } else { "pageable" }
         ),
     });
-    case.about.notes.push(if case.wall_clock {
-        "time: the host clock around a batch of back-to-back copies and a final stream synchronise (pageable copies are staged by the host, so device events would miss part of the work)".into()
+    case.about.note(if case.wall_clock {
+        "time: the host clock around a batch of back-to-back copies and a final stream synchronise (pageable copies are staged by the host, so device events would miss part of the work)"
     } else {
-        "time: CUDA events around a batch of back-to-back copies".into()
+        "time: CUDA events around a batch of back-to-back copies"
     });
-    case.about.notes.push(
-        "the destination was checked byte for byte against the source pattern after one untimed copy".into(),
+    case.about.note(
+        "the destination was checked byte for byte against the source pattern after one untimed copy",
     );
     match peak_for(case.op, block, info, virtualized) {
         Ok(p) => case.about.peak = Some(p),
-        Err(w) => case.about.warnings.push(w),
+        Err(w) => case.about.caveat(w),
     }
 }
 
@@ -409,12 +399,18 @@ pub(crate) fn peak_for(
 
 impl CopyCase {
     fn fill_source(&mut self) -> Result<(), BenchError> {
-        if let Some(h) = self.host.as_mut().filter(|_| self.op == Op::H2d) {
-            for (i, c) in h.as_mut_slice().chunks_mut(CHUNK).enumerate() {
-                fill_pattern(c, (i * CHUNK) as u64);
+        let src = match &mut self.bufs {
+            Bufs::Upload { host, .. } => {
+                for (i, c) in host.as_mut_slice().chunks_mut(CHUNK).enumerate() {
+                    fill_pattern(c, (i * CHUNK) as u64);
+                }
+                None
             }
-        }
-        if let Some(src) = &self.src {
+            Bufs::Kernel { src, .. } | Bufs::Memcpy { src, .. } | Bufs::Download { src, .. } => {
+                Some(src)
+            }
+        };
+        if let Some(src) = src {
             let mut buf = vec![0u8; CHUNK.min(self.block)];
             let mut off = 0;
             while off < self.block {
@@ -428,30 +424,30 @@ impl CopyCase {
     }
 
     fn verify(&self) -> Result<(), BenchError> {
-        let bad = if let Some(dst) = &self.dst {
-            let mut buf = vec![0u8; CHUNK.min(self.block)];
-            let mut off = 0;
-            let mut bad = None;
-            while off < self.block && bad.is_none() {
-                let n = CHUNK.min(self.block - off);
-                dst.download(off, &mut buf[..n])?;
-                bad = check_pattern(&buf[..n], off as u64);
-                off += n;
+        let bad = match &self.bufs {
+            Bufs::Kernel { dst, .. } | Bufs::Memcpy { dst, .. } | Bufs::Upload { dst, .. } => {
+                let mut buf = vec![0u8; CHUNK.min(self.block)];
+                let mut off = 0;
+                let mut bad = None;
+                while off < self.block && bad.is_none() {
+                    let n = CHUNK.min(self.block - off);
+                    dst.download(off, &mut buf[..n])?;
+                    bad = check_pattern(&buf[..n], off as u64);
+                    off += n;
+                }
+                bad
             }
-            bad
-        } else if let Some(h) = &self.host {
-            h.as_slice()
+            Bufs::Download { host, .. } => host
+                .as_slice()
                 .chunks(CHUNK)
                 .enumerate()
-                .find_map(|(i, c)| check_pattern(c, (i * CHUNK) as u64))
-        } else {
-            None
+                .find_map(|(i, c)| check_pattern(c, (i * CHUNK) as u64)),
         };
         match bad {
             None => Ok(()),
             Some(at) => Err(BenchError::Verify(format!(
                 "after one {} copy of {} the destination differs from the source at byte {at}",
-                self.op.name(),
+                self.op,
                 format_size(self.block as u64)
             ))),
         }
@@ -460,46 +456,36 @@ impl CopyCase {
     fn copy_once(&mut self) -> Result<(), BenchError> {
         let n = self.block;
         let stream = self.gpu.raw_stream();
-        match self.op {
-            Op::D2dKernel => {
-                let (Some(k), Some(src), Some(dst)) = (&self.kernel, &self.src, &self.dst) else {
-                    return Err(BenchError::Other("copy case not prepared".into()));
-                };
+        match &mut self.bufs {
+            Bufs::Kernel { src, dst, kernel } => {
                 let (mut s, mut d, mut len) = (src.ptr(), dst.ptr(), n as u64);
                 let mut p = [arg(&mut s), arg(&mut d), arg(&mut len)];
                 // SAFETY: copy(const u8 *src, u8 *dst, u64 nbytes): the
                 // parameters match in order and type; both buffers hold
-                // `n` bytes and stay allocated until teardown, which
+                // `n` bytes and stay allocated until finish, which
                 // synchronises the stream first.
-                unsafe { k.launch(&self.gpu, self.grid, COPY_THREADS, &mut p) }
+                unsafe { kernel.launch(&self.gpu, self.grid, COPY_THREADS, &mut p) }
             }
-            Op::D2dMemcpy => {
-                let (Some(src), Some(dst)) = (&self.src, &self.dst) else {
-                    return Err(BenchError::Other("copy case not prepared".into()));
-                };
+            Bufs::Memcpy { src, dst } => {
                 // SAFETY: both device ranges hold `n` bytes and outlive the
-                // queued copy (teardown synchronises before freeing).
+                // queued copy (finish synchronises before freeing).
                 unsafe { result::memcpy_dtod_async(dst.ptr(), src.ptr(), n, stream) }
                     .map_err(cu("cuMemcpyDtoDAsync"))
             }
-            Op::H2d => {
-                let (Some(h), Some(dst)) = (&self.host, &self.dst) else {
-                    return Err(BenchError::Other("copy case not prepared".into()));
-                };
+            Bufs::Upload { dst, host } => {
                 // SAFETY: the host buffer holds `n` bytes and is neither
                 // written nor freed while copies are queued (runs end with a
                 // synchronise); the device range holds `n` bytes.
-                unsafe { result::memcpy_htod_async(dst.ptr(), &h.as_slice()[..n], stream) }
+                unsafe { result::memcpy_htod_async(dst.ptr(), &host.as_slice()[..n], stream) }
                     .map_err(cu("cuMemcpyHtoDAsync"))
             }
-            Op::D2h => {
-                let (Some(h), Some(src)) = (&mut self.host, &self.src) else {
-                    return Err(BenchError::Other("copy case not prepared".into()));
-                };
+            Bufs::Download { src, host } => {
                 // SAFETY: as above; the host buffer is not read by the host
                 // until the stream has been synchronised.
-                unsafe { result::memcpy_dtoh_async(&mut h.as_mut_slice()[..n], src.ptr(), stream) }
-                    .map_err(cu("cuMemcpyDtoHAsync"))
+                unsafe {
+                    result::memcpy_dtoh_async(&mut host.as_mut_slice()[..n], src.ptr(), stream)
+                }
+                .map_err(cu("cuMemcpyDtoHAsync"))
             }
         }
     }
@@ -529,18 +515,16 @@ impl Case for CopyCase {
     }
 
     /// Frees everything through [`Gpu::finish`](crate::cuda::rt::Gpu::finish).
-    fn teardown(&mut self) -> Result<(), BenchError> {
-        self.gpu.finish(|| {
-            self.src = None;
-            self.dst = None;
-            self.host = None;
-            self.kernel = None;
-            self.timer.release();
-        })
-    }
-
-    fn about(&self) -> Option<&About> {
-        Some(&self.about)
+    fn finish(self: Box<Self>) -> Finished {
+        let CopyCase {
+            timer,
+            bufs,
+            about,
+            gpu,
+            ..
+        } = *self;
+        let released = gpu.finish(|| drop((bufs, timer)));
+        Finished::with(about, released)
     }
 }
 
@@ -548,6 +532,7 @@ impl Case for CopyCase {
 mod tests {
     use super::*;
     use crate::cuda::device::tests::h100;
+    use benchsuite_core::Choice;
 
     #[test]
     fn a_device_copy_counts_both_directions_a_host_copy_one() {
@@ -555,8 +540,8 @@ mod tests {
         assert_eq!(Op::D2dMemcpy.counted_bytes(1), 2);
         assert_eq!(Op::H2d.counted_bytes(1 << 20), 1 << 20);
         assert_eq!(Op::D2h.counted_bytes(7), 7);
-        for o in OPS {
-            assert_eq!(Op::parse(o).map(Op::name), Some(*o));
+        for o in Op::NAMES {
+            assert_eq!(Op::from_name(o).map(Op::name), Some(*o));
         }
     }
 

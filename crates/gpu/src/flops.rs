@@ -5,14 +5,14 @@
 use std::time::Duration;
 
 use benchsuite_core::{
-    About, BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, ParamSpec, Point,
-    Probe, Value, Work,
+    About, BenchError, Benchmark, Case, ConfigError, Context, Finished, Meta, MetricSpec,
+    ParamSpec, Point, Probe, Value, Work,
 };
 
 use crate::cuda::{DeviceBuffer, Gpu, Kernel, Timer, arg};
 use crate::kernels::{self, CHAINS, UNROLL, emulate};
 use crate::params::{self, WgpuKind};
-use crate::peak::{self, Arith};
+use crate::peak::{self, Arith, FloatPrecision, IntPrecision};
 
 /// Floating-point throughput; see the crate docs.
 #[derive(Debug, Default)]
@@ -33,18 +33,16 @@ const LAUNCH_TARGET: Duration = Duration::from_millis(2);
 fn params(float: bool) -> Vec<ParamSpec> {
     let mut v = vec![
         if float {
-            ParamSpec::choice(
+            ParamSpec::choice_of(
                 "precision",
                 "f64 | f32 (FMA) | f16 | bf16 (packed half2 / bfloat162 FMA: two FMAs per lane)",
-                &["f64", "f32", "f16", "bf16"],
-                "f32",
+                FloatPrecision::F32,
             )
         } else {
-            ParamSpec::choice(
+            ParamSpec::choice_of(
                 "precision",
                 "i32 (IMAD: 32-bit multiply-add) | i8 (dp4a: four 8-bit products summed into 32 bits)",
-                &["i32", "i8"],
-                "i32",
+                IntPrecision::I32,
             )
         },
         ParamSpec::count(
@@ -95,7 +93,7 @@ impl Benchmark for Flops {
 
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         if !params::is_cuda(point) {
-            if point.str("precision")? != "f32" {
+            if point.choice::<FloatPrecision>("precision")? != FloatPrecision::F32 {
                 return Err(BenchError::Skip(
                     "backend=wgpu measures f32 only (WGSL has no portable f64, and f16 is an optional extension)".into(),
                 ));
@@ -182,9 +180,11 @@ struct ArithCase {
 }
 
 fn prepare(point: &Point, float: bool) -> Result<Box<dyn Case>, BenchError> {
-    let precision = point.str("precision")?;
-    let arith = Arith::parse(precision)
-        .ok_or_else(|| BenchError::Other(format!("unknown precision {precision}")))?;
+    let arith: Arith = if float {
+        point.choice::<FloatPrecision>("precision")?.into()
+    } else {
+        point.choice::<IntPrecision>("precision")?.into()
+    };
     let threads = point.u64("threads_per_block")? as u32;
     let gpu = Gpu::open(point.u64("device")? as usize, &[crate::cuda::libs::nvrtc])?;
     let info = gpu.info.clone();
@@ -289,9 +289,8 @@ fn describe(case: &mut ArithCase, float: bool, launch_time: Duration) {
     match peak::cuda_core_rate(info.cc, a, info.fp32_to_fp64) {
         Some(_) if info.clock_khz == 0 => case
             .about
-            .warnings
-            .push("no theoretical peak: the driver reports no SM clock".into()),
-        Some(_) if info.restricted(a.name()) => case.about.warnings.push(format!(
+            .caveat("no theoretical peak: the driver reports no SM clock"),
+        Some(_) if info.restricted(a.name()) => case.about.caveat(format!(
             "no theoretical peak: {} is an export variant whose {} rate differs from its compute capability's",
             info.name,
             a.name()
@@ -301,26 +300,26 @@ fn describe(case: &mut ArithCase, float: bool, launch_time: Duration) {
                 metric, unit, a, &rate, sms_used, info.sms, info.clock_khz,
             ))
         }
-        None => case.about.warnings.push(format!(
+        None => case.about.caveat(format!(
             "no theoretical peak: NVIDIA publishes no per-SM {} rate for compute capability {} (crates/gpu/src/peak.rs)",
             a.instruction(),
             info.cc_string()
         )),
     }
     if !case.threads.is_multiple_of(32) {
-        case.about.warnings.push(format!(
+        case.about.caveat(format!(
             "threads_per_block={} is not a multiple of 32: the last warp of each block runs with idle lanes",
             case.threads
         ));
     }
     if a == Arith::F64 && info.fp32_to_fp64.is_some_and(|r| r >= 16) {
-        case.about.notes.push(format!(
+        case.about.note(format!(
             "this GPU runs FP64 at 1/{} of its FP32 rate (driver's ratio): a low f64 number here is the hardware, not an error",
             info.fp32_to_fp64.unwrap_or(0)
         ));
     }
     if case.blocks < info.sms {
-        case.about.notes.push(format!(
+        case.about.note(format!(
             "blocks={} < {} SMs: only {} SMs are busy; the peak counts those",
             case.blocks, info.sms, case.blocks
         ));
@@ -332,14 +331,14 @@ fn describe(case: &mut ArithCase, float: bool, launch_time: Duration) {
     } else {
         "one op = one 32-bit multiply or add: an IMAD counts 2"
     };
-    case.about.notes.push(format!(
+    case.about.note(format!(
         "{}; kernel {} ({}) compiled by NVRTC for {}",
         info.describe(),
         kernels::arith_kernel_name(a),
         a.instruction(),
         case.kernel.target
     ));
-    case.about.notes.push(format!(
+    case.about.note(format!(
         "{per_op}; a launch is {} blocks × {} threads × {} chains × {} × {} dependent steps = {} ops and takes {:.2} ms; time is measured by CUDA events around back-to-back launches",
         case.blocks,
         case.threads,
@@ -349,9 +348,11 @@ fn describe(case: &mut ArithCase, float: bool, launch_time: Duration) {
         case.ops,
         launch_time.as_secs_f64() * 1e3
     ));
-    case.about.notes.push(
-        "the stored results of the first and last thread were checked bit for bit against a host emulation of the same arithmetic".into(),
+    case.about.note(
+        "the stored results of the first and last thread were checked bit for bit against a host emulation of the same arithmetic",
     );
+    // `blocks=0` (auto) resolved to the grid that runs.
+    case.about.resolved = vec![("blocks", Value::Int(case.blocks as u64))];
 }
 
 impl ArithCase {
@@ -420,20 +421,17 @@ impl Case for ArithCase {
     }
 
     /// Frees everything through [`Gpu::finish`](crate::cuda::rt::Gpu::finish).
-    fn teardown(&mut self) -> Result<(), BenchError> {
-        self.gpu.finish(|| {
-            self.kernel.release();
-            self.out.release();
-            self.timer.release();
-        })
-    }
-
-    fn about(&self) -> Option<&About> {
-        Some(&self.about)
-    }
-
-    fn resolved(&self) -> Vec<(&'static str, Value)> {
-        vec![("blocks", Value::Int(self.blocks as u64))]
+    fn finish(self: Box<Self>) -> Finished {
+        let ArithCase {
+            kernel,
+            out,
+            timer,
+            about,
+            gpu,
+            ..
+        } = *self;
+        let released = gpu.finish(|| drop((kernel, out, timer)));
+        Finished::with(about, released)
     }
 }
 

@@ -474,6 +474,7 @@ mod tests {
     #[test]
     fn every_kernel_compiles_under_nvrtc_for_current_architectures() {
         use crate::cuda::nvrtc::{compile_for, supported_archs};
+        use benchsuite_core::error_chain;
         if let Err(e) = crate::cuda::libs::nvrtc() {
             eprintln!("skipped: {e}");
             return;
@@ -502,15 +503,15 @@ mod tests {
                     continue;
                 }
                 let img = compile_for(arith_kernel_name(a), &arith_source(a), &sm)
-                    .unwrap_or_else(|e| panic!("{a:?} for {sm}: {e}"));
+                    .unwrap_or_else(|e| panic!("{a:?} for {sm}: {}", error_chain(&e)));
                 assert!(
                     img.is_cubin() && img.bytes.starts_with(b"\x7fELF"),
                     "{a:?} {sm}"
                 );
                 compiled += 1;
             }
-            let img =
-                compile_for("memory", MEMORY_SOURCE, &sm).unwrap_or_else(|e| panic!("{sm}: {e}"));
+            let img = compile_for("memory", MEMORY_SOURCE, &sm)
+                .unwrap_or_else(|e| panic!("{sm}: {}", error_chain(&e)));
             assert!(img.bytes.starts_with(b"\x7fELF"));
             compiled += 1;
         }

@@ -6,32 +6,36 @@ use std::time::Instant;
 use benchsuite_core::runner::new_latency_histogram;
 use benchsuite_core::units::format_size;
 use benchsuite_core::{
-    BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, ParamSpec, Point, Probe,
-    Work,
+    About, BenchError, Benchmark, Case, ConfigError, Context, Finished, Meta, MetricSpec,
+    ParamSpec, Point, Probe, Work,
 };
 use cudarc::driver::result;
 
 use crate::cuda::{DeviceBuffer, Gpu, HostBuffer, Kernel, cu};
 use crate::kernels::MEMORY_SOURCE;
-use crate::params;
+use crate::params::{self, Memory};
 
 /// Launch and small-copy latency; see the crate docs.
 #[derive(Debug, Default)]
 pub struct Latency;
 
-/// `op` choices.
-pub(crate) const OPS: &[&str] = &["launch", "launch_queue", "h2d", "d2h", "d2d"];
-
 /// The largest `block` (a latency test, not a bandwidth one).
 const MAX_BLOCK: u64 = 64 << 20;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Op {
-    Launch,
-    LaunchQueue,
-    H2d,
-    D2h,
-    D2d,
+benchsuite_core::choice_enum! {
+    /// The `op` parameter: what one timed operation is.
+    enum Op {
+        /// An empty kernel, then a synchronise.
+        Launch = "launch",
+        /// The launch call alone, back to back.
+        LaunchQueue = "launch_queue",
+        /// A host-to-device copy, then a synchronise.
+        H2d = "h2d",
+        /// A device-to-host copy, then a synchronise.
+        D2h = "d2h",
+        /// A device-to-device copy, then a synchronise.
+        D2d = "d2d",
+    }
 }
 
 impl Benchmark for Latency {
@@ -40,18 +44,16 @@ impl Benchmark for Latency {
             id: "gpu.latency",
             description: "GPU round trips seen from the host: empty-kernel launch + synchronise, launch call cost, small copies",
             params: vec![
-                ParamSpec::choice(
+                ParamSpec::choice_of(
                     "op",
                     "launch: an empty 1-thread kernel then cuStreamSynchronize, per op | launch_queue: back-to-back launches, latency = the launch call alone | h2d | d2h | d2d: a copy of `block` bytes then synchronise",
-                    OPS,
-                    "launch",
+                    Op::Launch,
                 ),
                 ParamSpec::size("block", "bytes per copy for h2d/d2h/d2d", 1, MAX_BLOCK, 4),
-                ParamSpec::choice(
+                ParamSpec::choice_of(
                     "memory",
                     "host memory for h2d/d2h: pinned | pageable",
-                    &["pinned", "pageable"],
-                    "pinned",
+                    Memory::Pinned,
                 ),
                 params::device(false),
             ],
@@ -75,49 +77,35 @@ impl Benchmark for Latency {
     }
 
     fn prepare(&self, _ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
-        let op = match point.str("op")? {
-            "launch" => Op::Launch,
-            "launch_queue" => Op::LaunchQueue,
-            "h2d" => Op::H2d,
-            "d2h" => Op::D2h,
-            "d2d" => Op::D2d,
-            o => return Err(BenchError::Other(format!("unknown op {o}"))),
-        };
+        let op: Op = point.choice("op")?;
         let block = point.u64("block")? as usize;
-        let pinned = point.str("memory")? == "pinned";
+        let pinned = point.choice::<Memory>("memory")? == Memory::Pinned;
         let libs: &[fn() -> Result<(), String>] = match op {
             Op::Launch | Op::LaunchQueue => &[crate::cuda::libs::nvrtc],
             _ => &[],
         };
         let gpu = Gpu::open(point.u64("device")? as usize, libs)?;
-        let mut case = LatencyCase {
-            op,
-            block,
-            kernel: None,
-            src: None,
-            dst: None,
-            host: None,
-            notes: vec![gpu.info.describe()],
-            gpu,
-        };
-        match op {
-            Op::Launch | Op::LaunchQueue => {
-                case.kernel = Some(case.gpu.kernel("empty", MEMORY_SOURCE)?);
-            }
+        let bufs = match op {
+            Op::Launch | Op::LaunchQueue => Bufs::Launch(gpu.kernel("empty", MEMORY_SOURCE)?),
             Op::H2d => {
-                case.host = Some(HostBuffer::new(&case.gpu, block, pinned)?);
-                case.dst = Some(DeviceBuffer::new(&case.gpu, block)?);
+                let host = HostBuffer::new(&gpu, block, pinned)?;
+                let dst = DeviceBuffer::new(&gpu, block)?;
+                Bufs::H2d { dst, host }
             }
             Op::D2h => {
-                case.src = Some(DeviceBuffer::new(&case.gpu, block)?);
-                case.host = Some(HostBuffer::new(&case.gpu, block, pinned)?);
+                let src = DeviceBuffer::new(&gpu, block)?;
+                let host = HostBuffer::new(&gpu, block, pinned)?;
+                Bufs::D2h { src, host }
             }
             Op::D2d => {
-                case.src = Some(DeviceBuffer::new(&case.gpu, block)?);
-                case.dst = Some(DeviceBuffer::new(&case.gpu, block)?);
+                let src = DeviceBuffer::new(&gpu, block)?;
+                let dst = DeviceBuffer::new(&gpu, block)?;
+                Bufs::D2d { src, dst }
             }
-        }
-        case.notes.push(match op {
+        };
+        let mut about = About::default();
+        about.note(gpu.info.describe());
+        about.note(match op {
             Op::Launch => "one op = cuLaunchKernel of an empty kernel (1 block × 1 thread) + cuStreamSynchronize: launch to completion as the host sees it".into(),
             Op::LaunchQueue => "one op = one cuLaunchKernel call of an empty kernel, back to back; latency is the call alone, time_per_op includes draining the queue at the end of each batch".into(),
             _ => format!(
@@ -127,9 +115,16 @@ impl Benchmark for Latency {
                 if op == Op::D2d { "cuMemcpyDtoDAsync" } else if pinned { "pinned host memory" } else { "pageable host memory" }
             ),
         });
-        case.notes.push(
-            "latency: the host clock around each operation (HDR histogram); the context spins while it waits, CUDA's default with fewer contexts than CPUs".into(),
+        about.note(
+            "latency: the host clock around each operation (HDR histogram); the context spins while it waits, CUDA's default with fewer contexts than CPUs",
         );
+        let mut case = LatencyCase {
+            op,
+            block,
+            bufs,
+            about,
+            gpu,
+        };
         // One untimed operation: first-launch costs stay out of the samples.
         case.once()?;
         case.gpu.sync()?;
@@ -137,15 +132,27 @@ impl Benchmark for Latency {
     }
 }
 
+/// What each op holds; fields drop in declaration order.
+enum Bufs {
+    /// `launch`, `launch_queue`: the empty kernel.
+    Launch(Kernel),
+    /// `h2d`.
+    H2d { dst: DeviceBuffer, host: HostBuffer },
+    /// `d2h`.
+    D2h { src: DeviceBuffer, host: HostBuffer },
+    /// `d2d`.
+    D2d {
+        src: DeviceBuffer,
+        dst: DeviceBuffer,
+    },
+}
+
 /// Fields drop in declaration order: buffers before `gpu`.
 struct LatencyCase {
     op: Op,
     block: usize,
-    kernel: Option<Kernel>,
-    src: Option<DeviceBuffer>,
-    dst: Option<DeviceBuffer>,
-    host: Option<HostBuffer>,
-    notes: Vec<String>,
+    bufs: Bufs,
+    about: About,
     gpu: Gpu,
 }
 
@@ -154,37 +161,25 @@ impl LatencyCase {
     fn once(&mut self) -> Result<(), BenchError> {
         let n = self.block;
         let stream = self.gpu.raw_stream();
-        match self.op {
-            Op::Launch | Op::LaunchQueue => {
-                let Some(k) = &self.kernel else {
-                    return Err(BenchError::Other("latency case not prepared".into()));
-                };
-                // SAFETY: empty() takes no parameters.
-                unsafe { k.launch(&self.gpu, 1, 1, &mut []) }
-            }
-            Op::H2d => {
-                let (Some(h), Some(d)) = (&self.host, &self.dst) else {
-                    return Err(BenchError::Other("latency case not prepared".into()));
-                };
+        match &mut self.bufs {
+            // SAFETY: empty() takes no parameters.
+            Bufs::Launch(k) => unsafe { k.launch(&self.gpu, 1, 1, &mut []) },
+            Bufs::H2d { dst, host } => {
                 // SAFETY: both buffers hold `n` bytes and outlive the copy;
                 // every op is synchronised before the next touches them.
-                unsafe { result::memcpy_htod_async(d.ptr(), &h.as_slice()[..n], stream) }
+                unsafe { result::memcpy_htod_async(dst.ptr(), &host.as_slice()[..n], stream) }
                     .map_err(cu("cuMemcpyHtoDAsync"))
             }
-            Op::D2h => {
-                let (Some(h), Some(s)) = (&mut self.host, &self.src) else {
-                    return Err(BenchError::Other("latency case not prepared".into()));
-                };
+            Bufs::D2h { src, host } => {
                 // SAFETY: as above.
-                unsafe { result::memcpy_dtoh_async(&mut h.as_mut_slice()[..n], s.ptr(), stream) }
-                    .map_err(cu("cuMemcpyDtoHAsync"))
+                unsafe {
+                    result::memcpy_dtoh_async(&mut host.as_mut_slice()[..n], src.ptr(), stream)
+                }
+                .map_err(cu("cuMemcpyDtoHAsync"))
             }
-            Op::D2d => {
-                let (Some(s), Some(d)) = (&self.src, &self.dst) else {
-                    return Err(BenchError::Other("latency case not prepared".into()));
-                };
+            Bufs::D2d { src, dst } => {
                 // SAFETY: both device ranges hold `n` bytes and outlive the copy.
-                unsafe { result::memcpy_dtod_async(d.ptr(), s.ptr(), n, stream) }
+                unsafe { result::memcpy_dtod_async(dst.ptr(), src.ptr(), n, stream) }
                     .map_err(cu("cuMemcpyDtoDAsync"))
             }
         }
@@ -203,7 +198,7 @@ impl Case for LatencyCase {
             }
             let ns = t0.elapsed().as_nanos().min(u64::MAX as u128) as u64;
             h.record(ns.max(1))
-                .map_err(|e| BenchError::Other(format!("latency histogram: {e}")))?;
+                .map_err(|e| BenchError::caused("latency histogram", e))?;
         }
         if self.op == Op::LaunchQueue {
             self.gpu.sync()?;
@@ -216,17 +211,12 @@ impl Case for LatencyCase {
     }
 
     /// Frees everything through [`Gpu::finish`](crate::cuda::rt::Gpu::finish).
-    fn teardown(&mut self) -> Result<(), BenchError> {
-        self.gpu.finish(|| {
-            self.src = None;
-            self.dst = None;
-            self.host = None;
-            self.kernel = None;
-        })
-    }
-
-    fn notes(&self) -> Vec<String> {
-        self.notes.clone()
+    fn finish(self: Box<Self>) -> Finished {
+        let LatencyCase {
+            bufs, about, gpu, ..
+        } = *self;
+        let released = gpu.finish(|| drop(bufs));
+        Finished::with(about, released)
     }
 }
 

@@ -6,8 +6,8 @@ use std::ffi::c_void;
 
 use benchsuite_core::units::format_size;
 use benchsuite_core::{
-    About, BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, ParamSpec, Point,
-    Probe, Value, Work,
+    About, BenchError, Benchmark, Case, Choice, ConfigError, Context, Finished, Meta, MetricSpec,
+    ParamSpec, Point, Probe, Value, Work,
 };
 
 use crate::cuda::blas::{self, Blas};
@@ -33,11 +33,10 @@ impl Benchmark for Matmul {
             id: "gpu.matmul",
             description: "GPU GEMM throughput via cuBLAS (f16/bf16/tf32 tensor cores, f64), C = A·B with N×N matrices",
             params: vec![
-                ParamSpec::choice(
+                ParamSpec::choice_of(
                     "precision",
                     "f16 | bf16 (16-bit in and out, f32 accumulation, as torch.matmul) | tf32 (f32 data, TF32 tensor-core math) | f64 (DGEMM)",
-                    &["f16", "bf16", "tf32", "f64"],
-                    "bf16",
+                    Gemm::Bf16,
                 ),
                 ParamSpec::count(
                     "n",
@@ -61,11 +60,7 @@ impl Benchmark for Matmul {
         let Some(info) = params::cuda_device(point)? else {
             return Ok(());
         };
-        let g = point
-            .get("precision")
-            .and_then(|v| v.as_str())
-            .and_then(Gemm::parse)
-            .unwrap_or(Gemm::Bf16);
+        let g = point.choice("precision").unwrap_or(Gemm::Bf16);
         let n = point.get("n").and_then(|v| v.as_u64()).unwrap_or(0);
         check_fits(g, n, info).map_err(|r| params::invalid("n", point, r))
     }
@@ -167,22 +162,20 @@ fn tolerance(g: Gemm) -> f64 {
 /// Fields drop in declaration order: the cuBLAS handle, then the buffers
 /// (the workspace after the handle that uses it), then `gpu`.
 struct GemmCase {
-    blas: Option<Blas>,
+    blas: Blas,
     g: Gemm,
     n: u64,
-    a: Option<DeviceBuffer>,
-    b: Option<DeviceBuffer>,
-    c: Option<DeviceBuffer>,
-    workspace: Option<DeviceBuffer>,
+    a: DeviceBuffer,
+    b: DeviceBuffer,
+    c: DeviceBuffer,
+    workspace: DeviceBuffer,
     timer: Timer,
     about: About,
     gpu: Gpu,
 }
 
 fn prepare(point: &Point) -> Result<Box<dyn Case>, BenchError> {
-    let precision = point.str("precision")?;
-    let g = Gemm::parse(precision)
-        .ok_or_else(|| BenchError::Other(format!("unknown precision {precision}")))?;
+    let g: Gemm = point.choice("precision")?;
     let n = point.u64("n")?;
     let gpu = Gpu::open(point.u64("device")? as usize, &[cuda::libs::cublas])?;
     let info = gpu.info.clone();
@@ -213,11 +206,11 @@ fn prepare(point: &Point) -> Result<Box<dyn Case>, BenchError> {
     // after `workspace`, is dropped before it.
     let blas = Blas::new(&gpu, &workspace)?;
     let mut case = GemmCase {
-        a: Some(DeviceBuffer::new(&gpu, bytes)?),
-        b: Some(DeviceBuffer::new(&gpu, bytes)?),
-        c: Some(DeviceBuffer::new(&gpu, bytes)?),
-        workspace: Some(workspace),
-        blas: Some(blas),
+        a: DeviceBuffer::new(&gpu, bytes)?,
+        b: DeviceBuffer::new(&gpu, bytes)?,
+        c: DeviceBuffer::new(&gpu, bytes)?,
+        workspace,
+        blas,
         timer: Timer::new(&gpu)?,
         gpu,
         g,
@@ -234,33 +227,32 @@ fn prepare(point: &Point) -> Result<Box<dyn Case>, BenchError> {
     match peak::gemm_rate(info.cc, g, info.fp32_to_fp64) {
         Some(_) if info.clock_khz == 0 => case
             .about
-            .warnings
-            .push("no theoretical peak: the driver reports no SM clock".into()),
-        Some(_) if info.restricted(g.name()) => case.about.warnings.push(format!(
+            .caveat("no theoretical peak: the driver reports no SM clock"),
+        Some(_) if info.restricted(g.name()) => case.about.caveat(format!(
             "no theoretical peak: {} is an export variant whose tensor rate differs from its compute capability's",
             info.name
         )),
         Some(r) => case.about.peak = Some(peak::gemm_peak(g, &r, info.sms, info.clock_khz)),
-        None => case.about.warnings.push(format!(
+        None => case.about.caveat(format!(
             "no theoretical peak: the {} tensor rate of compute capability {} depends on the board (GeForce and professional cards differ) and is not in the table",
             g.name(),
             info.cc_string()
         )),
     }
     if let Some(w) = tf32_override(g, std::env::var("NVIDIA_TF32_OVERRIDE").ok().as_deref()) {
-        case.about.warnings.push(w);
+        case.about.caveat(w);
     }
     if n < 2048 {
-        case.about.notes.push(format!(
+        case.about.note(format!(
             "n={n} is small: a GEMM of {} is too short to fill the GPU, launch and tail effects dominate",
             format_size(flops_per)
         ));
     }
-    case.about.notes.push(info.describe());
-    case.about.notes.push(format!(
+    case.about.note(info.describe());
+    case.about.note(format!(
         "one op = one floating-point operation: a GEMM of N={n} counts 2·N³ = {flops_per} (N³ multiply-adds); C = A·B, column-major, no transposes, alpha = 1, beta = 0"
     ));
-    case.about.notes.push(format!(
+    case.about.note(format!(
         "cuBLAS ({}) {}: {}; {} workspace; time by CUDA events around back-to-back GEMMs",
         blas::api().map(|a| a.file()).unwrap_or("?"),
         if g == Gemm::F64 {
@@ -276,8 +268,8 @@ fn prepare(point: &Point) -> Result<Box<dyn Case>, BenchError> {
         },
         format_size(WORKSPACE as u64)
     ));
-    case.about.notes.push(
-        "inputs are exact in the type and uniformly spread over [-1, 1); 16 entries of C were checked against a host computation".into(),
+    case.about.note(
+        "inputs are exact in the type and uniformly spread over [-1, 1); 16 entries of C were checked against a host computation",
     );
     Ok(Box::new(case))
 }
@@ -286,9 +278,6 @@ impl GemmCase {
     /// Generates matrix `which` (0 = A, 1 = B) on the host and uploads it.
     fn upload(&self, which: u64) -> Result<(), BenchError> {
         let buf = if which == 0 { &self.a } else { &self.b };
-        let Some(buf) = buf else {
-            return Err(BenchError::Other("matrix not allocated".into()));
-        };
         let total = self.n * self.n;
         let eb = self.g.elem_bytes() as usize;
         let mut bytes = Vec::with_capacity(CHUNK_ELEMS * eb);
@@ -307,19 +296,17 @@ impl GemmCase {
 
     /// Queues one GEMM on the case's stream.
     fn gemm(&self) -> Result<(), BenchError> {
-        let (Some(h), Some(a), Some(b), Some(c)) = (&self.blas, &self.a, &self.b, &self.c) else {
-            return Err(BenchError::Other("GEMM case not prepared".into()));
-        };
+        let h = &self.blas;
         let n = self.n as i32;
         let (a, b, c) = (
-            a.ptr() as *const c_void,
-            b.ptr() as *const c_void,
-            c.ptr() as *mut c_void,
+            self.a.ptr() as *const c_void,
+            self.b.ptr() as *const c_void,
+            self.c.ptr() as *mut c_void,
         );
         let (ty, compute) = match self.g {
             Gemm::F64 => {
                 // SAFETY: A, B, C are device buffers of N×N f64 (ld = N),
-                // alive until teardown synchronises.
+                // alive until finish synchronises.
                 return unsafe { h.dgemm(n, a as *const f64, b as *const f64, c as *mut f64) };
             }
             Gemm::F16 => (blas::R_16F, blas::COMPUTE_32F),
@@ -327,16 +314,14 @@ impl GemmCase {
             Gemm::Tf32 => (blas::R_32F, blas::COMPUTE_32F_FAST_TF32),
         };
         // SAFETY: A, B, C are device buffers of N×N elements of `ty` (ld =
-        // N), alive until teardown synchronises.
+        // N), alive until finish synchronises.
         unsafe { h.gemm_ex(n, a, b, c, ty, compute) }
     }
 
     /// Compares 16 entries of C with a host computation from the same
     /// generated inputs.
     fn verify(&self) -> Result<(), BenchError> {
-        let Some(c) = &self.c else {
-            return Err(BenchError::Other("GEMM case not prepared".into()));
-        };
+        let c = &self.c;
         let n = self.n;
         let eb = self.g.elem_bytes() as usize;
         let picks = (0..16u64).map(|k| match k {
@@ -388,20 +373,22 @@ impl Case for GemmCase {
         })
     }
 
-    /// Frees everything through [`Gpu::finish`](crate::cuda::rt::Gpu::finish).
-    fn teardown(&mut self) -> Result<(), BenchError> {
-        self.gpu.finish(|| {
-            self.blas = None;
-            self.a = None;
-            self.b = None;
-            self.c = None;
-            self.workspace = None;
-            self.timer.release();
-        })
-    }
-
-    fn about(&self) -> Option<&About> {
-        Some(&self.about)
+    /// Frees everything through [`Gpu::finish`](crate::cuda::rt::Gpu::finish):
+    /// the cuBLAS handle before the workspace it uses.
+    fn finish(self: Box<Self>) -> Finished {
+        let GemmCase {
+            blas,
+            a,
+            b,
+            c,
+            workspace,
+            timer,
+            about,
+            gpu,
+            ..
+        } = *self;
+        let released = gpu.finish(|| drop((blas, a, b, c, workspace, timer)));
+        Finished::with(about, released)
     }
 }
 

@@ -4,8 +4,26 @@ use benchsuite_core::{BenchError, ConfigError, Context, ParamSpec, Point, Probe}
 
 use crate::cuda;
 
-/// `backend` choices of `gpu.flops` and `gpu.bandwidth`.
-pub(crate) const BACKENDS: &[&str] = &["cuda", "wgpu"];
+benchsuite_core::choice_enum! {
+    /// The `backend` parameter of `gpu.flops` and `gpu.bandwidth`.
+    pub(crate) enum Backend {
+        /// CUDA C kernels compiled at run time by NVRTC.
+        Cuda = "cuda",
+        /// Portable compute shaders (feature `wgpu`).
+        Wgpu = "wgpu",
+    }
+}
+
+benchsuite_core::choice_enum! {
+    /// The `memory` parameter of `gpu.bandwidth` and `gpu.latency`: the host
+    /// side of host<->device copies.
+    pub(crate) enum Memory {
+        /// Page-locked, `cuMemHostAlloc`.
+        Pinned = "pinned",
+        /// Ordinary memory the driver stages.
+        Pageable = "pageable",
+    }
+}
 
 /// Why `backend=wgpu` cannot run in this build.
 #[cfg(not(feature = "wgpu"))]
@@ -32,21 +50,17 @@ pub(crate) fn device(wgpu: bool) -> ParamSpec {
 
 /// `backend`: CUDA or the portable wgpu backend.
 pub(crate) fn backend() -> ParamSpec {
-    ParamSpec::choice(
+    ParamSpec::choice_of(
         "backend",
         "cuda: CUDA C kernels compiled at run time by NVRTC (NVIDIA GPUs); wgpu: portable compute shaders (Vulkan/Metal/DX12), needs a build with the `wgpu` cargo feature",
-        BACKENDS,
-        "cuda",
+        Backend::Cuda,
     )
 }
 
 /// Whether the point runs on CUDA (no `backend` parameter means CUDA).
 pub(crate) fn is_cuda(point: &Point) -> bool {
-    point
-        .get("backend")
-        .and_then(|v| v.as_str())
-        .unwrap_or("cuda")
-        == "cuda"
+    point.get("backend").is_none()
+        || matches!(point.choice::<Backend>("backend"), Ok(Backend::Cuda))
 }
 
 /// The probe of a CUDA-only benchmark: ready when the driver sees a device.

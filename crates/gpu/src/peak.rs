@@ -1,5 +1,10 @@
 //! Theoretical peaks from device attributes and per-architecture tables.
 //!
+//! Why this file is long (~640 lines before its tests): most of it is the
+//! per-architecture rate tables (one row per compute capability and
+//! precision, each with its datasheet source); the arithmetic over them is
+//! short and belongs beside them.
+//!
 //! Everything here is pure arithmetic on numbers the driver reports (SM
 //! count, maximum SM clock, memory clock, bus width, PCIe link) and on the
 //! per-SM rates below, so it is unit-tested without a GPU.
@@ -21,7 +26,7 @@
 
 use std::collections::BTreeMap;
 
-use benchsuite_core::{Peak, PeakInput};
+use benchsuite_core::{Choice, Peak, PeakInput};
 
 /// The arithmetic of the `gpu.flops` / `gpu.iops` kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -40,29 +45,60 @@ pub(crate) enum Arith {
     I8,
 }
 
-impl Arith {
-    /// Parses a `precision` value.
-    pub(crate) fn parse(s: &str) -> Option<Arith> {
-        Some(match s {
-            "f64" => Arith::F64,
-            "f32" => Arith::F32,
-            "f16" => Arith::F16,
-            "bf16" => Arith::Bf16,
-            "i32" => Arith::I32,
-            "i8" => Arith::I8,
-            _ => return None,
-        })
+benchsuite_core::choice_enum! {
+    /// The `precision` parameter of `gpu.flops`.
+    pub(crate) enum FloatPrecision {
+        /// [`Arith::F64`].
+        F64 = "f64",
+        /// [`Arith::F32`].
+        F32 = "f32",
+        /// [`Arith::F16`].
+        F16 = "f16",
+        /// [`Arith::Bf16`].
+        Bf16 = "bf16",
     }
+}
 
-    /// The `precision` name.
+benchsuite_core::choice_enum! {
+    /// The `precision` parameter of `gpu.iops`.
+    pub(crate) enum IntPrecision {
+        /// [`Arith::I32`].
+        I32 = "i32",
+        /// [`Arith::I8`].
+        I8 = "i8",
+    }
+}
+
+impl From<FloatPrecision> for Arith {
+    fn from(p: FloatPrecision) -> Arith {
+        match p {
+            FloatPrecision::F64 => Arith::F64,
+            FloatPrecision::F32 => Arith::F32,
+            FloatPrecision::F16 => Arith::F16,
+            FloatPrecision::Bf16 => Arith::Bf16,
+        }
+    }
+}
+
+impl From<IntPrecision> for Arith {
+    fn from(p: IntPrecision) -> Arith {
+        match p {
+            IntPrecision::I32 => Arith::I32,
+            IntPrecision::I8 => Arith::I8,
+        }
+    }
+}
+
+impl Arith {
+    /// The `precision` name, from the parameters' tables.
     pub(crate) fn name(self) -> &'static str {
         match self {
-            Arith::F64 => "f64",
-            Arith::F32 => "f32",
-            Arith::F16 => "f16",
-            Arith::Bf16 => "bf16",
-            Arith::I32 => "i32",
-            Arith::I8 => "i8",
+            Arith::F64 => FloatPrecision::F64.name(),
+            Arith::F32 => FloatPrecision::F32.name(),
+            Arith::F16 => FloatPrecision::F16.name(),
+            Arith::Bf16 => FloatPrecision::Bf16.name(),
+            Arith::I32 => IntPrecision::I32.name(),
+            Arith::I8 => IntPrecision::I8.name(),
         }
     }
 
@@ -379,41 +415,22 @@ const TENSOR_TABLE: &[TensorRow] = &[
     },
 ];
 
-/// Element types of `gpu.matmul`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Gemm {
-    /// f16 in and out, f32 accumulation (what `torch.matmul` does for half).
-    F16,
-    /// bf16 in and out, f32 accumulation.
-    Bf16,
-    /// f32 storage, TF32 tensor-core math (`CUBLAS_COMPUTE_32F_FAST_TF32`).
-    Tf32,
-    /// f64 (DGEMM; tensor cores where the GPU has FP64 ones).
-    F64,
+benchsuite_core::choice_enum! {
+    /// Element types of `gpu.matmul`: its `precision` parameter.
+    #[derive(Hash)]
+    pub(crate) enum Gemm {
+        /// f16 in and out, f32 accumulation (what `torch.matmul` does for half).
+        F16 = "f16",
+        /// bf16 in and out, f32 accumulation.
+        Bf16 = "bf16",
+        /// f32 storage, TF32 tensor-core math (`CUBLAS_COMPUTE_32F_FAST_TF32`).
+        Tf32 = "tf32",
+        /// f64 (DGEMM; tensor cores where the GPU has FP64 ones).
+        F64 = "f64",
+    }
 }
 
 impl Gemm {
-    /// Parses a `precision` value of `gpu.matmul`.
-    pub(crate) fn parse(s: &str) -> Option<Gemm> {
-        Some(match s {
-            "f16" => Gemm::F16,
-            "bf16" => Gemm::Bf16,
-            "tf32" => Gemm::Tf32,
-            "f64" => Gemm::F64,
-            _ => return None,
-        })
-    }
-
-    /// The `precision` name.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Gemm::F16 => "f16",
-            Gemm::Bf16 => "bf16",
-            Gemm::Tf32 => "tf32",
-            Gemm::F64 => "f64",
-        }
-    }
-
     /// Bytes per stored element.
     pub(crate) fn elem_bytes(self) -> u64 {
         match self {
@@ -789,10 +806,13 @@ mod tests {
             Arith::I32,
             Arith::I8,
         ] {
-            assert_eq!(Arith::parse(a.name()), Some(a));
+            let p = FloatPrecision::from_name(a.name())
+                .map(Arith::from)
+                .or_else(|| IntPrecision::from_name(a.name()).map(Arith::from));
+            assert_eq!(p, Some(a));
         }
         for g in [Gemm::F16, Gemm::Bf16, Gemm::Tf32, Gemm::F64] {
-            assert_eq!(Gemm::parse(g.name()), Some(g));
+            assert_eq!(Gemm::from_name(g.name()), Some(g));
         }
     }
 }

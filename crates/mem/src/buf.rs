@@ -132,7 +132,7 @@ fn advise(start: *mut u8, len: usize, pages: Pages) {
 #[cfg(not(target_os = "linux"))]
 fn map_anon(len: usize) -> Result<*mut u8, BenchError> {
     let layout = std::alloc::Layout::from_size_align(len, PAGE)
-        .map_err(|e| BenchError::Other(format!("buffer layout: {e}")))?;
+        .map_err(|e| BenchError::caused("buffer layout", e))?;
     // SAFETY: the layout has a non-zero size (len >= 1 page).
     let p = unsafe { std::alloc::alloc(layout) };
     if p.is_null() {

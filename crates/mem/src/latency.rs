@@ -1,32 +1,32 @@
 //! `mem.latency`: dependent loads through a pointer chain.
 
+use std::sync::{Arc, OnceLock};
+
 use benchsuite_core::team::{Placement, Team};
 use benchsuite_core::units::format_size;
 use benchsuite_core::{
     About, BenchError, Benchmark, Case, ConfigError, Context, Host, Meta, MetricSpec, ParamSpec,
-    Point, Value, Work,
+    Point, TeamCase, Value, Work,
 };
 
 use crate::buf::{Buf, HUGE_PAGE, Pages};
 use crate::sys::{self, Rng};
 
-/// Values of the `pattern` parameter.
-const PATTERNS: &[&str] = &["random", "pages", "stride"];
-
 /// The page the `pages` pattern visits one slot of at a time (4 KiB, the
 /// base page of x86_64 and of lmbench's `getpagesize()` there).
 const PAGE: u64 = 4096;
 
-/// How the chain is linked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Pattern {
-    /// One uniformly random cycle through every node (Sattolo).
-    Random,
-    /// lmbench `lat_mem_rd -t`: a random page order, walked once per lap,
-    /// one slot of each page per lap (slots in a random order).
-    Pages,
-    /// Node `i` to node `i + 1`.
-    Stride,
+benchsuite_core::choice_enum! {
+    /// How the chain is linked: the `pattern` parameter.
+    enum Pattern {
+        /// One uniformly random cycle through every node (Sattolo).
+        Random = "random",
+        /// lmbench `lat_mem_rd -t`: a random page order, walked once per lap,
+        /// one slot of each page per lap (slots in a random order).
+        Pages = "pages",
+        /// Node `i` to node `i + 1`.
+        Stride = "stride",
+    }
 }
 
 /// Largest `size` accepted.
@@ -49,12 +49,7 @@ impl Params {
     fn parse(point: &Point) -> Result<Params, BenchError> {
         Ok(Params {
             size: point.u64("size")?,
-            pattern: match point.str("pattern")? {
-                "random" => Pattern::Random,
-                "pages" => Pattern::Pages,
-                "stride" => Pattern::Stride,
-                other => return Err(BenchError::Other(format!("unknown pattern `{other}`"))),
-            },
+            pattern: point.choice("pattern")?,
             stride: point.u64("stride")?,
             huge: point.bool("hugepages")?,
         })
@@ -110,11 +105,10 @@ impl Benchmark for Latency {
                     0,
                 )
                 .with_smoke(Value::Int(256 << 10)),
-                ParamSpec::choice(
+                ParamSpec::choice_of(
                     "pattern",
                     "random: one uniformly random cycle through every node (Sattolo), which prefetchers cannot follow; pages: lmbench lat_mem_rd -t's order (a random page order walked once per lap, one random slot of each 4 KiB page per lap; every load a new page); stride: node i points to node i+1 (lmbench lat_mem_rd's default, prefetch-friendly)",
-                    PATTERNS,
-                    "random",
+                    Pattern::Random,
                 ),
                 ParamSpec::size(
                     "stride",
@@ -179,15 +173,14 @@ impl Benchmark for Latency {
 
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         let p = Params::parse(point)?;
-        // Facts go to `notes`, caveats to `warnings`.
-        let mut notes = Vec::new();
-        let mut warnings = Vec::new();
+        // Facts are notes; what makes the number mean less is a caveat.
+        let mut about = About::default();
         let size = if p.size == 0 {
             let (s, note) = auto_size(&ctx.host, ctx.quick);
             if ctx.quick {
-                warnings.push(note)
+                about.caveat(note)
             } else {
-                notes.push(note)
+                about.note(note)
             }
             s
         } else {
@@ -201,8 +194,8 @@ impl Benchmark for Latency {
         )
         .map_err(BenchError::Failed)?;
         let span = nodes * p.stride;
-        notes.push(sys::cache_fit(&ctx.host, span, 1).note);
-        notes.push(match p.pattern {
+        about.note(sys::cache_fit(&ctx.host, span, 1).note);
+        about.note(match p.pattern {
             Pattern::Random => format!(
                 "one uniformly random cycle (Sattolo) through {nodes} nodes {} apart: every load depends on the previous one and goes to an unpredictable line, so prefetchers cannot help (pattern=pages is lmbench `lat_mem_rd -t`'s order)",
                 format_size(p.stride)
@@ -223,36 +216,36 @@ impl Benchmark for Latency {
         } else {
             Pages::Small
         };
-        let team = Team::new(
-            1,
-            Placement::Pinned,
-            move |_| Chain::new(p, span as usize, nodes as usize, pages),
-            |c: &mut Chain, iters| Ok(c.run(iters)),
-        )?;
-        let backing = team.run_each(0)?;
+        // The worker that builds the chain reports what backs it here.
+        let backing = Arc::new(OnceLock::new());
+        let team = {
+            let backing = backing.clone();
+            Team::new(
+                1,
+                Placement::Pinned,
+                move |_| {
+                    let chain = Chain::new(p, span as usize, nodes as usize, pages)?;
+                    let _ = backing.set(chain.backing);
+                    Ok(chain)
+                },
+                |c: &mut Chain, iters| Ok(c.run(iters)),
+            )?
+        };
         if p.huge && pages == Pages::Small {
-            notes.push(
-                "hugepages=on, but the chain is smaller than one 2 MiB huge page: 4 KiB pages"
-                    .into(),
+            about.note(
+                "hugepages=on, but the chain is smaller than one 2 MiB huge page: 4 KiB pages",
             );
         } else {
-            let (note, caveat) = page_note(p.huge, &backing);
+            let (note, caveat) = page_note(p.huge, backing.get().copied().flatten());
             if caveat {
-                warnings.push(note)
+                about.caveat(note)
             } else {
-                notes.push(note)
+                about.note(note)
             }
         }
-        Ok(Box::new(LatencyCase {
-            team: Some(team),
-            about: About {
-                warnings,
-                notes,
-                // The working set, after `size=0` (auto) was resolved.
-                resolved: vec![("size", Value::Int(size))],
-                ..About::default()
-            },
-        }))
+        // The working set, after `size=0` (auto) was resolved.
+        about.resolved = vec![("size", Value::Int(size))];
+        Ok(TeamCase::boxed(team, about))
     }
 }
 
@@ -294,11 +287,12 @@ fn auto_size(host: &Host, quick: bool) -> (u64, String) {
     (size, format!("size=auto: {} ({why})", format_size(size)))
 }
 
-/// What backs the chain, and whether that is a caveat (huge pages asked
-/// for but mostly not given).
-fn page_note(huge: bool, backing: &[Work]) -> (String, bool) {
-    let v = |k: &str| backing.iter().filter_map(|w| w.values.get(k)).sum::<f64>();
-    let fraction = (v("rss") > 0.0).then(|| v("huge") / v("rss"));
+/// What backs the chain (`(AnonHugePages, Rss)` bytes, when readable), and
+/// whether that is a caveat (huge pages asked for but mostly not given).
+fn page_note(huge: bool, backing: Option<(u64, u64)>) -> (String, bool) {
+    let fraction = backing
+        .filter(|&(_, rss)| rss > 0)
+        .map(|(huge, rss)| huge as f64 / rss as f64);
     let share = fraction.map_or_else(
         || "an unknown share".into(),
         |f| format!("{:.0}%", 100.0 * f),
@@ -332,7 +326,7 @@ struct Chain {
     _buf: Buf,
     /// Where the next batch continues.
     cur: *const usize,
-    /// Huge-page backing, reported by the first (zero-iteration) batch.
+    /// Huge-page backing once built, `(AnonHugePages, Rss)` in bytes.
     backing: Option<(u64, u64)>,
 }
 
@@ -413,14 +407,6 @@ impl Chain {
 
     /// `iters` dependent loads, continuing where the last batch stopped.
     fn run(&mut self, iters: u64) -> Work {
-        if iters == 0 {
-            let mut w = Work::default();
-            if let Some((huge, rss)) = self.backing {
-                w.values.insert("huge", huge as f64);
-                w.values.insert("rss", rss as f64);
-            }
-            return w;
-        }
         let mut p = self.cur;
         macro_rules! hop {
             () => {
@@ -466,32 +452,6 @@ impl Chain {
         }
         self.cur = std::hint::black_box(p);
         Work::ops(iters)
-    }
-}
-
-struct LatencyCase {
-    team: Option<Team>,
-    about: About,
-}
-
-impl Case for LatencyCase {
-    fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
-        match &self.team {
-            // A zero-iteration batch would report page backing, not loads.
-            Some(t) => t.run(iters.max(1)),
-            None => Err(BenchError::Other("the case was torn down".into())),
-        }
-    }
-
-    fn teardown(&mut self) -> Result<(), BenchError> {
-        if let Some(t) = self.team.take() {
-            t.shutdown();
-        }
-        Ok(())
-    }
-
-    fn about(&self) -> Option<&About> {
-        Some(&self.about)
     }
 }
 

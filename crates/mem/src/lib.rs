@@ -67,7 +67,7 @@
 //! sample of at least `--min-sample-time`; the pass loop sits inside the
 //! kernel, so tiny passes pay no dispatch.
 //!
-//! **Verification.** After the timed samples, in `teardown`, every thread
+//! **Verification.** After the timed samples, in `finish`, every thread
 //! checks every element its kernel wrote (all of them for `seq`, every
 //! visited block for `random`) against the exact expected value (inputs are
 //! multiples of 1/2, so `b + 3c` is exact with or without FMA, and no two
@@ -85,12 +85,12 @@
 //! flag, before anything runs. A single thread rarely reaches the DRAM peak: the
 //! efficiency of a `threads=1` record is that of one core.
 //!
-//! **Notes and warnings.** Facts that help read a record — the cache level
+//! **Notes and caveats.** Facts that help read a record — the cache level
 //! its working set fits in, the store policy and how STREAM's count relates
 //! to real traffic, the page backing, where the peak came from — are record
 //! notes. Caveats — `--quick`'s smaller working set, random sub-line
 //! accesses being latency-bound, more threads than CPUs, fewer huge pages
-//! than asked for — are warnings.
+//! than asked for — are the record's `warnings`.
 //!
 //! ## `mem.latency`
 //!

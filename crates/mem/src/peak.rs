@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use benchsuite_core::units::format_si;
-use benchsuite_core::{Peak, PeakInput};
+use benchsuite_core::{BenchError, Peak, PeakInput};
 
 /// Where the firmware's SMBIOS table is exposed (root-readable on most
 /// systems).
@@ -62,11 +62,12 @@ impl DramPeak {
 /// The peak to use and a note for the record: the user's `--peak-mem-bw`
 /// when given (it can correct what SMBIOS cannot know), else SMBIOS, else
 /// `None` with a note saying why it is unknown. A malformed `--peak-mem-bw`
-/// is an `Err` naming the flag.
-pub fn dram_peak(option: Option<&str>) -> Result<(Option<DramPeak>, String), String> {
+/// is an `Err` naming the flag, caused by what [`parse_rate`] refused.
+pub fn dram_peak(option: Option<&str>) -> Result<(Option<DramPeak>, String), BenchError> {
     if let Some(text) = option {
-        let bps = parse_rate(text)
-            .map_err(|e| format!("invalid value `{text}` for --peak-mem-bw: {e}"))?;
+        let bps = parse_rate(text).map_err(|e| {
+            BenchError::caused(format!("invalid value `{text}` for --peak-mem-bw"), e)
+        })?;
         let mut inputs = BTreeMap::new();
         inputs.insert(
             "peak_mem_bw".to_string(),
@@ -398,6 +399,15 @@ mod tests {
         assert_eq!(p.unwrap().bytes_per_sec, 50e9);
         assert!(note.contains("--peak-mem-bw"));
         let e = dram_peak(Some("lots")).unwrap_err();
-        assert!(e.contains("--peak-mem-bw") && e.contains("lots"), "{e}");
+        assert!(
+            e.to_string().contains("--peak-mem-bw") && e.to_string().contains("lots"),
+            "{e}"
+        );
+        // The reason is the cause, not part of the message.
+        let chain = benchsuite_core::error_chain(&e);
+        assert!(
+            chain.ends_with(": expected a number followed by a unit, e.g. 68.3GB/s"),
+            "{chain}"
+        );
     }
 }

@@ -1,11 +1,12 @@
-//! `net.connect`: TCP connect + the control hello (token check) + close.
+//! `net.connect`: TCP connect + the control hello (and the challenge and
+//! response, when the server has a token) + close.
 
 use std::time::Instant;
 
 use benchsuite_core::runner::new_latency_histogram;
 use benchsuite_core::{
-    About, BenchError, Benchmark, Case, Context, Direction, Meta, MetricSource, MetricSpec, Point,
-    Work,
+    About, BenchError, Benchmark, Case, Context, Direction, Finished, Meta, MetricSource,
+    MetricSpec, Point, Work,
 };
 
 use crate::client::Target;
@@ -23,7 +24,7 @@ impl Benchmark for Connect {
     fn meta(&self) -> Meta {
         Meta {
             id: "net.connect",
-            description: "one trial = TCP connect + hello with the token + the server's welcome + close; latency per trial",
+            description: "one trial = TCP connect + hello + challenge-response (if the server has a token) + the server's welcome + close; latency per trial",
             params: Vec::new(),
             metrics: vec![
                 MetricSpec::latency("connect"),
@@ -54,7 +55,7 @@ impl Benchmark for Connect {
             );
         }
         Ok(Box::new(ConnectCase {
-            target: Some(target),
+            target,
             about: About {
                 notes,
                 ..About::default()
@@ -64,25 +65,21 @@ impl Benchmark for Connect {
 }
 
 struct ConnectCase {
-    target: Option<Target>,
+    target: Target,
     /// Its notes give the path to the server.
     about: About,
 }
 
 impl Case for ConnectCase {
     fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
-        let target = self
-            .target
-            .as_ref()
-            .ok_or_else(|| BenchError::Other("net.connect: already torn down".into()))?;
         let mut hist = new_latency_histogram();
         for _ in 0..iters {
             let t0 = Instant::now();
             // connect, hello → welcome, bye, close (drop).
-            target.control()?.bye();
+            self.target.control()?.bye();
             let ns = t0.elapsed().as_nanos() as u64;
             hist.record(ns.max(1))
-                .map_err(|e| BenchError::Other(format!("histogram: {e}")))?;
+                .map_err(|e| BenchError::caused("histogram", e))?;
         }
         let mut w = Work::ops(iters);
         w.values.insert("trial_stddev", hist.stdev() * 1e-9);
@@ -90,14 +87,9 @@ impl Case for ConnectCase {
         Ok(w)
     }
 
-    fn teardown(&mut self) -> Result<(), BenchError> {
-        if let Some(mut t) = self.target.take() {
-            t.shutdown();
-        }
-        Ok(())
-    }
-
-    fn about(&self) -> Option<&About> {
-        Some(&self.about)
+    fn finish(self: Box<Self>) -> Finished {
+        let ConnectCase { target, about } = *self;
+        target.shutdown();
+        about.into()
     }
 }

@@ -11,18 +11,46 @@ use std::time::{Duration, Instant};
 use benchsuite_core::runner::new_latency_histogram;
 use benchsuite_core::team::{allowed_cpus, pin_current_thread, set_current_thread_cpus};
 use benchsuite_core::{
-    About, BenchError, Benchmark, Case, ConfigError, Context, Meta, MetricSpec, ParamSpec, Point,
-    Value, Work,
+    About, BenchError, Benchmark, Case, Choice, ConfigError, Context, Finished, Meta, MetricSpec,
+    ParamSpec, Point, Value, Work,
 };
 
 use crate::client::Link;
 use crate::proto::{MAX_UDP_PAYLOAD, Role, TestSpec, UNBOUNDED, UdpMode};
 use crate::route::Route;
 
-const PROTOS: &[&str] = &["tcp", "udp"];
-const LOADS: &[&str] = &["none", "tcp"];
-/// Values of the `cpus` parameter (as `os.context_switch` names them).
-const CPUS: &[&str] = &["any", "same", "different"];
+benchsuite_core::choice_enum! {
+    /// The transport of the ping-pong (`proto`).
+    enum Proto {
+        /// TCP, `TCP_NODELAY` on both ends.
+        Tcp = "tcp",
+        /// UDP.
+        Udp = "udp",
+    }
+}
+
+benchsuite_core::choice_enum! {
+    /// What else runs during the ping-pong (`load`).
+    enum LoadKind {
+        /// Nothing.
+        None = "none",
+        /// A bulk TCP stream to the same server.
+        Tcp = "tcp",
+    }
+}
+
+benchsuite_core::choice_enum! {
+    /// Where the ping-pong's two threads run (`cpus`, as
+    /// `os.context_switch` names them).
+    enum Cpus {
+        /// Where the scheduler puts them.
+        Any = "any",
+        /// Both on one CPU.
+        Same = "same",
+        /// On two CPUs.
+        Different = "different",
+    }
+}
 
 /// The largest ping-pong message.
 const MAX_MESSAGE: u64 = 64 << 10;
@@ -50,12 +78,7 @@ impl Benchmark for Latency {
             id: "net.latency",
             description: "ping-pong round-trip time of block-sized messages over TCP or UDP (sockperf ping-pong --full-rtt), optionally under a bulk TCP load",
             params: vec![
-                ParamSpec::choice(
-                    "proto",
-                    "tcp (TCP_NODELAY on both ends) or udp",
-                    PROTOS,
-                    "tcp",
-                ),
+                ParamSpec::choice_of("proto", "tcp (TCP_NODELAY on both ends) or udp", Proto::Tcp),
                 ParamSpec::size(
                     "block",
                     "message size each way, 1 byte..64 KiB (sockperf -m; lmbench lat_tcp uses 1)",
@@ -63,17 +86,15 @@ impl Benchmark for Latency {
                     MAX_MESSAGE,
                     1,
                 ),
-                ParamSpec::choice(
+                ParamSpec::choice_of(
                     "load",
                     "none, or tcp: a bulk TCP stream (128 KiB writes) to the same server runs throughout (latency under load)",
-                    LOADS,
-                    "none",
+                    LoadKind::None,
                 ),
-                ParamSpec::choice(
+                ParamSpec::choice_of(
                     "cpus",
                     "where the ping-pong's two threads run (in-process server only): any: where the scheduler puts them (plain sockperf); same: this client thread and the server's echo thread pinned to one CPU (a round trip is two context switches, no cross-CPU wake-up; taskset -c 0 on both sockperf ends); different: pinned to two CPUs (every wake-up crosses CPUs, as it does between two hosts)",
-                    CPUS,
-                    "any",
+                    Cpus::Any,
                 ),
             ],
             metrics: vec![MetricSpec::latency("rtt")],
@@ -82,7 +103,7 @@ impl Benchmark for Latency {
 
     fn validate(&self, ctx: &Context, point: &Point) -> Result<(), ConfigError> {
         if let Some(cpus) = point.get("cpus").and_then(Value::as_str)
-            && cpus != "any"
+            && Cpus::from_name(cpus) != Some(Cpus::Any)
             && ctx.options.contains_key("peer")
         {
             return Err(ConfigError::InvalidValue {
@@ -91,7 +112,11 @@ impl Benchmark for Latency {
                 reason: "with --peer the server is another process, not this one's to place: leave cpus=any and pin each end: `benchsuite serve --echo-cpu N` there, `taskset -c M benchsuite run ...` here".into(),
             });
         }
-        let udp = point.get("proto").and_then(Value::as_str) == Some("udp");
+        let udp = point
+            .get("proto")
+            .and_then(Value::as_str)
+            .and_then(Proto::from_name)
+            == Some(Proto::Udp);
         if let Some(b) = point.get("block").and_then(Value::as_u64)
             && udp
             && b > u64::from(MAX_UDP_PAYLOAD)
@@ -112,10 +137,10 @@ impl Benchmark for Latency {
     }
 
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
-        let udp = point.str("proto")? == "udp";
+        let udp = point.choice::<Proto>("proto")? == Proto::Udp;
         let block = point.u64("block")? as usize;
-        let load = point.str("load")? == "tcp";
-        let cpus = point.str("cpus")?;
+        let load = point.choice::<LoadKind>("load")? == LoadKind::Tcp;
+        let cpus = point.choice::<Cpus>("cpus")?;
         let placement = placement(cpus)?;
         if udp && block > MAX_UDP_PAYLOAD as usize {
             return Err(BenchError::Other(format!(
@@ -129,22 +154,14 @@ impl Benchmark for Latency {
             udp_mode: UdpMode::Echo,
             nodelay: true,
         };
-        let mut link = Link::open_pinned(ctx, spec, placement.map(|(_, server)| server))?;
+        let link = Link::open_pinned(ctx, spec, placement.map(|(_, server)| server))?;
         let route = link.target.route();
-        let mut case = LatencyCase {
-            pinger: None,
-            load: None,
-            lost: 0,
-            pings: 0,
-            about: About {
-                notes: vec![link.target.path_note(&route)],
-                ..About::default()
-            },
-            restore_cpus: None,
-            link: None,
+        let mut about = About {
+            notes: vec![link.target.path_note(&route)],
+            ..About::default()
         };
-        let setup = (|| -> Result<(), BenchError> {
-            case.pinger = Some(if udp {
+        let setup = (|| -> Result<(Pinger, Option<Load>), BenchError> {
+            let pinger = if udp {
                 let port = *link
                     .udp_ports
                     .first()
@@ -163,46 +180,67 @@ impl Benchmark for Latency {
                     sock: link.dialer.attach(Role::Echo, true)?,
                     buf: vec![0x5a; block],
                 }
-            });
-            if load {
-                case.load = Some(Load::start(link.dialer.attach(Role::Sink, false)?)?);
-                case.about.warnings.push(
-                    "load=tcp: a bulk TCP stream (128 KiB writes) to the same server ran throughout; on a machine with few CPUs it competes with the ping-pong for them too".into(),
-                );
-            }
-            // Last, so that no thread started above inherits this pin: the
-            // server's echo thread pins itself, the load's threads are free.
-            if let Some((client, _)) = placement {
-                let before = allowed_cpus();
-                pin_current_thread(client)?;
-                case.restore_cpus = Some(before);
-            }
-            Ok(())
+            };
+            let load = if load {
+                Some(Load::start(link.dialer.attach(Role::Sink, false)?)?)
+            } else {
+                None
+            };
+            Ok((pinger, load))
         })();
-        if let Err(e) = setup {
-            case.stop_load();
-            case.pinger = None;
-            case.restore_affinity();
-            let _ = link.finish();
-            return Err(e);
+        let (pinger, load_stream) = match setup {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = link.finish();
+                return Err(e);
+            }
+        };
+        if load_stream.is_some() {
+            about.caveat(
+                "load=tcp: a bulk TCP stream (128 KiB writes) to the same server ran throughout; on a machine with few CPUs it competes with the ping-pong for them too",
+            );
         }
+        // Last, so that no thread started above inherits this pin: the
+        // server's echo thread pins itself, the load's threads are free.
+        let restore_cpus = match placement {
+            Some((client, _)) => {
+                let before = allowed_cpus();
+                if let Err(e) = pin_current_thread(client) {
+                    if let Some(l) = load_stream {
+                        l.stop();
+                    }
+                    drop(pinger);
+                    let _ = link.finish();
+                    return Err(e);
+                }
+                Some(before)
+            }
+            None => None,
+        };
         match placement {
-            Some((client, server)) => case.about.notes.push(format!(
+            Some((client, server)) => about.notes.push(format!(
                 "cpus={cpus}: this client thread ran on CPU {client}, the server's echo thread on CPU {server}{}",
                 if load { "; the load's sender and sink were not pinned" } else { "" }
             )),
-            None if route == Route::Loopback => case.about.notes.push(
+            None if route == Route::Loopback => about.notes.push(
                 "cpus=any: the scheduler placed client and server; a wake-up on the other CPU (an inter-processor interrupt; in a virtual machine a hypervisor exit) can cost more than a switch on the same CPU, so the round trip depends on where they ran: cpus=same and cpus=different measure each".into(),
             ),
             None => {}
         }
         if route == Route::Loopback {
-            case.about.notes.push(
+            about.notes.push(
                 "loopback: the round trip is two system calls and two wake-ups on each side, no wire".into(),
             );
         }
-        case.link = Some(link);
-        Ok(Box::new(case))
+        Ok(Box::new(LatencyCase {
+            pinger,
+            load: load_stream,
+            lost: 0,
+            pings: 0,
+            about,
+            restore_cpus,
+            link,
+        }))
     }
 }
 
@@ -220,11 +258,11 @@ enum Pinger {
 }
 
 /// The background stream of `load=tcp`: a thread writing to a sink until
-/// told to stop.
+/// told to stop (or until the server closes the sink).
 struct Load {
     stop: Arc<AtomicBool>,
     sock: TcpStream,
-    thread: Option<JoinHandle<()>>,
+    thread: JoinHandle<()>,
 }
 
 impl Load {
@@ -248,59 +286,30 @@ impl Load {
                 }
             })
             .map_err(|e| BenchError::io("spawning the load thread", e))?;
-        Ok(Load {
-            stop,
-            sock,
-            thread: Some(thread),
-        })
+        Ok(Load { stop, sock, thread })
     }
 
-    fn stop(&mut self) {
+    fn stop(self) {
         self.stop.store(true, Ordering::Relaxed);
         // Unblocks a write waiting for buffer space.
         let _ = self.sock.shutdown(Shutdown::Both);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        let _ = self.thread.join();
     }
 }
 
 struct LatencyCase {
-    pinger: Option<Pinger>,
+    pinger: Pinger,
+    /// The background stream, with `load=tcp`.
     load: Option<Load>,
     lost: u64,
     pings: u64,
-    /// Its notes give the path, and where the threads ran; [`Case::warnings`]
-    /// adds lost UDP pings to its warnings.
+    /// Its notes give the path, and where the threads ran; [`Case::finish`]
+    /// adds lost UDP pings to its caveats.
     about: About,
     /// This thread's CPUs before `cpus=same|different` pinned it; put back
-    /// in teardown.
+    /// in [`Case::finish`].
     restore_cpus: Option<Vec<usize>>,
-    link: Option<Link>,
-}
-
-impl LatencyCase {
-    fn restore_affinity(&mut self) {
-        if let Some(cpus) = self.restore_cpus.take() {
-            let _ = set_current_thread_cpus(&cpus);
-        }
-    }
-
-    fn stop_load(&mut self) {
-        if let Some(mut l) = self.load.take() {
-            l.stop();
-        }
-    }
-
-    fn finish(&mut self) -> Result<(), BenchError> {
-        self.stop_load();
-        self.pinger = None;
-        self.restore_affinity();
-        match self.link.take() {
-            Some(mut l) => l.finish().map(|_| ()),
-            None => Ok(()),
-        }
-    }
+    link: Link,
 }
 
 fn io_err(what: &str) -> impl Fn(io::Error) -> BenchError + '_ {
@@ -310,11 +319,7 @@ fn io_err(what: &str) -> impl Fn(io::Error) -> BenchError + '_ {
 impl Case for LatencyCase {
     fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
         let mut hist = new_latency_histogram();
-        let pinger = self
-            .pinger
-            .as_mut()
-            .ok_or_else(|| BenchError::Other("net.latency: already torn down".into()))?;
-        match pinger {
+        match &mut self.pinger {
             Pinger::Tcp { sock, buf } => {
                 for _ in 0..iters {
                     let t0 = Instant::now();
@@ -323,7 +328,7 @@ impl Case for LatencyCase {
                         .map_err(io_err("waiting for the pong"))?;
                     let ns = t0.elapsed().as_nanos() as u64;
                     hist.record(ns.max(1))
-                        .map_err(|e| BenchError::Other(format!("histogram: {e}")))?;
+                        .map_err(|e| BenchError::caused("histogram", e))?;
                 }
             }
             Pinger::Udp {
@@ -356,7 +361,7 @@ impl Case for LatencyCase {
                     if answered {
                         let ns = t0.elapsed().as_nanos() as u64;
                         hist.record(ns.max(1))
-                            .map_err(|e| BenchError::Other(format!("histogram: {e}")))?;
+                            .map_err(|e| BenchError::caused("histogram", e))?;
                         done += 1;
                         lost_in_a_row = 0;
                     } else {
@@ -379,49 +384,49 @@ impl Case for LatencyCase {
         })
     }
 
-    fn teardown(&mut self) -> Result<(), BenchError> {
-        self.finish()
-    }
-
-    fn about(&self) -> Option<&About> {
-        Some(&self.about)
-    }
-
-    fn warnings(&self) -> Vec<String> {
-        let mut w = self.about.warnings.clone();
-        if self.lost > 0 {
-            w.push(format!(
-                "{} of {} UDP pings got no answer within {} ms and were resent; a lost ping adds no sample, and each cost its timeout in wall time",
-                self.lost,
-                self.pings,
+    fn finish(self: Box<Self>) -> Finished {
+        let LatencyCase {
+            pinger,
+            load,
+            lost,
+            pings,
+            mut about,
+            restore_cpus,
+            link,
+        } = *self;
+        if let Some(l) = load {
+            l.stop();
+        }
+        drop(pinger);
+        if let Some(cpus) = restore_cpus {
+            let _ = set_current_thread_cpus(&cpus);
+        }
+        let ended = link.finish().map(|_| ());
+        if lost > 0 {
+            about.caveat(format!(
+                "{lost} of {pings} UDP pings got no answer within {} ms and were resent; a lost ping adds no sample, and each cost its timeout in wall time",
                 UDP_PING_TIMEOUT.as_millis()
             ));
         }
-        w
+        Finished::with(about, ended)
     }
 }
 
 /// Where the client thread and the in-process server's echo thread run:
 /// `(client, server)` CPUs, or `None` for wherever the scheduler puts
 /// them. The CPUs are the first one or two this thread may run on.
-fn placement(cpus: &str) -> Result<Option<(usize, usize)>, BenchError> {
+fn placement(cpus: Cpus) -> Result<Option<(usize, usize)>, BenchError> {
     let allowed = allowed_cpus();
     match (cpus, allowed.as_slice()) {
-        ("any", _) => Ok(None),
-        ("same", [a, ..]) => Ok(Some((*a, *a))),
-        ("different", [a, b, ..]) => Ok(Some((*a, *b))),
-        ("different", _) => Err(BenchError::Skip(format!(
+        (Cpus::Any, _) => Ok(None),
+        (Cpus::Same, [a, ..]) => Ok(Some((*a, *a))),
+        (Cpus::Different, [a, b, ..]) => Ok(Some((*a, *b))),
+        (Cpus::Different, _) => Err(BenchError::Skip(format!(
             "cpus=different needs two CPUs, and this process may run only on {allowed:?}"
         ))),
-        (other, _) => Err(BenchError::Other(format!(
-            "cpus={other}: expected any, same or different"
-        ))),
-    }
-}
-
-impl Drop for LatencyCase {
-    fn drop(&mut self) {
-        let _ = self.finish();
+        (Cpus::Same, []) => Err(BenchError::Other(
+            "cpus=same: this process may run on no CPU".into(),
+        )),
     }
 }
 
@@ -450,17 +455,17 @@ mod tests {
     }
 
     #[test]
-    fn cpus_pins_both_ends_and_teardown_unpins() {
+    fn cpus_pins_both_ends_and_finish_unpins() {
         let before = allowed_cpus();
         let mode = if before.len() >= 2 {
-            "different"
+            Cpus::Different
         } else {
-            "same"
+            Cpus::Same
         };
         let (client, server) = placement(mode).unwrap().unwrap();
         let ctx = Context::new(Arc::new(benchsuite_core::Host::default()));
         let mut p = Point::default();
-        for (k, v) in [("proto", "tcp"), ("load", "none"), ("cpus", mode)] {
+        for (k, v) in [("proto", "tcp"), ("load", "none"), ("cpus", mode.name())] {
             p.set(k, Value::Str(v.into()));
         }
         p.set("block", Value::Int(1));
@@ -472,14 +477,15 @@ mod tests {
         // on the server's CPU (other tests' servers may run beside it).
         let data = thread_cpus("benchsuite-net-");
         assert!(data.contains(&server.to_string()), "{data:?}");
-        case.teardown().unwrap();
+        let finished = case.finish();
+        assert!(finished.error.is_none(), "{:?}", finished.error);
         assert_eq!(allowed_cpus(), before);
         if before.len() >= 2 {
             assert_eq!(
-                placement("different").unwrap(),
+                placement(Cpus::Different).unwrap(),
                 Some((before[0], before[1]))
             );
         }
-        assert_eq!(placement("any").unwrap(), None);
+        assert_eq!(placement(Cpus::Any).unwrap(), None);
     }
 }

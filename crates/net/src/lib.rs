@@ -16,10 +16,14 @@
 //! ## Where the server is
 //!
 //! `--peer HOST:PORT` (option `peer`; port 5301 when left out) names a
-//! `benchsuite serve`; `--token T` (option `token`) is presented in the
-//! hello. Without `--peer`, each record starts an in-process server on
-//! `127.0.0.1:0` in `prepare` and stops it in `teardown` (every thread
-//! joined, every socket closed). `--opt connect-timeout=2s` bounds each TCP
+//! `benchsuite serve`; its token (option `token`: `BENCHSUITE_TOKEN`,
+//! `--token-file PATH` or `--token T`) answers the server's challenge —
+//! an HMAC-SHA256 of a fresh server nonce, so the token itself never
+//! crosses the network (see [`proto`]). Without `--peer`, each record
+//! starts an in-process server on `127.0.0.1:0` in `prepare`, with a
+//! random one-time token only this process knows (another user of the
+//! machine cannot use it), and stops it in `finish` (every thread joined,
+//! every socket closed). `--opt connect-timeout=2s` bounds each TCP
 //! connect (default 5 s). Server and client then share this machine's CPUs,
 //! as iperf3 and sockperf do on loopback.
 //!
@@ -38,9 +42,9 @@
 //! delayed-ACK cannot stall each batch by 40 ms. Metrics: `throughput`
 //! (total, B/s; the headline), `throughput_bits` (the same in bit/s, as
 //! iperf3 prints it), `stream_min` / `stream_max` (the slowest and fastest
-//! stream, each timed from its first write to its receiver's count). At
-//! teardown the server's totals must equal the client's, or the record
-//! fails verification.
+//! stream, each timed from its first write to its receiver's count). When
+//! the case finishes, the server's totals must equal the client's, or the
+//! record fails verification.
 //!
 //! ## `net.udp_throughput` — `block`, `threads`, `rate`
 //!
@@ -82,7 +86,7 @@
 //! doing blocking `send`/`recv` as `sockperf sr -i` and `ping-pong` do.
 //! Note that **sockperf reports half the round trip** as "latency" unless
 //! given `--full-rtt`; `rtt` here is the full round trip. A UDP ping
-//! unanswered within 200 ms is resent and reported in a warning (it adds
+//! unanswered within 200 ms is resent and reported in a caveat (it adds
 //! no sample). `load=tcp` runs a bulk TCP stream to the same server
 //! throughout (latency under load). On loopback in a virtual machine that
 //! load can *lower* the round trip: busy vCPUs never halt, so no wake-up
@@ -110,9 +114,12 @@
 //!
 //! ## `net.connect`
 //!
-//! One trial: TCP connect, the hello with the token, the server's welcome
-//! (so the token check is included), a bye and close — the classic
-//! "connection setup + authentication + teardown" experiment. Each trial
+//! One trial: TCP connect, the hello, the server's challenge, the
+//! client's answer (an HMAC-SHA256), the server's welcome (so
+//! authentication is included: two round trips, as with every
+//! `benchsuite serve` that has a token; one against `--no-auth`), a bye
+//! and close — the classic "connection setup + authentication + teardown"
+//! experiment. Each trial
 //! goes into the histogram (`connect`: mean per sample, percentiles over
 //! all trials); `trial_stddev` is the standard deviation of the trials
 //! within each sample. The default sampling records several hundred
@@ -149,9 +156,15 @@
 //!
 //! ## The server
 //!
-//! See [`server`] (limits, threads) and [`proto`] (the wire format).
-//! `benchsuite serve` binds 127.0.0.1:5301 by default; any other address
-//! needs `--token`.
+//! See [`server`] (limits, threads, per-address back-off and caps) and
+//! [`proto`] (the wire format and the challenge-response). `benchsuite
+//! serve` binds 127.0.0.1:5301 by default and requires a token even there
+//! (another user of the machine could use it otherwise) unless given
+//! `--no-auth`, which only a loopback address accepts. The token
+//! authenticates; it does not encrypt: the measurement traffic and the
+//! results are readable and alterable by anyone on the path, so across an
+//! untrusted network run it inside a VPN or an SSH tunnel
+//! (`docs/security.md` has the threat model).
 
 pub mod client;
 mod connect;
@@ -175,6 +188,22 @@ pub use server::{Server, ServerConfig, serve};
 pub use tcp::TcpThroughput;
 pub use udp::{UdpThroughput, parse_rate};
 
+/// Helpers for tests of this crate and of the `benchsuite` binary; not a
+/// stable interface.
+#[doc(hidden)]
+pub mod test_support {
+    /// A TCP connection to `peer` from the local address `local` (bind
+    /// before connect), e.g. from 127.0.0.2 to a server on 127.0.0.1, so
+    /// per-address limits can be tested from one machine.
+    #[cfg(target_os = "linux")]
+    pub fn connect_from(
+        local: std::net::IpAddr,
+        peer: std::net::SocketAddr,
+    ) -> std::io::Result<std::net::TcpStream> {
+        crate::sys::connect_from(local, peer)
+    }
+}
+
 /// Module name: benchmark ids start with `net.`.
 pub const MODULE: &str = "net";
 
@@ -193,10 +222,16 @@ pub fn benchmarks() -> Vec<Box<dyn Benchmark>> {
 
 /// What goes wrong talking to a peer or starting a server. Every message
 /// names the peer and says what to check.
+///
+/// `Display` shows one level: the OS error under [`NetError::Io`],
+/// [`NetError::Connect`] and [`NetError::BadFrame`] is their
+/// [`source`](std::error::Error::source) (print the chain with
+/// [`benchsuite_core::error_chain`]). Into a [`BenchError`] they go as
+/// [`BenchError::Io`], with the same text and the OS error kept.
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {
     /// A system call failed.
-    #[error("{context}: {source}")]
+    #[error("{context}")]
     Io {
         /// What was being done.
         context: String,
@@ -205,7 +240,7 @@ pub enum NetError {
         source: std::io::Error,
     },
     /// The TCP connection could not be made.
-    #[error("cannot connect to {peer}: {source}; {hint}")]
+    #[error("cannot connect to {peer}; {hint}")]
     Connect {
         /// Who.
         peer: SocketAddr,
@@ -256,6 +291,16 @@ pub enum NetError {
         /// What happened.
         detail: String,
     },
+    /// The server sent a frame that does not decode (too large, or not a
+    /// message).
+    #[error("protocol error with {peer}")]
+    BadFrame {
+        /// Who.
+        peer: SocketAddr,
+        /// What is wrong with it.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// The report's `host.extra.net`: where the server is and what the path to
@@ -273,7 +318,10 @@ pub(crate) fn host_facts(ctx: &benchsuite_core::Context) -> serde_json::Value {
     let (server, addr) = match ctx.options.get("peer") {
         Some(p) => match client::resolve_peer(p) {
             Ok(a) => (p.clone(), a.ip()),
-            Err(e) => return json!({ "server": p, "path": "unknown", "error": e.to_string() }),
+            Err(e) => {
+                let error = benchsuite_core::error_chain(&e);
+                return json!({ "server": p, "path": "unknown", "error": error });
+            }
         },
         None => (
             "in-process".to_string(),
@@ -329,9 +377,13 @@ impl NetError {
 
 impl From<NetError> for BenchError {
     fn from(e: NetError) -> Self {
+        let text = e.to_string();
         match e {
             NetError::Io { context, source } => BenchError::Io { context, source },
-            other => BenchError::Other(other.to_string()),
+            NetError::Connect { source, .. } | NetError::BadFrame { source, .. } => {
+                BenchError::io(text, source)
+            }
+            _ => BenchError::Other(text),
         }
     }
 }

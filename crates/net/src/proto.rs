@@ -1,21 +1,27 @@
 //! The control protocol between a client (`benchsuite run net ...`) and a
 //! server (`benchsuite serve`, or the in-process one on loopback).
 //!
-//! # Wire format (protocol version 1)
+//! # Wire format (protocol version 2)
 //!
 //! Every TCP connection starts with the 4 bytes [`MAGIC`] (`BSNT`) from each
 //! side, followed by *frames*: a 4-byte big-endian length `n`
-//! (`n ≤ MAX_FRAME` = 64 KiB) and `n` bytes of UTF-8 JSON, one [`Message`]
-//! tagged by its `"type"`. The client speaks first; the server answers with
-//! its own magic and a frame, so a peer that is not a benchsuite server is
-//! recognised by its first four bytes.
+//! (`n ≤ MAX_FRAME` = 64 KiB; `n ≤ MAX_HANDSHAKE_FRAME` = 4 KiB for the
+//! frames a client sends before it is authenticated) and `n` bytes of
+//! UTF-8 JSON, one [`Message`] tagged by its `"type"`. The client speaks
+//! first; the server answers with its own magic and a frame, so a peer
+//! that is not a benchsuite server is recognised by its first four bytes.
 //!
 //! A **control connection** carries:
 //!
 //! ```text
 //! client                                   server
-//! Hello {version, token, software}   →
-//!                                    ←     Welcome {version, software, limits}  |  Error {code, message, version}
+//! Hello {version, software}          →
+//!   server with a token:
+//!                                    ←     Challenge {nonce}                    |  Error {code, message, version}
+//! Auth {mac}                         →
+//!                                    ←     Welcome {version, software, limits}  |  Error {auth}
+//!   server without a token (--no-auth): the hello is answered at once
+//!                                    ←     Welcome ...                          |  Error
 //! Start {spec}                       →
 //!                                    ←     Ready {session, udp_ports}           |  Error
 //!   ... data connections attach, data flows, per-batch UdpBatch → UdpStats ...
@@ -25,19 +31,48 @@
 //! Bye                                →     (both close)
 //! ```
 //!
+//! # Authentication: challenge and response
+//!
+//! The token never travels. A server with a token answers the hello with
+//! [`Message::Challenge`]: a fresh nonce of [`NONCE_LEN`] (32) bytes from
+//! the kernel's secure random generator, in lowercase hex. The client
+//! answers [`Message::Auth`] with, in lowercase hex,
+//!
+//! ```text
+//! mac = HMAC-SHA256(key = token (its UTF-8 bytes),
+//!                   msg = "benchsuite-net v2 auth" || nonce (the 32 raw bytes) || software (the hello's, UTF-8))
+//! ```
+//!
+//! ([`auth_mac`]). The server computes the same and compares in constant
+//! time; on a match it sends `Welcome`, otherwise `Error {code: auth}` and
+//! closes. Someone who records a conversation learns a nonce and a MAC,
+//! not the token, and cannot replay the MAC (the next nonce differs); a
+//! token can still be guessed offline from a recorded pair if it is weak,
+//! so tokens should be long and random. The server does not prove to the
+//! client that it knows the token, and nothing after the handshake is
+//! authenticated or encrypted: see `docs/security.md`.
+//!
+//! A server without a token (`benchsuite serve --no-auth`, loopback only)
+//! answers the hello with `Welcome` directly, one round trip as before.
+//!
 //! A **data connection** sends `Attach {session, role}` and receives
 //! `Attached` (or `Error`); after that it carries raw bytes, see
 //! [`Role`]. The session id is a random 64-bit number known only to the
-//! control connection that authenticated, so a data connection needs no
-//! token of its own.
+//! control connection that authenticated, and the data connection must
+//! come from that connection's address, so it needs no token of its own.
 //!
 //! # Limits
 //!
-//! A frame above [`MAX_FRAME`] is rejected before anything is allocated;
-//! every read has a deadline ([`IO_TIMEOUT`] for a frame, [`DATA_IDLE`]
-//! between data batches); a test may use at most [`MAX_STREAMS`] data
-//! streams. So a broken or hostile client can neither make the server
-//! allocate without bound nor hold a thread forever.
+//! A frame above [`MAX_FRAME`] (above [`MAX_HANDSHAKE_FRAME`] before
+//! authentication) is rejected from its length prefix, before anything is
+//! allocated, and a frame's body grows only as its bytes arrive; every
+//! read has a deadline ([`IO_TIMEOUT`] for a frame, and for the whole
+//! handshake from the accept to the welcome; [`DATA_IDLE`] between data
+//! batches); a test may use at most [`MAX_STREAMS`] data streams. So a
+//! broken or hostile client can neither make the server allocate without
+//! bound nor hold a thread forever. The server's own limits (connections
+//! per address, back-off after failed authentications) are described in
+//! [`crate::server`].
 
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
@@ -46,14 +81,27 @@ use serde::{Deserialize, Serialize};
 
 /// The protocol version this build speaks. Bumped on any incompatible
 /// change; peers with different versions refuse each other and both name
-/// the two versions.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// the two versions. Version 2 replaced the token in the hello with a
+/// challenge and response.
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The 4 bytes each side sends first on every connection.
 pub const MAGIC: [u8; 4] = *b"BSNT";
 
 /// The largest frame body accepted, in bytes (64 KiB).
 pub const MAX_FRAME: usize = 64 * 1024;
+
+/// The largest frame body a server accepts before the client is
+/// authenticated (hello, auth, attach), in bytes (4 KiB): the handshake's
+/// messages are a few hundred bytes.
+pub const MAX_HANDSHAKE_FRAME: usize = 4 * 1024;
+
+/// Bytes of the server's authentication nonce.
+pub const NONCE_LEN: usize = 32;
+
+/// What the authentication MAC covers before the nonce (domain
+/// separation: a MAC made with the token for anything else never passes).
+pub const AUTH_CONTEXT: &[u8] = b"benchsuite-net v2 auth";
 
 /// The most data streams (TCP connections plus UDP sockets) one test may use.
 pub const MAX_STREAMS: u32 = 128;
@@ -216,14 +264,26 @@ pub struct UdpBatchStats {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Message {
-    /// Client → server, first frame of a control connection.
+    /// Client → server, first frame of a control connection. It carries
+    /// no token (a version-1 hello's `token` field is ignored, and the
+    /// version refused).
     Hello {
         /// The client's [`PROTOCOL_VERSION`].
         version: u32,
-        /// The token, if the user gave one (`--token`).
-        token: Option<String>,
-        /// Free text, e.g. `benchsuite 0.1.0`.
+        /// Free text, e.g. `benchsuite 0.1.0`; part of the MAC in
+        /// [`Message::Auth`].
         software: String,
+    },
+    /// Server → client: the server has a token; prove you know it.
+    Challenge {
+        /// [`NONCE_LEN`] random bytes, lowercase hex.
+        nonce: String,
+    },
+    /// Client → server: the answer to [`Message::Challenge`].
+    Auth {
+        /// [`auth_mac`] of the token, the nonce and the hello's software
+        /// string, lowercase hex (64 digits).
+        mac: String,
     },
     /// Server → client: the hello is accepted.
     Welcome {
@@ -289,6 +349,54 @@ pub enum Message {
     },
     /// Client → server: closing; no answer.
     Bye,
+}
+
+/// The authentication code a client sends in [`Message::Auth`]:
+/// HMAC-SHA256 keyed with the token over [`AUTH_CONTEXT`], the raw nonce
+/// bytes and the hello's software string.
+pub fn auth_mac(token: &[u8], nonce: &[u8], software: &str) -> [u8; 32] {
+    use hmac::{Hmac, Mac};
+    // HMAC takes keys of any length (long ones are hashed first).
+    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(token)
+        .unwrap_or_else(|_| unreachable!("HMAC accepts any key length"));
+    mac.update(AUTH_CONTEXT);
+    mac.update(nonce);
+    mac.update(software.as_bytes());
+    mac.finalize().into_bytes().into()
+}
+
+/// The [`Message::Auth`] a client with `token` answers a
+/// [`Message::Challenge`] with, or `None` if the nonce is not
+/// [`NONCE_LEN`] bytes of hex.
+pub fn answer_challenge(token: &str, nonce_hex: &str, software: &str) -> Option<Message> {
+    let nonce = from_hex(nonce_hex).filter(|n| n.len() == NONCE_LEN)?;
+    Some(Message::Auth {
+        mac: to_hex(&auth_mac(token.as_bytes(), &nonce, software)),
+    })
+}
+
+/// Lowercase hex.
+pub fn to_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[usize::from(b >> 4)] as char);
+        s.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    s
+}
+
+/// Bytes from hex (either case); `None` for an odd length or a non-hex
+/// digit.
+pub fn from_hex(text: &str) -> Option<Vec<u8>> {
+    let t = text.as_bytes();
+    if !t.len().is_multiple_of(2) {
+        return None;
+    }
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    t.chunks(2)
+        .map(|p| Some((digit(p[0])? << 4) | digit(p[1])?))
+        .collect()
 }
 
 /// A frame that cannot be decoded.
@@ -434,8 +542,13 @@ mod tests {
         vec![
             Message::Hello {
                 version: PROTOCOL_VERSION,
-                token: Some("s3cret".into()),
                 software: "benchsuite 0.1.0".into(),
+            },
+            Message::Challenge {
+                nonce: to_hex(&[7u8; NONCE_LEN]),
+            },
+            Message::Auth {
+                mac: to_hex(&[9u8; 32]),
             },
             Message::Welcome {
                 version: PROTOCOL_VERSION,
@@ -517,6 +630,13 @@ mod tests {
         assert!(matches!(decode(&f), Err(FrameError::Malformed(_))));
         let body = br#"{"type":"hello","version":9,"token":null,"software":"x","new":1}"#;
         assert!(decode_body(body).is_ok(), "unknown fields are ignored");
+        // A version-1 hello (with its token) still parses, so the server
+        // can name both versions when it refuses it.
+        let v1 = br#"{"type":"hello","version":1,"token":"t","software":"benchsuite 0.1.0"}"#;
+        assert!(matches!(
+            decode_body(v1),
+            Ok(Message::Hello { version: 1, .. })
+        ));
         assert_eq!(version_of(br#"{"type":"hola","version":2}"#), Some(2));
         assert_eq!(version_of(b"garbage"), None);
     }
@@ -554,6 +674,41 @@ mod tests {
             })
             .contains("at least 16")
         );
+    }
+
+    #[test]
+    fn the_auth_mac_is_hmac_sha256_of_context_nonce_and_software() {
+        // A known answer, computed independently (Python's hmac module):
+        // hmac.new(b"token", b"benchsuite-net v2 auth" + bytes([1] * 32) + b"sw", sha256)
+        assert_eq!(
+            to_hex(&auth_mac(b"token", &[1u8; NONCE_LEN], "sw")),
+            "4a9c37aa1ebaf0306f1401f231bbb540395566280644ecf707ba28f76d75b9ea"
+        );
+        // Every input matters.
+        let nonce = [1u8; NONCE_LEN];
+        let base = auth_mac(b"token", &nonce, "sw");
+        assert_ne!(base, auth_mac(b"tokeN", &nonce, "sw"));
+        assert_ne!(base, auth_mac(b"token", &[2u8; NONCE_LEN], "sw"));
+        assert_ne!(base, auth_mac(b"token", &nonce, "sw2"));
+        assert_eq!(
+            answer_challenge("token", &to_hex(&nonce), "sw"),
+            Some(Message::Auth { mac: to_hex(&base) })
+        );
+        assert_eq!(answer_challenge("token", "abc", "sw"), None);
+        assert_eq!(answer_challenge("token", &to_hex(&[1u8; 8]), "sw"), None);
+        // The token is nowhere in what goes on the wire.
+        let auth = encode(&answer_challenge("s3cret-token", &to_hex(&nonce), "sw").unwrap());
+        assert!(!String::from_utf8_lossy(&auth).contains("s3cret"));
+    }
+
+    #[test]
+    fn hex_round_trips_and_rejects_junk() {
+        assert_eq!(to_hex(&[0, 0xab, 0xff]), "00abff");
+        assert_eq!(from_hex("00abFF"), Some(vec![0, 0xab, 0xff]));
+        assert_eq!(from_hex(""), Some(vec![]));
+        assert_eq!(from_hex("abc"), None);
+        assert_eq!(from_hex("zz"), None);
+        assert_eq!(from_hex("+1"), None);
     }
 
     #[test]

@@ -8,14 +8,24 @@ use std::time::Instant;
 
 use benchsuite_core::team::{Placement, Team, merge_work};
 use benchsuite_core::{
-    About, BenchError, Benchmark, Case, Context, Direction, Meta, MetricSource, MetricSpec,
-    ParamSpec, Point, Value, Work,
+    About, BenchError, Benchmark, Case, Context, Direction, Finished, Meta, MetricSource,
+    MetricSpec, ParamSpec, Point, Value, Work,
 };
 
 use crate::client::{Dialer, Link};
 use crate::proto::{self, MAX_STREAMS, MAX_TCP_BLOCK, Role, TestSpec, UdpMode};
 
-const DIRECTIONS: &[&str] = &["up", "down", "bidir"];
+benchsuite_core::choice_enum! {
+    /// Which way the bytes go (`direction`).
+    enum Flow {
+        /// This host sends to the server (iperf3's default).
+        Up = "up",
+        /// The server sends (iperf3 -R).
+        Down = "down",
+        /// Both at once (iperf3 --bidir).
+        Bidir = "bidir",
+    }
+}
 
 /// TCP throughput; see the crate docs.
 #[derive(Debug, Default)]
@@ -46,11 +56,10 @@ impl Benchmark for TcpThroughput {
                     u64::from(MAX_STREAMS / 2),
                     1,
                 ),
-                ParamSpec::choice(
+                ParamSpec::choice_of(
                     "direction",
                     "up: this host sends to the server (iperf3 default); down: the server sends (iperf3 -R); bidir: both at once (iperf3 --bidir)",
-                    DIRECTIONS,
-                    "up",
+                    Flow::Up,
                 ),
                 ParamSpec::flag(
                     "nodelay",
@@ -70,13 +79,13 @@ impl Benchmark for TcpThroughput {
                     name: "stream_min",
                     unit: "B/s",
                     direction: Direction::Higher,
-                    source: MetricSource::Reported("stream_min"),
+                    source: MetricSource::ReportedMin("stream_min"),
                 },
                 MetricSpec {
                     name: "stream_max",
                     unit: "B/s",
                     direction: Direction::Higher,
-                    source: MetricSource::Reported("stream_max"),
+                    source: MetricSource::ReportedMax("stream_max"),
                 },
             ],
         }
@@ -90,11 +99,11 @@ impl Benchmark for TcpThroughput {
         let block = point.u64("block")? as usize;
         let threads = point.u64("threads")? as u32;
         let nodelay = point.bool("nodelay")?;
-        let direction = point.str("direction")?;
+        let direction = point.choice::<Flow>("direction")?;
         let roles: Vec<Role> = match direction {
-            "up" => vec![Role::Sink; threads as usize],
-            "down" => vec![Role::Source; threads as usize],
-            "bidir" => (0..2 * threads)
+            Flow::Up => vec![Role::Sink; threads as usize],
+            Flow::Down => vec![Role::Source; threads as usize],
+            Flow::Bidir => (0..2 * threads)
                 .map(|i| {
                     if i < threads {
                         Role::Sink
@@ -103,7 +112,6 @@ impl Benchmark for TcpThroughput {
                     }
                 })
                 .collect(),
-            other => return Err(BenchError::Other(format!("unknown direction `{other}`"))),
         };
         let spec = TestSpec {
             block: block as u32,
@@ -112,11 +120,11 @@ impl Benchmark for TcpThroughput {
             udp_mode: UdpMode::Sink,
             nodelay,
         };
-        let mut link = Link::open(ctx, spec)?;
+        let link = Link::open(ctx, spec)?;
         let mut notes = Vec::new();
         let peak = link.target.peak(
             "throughput",
-            if direction == "bidir" { 2 } else { 1 },
+            if direction == Flow::Bidir { 2 } else { 1 },
             &mut notes,
         );
         let totals = Arc::new(Totals::default());
@@ -136,8 +144,8 @@ impl Benchmark for TcpThroughput {
             }
         };
         Ok(Box::new(TcpCase {
+            team,
             link,
-            team: Some(team),
             totals,
             about: About {
                 peak,
@@ -260,9 +268,12 @@ pub(crate) fn push(sock: &TcpStream) -> std::io::Result<()> {
     sock.set_nodelay(false)
 }
 
+/// Dropped without [`Case::finish`], the fields go in order: the data
+/// connections (the team) close before the control connection and a local
+/// server.
 struct TcpCase {
+    team: Team,
     link: Link,
-    team: Option<Team>,
     totals: Arc<Totals>,
     /// Its notes give the path to the server and its peak (or why there is
     /// none).
@@ -271,12 +282,8 @@ struct TcpCase {
 
 impl Case for TcpCase {
     fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
-        let team = self
-            .team
-            .as_ref()
-            .ok_or_else(|| BenchError::Other("net.tcp_throughput: already torn down".into()))?;
         let t0 = Instant::now();
-        let each = team.run_each(iters)?;
+        let each = self.team.run_each(iters)?;
         let secs = t0.elapsed().as_secs_f64();
         let mut total = Work::default();
         let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
@@ -296,35 +303,26 @@ impl Case for TcpCase {
         Ok(total)
     }
 
-    fn teardown(&mut self) -> Result<(), BenchError> {
+    fn finish(self: Box<Self>) -> Finished {
+        let TcpCase {
+            team,
+            link,
+            totals,
+            about,
+        } = *self;
         // Closing the data connections first lets the server's threads end
         // on end-of-file before it is asked for its counts.
-        if let Some(team) = self.team.take() {
-            team.shutdown();
-        }
-        let counts = self.link.finish()?;
-        if let Some((received, sent)) = counts {
-            let acked = self.totals.acked.load(Ordering::Relaxed);
-            let got = self.totals.received.load(Ordering::Relaxed);
+        team.shutdown();
+        let checked = link.finish().and_then(|(received, sent)| {
+            let acked = totals.acked.load(Ordering::Relaxed);
+            let got = totals.received.load(Ordering::Relaxed);
             if received != acked || sent != got {
                 return Err(BenchError::Verify(format!(
                     "the server counted {received} bytes received and {sent} sent; this client counted {acked} acknowledged and {got} received"
                 )));
             }
-        }
-        Ok(())
-    }
-
-    fn about(&self) -> Option<&About> {
-        Some(&self.about)
-    }
-}
-
-impl Drop for TcpCase {
-    fn drop(&mut self) {
-        if let Some(team) = self.team.take() {
-            team.shutdown();
-        }
-        let _ = self.link.finish();
+            Ok(())
+        });
+        Finished::with(about, checked)
     }
 }

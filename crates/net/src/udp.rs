@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use benchsuite_core::team::{Placement, Team, merge_work};
 use benchsuite_core::{
-    About, BenchError, Benchmark, Case, ConfigError, Context, Direction, Meta, MetricSource,
-    MetricSpec, ParamSpec, Point, Value, Work,
+    About, BenchError, Benchmark, Case, Caveat, ConfigError, Context, Direction, Finished, Meta,
+    MetricSource, MetricSpec, ParamSpec, Point, Value, Work,
 };
 
 use crate::client::{Dialer, Link};
@@ -153,17 +153,17 @@ impl Benchmark for UdpThroughput {
             udp_mode: UdpMode::Sink,
             nodelay: false,
         };
-        let mut link = Link::open(ctx, spec)?;
-        let mut warnings = Vec::new();
+        let link = Link::open(ctx, spec)?;
+        let mut caveats = Vec::new();
         let mut notes = Vec::new();
         let peak = link.target.peak("received", 1, &mut notes);
         match rate {
             None => notes.push(
                 "rate=max: each sender sends as fast as it can (iperf3 -b 0), so loss shows where the receiver or the path overflowed".into(),
             ),
-            Some(_) if !link.target.is_local() && block > 1472 => warnings.push(
-                "datagrams above 1472 bytes are IP-fragmented on a 1500-byte MTU path; one lost fragment loses the datagram".into(),
-            ),
+            Some(_) if !link.target.is_local() && block > 1472 => caveats.push(Caveat::text(
+                "datagrams above 1472 bytes are IP-fragmented on a 1500-byte MTU path; one lost fragment loses the datagram",
+            )),
             Some(_) => {}
         }
         let ports = link.udp_ports.clone();
@@ -191,13 +191,13 @@ impl Benchmark for UdpThroughput {
             }
         };
         Ok(Box::new(UdpCase {
+            team,
             link,
-            team: Some(team),
             next_seq: vec![0; threads],
             block,
             about: About {
                 peak,
-                warnings,
+                caveats,
                 notes,
                 ..About::default()
             },
@@ -291,9 +291,11 @@ fn wait_until(due: Instant) {
     }
 }
 
+/// Dropped without [`Case::finish`], the fields go in order: the senders
+/// (the team) stop before the control connection and a local server.
 struct UdpCase {
+    team: Team,
     link: Link,
-    team: Option<Team>,
     next_seq: Vec<u64>,
     block: u64,
     /// Its notes give the path to the server and its peak (or why there is
@@ -303,18 +305,14 @@ struct UdpCase {
 
 impl Case for UdpCase {
     fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
-        let team = self
-            .team
-            .as_ref()
-            .ok_or_else(|| BenchError::Other("net.udp_throughput: already torn down".into()))?;
         let mut sent = Work::default();
-        for w in team.run_each(iters)? {
+        for w in self.team.run_each(iters)? {
             merge_work(&mut sent, w)?;
         }
         for s in &mut self.next_seq {
             *s += iters;
         }
-        let stats = self.link.control()?.udp_batch(self.next_seq.clone())?;
+        let stats = self.link.control().udp_batch(self.next_seq.clone())?;
         let received: u64 = stats.iter().map(|s| s.received).sum();
         let bytes: u64 = stats.iter().map(|s| s.bytes).sum();
         let ooo: u64 = stats.iter().map(|s| s.out_of_order).sum();
@@ -373,24 +371,12 @@ impl Case for UdpCase {
         Ok(w)
     }
 
-    fn teardown(&mut self) -> Result<(), BenchError> {
-        if let Some(team) = self.team.take() {
-            team.shutdown();
-        }
-        self.link.finish().map(|_| ())
-    }
-
-    fn about(&self) -> Option<&About> {
-        Some(&self.about)
-    }
-}
-
-impl Drop for UdpCase {
-    fn drop(&mut self) {
-        if let Some(team) = self.team.take() {
-            team.shutdown();
-        }
-        let _ = self.link.finish();
+    fn finish(self: Box<Self>) -> Finished {
+        let UdpCase {
+            team, link, about, ..
+        } = *self;
+        team.shutdown();
+        Finished::with(about, link.finish().map(|_| ()))
     }
 }
 

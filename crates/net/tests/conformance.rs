@@ -2,65 +2,55 @@
 //! of its choice parameters, through the real runner, against the
 //! in-process loopback server.
 
-use benchsuite_core::runner::{self, Silent};
-use benchsuite_core::{
-    ConfigError, Direction, ParamKind, Record, Registry, Report, RunConfig, Status,
-};
+use benchsuite_core::runner;
+use benchsuite_core::testing::Conformance;
+use benchsuite_core::{ConfigError, Direction, Record, RunConfig, Status};
 use benchsuite_net::{DESCRIPTION, MODULE, benchmarks};
-
-fn registry() -> Registry {
-    let mut r = Registry::new();
-    r.add_module(MODULE, DESCRIPTION, benchmarks());
-    r
-}
-
-fn config(selector: &str, sweep: &[(&str, &str)]) -> RunConfig {
-    RunConfig::smoke_test(selector, sweep)
-}
-
-fn run(selector: &str, sweep: &[(&str, &str)]) -> Report {
-    runner::run(&registry(), &config(selector, sweep), &mut Silent).expect("the plan is valid")
-}
 
 /// Loopback moves bytes with memcpy: no machine this runs on copies more
 /// than 1 TB/s, and 10 s per round trip or connection is a hang, not a
-/// slow box.
-fn check(r: &Record) {
-    assert_eq!(
-        r.status,
-        Status::Ok,
-        "{}: {:?}",
-        r.key(),
-        r.reason.as_deref().unwrap_or("")
-    );
-    assert!(!r.metrics.is_empty(), "{}: no metrics", r.key());
+/// slow box. Loss, reordering, jitter and the spread of connection trials
+/// are legitimately zero on loopback.
+fn harness() -> Conformance {
+    Conformance::new(MODULE, DESCRIPTION, benchmarks)
+        .bounds(|id, metric| match (id, metric) {
+            ("net.tcp_throughput", "throughput" | "stream_min" | "stream_max")
+            | ("net.udp_throughput", "received" | "offered") => f64::MIN_POSITIVE..1e12,
+            ("net.tcp_throughput", "throughput_bits") => f64::MIN_POSITIVE..8e12,
+            ("net.udp_throughput", "datagrams") => f64::MIN_POSITIVE..1e9,
+            // 0..=100 %.
+            ("net.udp_throughput", "loss" | "out_of_order") => 0.0..100f64.next_up(),
+            ("net.udp_throughput", "jitter") | ("net.connect", "trial_stddev") => 0.0..10.0,
+            ("net.latency", "rtt") | ("net.connect", "connect") => f64::MIN_POSITIVE..10.0,
+            _ => panic!("no physical bound for {id} {metric}"),
+        })
+        // Two pinned CPUs need two CPUs; anything else must run.
+        .may_skip(|r| {
+            r.id == "net.latency"
+                && r.params.get("cpus").and_then(|v| v.as_str()) == Some("different")
+                && r.reason
+                    .as_deref()
+                    .is_some_and(|why| why.contains("needs two CPUs"))
+        })
+        .check_each(check_each)
+}
+
+/// Latency metrics carry sane percentiles; TCP's bit rate is its byte
+/// rate × 8.
+fn check_each(r: &Record) {
     for m in &r.metrics {
-        let med = m.summary.median;
-        let what = format!("{} {}", r.key(), m.name);
-        assert!(med.is_finite(), "{what}: median {med}");
-        assert_eq!(m.samples.len(), 3, "{what}");
-        match m.unit.as_str() {
-            "B/s" => assert!(med > 0.0 && med < 1e12, "{what}: {med:e} B/s"),
-            "bit/s" => assert!(med > 0.0 && med < 8e12, "{what}: {med:e} bit/s"),
-            "datagram/s" => assert!(med > 0.0 && med < 1e9, "{what}: {med:e}/s"),
-            // Loss and reordering are legitimately zero on loopback.
-            "%" => assert!((0.0..=100.0).contains(&med), "{what}: {med}%"),
-            "s" if m.name == "jitter" || m.name == "trial_stddev" => {
-                assert!((0.0..10.0).contains(&med), "{what}: {med} s")
-            }
-            "s" => {
-                assert!(med > 0.0 && med < 10.0, "{what}: {med} s");
-                let lat = m
-                    .latency
-                    .as_ref()
-                    .expect("a latency metric has percentiles");
-                assert!(lat.count >= 3, "{what}: {} operations", lat.count);
-                assert!(
-                    lat.min <= lat.p50 && lat.p50 <= lat.p99 && lat.p99 <= lat.max,
-                    "{what}: {lat:?}"
-                );
-            }
-            u => panic!("{what}: no bound for unit {u}: add one to this test"),
+        if let Some(lat) = &m.latency {
+            let what = format!("{} {}", r.key(), m.name);
+            assert!(lat.count >= 3, "{what}: {} operations", lat.count);
+            assert!(
+                lat.min <= lat.p50 && lat.p50 <= lat.p99 && lat.p99 <= lat.max,
+                "{what}: {lat:?}"
+            );
+        }
+    }
+    for name in ["rtt", "connect"] {
+        if let Some(m) = r.metric(name) {
+            assert!(m.latency.is_some(), "{} {name}: no percentiles", r.key());
         }
     }
     if r.id == "net.tcp_throughput" {
@@ -76,18 +66,38 @@ fn check(r: &Record) {
     }
 }
 
+/// A record that must have run (no skip allowed), checked by the harness.
+fn check_ok(r: &Record) {
+    assert_eq!(
+        r.status,
+        Status::Ok,
+        "{}: {:?}",
+        r.key(),
+        r.reason.as_deref().unwrap_or("")
+    );
+    harness().check_record(r);
+}
+
 #[test]
-fn metadata_is_well_formed() {
+fn meta_is_well_formed() {
+    harness().check_meta();
+}
+
+#[test]
+fn every_benchmark_runs_at_its_smoke_point() {
+    harness().check_smoke();
+}
+
+#[test]
+fn every_choice_runs() {
+    harness().check_choices();
+}
+
+#[test]
+fn benchmarks_run_in_order_and_loss_and_time_are_lower_is_better() {
     let mut ids = Vec::new();
     for b in benchmarks() {
         let m = b.meta();
-        assert_eq!(m.module(), MODULE, "{}", m.id);
-        assert!(!m.description.is_empty());
-        for p in &m.params {
-            p.kind.check(p.name, &p.default).unwrap();
-            p.kind.check(p.name, p.smoke_value()).unwrap();
-            assert!(!p.help.is_empty(), "{} {}", m.id, p.name);
-        }
         for s in &m.metrics {
             if s.unit == "%" || s.unit == "s" {
                 assert_eq!(s.direction, Direction::Lower, "{} {}", m.id, s.name);
@@ -107,49 +117,9 @@ fn metadata_is_well_formed() {
 }
 
 #[test]
-fn every_benchmark_runs_at_its_smoke_point() {
-    let report = run(MODULE, &[]);
-    assert_eq!(report.records.len(), benchmarks().len());
-    for r in &report.records {
-        check(r);
-    }
-}
-
-#[test]
-fn every_choice_runs() {
-    for b in benchmarks() {
-        let meta = b.meta();
-        let choices: Vec<(&str, String)> = meta
-            .params
-            .iter()
-            .filter_map(|p| match p.kind {
-                ParamKind::Choice(names) => Some((p.name, names.join(","))),
-                _ => None,
-            })
-            .collect();
-        if choices.is_empty() {
-            continue;
-        }
-        let sweep: Vec<(&str, &str)> = choices.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let report = run(meta.id, &sweep);
-        for r in &report.records {
-            // Two pinned CPUs need two CPUs; anything else must run.
-            if r.status == Status::Skipped
-                && r.params.get("cpus").and_then(|v| v.as_str()) == Some("different")
-            {
-                let why = r.reason.as_deref().unwrap_or("");
-                assert!(why.contains("needs two CPUs"), "{}: {why}", r.key());
-                continue;
-            }
-            check(r);
-        }
-    }
-}
-
-#[test]
 fn pinned_latency_says_where_it_ran_and_unpins() {
     let cpus = benchsuite_core::team::allowed_cpus();
-    let report = run(
+    let report = harness().run(
         "net.latency",
         &[("cpus", "same,different"), ("proto", "tcp,udp")],
     );
@@ -160,7 +130,7 @@ fn pinned_latency_says_where_it_ran_and_unpins() {
             assert_eq!(r.status, Status::Skipped, "{}", r.key());
             continue;
         }
-        check(r);
+        check_ok(r);
         let notes = r.notes.join(" | ");
         let (client, server) = match mode {
             "same" => (cpus[0], cpus[0]),
@@ -175,15 +145,15 @@ fn pinned_latency_says_where_it_ran_and_unpins() {
         );
         assert!(notes.contains("path to 127.0.0.1: loopback"), "{notes}");
     }
-    // Teardown gave the runner's thread its CPUs back.
+    // Finishing each case gave the runner's thread its CPUs back.
     assert_eq!(benchsuite_core::team::allowed_cpus(), cpus);
 }
 
 #[test]
 fn loopback_records_say_the_limit_is_memory_bandwidth() {
-    let report = run("net.tcp_throughput", &[]);
+    let report = harness().run("net.tcp_throughput", &[]);
     let r = &report.records[0];
-    check(r);
+    check_ok(r);
     assert!(r.peak.is_none(), "{:?}", r.peak);
     let notes = r.notes.join(" | ");
     assert!(
@@ -197,15 +167,16 @@ fn loopback_records_say_the_limit_is_memory_bandwidth() {
 
 #[test]
 fn streams_block_sizes_and_rates_sweep() {
-    let report = run(
+    let h = harness();
+    let report = h.run(
         "net.tcp_throughput",
         &[("threads", "2"), ("block", "1,1K"), ("nodelay", "on,off")],
     );
     assert_eq!(report.records.len(), 4);
     for r in &report.records {
-        check(r);
+        check_ok(r);
     }
-    let report = run(
+    let report = h.run(
         "net.udp_throughput",
         &[
             ("threads", "2"),
@@ -215,7 +186,7 @@ fn streams_block_sizes_and_rates_sweep() {
     );
     assert_eq!(report.records.len(), 4);
     for r in &report.records {
-        check(r);
+        check_ok(r);
         let offered = r.metric("offered").unwrap().summary.median;
         if r.params.get("rate").and_then(|v| v.as_str()) == Some("200M") {
             // Paced: the offered rate is the asked one (a little below
@@ -227,18 +198,18 @@ fn streams_block_sizes_and_rates_sweep() {
             );
         }
     }
-    let report = run(
+    let report = h.run(
         "net.latency",
         &[("block", "1,1K,65507"), ("proto", "tcp,udp")],
     );
     for r in &report.records {
-        check(r);
+        check_ok(r);
     }
 }
 
 fn plan_error(selector: &str, sweep: &[(&str, &str)]) -> String {
-    let reg = registry();
-    match runner::plan(&reg, &config(selector, sweep)) {
+    let reg = harness().registry();
+    match runner::plan(&reg, &RunConfig::smoke_test(selector, sweep)) {
         Ok(_) => panic!("{selector} {sweep:?} was accepted"),
         Err(e @ ConfigError::InvalidValue { .. }) => e.to_string(),
         Err(e) => panic!("{selector} {sweep:?}: unexpected error {e}"),
@@ -264,9 +235,9 @@ fn bad_parameters_are_usage_errors_naming_the_parameter() {
     let e = plan_error("net.latency", &[("cpus", "1")]);
     assert!(e.contains("`cpus`"), "{e}");
     // Pinning needs the server in this process.
-    let mut cfg = config("net.latency", &[("cpus", "same")]);
+    let mut cfg = RunConfig::smoke_test("net.latency", &[("cpus", "same")]);
     cfg.options.insert("peer".into(), "127.0.0.1:9".into());
-    match runner::plan(&registry(), &cfg) {
+    match runner::plan(&harness().registry(), &cfg) {
         Err(e @ ConfigError::InvalidValue { .. }) => {
             let e = e.to_string();
             assert!(

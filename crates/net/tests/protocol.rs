@@ -1,17 +1,22 @@
-//! The server and client against each other and against impostors: tokens,
-//! versions, non-benchsuite peers, unreachable peers, and the limits that
-//! keep a hostile client from hanging or exhausting the server.
+//! The server and client against each other and against impostors: the
+//! challenge-response (the token never on the wire), back-off after failed
+//! authentications, per-address caps, versions, non-benchsuite peers,
+//! unreachable peers, and the limits that keep a hostile client from
+//! hanging or exhausting the server.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use benchsuite_core::runner::{self, Silent};
 use benchsuite_core::{Record, Registry, RunConfig, Status};
 use benchsuite_net::proto::{
-    self, ErrorCode, MAGIC, MAX_FRAME, Message, PROTOCOL_VERSION, Role, TestSpec, UdpMode,
+    self, ErrorCode, MAGIC, MAX_FRAME, MAX_HANDSHAKE_FRAME, Message, NONCE_LEN, PROTOCOL_VERSION,
+    Role, TestSpec, UdpMode,
 };
+use benchsuite_net::test_support::connect_from;
 use benchsuite_net::{DESCRIPTION, MODULE, Server, ServerConfig, benchmarks};
 
 fn registry() -> Registry {
@@ -44,20 +49,60 @@ fn failure(selector: &str, options: &[(&str, &str)]) -> String {
 }
 
 fn server(token: Option<&str>) -> Server {
+    server_with(token, |_| {})
+}
+
+fn server_with(token: Option<&str>, f: impl FnOnce(&mut ServerConfig)) -> Server {
     let mut cfg = ServerConfig::new("127.0.0.1:0".parse().unwrap(), token.map(String::from));
     cfg.io_timeout = Duration::from_millis(500);
     cfg.data_idle = Duration::from_secs(2);
+    f(&mut cfg);
     Server::start(cfg).unwrap()
+}
+
+/// 127.0.0.`n`: all of 127/8 is this machine, so a test can be several
+/// client addresses.
+fn lo(n: u8) -> IpAddr {
+    IpAddr::from([127, 0, 0, n])
 }
 
 /// A raw connection that has sent the magic and `msg`.
 fn raw(addr: SocketAddr, msg: &Message) -> TcpStream {
-    let mut s = TcpStream::connect(addr).unwrap();
+    raw_from(lo(1), addr, msg)
+}
+
+/// [`raw`] from the local address `from`.
+fn raw_from(from: IpAddr, addr: SocketAddr, msg: &Message) -> TcpStream {
+    let mut s = connect_from(from, addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut f = MAGIC.to_vec();
     f.extend(proto::encode(msg));
     s.write_all(&f).unwrap();
     s
+}
+
+/// A hello from `from`, and the answer to the challenge with `token`:
+/// the server's verdict (welcome or error).
+fn authenticate(from: IpAddr, addr: SocketAddr, token: &str) -> (TcpStream, Message) {
+    let mut s = raw_from(from, addr, &hello());
+    let Message::Challenge { nonce } = reply(&mut s, true) else {
+        panic!("no challenge");
+    };
+    let auth = proto::answer_challenge(token, &nonce, "test").unwrap();
+    proto::write_frame(&mut s, &auth).unwrap();
+    let verdict = reply(&mut s, false);
+    (s, verdict)
+}
+
+fn auth_refusal(m: &Message) -> String {
+    match m {
+        Message::Error {
+            code: ErrorCode::Auth,
+            message,
+            ..
+        } => message.clone(),
+        m => panic!("expected an auth refusal, got {m:?}"),
+    }
 }
 
 fn reply(s: &mut TcpStream, first: bool) -> Message {
@@ -70,10 +115,9 @@ fn reply(s: &mut TcpStream, first: bool) -> Message {
     proto::read_frame_blocking(s, deadline).unwrap()
 }
 
-fn hello(token: Option<&str>) -> Message {
+fn hello() -> Message {
     Message::Hello {
         version: PROTOCOL_VERSION,
-        token: token.map(String::from),
         software: "test".into(),
     }
 }
@@ -110,20 +154,303 @@ fn the_token_is_enforced() {
     let peer = srv.local_addr().to_string();
     let e = failure("net.connect", &[("peer", &peer), ("token", "guess")]);
     assert!(e.contains("refused") && e.contains("wrong token"), "{e}");
+    // That failure backs 127.0.0.1 off for 100 ms.
+    std::thread::sleep(Duration::from_millis(150));
     let e = failure("net.tcp_throughput", &[("peer", &peer)]);
     assert!(
-        e.contains("requires a token") && e.contains("--token"),
+        e.contains("requires a token") && e.contains("BENCHSUITE_TOKEN") && e.contains("--token"),
         "{e}"
     );
     let ok = run_with("net.connect", &[("peer", &peer), ("token", "s3cret")]);
     assert_eq!(ok[0].status, Status::Ok, "{:?}", ok[0].reason);
-    // The raw refusal carries the auth code.
-    let mut s = raw(srv.local_addr(), &hello(Some("s3cre")));
+    // The raw refusal carries the auth code, and the connection closes.
+    let (mut s, verdict) = authenticate(lo(1), srv.local_addr(), "s3cre");
+    assert!(auth_refusal(&verdict).contains("wrong token"));
+    assert!(closed_within(&mut s, Duration::from_secs(2)));
+    // A MAC that is not even hex is a failed authentication too.
+    let mut s = raw_from(lo(9), srv.local_addr(), &hello());
+    assert!(matches!(reply(&mut s, true), Message::Challenge { .. }));
+    proto::write_frame(&mut s, &Message::Auth { mac: "zz".into() }).unwrap();
+    assert!(auth_refusal(&reply(&mut s, false)).contains("wrong token"));
+    srv.shutdown();
+}
+
+#[test]
+fn the_token_never_travels_only_a_mac_of_a_fresh_nonce() {
+    // A fake server that records every byte the client sends and checks
+    // each answer against its own nonce.
+    let token = "k9-the-real-token-7f3a";
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::<u8>::new()));
+    let nonces = Arc::new(Mutex::new(Vec::<String>::new()));
+    let (seen2, nonces2) = (seen.clone(), nonces.clone());
+    std::thread::spawn(move || {
+        for (i, conn) in l.incoming().enumerate() {
+            let Ok(mut s) = conn else { return };
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let mut magic = [0u8; 4];
+            if proto::read_exact_by(&mut s, &mut magic, deadline).is_err() {
+                continue;
+            }
+            let Ok(Message::Hello { software, .. }) = proto::read_frame_blocking(&mut s, deadline)
+            else {
+                continue;
+            };
+            let nonce = [i as u8; NONCE_LEN];
+            let mut f = MAGIC.to_vec();
+            f.extend(proto::encode(&Message::Challenge {
+                nonce: proto::to_hex(&nonce),
+            }));
+            let _ = s.write_all(&f);
+            nonces2.lock().unwrap().push(proto::to_hex(&nonce));
+            let Ok(Message::Auth { mac }) = proto::read_frame_blocking(&mut s, deadline) else {
+                continue;
+            };
+            let want = proto::auth_mac(token.as_bytes(), &nonce, &software);
+            let answer = if proto::from_hex(&mac).as_deref() == Some(&want[..]) {
+                Message::Welcome {
+                    version: PROTOCOL_VERSION,
+                    software: "fake".into(),
+                    max_streams: 1,
+                }
+            } else {
+                Message::Error {
+                    code: ErrorCode::Auth,
+                    message: "wrong token".into(),
+                    version: PROTOCOL_VERSION,
+                }
+            };
+            let _ = proto::write_frame(&mut s, &answer);
+            let mut rest = Vec::new();
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = s.read_to_end(&mut rest);
+            let mut all = magic.to_vec();
+            all.extend(proto::encode(&Message::Hello {
+                version: PROTOCOL_VERSION,
+                software,
+            }));
+            all.extend(proto::encode(&Message::Auth { mac }));
+            all.extend(rest);
+            seen2.lock().unwrap().extend(all);
+        }
+    });
+    let ok = run_with(
+        "net.connect",
+        &[("peer", &addr.to_string()), ("token", token)],
+    );
+    assert_eq!(ok[0].status, Status::Ok, "{:?}", ok[0].reason);
+    let seen = seen.lock().unwrap().clone();
+    assert!(!seen.is_empty());
+    let text = String::from_utf8_lossy(&seen);
+    assert!(!text.contains(token), "the token crossed the wire");
+    assert!(
+        !text.contains("k9-the"),
+        "part of the token crossed the wire"
+    );
+    assert!(text.contains("\"type\":\"auth\""), "{text}");
+    assert!(nonces.lock().unwrap().len() > 1);
+}
+
+#[test]
+fn a_server_without_a_token_welcomes_the_hello_at_once() {
+    let srv = server(None);
+    let mut s = raw(srv.local_addr(), &hello());
+    assert!(matches!(reply(&mut s, true), Message::Welcome { .. }));
+    srv.shutdown();
+}
+
+#[test]
+fn failed_authentications_back_off_per_source_address() {
+    let token = "back-off-token";
+    let srv = server(Some(token));
+    let addr = srv.local_addr();
+    let bad = lo(23);
+    let (_, v) = authenticate(bad, addr, "guess-1");
+    assert!(auth_refusal(&v).contains("wrong token"));
+    // At once again: refused before anything is read, naming the address
+    // and the wait.
+    let mut s = connect_from(bad, addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let why = auth_refusal(&reply(&mut s, true));
+    assert!(
+        why.contains("too many failed authentications from 127.0.0.23")
+            && why.contains("retry in 0.1 s"),
+        "{why}"
+    );
+    // Even with the right token: nothing is read.
+    let mut s = raw_from(bad, addr, &hello());
+    assert!(auth_refusal(&reply(&mut s, true)).contains("too many failed"));
+    // Another address is not affected.
+    let (_, v) = authenticate(lo(24), addr, token);
+    assert!(matches!(v, Message::Welcome { .. }), "{v:?}");
+    assert_eq!(srv.backoff_entries(), 1);
+    // After the wait, a second failure doubles it.
+    std::thread::sleep(Duration::from_millis(120));
+    let (_, v) = authenticate(bad, addr, "guess-2");
+    assert!(auth_refusal(&v).contains("wrong token"));
+    let mut s = connect_from(bad, addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let why = auth_refusal(&reply(&mut s, true));
+    assert!(why.contains("retry in 0.2 s"), "{why}");
+    // A success clears it.
+    std::thread::sleep(Duration::from_millis(220));
+    let (_, v) = authenticate(bad, addr, token);
+    assert!(matches!(v, Message::Welcome { .. }), "{v:?}");
+    assert_eq!(srv.backoff_entries(), 0);
+    let (_, v) = authenticate(bad, addr, "guess-3");
+    assert!(auth_refusal(&v).contains("wrong token"));
+    let mut s = connect_from(bad, addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert!(auth_refusal(&reply(&mut s, true)).contains("retry in 0.1 s"));
+    srv.shutdown();
+}
+
+#[test]
+fn refusals_have_their_own_bound_and_take_no_real_slot() {
+    let srv = server_with(Some("t"), |c| {
+        c.max_connections = 2;
+        c.max_per_address = 1;
+        c.io_timeout = Duration::from_secs(10);
+    });
+    let addr = srv.local_addr();
+    let bad = lo(61);
+    // One idle connection from `bad`: every further one is refused.
+    let _idle = connect_from(bad, addr).unwrap();
+    let t = Instant::now();
+    while srv.pending_connections() < 1 && t.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // A refused connection that stays open lingers (250 ms at most), and
+    // while it does, the next refusal is a plain close (the bound is
+    // max_connections, 2 here). Tried a few times: a slow machine may let
+    // the first ones finish before the last arrives.
+    let unanswered = (0..5).any(|_| {
+        let mut open = Vec::new();
+        for _ in 0..2 {
+            let mut s = connect_from(bad, addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            match reply(&mut s, true) {
+                Message::Error {
+                    code: ErrorCode::Busy,
+                    ..
+                } => {}
+                m => panic!("{m:?}"),
+            }
+            open.push(s);
+        }
+        let mut last = connect_from(bad, addr).unwrap();
+        last.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut buf = [0u8; 4];
+        let n = last.read(&mut buf).unwrap_or(0);
+        drop(open);
+        std::thread::sleep(Duration::from_millis(300));
+        n == 0
+    });
+    assert!(unanswered, "answered past the refusal bound");
+    // The refusals took no real slot: a real client gets the one left.
+    let (_c, v) = authenticate(lo(1), addr, "t");
+    assert!(matches!(v, Message::Welcome { .. }), "{v:?}");
+    srv.shutdown();
+}
+
+#[test]
+fn connections_awaiting_authentication_are_capped_per_address() {
+    let srv = server_with(Some("t"), |c| {
+        c.max_per_address = 3;
+        c.io_timeout = Duration::from_secs(5);
+    });
+    let addr = srv.local_addr();
+    let idle: Vec<TcpStream> = (0..3)
+        .map(|_| connect_from(lo(31), addr).unwrap())
+        .collect();
+    let t = Instant::now();
+    while srv.pending_connections() < 3 && t.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut s = connect_from(lo(31), addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     match reply(&mut s, true) {
-        Message::Error { code, .. } => assert_eq!(code, ErrorCode::Auth),
+        Message::Error {
+            code: ErrorCode::Busy,
+            message,
+            ..
+        } => assert!(
+            message.contains("too many connections from 127.0.0.31"),
+            "{message}"
+        ),
         m => panic!("{m:?}"),
     }
-    assert!(closed_within(&mut s, Duration::from_secs(2)));
+    // Other addresses get in; an authenticated connection no longer
+    // counts against its address.
+    let (_c1, v) = authenticate(lo(32), addr, "t");
+    assert!(matches!(v, Message::Welcome { .. }));
+    let _held: Vec<(TcpStream, Message)> =
+        (0..4).map(|_| authenticate(lo(33), addr, "t")).collect();
+    assert!(
+        _held
+            .iter()
+            .all(|(_, v)| matches!(v, Message::Welcome { .. }))
+    );
+    // A slot freed is a slot to use.
+    drop(idle);
+    let t = Instant::now();
+    while srv.pending_connections() > 0 && t.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let (_, v) = authenticate(lo(31), addr, "t");
+    assert!(matches!(v, Message::Welcome { .. }), "{v:?}");
+    srv.shutdown();
+}
+
+#[test]
+fn a_full_server_evicts_the_oldest_unauthenticated_connection() {
+    let srv = server_with(Some("t"), |c| {
+        c.max_connections = 4;
+        c.io_timeout = Duration::from_secs(10);
+    });
+    let addr = srv.local_addr();
+    // Four idle clients from four addresses fill the server...
+    let mut idle: Vec<TcpStream> = (41..45)
+        .map(|n| connect_from(lo(n), addr).unwrap())
+        .collect();
+    let t = Instant::now();
+    while srv.pending_connections() < 4 && t.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // ...but a client that authenticates still gets in, and the oldest
+    // idle one is closed to make room.
+    let (_c, v) = authenticate(lo(1), addr, "t");
+    assert!(matches!(v, Message::Welcome { .. }), "{v:?}");
+    assert!(
+        closed_within(&mut idle[0], Duration::from_secs(2)),
+        "oldest"
+    );
+    assert!(
+        !closed_within(&mut idle[3], Duration::from_millis(100)),
+        "newest"
+    );
+    srv.shutdown();
+}
+
+#[test]
+fn handshake_frames_are_small() {
+    let srv = server(Some("t"));
+    let mut s = raw(
+        srv.local_addr(),
+        &Message::Hello {
+            version: PROTOCOL_VERSION,
+            software: "x".repeat(MAX_HANDSHAKE_FRAME),
+        },
+    );
+    match reply(&mut s, true) {
+        Message::Error {
+            code: ErrorCode::Limit,
+            message,
+            ..
+        } => assert!(message.contains("4096"), "{message}"),
+        m => panic!("{m:?}"),
+    }
     srv.shutdown();
 }
 
@@ -135,7 +462,6 @@ fn a_version_mismatch_names_both_versions() {
         srv.local_addr(),
         &Message::Hello {
             version: 99,
-            token: None,
             software: "future".into(),
         },
     );
@@ -167,6 +493,24 @@ fn a_version_mismatch_names_both_versions() {
         Message::Error { code, message, .. } => {
             assert_eq!(code, ErrorCode::Version);
             assert!(message.contains("version 7"), "{message}");
+        }
+        m => panic!("{m:?}"),
+    }
+    // A version-1 client: its hello still carried the token in clear.
+    let mut s = TcpStream::connect(srv.local_addr()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let body = br#"{"type":"hello","version":1,"token":"old","software":"benchsuite 0.0.9"}"#;
+    let mut f = MAGIC.to_vec();
+    f.extend((body.len() as u32).to_be_bytes());
+    f.extend(body);
+    s.write_all(&f).unwrap();
+    match reply(&mut s, true) {
+        Message::Error { code, message, .. } => {
+            assert_eq!(code, ErrorCode::Version);
+            assert!(
+                message.contains("version 1,") && message.contains("version 2"),
+                "{message}"
+            );
         }
         m => panic!("{m:?}"),
     }
@@ -309,7 +653,7 @@ fn hostile_clients_are_cut_off_by_limits_and_deadlines() {
     s.write_all(&[0, 0, 1]).unwrap();
     assert!(closed_within(&mut s, Duration::from_secs(3)), "slow frame");
     // An authenticated client that goes quiet without a test.
-    let mut s = raw(addr, &hello(None));
+    let mut s = raw(addr, &hello());
     assert!(matches!(reply(&mut s, true), Message::Welcome { .. }));
     assert!(
         closed_within(&mut s, Duration::from_secs(3)),
@@ -317,7 +661,7 @@ fn hostile_clients_are_cut_off_by_limits_and_deadlines() {
     );
 
     // Requests above the limits are refused, and the connection stays usable.
-    let mut s = raw(addr, &hello(None));
+    let mut s = raw(addr, &hello());
     let _ = reply(&mut s, true);
     let spec = |tcp, udp, block| TestSpec {
         block,
@@ -450,7 +794,7 @@ fn hostile_clients_are_cut_off_by_limits_and_deadlines() {
 #[test]
 fn udp_echo_answers_only_the_tests_own_host() {
     let srv = server(None);
-    let mut s = raw(srv.local_addr(), &hello(None));
+    let mut s = raw(srv.local_addr(), &hello());
     let _ = reply(&mut s, true);
     let spec = TestSpec {
         block: 32,

@@ -42,7 +42,6 @@ fn framed(msg: &Message) -> Vec<u8> {
 fn hello() -> Vec<u8> {
     framed(&Message::Hello {
         version: PROTOCOL_VERSION,
-        token: None,
         software: "soak".into(),
     })
 }
@@ -240,7 +239,7 @@ fn two_hundred_vanishing_clients_leave_no_trace() {
     );
 
     // Every benchmark with its own in-process server (no peer): each
-    // record's teardown stops that server, so nothing accumulates either.
+    // record's finish stops that server, so nothing accumulates either.
     let cfg = RunConfig {
         selectors: vec![MODULE.into()],
         smoke: true,

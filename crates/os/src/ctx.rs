@@ -6,17 +6,35 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use benchsuite_core::{
-    About, BenchError, Benchmark, Case, Context, Meta, MetricSpec, ParamSpec, Point, Work,
+    About, BenchError, Benchmark, Case, Context, Finished, Meta, MetricSpec, ParamSpec, Point,
+    Work, choice_enum, error_chain,
 };
 
 use crate::sys::{self, AffinityGuard, Child, ChildAction, CpuSet, QUIT_TOKEN, TOKEN_LEN};
 
-/// Values of the `mode` parameter.
-const MODES: &[&str] = &["process", "thread"];
-/// Values of the `cpus` parameter.
-const CPUS: &[&str] = &["same", "different", "any"];
+choice_enum! {
+    /// Values of the `mode` parameter: what the partner is.
+    enum Mode {
+        /// A forked process.
+        Process = "process",
+        /// A thread of this process.
+        Thread = "thread",
+    }
+}
 
-/// How long teardown waits for a partner process before killing it.
+choice_enum! {
+    /// Values of the `cpus` parameter: where the two ends run.
+    enum Cpus {
+        /// Both pinned to one CPU.
+        Same = "same",
+        /// Pinned to two CPUs.
+        Different = "different",
+        /// Not pinned.
+        Any = "any",
+    }
+}
+
+/// How long `finish` waits for a partner process before killing it.
 const PARTNER_EXIT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Context switch via pipe ping-pong; see the crate docs.
@@ -29,17 +47,15 @@ impl Benchmark for ContextSwitch {
             id: "os.context_switch",
             description: "pipe ping-pong between two processes or threads; time per switch = round trip / 2 (perf bench sched pipe reports the round trip)",
             params: vec![
-                ParamSpec::choice(
+                ParamSpec::choice_of(
                     "mode",
                     "process: the partner is a forked process (perf bench sched pipe's default); thread: a thread of this process (perf's -T)",
-                    MODES,
-                    "process",
+                    Mode::Process,
                 ),
-                ParamSpec::choice(
+                ParamSpec::choice_of(
                     "cpus",
                     "same: both ends pinned to one CPU (taskset -c 0 perf bench sched pipe); different: pinned to two CPUs (cross-CPU wake-up); any: not pinned (plain perf bench sched pipe)",
-                    CPUS,
-                    "same",
+                    Cpus::Same,
                 ),
             ],
             metrics: vec![MetricSpec::time_per_op("time_per_op")],
@@ -47,12 +63,9 @@ impl Benchmark for ContextSwitch {
     }
 
     fn prepare(&self, _ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
-        let mode = point.str("mode")?;
-        if !MODES.contains(&mode) {
-            return Err(BenchError::Other(format!("unknown mode `{mode}`")));
-        }
-        let placement = placement(point.str("cpus")?)?;
-        PingPong::start(mode == "process", placement).map(|c| Box::new(c) as Box<dyn Case>)
+        let mode = point.choice::<Mode>("mode")?;
+        let placement = placement(point.choice("cpus")?)?;
+        PingPong::start(mode == Mode::Process, placement).map(|c| Box::new(c) as Box<dyn Case>)
     }
 }
 
@@ -60,40 +73,61 @@ impl Benchmark for ContextSwitch {
 type Placement = Option<(usize, usize)>;
 
 /// Picks CPUs from those this thread may run on.
-fn placement(cpus: &str) -> Result<Placement, BenchError> {
-    if cpus == "any" {
+fn placement(cpus: Cpus) -> Result<Placement, BenchError> {
+    if cpus == Cpus::Any {
         return Ok(None);
     }
     let allowed = sys::thread_affinity()?.cpus();
     match (cpus, allowed.as_slice()) {
-        ("same", [a, ..]) => Ok(Some((*a, *a))),
-        ("different", [a, b, ..]) => Ok(Some((*a, *b))),
-        ("different", _) => Err(BenchError::Skip(format!(
+        (Cpus::Any, _) => Ok(None),
+        (Cpus::Same, [a, ..]) => Ok(Some((*a, *a))),
+        (Cpus::Different, [a, b, ..]) => Ok(Some((*a, *b))),
+        (Cpus::Different, _) => Err(BenchError::Skip(format!(
             "cpus=different needs two CPUs, and this process may run on only {allowed:?}"
         ))),
-        ("same", []) => Err(BenchError::Other(
+        (Cpus::Same, []) => Err(BenchError::Other(
             "sched_getaffinity returned no CPU".into(),
         )),
-        (other, _) => Err(BenchError::Other(format!("unknown cpus `{other}`"))),
     }
 }
 
 /// The other end of the ping-pong.
 #[derive(Debug)]
 enum Partner {
+    /// A forked process; dropping it kills and reaps it.
     Process(Child),
-    Thread(JoinHandle<Result<(), String>>),
-    Gone,
+    /// A thread; it stops on the quit token or end of file.
+    Thread(JoinHandle<io::Result<()>>),
 }
 
+/// Our end of the pipe to the partner. Dropping it asks the partner to stop
+/// and closes the pipe.
+#[derive(Debug)]
+struct ToPartner(PipeWriter);
+
+impl Drop for ToPartner {
+    fn drop(&mut self) {
+        // Ask the partner to stop. Closing the pipe would give it end of file
+        // too, but another child forked meanwhile (a concurrent benchmark in
+        // the same process) may hold a copy of this pipe end open. A failure
+        // here means the partner is gone already.
+        let _ = self.0.write_all(&QUIT_TOKEN);
+    }
+}
+
+/// The case. `finish` stops the partner and restores the affinity, and says
+/// what failed; if the case is dropped instead (an error in `start`, a
+/// panic), its fields still do both: the quit token is sent, a partner
+/// process is killed and reaped, the affinity is restored.
 #[derive(Debug)]
 struct PingPong {
-    /// Tokens to the partner; `None` once shut down.
-    to_partner: Option<PipeWriter>,
+    /// Tokens to the partner.
+    to_partner: ToPartner,
     /// Tokens back from the partner.
     from_partner: PipeReader,
     partner: Partner,
-    /// Our affinity before pinning; restored in teardown.
+    /// Our affinity before pinning (`None` with cpus=any, which does not
+    /// pin); restored in `finish`.
     affinity: Option<AffinityGuard>,
     seq: u32,
     about: About,
@@ -127,8 +161,8 @@ impl PingPong {
                 .spawn(
                     move || match sys::echo_tokens(p2c_r.as_raw_fd(), c2p_w.as_raw_fd()) {
                         0 => Ok(()),
-                        -1 => Err("short pipe transfer".to_string()),
-                        e => Err(io::Error::from_raw_os_error(e).to_string()),
+                        -1 => Err(io::Error::other("short pipe transfer")),
+                        e => Err(io::Error::from_raw_os_error(e)),
                     },
                 )
                 .map_err(|e| BenchError::io("spawn partner thread", e))?;
@@ -137,7 +171,7 @@ impl PingPong {
         // From here on, dropping `case` stops the partner and restores the
         // affinity, whatever fails next.
         let mut case = PingPong {
-            to_partner: Some(p2c_w),
+            to_partner: ToPartner(p2c_w),
             from_partner: c2p_r,
             partner,
             affinity,
@@ -146,57 +180,70 @@ impl PingPong {
         };
         match placement {
             Some((ours, _)) => sys::set_thread_affinity(&CpuSet::single(ours)?)?,
-            None => case.about.warnings.push(
-                "cpus=any: the scheduler decides whether the two ends share a CPU, so results may be bimodal; pin with cpus=same or cpus=different for stable numbers".into(),
+            None => case.about.caveat(
+                "cpus=any: the scheduler decides whether the two ends share a CPU, so results may be bimodal; pin with cpus=same or cpus=different for stable numbers",
             ),
         }
         Ok(case)
     }
 
     /// Stops the partner, waits for it, and restores our affinity; every
-    /// step runs even if an earlier one failed. Safe to call twice.
-    fn shutdown(&mut self) -> Result<(), BenchError> {
+    /// step runs even if an earlier one failed.
+    fn shutdown(self) -> (About, Result<(), BenchError>) {
+        let PingPong {
+            to_partner,
+            from_partner,
+            partner,
+            affinity,
+            seq: _,
+            about,
+        } = self;
+        // Sends the quit token and closes our end.
+        drop(to_partner);
         let mut errors = Vec::new();
-        if let Some(mut w) = self.to_partner.take() {
-            // Ask the partner to stop. Closing `w` would give it end of file
-            // too, but another child forked meanwhile (a concurrent benchmark
-            // in the same process) may hold a copy of this pipe end open.
-            // A failure here means the partner is gone already.
-            let _ = w.write_all(&QUIT_TOKEN);
-        }
-        match std::mem::replace(&mut self.partner, Partner::Gone) {
+        match partner {
             Partner::Process(mut child) => match child.wait_or_kill(PARTNER_EXIT_TIMEOUT) {
                 Ok(status) if status.success() => {}
-                Ok(status) => errors.push(format!("partner process exited with {status}")),
-                Err(e) => errors.push(format!("partner process: {e}")),
+                Ok(status) => errors.push(BenchError::Other(format!(
+                    "partner process exited with {status}"
+                ))),
+                Err(e) => errors.push(BenchError::caused("partner process", e)),
             },
             Partner::Thread(handle) => match handle.join() {
                 Ok(Ok(())) => {}
-                Ok(Err(e)) => errors.push(format!("partner thread: {e}")),
-                Err(_) => errors.push("partner thread panicked".into()),
+                Ok(Err(e)) => errors.push(BenchError::io("partner thread", e)),
+                Err(_) => errors.push(BenchError::Other("partner thread panicked".into())),
             },
-            Partner::Gone => {}
         }
-        if let Some(mut guard) = self.affinity.take()
+        drop(from_partner);
+        if let Some(guard) = affinity
             && let Err(e) = guard.restore()
         {
-            errors.push(format!("restoring CPU affinity: {e}"));
+            errors.push(BenchError::caused("restoring CPU affinity", e));
         }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(BenchError::Other(errors.join("; ")))
-        }
+        (about, one_error(errors))
+    }
+}
+
+/// No error, the one error, or several as one (each with its causes: a
+/// chain can hold only one).
+fn one_error(mut errors: Vec<BenchError>) -> Result<(), BenchError> {
+    match errors.len() {
+        0 => Ok(()),
+        1 => Err(errors.remove(0)),
+        _ => Err(BenchError::Other(
+            errors
+                .iter()
+                .map(|e| error_chain(e))
+                .collect::<Vec<_>>()
+                .join("; "),
+        )),
     }
 }
 
 impl Case for PingPong {
     fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
-        let Some(to_partner) = self.to_partner.as_mut() else {
-            return Err(BenchError::Other(
-                "os.context_switch: case already torn down".into(),
-            ));
-        };
+        let to_partner = &mut self.to_partner.0;
         let mut back = [0u8; TOKEN_LEN];
         for _ in 0..iters {
             // Sequence tokens keep the top bit clear, so never equal QUIT.
@@ -219,18 +266,9 @@ impl Case for PingPong {
         Ok(Work::ops(2 * iters))
     }
 
-    fn teardown(&mut self) -> Result<(), BenchError> {
-        self.shutdown()
-    }
-
-    fn about(&self) -> Option<&About> {
-        Some(&self.about)
-    }
-}
-
-impl Drop for PingPong {
-    fn drop(&mut self) {
-        let _ = self.shutdown();
+    fn finish(self: Box<Self>) -> Finished {
+        let (about, result) = self.shutdown();
+        Finished::with(about, result)
     }
 }
 
@@ -268,10 +306,20 @@ mod tests {
             assert_eq!(sys::thread_affinity().unwrap().cpus(), [before[0]]);
             let w = case.run(50).unwrap();
             assert_eq!(w.ops, 100, "two switches per round trip");
-            case.teardown().unwrap();
+            let finished = Box::new(case).finish();
+            assert!(finished.error.is_none(), "{:?}", finished.error);
             assert_eq!(sys::thread_affinity().unwrap().cpus(), before);
-            assert!(case.run(1).is_err(), "a torn-down case must not run");
-            case.teardown().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_dropped_case_stops_its_partner_and_restores_the_affinity() {
+        let before = sys::thread_affinity().unwrap().cpus();
+        for process in [true, false] {
+            let mut case = PingPong::start(process, Some((before[0], before[0]))).unwrap();
+            case.run(5).unwrap();
+            drop(case);
+            assert_eq!(sys::thread_affinity().unwrap().cpus(), before);
         }
     }
 
@@ -286,20 +334,49 @@ mod tests {
         unsafe { libc::kill(child.pid(), libc::SIGKILL) };
         let err = case.run(10).unwrap_err().to_string();
         assert!(err.contains("partner"), "{err}");
-        let err = case.teardown().unwrap_err().to_string();
+        let finished = Box::new(case).finish();
+        assert!(
+            finished
+                .about
+                .caveats
+                .iter()
+                .any(|c| c.to_string().starts_with("cpus=any")),
+            "{:?}",
+            finished.about.caveats
+        );
+        let err = error_chain(&finished.error.expect("the partner was killed"));
         assert!(err.contains("signal"), "{err}");
     }
 
     #[test]
-    fn unknown_or_impossible_placements_are_rejected() {
-        assert!(placement("any").unwrap().is_none());
-        let (a, b) = placement("same").unwrap().unwrap();
+    fn impossible_placements_are_rejected() {
+        assert!(placement(Cpus::Any).unwrap().is_none());
+        let (a, b) = placement(Cpus::Same).unwrap().unwrap();
         assert_eq!(a, b);
-        match placement("different") {
+        match placement(Cpus::Different) {
             Ok(Some((a, b))) => assert_ne!(a, b),
             Err(BenchError::Skip(msg)) => assert!(msg.contains("two CPUs")),
             other => panic!("{other:?}"),
         }
-        assert!(placement("bogus").is_err());
+    }
+
+    #[test]
+    fn several_shutdown_errors_are_all_reported() {
+        assert!(one_error(vec![]).is_ok());
+        let e = one_error(vec![BenchError::caused(
+            "partner process",
+            BenchError::Other("waitpid".into()),
+        )])
+        .unwrap_err();
+        assert_eq!(e.to_string(), "partner process");
+        let e = one_error(vec![
+            BenchError::Other("partner thread panicked".into()),
+            BenchError::caused("restoring CPU affinity", BenchError::Other("EPERM".into())),
+        ])
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "partner thread panicked; restoring CPU affinity: EPERM"
+        );
     }
 }

@@ -20,16 +20,16 @@
 //! `std::time::Instant::now`, which is `CLOCK_MONOTONIC` on Linux).
 //! `clock_gettime` normally runs in the vDSO without entering the kernel; its
 //! cost depends on the kernel's clocksource (`tsc` is fast, `hpet` or
-//! `acpi_pm` in a VM can cost microseconds), which the record's warnings name.
+//! `acpi_pm` in a VM can cost microseconds), which the record's notes name.
 //! `tsc` is the bare `rdtsc` instruction (x86_64 only; elsewhere the point is
 //! unsupported).
 //!
 //! A second metric, `resolution` (seconds), is the smallest nonzero step seen
 //! between consecutive reads in the batch: what the clock can actually
-//! distinguish, which may be coarser than what `clock_getres` claims (noted
-//! in the warnings) and, for fast clocks, is bounded below by the read cost.
+//! distinguish, which may be coarser than what `clock_getres` claims (said
+//! in a note) and, for fast clocks, is bounded below by the read cost.
 //! For `tsc` the step is in ticks, converted to seconds with a frequency
-//! calibrated against `Instant` over 20 ms in `prepare` (said in a warning).
+//! calibrated against `Instant` over 20 ms in `prepare` (said in a note).
 //!
 //! ## `os.call` — `args=0..7`
 //!
@@ -97,9 +97,10 @@
 //! wake-up (an IPI and an idle exit) rather than a switch on one CPU;
 //! unsupported when this process may use only one CPU. `cpus=any` does not
 //! pin, as plain `perf bench sched pipe` does; the scheduler then decides,
-//! and results may be bimodal. Teardown sends a quit token, closes the pipes,
-//! reaps the child or joins the thread, and restores this thread's CPU
-//! affinity (the runner reuses its thread for other benchmarks).
+//! and results may be bimodal. Finishing the case sends a quit token, closes
+//! the pipes, reaps the child or joins the thread, and restores this
+//! thread's CPU affinity (the runner reuses its thread for other
+//! benchmarks).
 //!
 //! ## Platforms
 //!

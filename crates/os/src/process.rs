@@ -3,13 +3,21 @@
 use std::path::{Path, PathBuf};
 
 use benchsuite_core::{
-    About, BenchError, Benchmark, Case, Context, Meta, MetricSpec, ParamSpec, Point, Work,
+    About, BenchError, Benchmark, Case, Context, Finished, Meta, MetricSpec, ParamSpec, Point,
+    Work, choice_enum,
 };
 
 use crate::sys::{self, ChildAction, ExecImage};
 
-/// Values of the `mode` parameter.
-const MODES: &[&str] = &["fork_exit", "fork_exec"];
+choice_enum! {
+    /// Values of the `mode` parameter.
+    enum Mode {
+        /// fork + `_exit(0)` + waitpid.
+        ForkExit = "fork_exit",
+        /// fork + execve(`true`) + waitpid.
+        ForkExec = "fork_exec",
+    }
+}
 
 /// Where `fork_exec` looks for a program that exits 0 at once.
 const TRUE_PATHS: &[&str] = &["/bin/true", "/usr/bin/true"];
@@ -23,20 +31,19 @@ impl Benchmark for ProcessCreate {
         Meta {
             id: "os.process_create",
             description: "fork a child that exits at once (or execs /bin/true), and wait for it",
-            params: vec![ParamSpec::choice(
+            params: vec![ParamSpec::choice_of(
                 "mode",
                 "fork_exit: fork + _exit(0) + waitpid (lmbench `lat_proc fork`); fork_exec: fork + execve(/bin/true) + waitpid (lmbench `lat_proc exec`)",
-                MODES,
-                "fork_exit",
+                Mode::ForkExit,
             )],
             metrics: vec![MetricSpec::time_per_op("time_per_op")],
         }
     }
 
     fn prepare(&self, _ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
-        let image = match point.str("mode")? {
-            "fork_exit" => None,
-            "fork_exec" => {
+        let image = match point.choice::<Mode>("mode")? {
+            Mode::ForkExit => None,
+            Mode::ForkExec => {
                 let path = find_true().ok_or_else(|| {
                     BenchError::Skip(format!(
                         "mode=fork_exec needs a `true` program; none of {} exists",
@@ -45,7 +52,6 @@ impl Benchmark for ProcessCreate {
                 })?;
                 Some(ExecImage::new(&path)?)
             }
-            other => return Err(BenchError::Other(format!("unknown mode `{other}`"))),
         };
         let mut notes = Vec::new();
         if let Some(rss) = resident_mib() {
@@ -115,7 +121,8 @@ impl Case for ProcessCase {
         Ok(Work::ops(iters))
     }
 
-    fn about(&self) -> Option<&About> {
-        Some(&self.about)
+    fn finish(self: Box<Self>) -> Finished {
+        // Every child was reaped in `run`; the exec image is freed here.
+        self.about.into()
     }
 }

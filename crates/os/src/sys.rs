@@ -208,33 +208,34 @@ pub fn set_thread_affinity(set: &CpuSet) -> Result<(), BenchError> {
 }
 
 /// Saves the calling thread's CPU affinity and puts it back on
-/// [`AffinityGuard::restore`] or drop. It must be restored on the thread that
-/// saved it; the runner calls `prepare`, `run` and `teardown` on one thread.
+/// [`AffinityGuard::restore`] (which reports a failure) or on drop (which
+/// cannot). It must be restored on the thread that saved it; the runner
+/// calls `prepare`, `run` and `finish` on one thread.
 #[derive(Debug)]
 pub struct AffinityGuard {
-    saved: Option<CpuSet>,
+    saved: CpuSet,
 }
 
 impl AffinityGuard {
     /// Remembers the current affinity of the calling thread.
     pub fn save() -> Result<AffinityGuard, BenchError> {
         Ok(AffinityGuard {
-            saved: Some(thread_affinity()?),
+            saved: thread_affinity()?,
         })
     }
 
-    /// Restores the saved affinity (once; later calls do nothing).
-    pub fn restore(&mut self) -> Result<(), BenchError> {
-        match self.saved.take() {
-            Some(set) => set_thread_affinity(&set),
-            None => Ok(()),
-        }
+    /// Restores the saved affinity.
+    pub fn restore(self) -> Result<(), BenchError> {
+        let saved = self.saved;
+        // Restored here, with the error reported: drop must not do it again.
+        std::mem::forget(self);
+        set_thread_affinity(&saved)
     }
 }
 
 impl Drop for AffinityGuard {
     fn drop(&mut self) {
-        let _ = self.restore();
+        let _ = set_thread_affinity(&self.saved);
     }
 }
 
@@ -402,7 +403,7 @@ fn child_main(action: &ChildAction<'_>) -> ! {
             // A terminal's Ctrl-C reaches the whole foreground process group.
             // The partner ignores it so the parent can finish the current
             // record as promised; the parent ends it through the pipe (or
-            // SIGKILL) in teardown.
+            // SIGKILL) in finish.
             // SAFETY: signal() is async-signal-safe; SIG_IGN installs no
             // handler code in this child.
             unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
@@ -545,12 +546,17 @@ mod tests {
         let before = thread_affinity().unwrap();
         let cpus = before.cpus();
         assert!(!cpus.is_empty());
-        let mut guard = AffinityGuard::save().unwrap();
+        let guard = AffinityGuard::save().unwrap();
         set_thread_affinity(&CpuSet::single(cpus[0]).unwrap()).unwrap();
         assert_eq!(thread_affinity().unwrap().cpus(), [cpus[0]]);
         guard.restore().unwrap();
         assert_eq!(thread_affinity().unwrap().cpus(), cpus);
         assert!(CpuSet::single(libc::CPU_SETSIZE as usize).is_err());
+        // Dropping a guard restores too.
+        let guard = AffinityGuard::save().unwrap();
+        set_thread_affinity(&CpuSet::single(cpus[0]).unwrap()).unwrap();
+        drop(guard);
+        assert_eq!(thread_affinity().unwrap().cpus(), cpus);
     }
 
     #[test]

@@ -3,17 +3,23 @@
 use std::time::{Duration, Instant};
 
 use benchsuite_core::{
-    About, BenchError, Benchmark, Case, Context, Direction, Meta, MetricSource, MetricSpec,
-    ParamSpec, Point, Work,
+    About, BenchError, Benchmark, Case, Context, Direction, Finished, Meta, MetricSource,
+    MetricSpec, ParamSpec, Point, Work, choice_enum,
 };
 
-/// Values of the `clock` parameter.
-const CLOCKS: &[&str] = &[
-    "instant",
-    "clock_gettime_monotonic",
-    "clock_gettime_realtime",
-    "tsc",
-];
+choice_enum! {
+    /// Values of the `clock` parameter.
+    enum ClockChoice {
+        /// `std::time::Instant::now`.
+        Instant = "instant",
+        /// `clock_gettime(CLOCK_MONOTONIC)`.
+        Monotonic = "clock_gettime_monotonic",
+        /// `clock_gettime(CLOCK_REALTIME)`.
+        Realtime = "clock_gettime_realtime",
+        /// `rdtsc`.
+        Tsc = "tsc",
+    }
+}
 
 /// How long `prepare` compares the TSC with `Instant` to find its frequency.
 const TSC_CALIBRATION: Duration = Duration::from_millis(20);
@@ -27,11 +33,10 @@ impl Benchmark for Timer {
         Meta {
             id: "os.timer",
             description: "cost of one clock read, and the smallest step the clock was seen to take",
-            params: vec![ParamSpec::choice(
+            params: vec![ParamSpec::choice_of(
                 "clock",
                 "clock to read: std Instant, clock_gettime(CLOCK_MONOTONIC / CLOCK_REALTIME), or the x86 time-stamp counter (rdtsc)",
-                CLOCKS,
-                "instant",
+                ClockChoice::Instant,
             )],
             metrics: vec![
                 MetricSpec::time_per_op("time_per_op"),
@@ -39,7 +44,7 @@ impl Benchmark for Timer {
                     name: "resolution",
                     unit: "s",
                     direction: Direction::Lower,
-                    source: MetricSource::Reported("resolution"),
+                    source: MetricSource::ReportedMin("resolution"),
                 },
             ],
         }
@@ -47,18 +52,15 @@ impl Benchmark for Timer {
 
     fn prepare(&self, _ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         let mut notes = Vec::new();
-        let clock = match point.str("clock")? {
-            "instant" => {
+        let clock = match point.choice::<ClockChoice>("clock")? {
+            ClockChoice::Instant => {
                 #[cfg(target_os = "linux")]
                 note_getres(crate::sys::PosixClock::Monotonic, &mut notes);
                 Clock::Instant(Instant::now())
             }
-            "clock_gettime_monotonic" => posix_clock(Posix::Monotonic, &mut notes)?,
-            "clock_gettime_realtime" => posix_clock(Posix::Realtime, &mut notes)?,
-            "tsc" => tsc_clock(&mut notes)?,
-            other => {
-                return Err(BenchError::Other(format!("unknown clock `{other}`")));
-            }
+            ClockChoice::Monotonic => posix_clock(Posix::Monotonic, &mut notes)?,
+            ClockChoice::Realtime => posix_clock(Posix::Realtime, &mut notes)?,
+            ClockChoice::Tsc => tsc_clock(&mut notes)?,
         };
         if let Ok(src) = std::fs::read_to_string(
             "/sys/devices/system/clocksource/clocksource0/current_clocksource",
@@ -256,8 +258,8 @@ impl Case for TimerCase {
         Ok(work)
     }
 
-    fn about(&self) -> Option<&About> {
-        Some(&self.about)
+    fn finish(self: Box<Self>) -> Finished {
+        self.about.into()
     }
 }
 
@@ -285,19 +287,20 @@ mod tests {
 
     #[test]
     fn every_clock_reports_a_resolution() {
-        for clock in CLOCKS {
+        for clock in <ClockChoice as benchsuite_core::Choice>::NAMES {
             let mut p = Point::default();
             p.set("clock", benchsuite_core::Value::Str(clock.to_string()));
             let ctx = Context::new(std::sync::Arc::new(benchsuite_core::Host::detect()));
             let mut case = match Timer.prepare(&ctx, &p) {
                 Ok(c) => c,
                 Err(BenchError::Skip(_)) => continue,
-                Err(e) => panic!("{clock}: {e}"),
+                Err(e) => panic!("{clock}: {}", benchsuite_core::error_chain(&e)),
             };
             let w = case.run(100_000).unwrap();
             let r = w.values["resolution"];
             assert!(r > 0.0 && r < 1e-3, "{clock}: resolution {r}");
-            case.teardown().unwrap();
+            let finished = case.finish();
+            assert!(finished.error.is_none(), "{clock}: {:?}", finished.error);
         }
     }
 }

@@ -1,47 +1,27 @@
 //! Conformance: every `os` benchmark, at every smoke point and every value of
 //! its choice parameters, through the real runner.
 
-use std::collections::BTreeMap;
-use std::time::Duration;
+use std::ops::Range;
 
-use benchsuite_core::runner::{self, Silent};
-use benchsuite_core::{MetricSource, ParamKind, Record, Registry, Report, RunConfig, Status};
+use benchsuite_core::testing::Conformance;
+use benchsuite_core::{MetricSource, Record};
 use benchsuite_os::{DESCRIPTION, MODULE, benchmarks};
 
-fn registry() -> Registry {
-    let mut r = Registry::new();
-    r.add_module(MODULE, DESCRIPTION, benchmarks());
-    r
-}
-
-fn run(selector: &str, sweep: &[(&str, String)]) -> Report {
-    let cfg = RunConfig {
-        selectors: vec![selector.to_string()],
-        sweep: sweep
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect::<BTreeMap<_, _>>(),
-        smoke: true,
-        runs: 3,
-        min_sample_time: Duration::from_millis(1),
-        warmup: Duration::from_millis(1),
-        ..RunConfig::quick()
-    };
-    runner::run(&registry(), &cfg, &mut Silent).expect("the plan is valid")
-}
-
-/// A generous upper bound for a median (seconds), valid for a debug build on
-/// a busy two-CPU virtual machine. Anything above is a bug, not a slow box.
-fn bound(id: &str, metric: &str) -> f64 {
+/// Physical bounds of a median (seconds), the upper ones valid for a debug
+/// build on a busy two-CPU virtual machine: anything outside is a bug, not a
+/// slow box. The lower ones are far below any real cost (a tenth of a cycle
+/// at 10 GHz for the cheapest operations).
+fn bound(id: &str, metric: &str) -> Range<f64> {
     match (id, metric) {
         // Even a trapped, emulated clocksource read costs a few µs.
-        ("os.timer", "time_per_op") => 10e-6,
-        ("os.timer", "resolution") => 1e-3,
-        ("os.call", _) => 1e-6,
-        ("os.syscall", _) => 1e-3,
-        ("os.thread_create", _) => 100e-3,
-        ("os.process_create", _) => 1.0,
-        ("os.context_switch", _) => 10e-3,
+        ("os.timer", "time_per_op") => 1e-11..10e-6,
+        // At least one tick of the finest clock (1 ns, or a TSC tick).
+        ("os.timer", "resolution") => 1e-11..1e-3,
+        ("os.call", _) => 1e-11..1e-6,
+        ("os.syscall", _) => 1e-9..1e-3,
+        ("os.thread_create", _) => 1e-7..100e-3,
+        ("os.process_create", _) => 1e-6..1.0,
+        ("os.context_switch", _) => 1e-8..10e-3,
         _ => panic!("no physical bound for {id} {metric}: add one to this test"),
     }
 }
@@ -56,102 +36,36 @@ fn unsupported_here(r: &Record) -> bool {
         || (param("clock") == Some("tsc") && cfg!(not(target_arch = "x86_64")))
 }
 
-/// Checks one record: ok (or legitimately unsupported), and every metric's
-/// median finite, positive and under its bound.
-fn check(r: &Record) {
-    if r.status != Status::Ok {
-        assert!(
-            r.status == Status::Skipped && unsupported_here(r),
-            "{} {}: {:?}: {}",
-            r.id,
-            r.params.label(),
-            r.status,
-            r.reason.as_deref().unwrap_or("(no reason)")
-        );
-        return;
-    }
-    assert!(!r.metrics.is_empty(), "{}: no metrics", r.id);
-    for m in &r.metrics {
-        let med = m.summary.median;
-        let what = format!("{} {} {}", r.id, r.params.label(), m.name);
-        assert!(med.is_finite() && med > 0.0, "{what}: median {med}");
-        let b = bound(&r.id, &m.name);
-        assert!(med < b, "{what}: median {med:e} s is above {b:e} s");
-        assert_eq!(m.samples.len(), 3, "{what}");
-    }
+fn harness() -> Conformance {
+    Conformance::new(MODULE, DESCRIPTION, benchmarks)
+        .bounds(bound)
+        .may_skip(unsupported_here)
 }
 
 #[test]
 fn meta_is_well_formed() {
-    let benches = benchmarks();
-    assert!(!benches.is_empty());
-    let mut ids = Vec::new();
-    for b in &benches {
+    harness().check_meta();
+    // Every os benchmark's headline is the time of one operation.
+    for b in benchmarks() {
         let m = b.meta();
-        assert!(m.id.starts_with("os."), "{}", m.id);
         assert_eq!(m.module(), MODULE);
-        assert!(!m.description.is_empty(), "{}", m.id);
         let head = m.metrics.first().expect("a headline metric");
         assert_eq!(head.name, "time_per_op", "{}", m.id);
         assert_eq!(head.source, MetricSource::TimePerOp, "{}", m.id);
-        for p in &m.params {
-            p.kind
-                .check(p.name, &p.default)
-                .unwrap_or_else(|e| panic!("{} default: {e}", m.id));
-            p.kind
-                .check(p.name, p.smoke_value())
-                .unwrap_or_else(|e| panic!("{} smoke: {e}", m.id));
-            assert!(!p.help.is_empty(), "{} {}", m.id, p.name);
-        }
-        ids.push(m.id);
     }
-    let n = ids.len();
-    ids.sort_unstable();
-    ids.dedup();
-    assert_eq!(ids.len(), n, "duplicate ids");
 }
 
 #[test]
 fn every_benchmark_runs_at_its_smoke_point() {
-    let report = run(MODULE, &[]);
-    assert_eq!(report.records.len(), benchmarks().len());
-    for r in &report.records {
-        check(r);
-    }
+    harness().check_smoke();
 }
 
 #[test]
-fn every_choice_of_every_benchmark_runs() {
+fn every_choice_runs() {
     let cpus_before = std::thread::available_parallelism().map(|n| n.get()).ok();
-    for b in benchmarks() {
-        let meta = b.meta();
-        let sweep: Vec<(&str, String)> = meta
-            .params
-            .iter()
-            .filter_map(|p| match p.kind {
-                ParamKind::Choice(names) => Some((p.name, names.join(","))),
-                _ => None,
-            })
-            .collect();
-        if sweep.is_empty() {
-            continue;
-        }
-        let expected: usize = meta
-            .params
-            .iter()
-            .map(|p| match p.kind {
-                ParamKind::Choice(names) => names.len(),
-                _ => 1,
-            })
-            .product();
-        let report = run(meta.id, &sweep);
-        assert_eq!(report.records.len(), expected, "{}", meta.id);
-        for r in &report.records {
-            check(r);
-        }
-    }
-    // os.context_switch pins this thread while it runs; teardown must
-    // have given back every CPU it had.
+    harness().check_choices();
+    // os.context_switch pins this thread while it runs; finish must have
+    // given back every CPU it had.
     assert_eq!(
         std::thread::available_parallelism().map(|n| n.get()).ok(),
         cpus_before,
@@ -161,13 +75,14 @@ fn every_choice_of_every_benchmark_runs() {
 
 #[test]
 fn call_sweeps_all_arities() {
-    let report = run("os.call", &[("args", "0..7".into())]);
+    let h = harness();
+    let report = h.run("os.call", &[("args", "0..7")]);
     assert_eq!(report.records.len(), 8);
     for (i, r) in report.records.iter().enumerate() {
         assert_eq!(
             r.params.get("args").and_then(|v| v.as_u64()),
             Some(i as u64)
         );
-        check(r);
+        h.check_record(r);
     }
 }

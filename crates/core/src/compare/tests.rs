@@ -1,4 +1,5 @@
 use super::*;
+use crate::bench::Direction;
 use crate::host::Host;
 use crate::param::Value;
 use crate::report::{RunConfigRecord, SampleTails};

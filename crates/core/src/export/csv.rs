@@ -107,7 +107,12 @@ pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<(
 
     for r in &report.records {
         let lead = lead_cells(r, &params);
-        let warnings = r.warnings.join("; ");
+        let warnings = r
+            .warnings
+            .iter()
+            .map(|w| w.to_string())
+            .collect::<Vec<_>>()
+            .join("; ");
         let status = status_name(r.status).to_string();
         let reason = r.reason.clone().unwrap_or_default();
         if r.status != Status::Ok || r.metrics.is_empty() {

@@ -6,6 +6,7 @@ use std::time::Instant;
 use hdrhistogram::Histogram;
 
 use crate::bench::{Case, Context, MetricSource, MetricSpec, Work};
+use crate::caveat::Caveat;
 use crate::config::RunConfig;
 use crate::error::BenchError;
 use crate::report::{Metric, SampleTails};
@@ -31,22 +32,21 @@ fn timed(case: &mut dyn Case, iters: u64) -> Result<Batch, BenchError> {
 /// Each metric's latency histogram (merged over the samples), if it has one.
 pub(super) type Hists = Vec<Option<Histogram<u64>>>;
 
-/// The warning for a metric whose samples spread too much.
-pub(super) fn noisy_warning(metric: &str, summary: &Summary, n: usize) -> Option<String> {
-    (summary.cv > NOISY_CV && n > 2).then(|| {
-        format!(
-            "{metric} is noisy: CV {:.1}% over {n} samples; consider more --runs or a quieter machine",
-            summary.cv * 100.0
-        )
+/// The caveat for a metric whose samples spread too much.
+pub(super) fn noisy_warning(metric: &str, summary: &Summary, n: usize) -> Option<Caveat> {
+    (summary.cv > NOISY_CV && n > 2).then(|| Caveat::Noisy {
+        metric: metric.to_string(),
+        cv: summary.cv,
+        n,
     })
 }
 
-/// The warning for a result above its theoretical peak.
-pub(super) fn over_peak_warning(metric: &str, eff: f64) -> String {
-    format!(
-        "measured {metric} is {:.1}% of the theoretical peak: above 100% means a bug or a cache effect, not a faster machine",
-        eff * 100.0
-    )
+/// The caveat for a result above its theoretical peak.
+pub(super) fn over_peak_warning(metric: &str, efficiency: f64) -> Caveat {
+    Caveat::OverPeak {
+        metric: metric.to_string(),
+        efficiency,
+    }
 }
 
 /// Calibrates the batch size during warm-up, then samples.
@@ -55,7 +55,7 @@ pub(super) fn measure(
     specs: &[MetricSpec],
     ctx: &Context,
     config: &RunConfig,
-) -> Result<(u64, Vec<Metric>, Vec<String>, Hists), BenchError> {
+) -> Result<(u64, Vec<Metric>, Vec<Caveat>, Hists), BenchError> {
     let target = config.min_sample_time.as_secs_f64();
     let mut warnings = Vec::new();
     // Warm-up and batch sizing: grow the batch until one lasts `target`,
@@ -100,24 +100,19 @@ pub(super) fn measure(
         let mut ts = Vec::new();
         while t0.elapsed() < duration {
             let start = Instant::now();
-            let mut agg = Batch {
-                work: Work::default(),
-                secs: 0.0,
-            };
+            let mut interval_batches = Vec::new();
             while start.elapsed().as_secs_f64() < interval {
-                let b = timed(case, iters)?;
-                merge(&mut agg, b);
+                interval_batches.push(timed(case, iters)?);
                 if ctx.cancelled() {
                     break;
                 }
             }
             ts.push(t0.elapsed().as_secs_f64());
-            batches.push(agg);
+            batches.push(combine(specs, interval_batches));
             if ctx.cancelled() {
-                warnings.push(format!(
-                    "interrupted: time series cut short after {:.1} s",
-                    t0.elapsed().as_secs_f64()
-                ));
+                warnings.push(Caveat::Interrupted {
+                    after_s: t0.elapsed().as_secs_f64(),
+                });
                 break;
             }
         }
@@ -141,7 +136,7 @@ pub(super) fn measure(
                 match &mut merged {
                     Some(m) => m
                         .add(h)
-                        .map_err(|e| BenchError::Other(format!("histogram merge: {e}")))?,
+                        .map_err(|e| BenchError::caused("histogram merge", e))?,
                     None => merged = Some(h.clone()),
                 }
             }
@@ -196,21 +191,57 @@ impl TailsBuilder {
     }
 }
 
-fn merge(agg: &mut Batch, b: Batch) {
-    agg.secs += b.secs;
-    agg.work.ops += b.work.ops;
-    agg.work.bytes += b.work.bytes;
-    if let Some(h) = b.work.latency {
-        match &mut agg.work.latency {
-            Some(m) => {
-                // Both histograms auto-resize, so adding cannot fail on range.
-                let _ = m.add(&h);
+/// The batches of one time-series interval as one: time, operations and
+/// bytes summed, histograms added, and each reported value over the whole
+/// interval as its metric's source says (see [`MetricSource::Reported`]).
+fn combine(specs: &[MetricSpec], batches: Vec<Batch>) -> Batch {
+    let mut agg = Batch {
+        work: Work::default(),
+        secs: 0.0,
+    };
+    // Per reported key: (sum of value × time, sum of time, min, max, last).
+    let mut acc: std::collections::BTreeMap<&'static str, (f64, f64, f64, f64, f64)> =
+        std::collections::BTreeMap::new();
+    for b in batches {
+        agg.secs += b.secs;
+        agg.work.ops += b.work.ops;
+        agg.work.bytes += b.work.bytes;
+        if let Some(h) = b.work.latency {
+            match &mut agg.work.latency {
+                Some(m) => {
+                    // Both histograms auto-resize, so adding cannot fail on range.
+                    let _ = m.add(&h);
+                }
+                None => agg.work.latency = Some(h),
             }
-            None => agg.work.latency = Some(h),
+        }
+        for (k, v) in b.work.values {
+            let e = acc
+                .entry(k)
+                .or_insert((0.0, 0.0, f64::INFINITY, f64::NEG_INFINITY, v));
+            e.0 += v * b.secs;
+            e.1 += b.secs;
+            e.2 = e.2.min(v);
+            e.3 = e.3.max(v);
+            e.4 = v;
         }
     }
-    // Reported values: keep the latest interval's value.
-    agg.work.values.extend(b.work.values);
+    for (k, (sum, time, min, max, last)) in acc {
+        let source = specs
+            .iter()
+            .map(|s| &s.source)
+            .find(|s| s.reported_key() == Some(k));
+        let v = match source {
+            Some(MetricSource::ReportedMin(_)) => min,
+            Some(MetricSource::ReportedMax(_)) => max,
+            Some(_) if time > 0.0 => sum / time,
+            // Not a metric (a value the case passes for its own notes), or
+            // no time: the latest.
+            _ => last,
+        };
+        agg.work.values.insert(k, v);
+    }
+    agg
 }
 
 fn sample_value(spec: &MetricSpec, b: &Batch) -> Result<f64, BenchError> {
@@ -246,7 +277,9 @@ fn sample_value(spec: &MetricSpec, b: &Batch) -> Result<f64, BenchError> {
                 spec.name
             ))),
         },
-        MetricSource::Reported(key) => w.values.get(key).copied().ok_or_else(|| {
+        MetricSource::Reported(key)
+        | MetricSource::ReportedMin(key)
+        | MetricSource::ReportedMax(key) => w.values.get(key).copied().ok_or_else(|| {
             BenchError::Other(format!(
                 "metric {}: the case did not report `{key}`",
                 spec.name
@@ -302,6 +335,10 @@ mod tests {
                 elapsed: Some(elapsed),
                 ..Work::ops(iters)
             })
+        }
+
+        fn finish(self: Box<Self>) -> crate::bench::Finished {
+            crate::bench::Finished::default()
         }
     }
 
@@ -372,5 +409,51 @@ mod tests {
         assert_eq!(iters, 1);
         assert_eq!(case.sizes, [1, 1, 1, 1, 1, 1, 1]);
         assert!(metrics[0].samples.iter().all(|s| (s - 0.05).abs() < 1e-12));
+    }
+
+    #[test]
+    fn an_interval_reports_over_all_its_batches_not_the_last() {
+        let specs = [
+            MetricSpec {
+                name: "bits",
+                unit: "bit/s",
+                direction: crate::bench::Direction::Higher,
+                source: MetricSource::Reported("bits"),
+            },
+            MetricSpec {
+                name: "slowest",
+                unit: "B/s",
+                direction: crate::bench::Direction::Higher,
+                source: MetricSource::ReportedMin("slowest"),
+            },
+            MetricSpec {
+                name: "worst",
+                unit: "",
+                direction: crate::bench::Direction::Lower,
+                source: MetricSource::ReportedMax("worst"),
+            },
+        ];
+        let batch = |secs: f64, bits: f64, slowest: f64, worst: f64| {
+            let mut w = Work::ops_bytes(1, (bits * secs / 8.0) as u64);
+            w.values.insert("bits", bits);
+            w.values.insert("slowest", slowest);
+            w.values.insert("worst", worst);
+            Batch { work: w, secs }
+        };
+        // 0.3 s at 10 Gbit/s then 0.1 s at 2 Gbit/s: 3.2 Gbit in 0.4 s.
+        let b = combine(
+            &specs,
+            vec![batch(0.3, 10e9, 5.0, 1.0), batch(0.1, 2e9, 7.0, 3.0)],
+        );
+        assert!((b.secs - 0.4).abs() < 1e-12);
+        assert_eq!(b.work.ops, 2);
+        assert!(
+            (b.work.values["bits"] - 8e9).abs() < 1.0,
+            "{:?}",
+            b.work.values
+        );
+        assert!((b.work.values["bits"] - b.work.bytes as f64 * 8.0 / b.secs).abs() < 1e3);
+        assert_eq!(b.work.values["slowest"], 5.0);
+        assert_eq!(b.work.values["worst"], 3.0);
     }
 }

@@ -1,7 +1,7 @@
 //! The runner: runs a plan (see [`plan`]): for each point prepares a case, sizes
 //! its batches, warms it up, takes samples, and always tears it down.
 //!
-//! Timing model: a *sample* is one call to [`Case::run`] with a batch of
+//! Timing model: a *sample* is one call to [`Case::run`](crate::Case::run) with a batch of
 //! `iters` iterations, timed with [`Instant`] around the call (or with the
 //! device time the case reports). Batches are sized during warm-up so a
 //! sample lasts at least `min_sample_time` (default 10 ms), which keeps the
@@ -19,9 +19,10 @@ use std::time::{Instant, SystemTime};
 
 use hdrhistogram::Histogram;
 
-use crate::bench::{Benchmark, Case, Context, Meta, MetricSpec, Probe};
-use crate::error::{BenchError, ConfigError};
-use crate::param::Point;
+use crate::bench::{About, Benchmark, Context, Finished, Meta, MetricSpec, Probe};
+use crate::caveat::Caveat;
+use crate::error::{BenchError, ConfigError, error_chain};
+use crate::param::{Point, Value};
 use crate::registry::Registry;
 use crate::report::{Record, Report, RunConfigRecord, RunProgress, SCHEMA_VERSION, Status};
 use crate::stats::latency_histogram;
@@ -171,9 +172,7 @@ pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer
                     Probe::Ready => run_point(pb.bench, &meta.metrics, meta.id, point, ctx, config),
                 };
                 if host.build.is_debug() && record.status == Status::Ok {
-                    record
-                        .warnings
-                        .push("debug build: numbers are not representative; install with `cargo install --path cli`".into());
+                    record.warnings.push(Caveat::DebugBuild);
                 }
                 if round == 1 {
                     observer.record_done(&record);
@@ -253,10 +252,7 @@ fn flag_same_params(records: &mut [Record]) {
             .iter()
             .position(|b| b.id == r.id && b.params == r.params)
         {
-            r.warnings.push(format!(
-                "same parameters as record {} of this report once `auto` values were resolved: both measured the same thing",
-                j + 1
-            ));
+            r.warnings.push(Caveat::SameParams { record: j + 1 });
         }
     }
 }
@@ -293,7 +289,7 @@ fn redacted_options(plan: &Plan<'_>, config: &RunConfig) -> BTreeMap<String, Str
         .options
         .iter()
         .map(|(k, v)| {
-            let hide = k == "token" || secret.contains(&k.as_str());
+            let hide = crate::bench::is_secret_key(k) || secret.contains(&k.as_str());
             (
                 k.clone(),
                 if hide {
@@ -307,11 +303,11 @@ fn redacted_options(plan: &Plan<'_>, config: &RunConfig) -> BTreeMap<String, Str
 }
 
 /// `point` with the values the case resolved in `prepare`.
-fn resolved_point(point: &Point, case: &dyn Case) -> Point {
+fn resolved_point(point: &Point, resolved: &[(&'static str, Value)]) -> Point {
     let mut p = point.clone();
-    for (name, value) in case.resolved() {
+    for (name, value) in resolved {
         if p.get(name).is_some() {
-            p.set(name, value);
+            p.set(name, value.clone());
         }
     }
     p
@@ -332,7 +328,7 @@ fn run_point(
         }
         Ok(Err(e)) => {
             return (
-                Record::failed(id, point.clone(), format!("prepare: {e}")),
+                Record::failed(id, point.clone(), format!("prepare: {}", error_chain(&e))),
                 Vec::new(),
             );
         }
@@ -351,27 +347,33 @@ fn run_point(
             panic_message(&p)
         )))
     });
-    let teardown = catch_unwind(AssertUnwindSafe(|| case.teardown())).unwrap_or_else(|p| {
-        Err(BenchError::Other(format!(
+    let finished = catch_unwind(AssertUnwindSafe(|| case.finish())).unwrap_or_else(|p| Finished {
+        error: Some(BenchError::Other(format!(
             "panicked: {}",
             panic_message(&p)
-        )))
+        ))),
+        ..Finished::default()
     });
     let steal = CpuTimes::read()
         .zip(cpu_before)
         .and_then(|(after, before)| after.steal_fraction_since(&before));
+    let About {
+        peak,
+        caveats,
+        notes,
+        resolved,
+    } = finished.about;
+    let params = resolved_point(point, &resolved);
+    let requested = (params != *point).then(|| point.clone());
     let mut hists = Vec::new();
     let mut record = match measured {
         Ok((iters, metrics, mut warnings, h)) => {
             hists = h;
-            warnings.extend(case.warnings());
+            warnings.extend(caveats);
             if let Some(st) = steal.filter(|s| *s > STEAL_WARN) {
-                warnings.push(format!(
-                    "the hypervisor stole {:.1}% of CPU time while this record ran: other guests were competing for the host, expect run-to-run variation",
-                    st * 100.0
-                ));
+                warnings.push(Caveat::Steal { fraction: st });
             }
-            let peak = case.peak().map(|mut pk| {
+            let peak = peak.map(|mut pk| {
                 if let Some(m) = metrics.iter().find(|m| m.name == pk.metric) {
                     let eff = m.summary.median / pk.value;
                     if eff.is_finite() {
@@ -383,10 +385,9 @@ fn run_point(
                 }
                 pk
             });
-            let params = resolved_point(point, case.as_ref());
             Record {
                 id: id.to_string(),
-                requested: (params != *point).then(|| point.clone()),
+                requested,
                 params,
                 status: Status::Ok,
                 reason: None,
@@ -394,21 +395,20 @@ fn run_point(
                 metrics,
                 peak,
                 warnings,
-                notes: case.notes(),
+                notes,
             }
         }
         Err(e) => {
-            let params = resolved_point(point, case.as_ref());
-            let mut r = Record::failed(id, params.clone(), e.to_string());
-            r.requested = (params != *point).then(|| point.clone());
-            r.warnings.extend(case.warnings());
-            r.notes.extend(case.notes());
+            let mut r = Record::failed(id, params, error_chain(&e));
+            r.requested = requested;
+            r.warnings.extend(caveats);
+            r.notes.extend(notes);
             r
         }
     };
-    if let Err(e) = teardown {
+    if let Some(e) = finished.error {
         record.status = Status::Failed;
-        let msg = format!("teardown: {e}");
+        let msg = format!("teardown: {}", error_chain(&e));
         record.reason = Some(match record.reason.take() {
             Some(r) => format!("{r}; {msg}"),
             None => msg,

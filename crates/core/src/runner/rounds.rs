@@ -1,5 +1,6 @@
 //! `--rounds`: each later round of a record is pooled into the first.
 
+use crate::caveat::Caveat;
 use crate::report::{Record, SampleTails, Status};
 use crate::stats::{LatencySummary, Summary};
 
@@ -57,12 +58,7 @@ pub(super) fn merge_round(slot: &mut (Record, Hists), new: Record, new_hists: Hi
         }
     }
     // Noise and efficiency warnings are about the pooled samples now.
-    let stale = |w: &String| {
-        rec.metrics.iter().any(|m| {
-            w.starts_with(&format!("{} is noisy:", m.name))
-                || w.starts_with(&format!("measured {} is ", m.name))
-        })
-    };
+    let stale = |w: &Caveat| w.is_about_samples();
     rec.warnings.retain(|w| !stale(w));
     for w in new.warnings {
         if !stale(&w) && !rec.warnings.contains(&w) {
@@ -113,7 +109,7 @@ mod tests {
         let first = fixtures::report().records[1].clone();
         let mut second = first.clone();
         second.metrics[0].samples = vec![5.4e9, 5.5e9, 5.6e9];
-        second.warnings = vec!["a caveat of round 2".into()];
+        second.warnings = vec![Caveat::text("a caveat of round 2")];
         let mut slot = (first, vec![None, Some(hist(&[1000, 1000]))]);
         merge_round(&mut slot, second, vec![None, Some(hist(&[3000]))], 2);
         let (r, _) = &slot;
@@ -125,11 +121,11 @@ mod tests {
         assert!(
             r.warnings
                 .iter()
-                .any(|w| w.starts_with("bandwidth is noisy:")),
+                .any(|w| matches!(w, Caveat::Noisy { metric, n: 6, .. } if metric == "bandwidth")),
             "{:?}",
             r.warnings
         );
-        assert!(r.warnings.contains(&"a caveat of round 2".to_string()));
+        assert!(r.warnings.contains(&Caveat::text("a caveat of round 2")));
         let eff = r.peak.as_ref().unwrap().efficiency.unwrap();
         assert!((eff - 0.8).abs() < 1e-12, "{eff}");
         let lat = r.metrics[1].latency.as_ref().unwrap();

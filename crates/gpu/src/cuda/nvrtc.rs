@@ -15,6 +15,8 @@ use std::collections::HashMap;
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use benchsuite_core::BenchError;
+
 use super::libs::{self, Loaded, Spec};
 
 /// A compiled module image.
@@ -189,21 +191,23 @@ pub(crate) fn target_for(cc: (u32, u32), supported: &[u32]) -> Result<String, St
 }
 
 /// Compiles `src` for a device of compute capability `cc`, once per process.
-pub(crate) fn compile(name: &str, src: &str, cc: (u32, u32)) -> Result<Arc<Image>, String> {
-    let target = target_for(cc, &supported_archs()?)?;
+pub(crate) fn compile(name: &str, src: &str, cc: (u32, u32)) -> Result<Arc<Image>, BenchError> {
+    let target = target_for(cc, &supported_archs().map_err(BenchError::Other)?)
+        .map_err(BenchError::Other)?;
     compile_for(name, src, &target)
 }
 
 /// Compiles `src` for an explicit target (`sm_90` → CUBIN, `compute_90` →
-/// PTX). Errors carry NVRTC's log.
-pub(crate) fn compile_for(name: &str, src: &str, target: &str) -> Result<Arc<Image>, String> {
+/// PTX). A failed compilation has NVRTC's error and log as its cause.
+pub(crate) fn compile_for(name: &str, src: &str, target: &str) -> Result<Arc<Image>, BenchError> {
     static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     let key = (src.to_string(), target.to_string());
     if let Some(img) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         return Ok(img.clone());
     }
-    let img = Arc::new(compile_uncached(api()?, name, src, target)?);
+    let api = api().map_err(BenchError::Other)?;
+    let img = Arc::new(compile_uncached(api, name, src, target)?);
     cache
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -251,9 +255,10 @@ impl Program<'_> {
     }
 }
 
-fn compile_uncached(api: &Api, name: &str, src: &str, target: &str) -> Result<Image, String> {
-    let csrc = CString::new(src).map_err(|_| "kernel source contains a NUL byte".to_string())?;
-    let cname = CString::new(format!("{name}.cu")).map_err(|_| "bad kernel name".to_string())?;
+fn compile_uncached(api: &Api, name: &str, src: &str, target: &str) -> Result<Image, BenchError> {
+    let leaf = |what: &str| BenchError::Other(what.to_string());
+    let csrc = CString::new(src).map_err(|_| leaf("kernel source contains a NUL byte"))?;
+    let cname = CString::new(format!("{name}.cu")).map_err(|_| leaf("bad kernel name"))?;
     let mut prog: Prog = std::ptr::null_mut();
     // SAFETY: `prog` is a valid out-pointer; the source and name are
     // NUL-terminated and outlive the call; no headers are passed.
@@ -266,10 +271,11 @@ fn compile_uncached(api: &Api, name: &str, src: &str, target: &str) -> Result<Im
             std::ptr::null(),
             std::ptr::null(),
         )
-    })?;
+    })
+    .map_err(BenchError::Other)?;
     let prog = Program { api, prog };
-    let opt = CString::new(format!("--gpu-architecture={target}"))
-        .map_err(|_| "bad target".to_string())?;
+    let opt =
+        CString::new(format!("--gpu-architecture={target}")).map_err(|_| leaf("bad target"))?;
     let opts = [opt.as_ptr()];
     // SAFETY: `prog` is live; `opts` holds one NUL-terminated option that
     // outlives the call.
@@ -283,22 +289,25 @@ fn compile_uncached(api: &Api, name: &str, src: &str, target: &str) -> Result<Im
                     .unwrap_or_else(|_| String::from_utf8_lossy(&l).into_owned())
             })
             .unwrap_or_default();
-        return Err(format!(
-            "NVRTC ({}) could not compile {name} for {target}: {e}\n{}",
-            api.file(),
-            log.trim()
+        return Err(BenchError::caused(
+            format!(
+                "NVRTC ({}) could not compile {name} for {target}",
+                api.file()
+            ),
+            format!("{e}\n{}", log.trim()),
         ));
     }
     let bytes = if target.starts_with("sm_") {
-        prog.output("nvrtcGetCUBIN", api.cubin_size, api.cubin)?
+        prog.output("nvrtcGetCUBIN", api.cubin_size, api.cubin)
     } else {
         // The PTX ends with NUL, which cuModuleLoadData needs.
-        prog.output("nvrtcGetPTX", api.ptx_size, api.ptx)?
-    };
+        prog.output("nvrtcGetPTX", api.ptx_size, api.ptx)
+    }
+    .map_err(BenchError::Other)?;
     if bytes.is_empty() {
-        return Err(format!(
+        return Err(BenchError::Other(format!(
             "NVRTC returned an empty image for {name} ({target})"
-        ));
+        )));
     }
     Ok(Image {
         bytes,
@@ -334,6 +343,7 @@ mod tests {
             "sm_80",
         )
         .unwrap_err();
+        let e = benchsuite_core::error_chain(&e);
         assert!(e.contains("broken") && e.contains("sm_80"), "{e}");
         assert!(e.contains("error"), "{e}");
     }

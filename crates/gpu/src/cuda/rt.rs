@@ -4,7 +4,8 @@
 //! Hot paths (launches, copies) call the driver directly through
 //! `cudarc::driver::result` with raw pointers: no per-call bookkeeping, as
 //! nvbandwidth does. Every resource is freed on drop; cases drop them in
-//! `teardown` and then check the context's deferred error state.
+//! `finish` (through [`Gpu::finish`]) and then check the context's deferred
+//! error state.
 
 use std::alloc::Layout;
 use std::collections::HashMap;
@@ -22,11 +23,25 @@ use cudarc::nvrtc::Ptx;
 use super::device::{self, DeviceInfo, describe};
 use super::nvrtc::{self, Image};
 
-/// Turns a driver error into a failed-record error naming the call.
+/// Turns a driver error into a failed-record error naming the call, with
+/// the driver's error as its cause.
 pub(crate) fn cu(what: impl Into<String>) -> impl FnOnce(DriverError) -> BenchError {
     let what = what.into();
-    move |e| BenchError::Other(format!("{what}: {}", describe(e)))
+    move |e| BenchError::caused(what, CudaError(e))
 }
+
+/// A driver error, shown as `CUDA_ERROR_NO_DEVICE (no CUDA-capable device
+/// is detected)` (cudarc's own `Display` is its `Debug`).
+#[derive(Debug)]
+pub(crate) struct CudaError(pub DriverError);
+
+impl std::fmt::Display for CudaError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&describe(self.0))
+    }
+}
+
+impl std::error::Error for CudaError {}
 
 /// One device, its (shared, primary) context and stream.
 #[derive(Debug)]
@@ -38,7 +53,7 @@ pub(crate) struct Gpu {
     /// A non-blocking stream every operation of the case goes through,
     /// created with the context and kept as long (cases run one at a
     /// time): a stream destroyed when a case is dropped, after its
-    /// teardown's check, could only report a failure into the next case.
+    /// finish's check, could only report a failure into the next case.
     pub stream: Arc<CudaStream>,
 }
 
@@ -63,7 +78,7 @@ impl Gpu {
         let info = drv.device(index).map_err(BenchError::Other)?.clone();
         let (ctx, stream) = context(index)?;
         // Errors a drop recorded after the last check: only the cleanup of
-        // a case whose prepare had already failed leaves any (teardown
+        // a case whose prepare had already failed leaves any (finish
         // releases everything before its check). They belong to that
         // failed record, not to this one; a sticky error of a broken
         // context is returned again by the next call anyway.
@@ -87,10 +102,10 @@ impl Gpu {
         self.stream.synchronize().map_err(cu("cuStreamSynchronize"))
     }
 
-    /// A case's teardown: synchronises, runs `release` (drop or release
-    /// every buffer, event, kernel) also when the synchronise failed, then
-    /// returns the first error — the driver's failures to free land in this
-    /// record, not in the next case's first call.
+    /// A case's finish: synchronises, runs `release` (drop every buffer,
+    /// event, kernel) also when the synchronise failed, then returns the
+    /// first error — the driver's failures to free land in this record, not
+    /// in the next case's first call.
     pub(crate) fn finish(&self, release: impl FnOnce()) -> Result<(), BenchError> {
         let synced = self.sync();
         release();
@@ -114,7 +129,7 @@ impl Gpu {
     /// Compiles (once per process) and loads `name` from `src`.
     pub(crate) fn kernel(&self, name: &str, src: &str) -> Result<Kernel, BenchError> {
         super::libs::nvrtc().map_err(BenchError::Skip)?;
-        let image = nvrtc::compile(name, src, self.info.cc).map_err(BenchError::Other)?;
+        let image = nvrtc::compile(name, src, self.info.cc)?;
         Kernel::load(self, &image, name)
     }
 }
@@ -188,25 +203,9 @@ impl DeviceBuffer {
         })
     }
 
-    /// The device address (0 once released).
+    /// The device address.
     pub(crate) fn ptr(&self) -> CUdeviceptr {
         self.ptr
-    }
-
-    /// Frees the memory now (teardown: before the case's error check, not
-    /// when the case is dropped after it); a failure is recorded in the
-    /// context for [`Gpu::check`]. Idempotent; the drop does the same.
-    pub(crate) fn release(&mut self) {
-        if self.ptr == 0 {
-            return;
-        }
-        self.ctx.record_err(self.ctx.bind_to_thread());
-        // SAFETY: `ptr` came from cuMemAlloc and is freed once (it is
-        // zeroed below); cases synchronise their stream before releasing
-        // buffers, so no queued work still uses it (where that synchronise
-        // fails, the context has failed and runs no more work).
-        self.ctx.record_err(unsafe { result::free_sync(self.ptr) });
-        self.ptr = 0;
     }
 
     /// The size asked for, in bytes.
@@ -250,9 +249,17 @@ impl DeviceBuffer {
     }
 }
 
+/// Frees the memory (a case's finish drops its buffers before the error
+/// check, see [`Gpu::finish`]); a failure is recorded in the context for
+/// [`Gpu::check`].
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
-        self.release();
+        self.ctx.record_err(self.ctx.bind_to_thread());
+        // SAFETY: `ptr` came from cuMemAlloc and is freed once, here; cases
+        // synchronise their stream before dropping buffers, so no queued
+        // work still uses it (where that synchronise fails, the context has
+        // failed and runs no more work).
+        self.ctx.record_err(unsafe { result::free_sync(self.ptr) });
     }
 }
 
@@ -305,7 +312,7 @@ impl HostBuffer {
 
     fn layout(n: usize) -> Result<Layout, BenchError> {
         Layout::from_size_align(n, 4096)
-            .map_err(|e| BenchError::Other(format!("host buffer of {n} bytes: {e}")))
+            .map_err(|e| BenchError::caused(format!("host buffer of {n} bytes"), e))
     }
 
     /// The bytes.
@@ -341,10 +348,12 @@ impl Drop for HostBuffer {
 }
 
 /// Two CUDA events bracketing work on a stream: device time, not host time.
+/// Dropping it destroys the events (a failure is recorded in the context
+/// for [`Gpu::check`]).
 #[derive(Debug)]
 pub(crate) struct Timer {
-    /// Start and stop; `None` once released.
-    events: Option<(CudaEvent, CudaEvent)>,
+    start: CudaEvent,
+    stop: CudaEvent,
 }
 
 impl Timer {
@@ -356,45 +365,36 @@ impl Timer {
                 .map_err(cu("cuEventCreate"))
         };
         Ok(Timer {
-            events: Some((ev()?, ev()?)),
+            start: ev()?,
+            stop: ev()?,
         })
-    }
-
-    fn events(&self) -> Result<&(CudaEvent, CudaEvent), BenchError> {
-        self.events
-            .as_ref()
-            .ok_or_else(|| BenchError::Other("timer used after release".into()))
     }
 
     /// Records the start on `gpu`'s stream.
     pub(crate) fn start(&self, gpu: &Gpu) -> Result<(), BenchError> {
-        self.events()?
-            .0
-            .record(&gpu.stream)
-            .map_err(cu("cuEventRecord"))
+        self.start.record(&gpu.stream).map_err(cu("cuEventRecord"))
     }
 
     /// Records the end, waits for it and returns the time between the two
     /// (the events' resolution is about half a microsecond).
     pub(crate) fn stop(&self, gpu: &Gpu) -> Result<Duration, BenchError> {
-        let (start, stop) = self.events()?;
-        stop.record(&gpu.stream).map_err(cu("cuEventRecord"))?;
-        let ms = start.elapsed_ms(stop).map_err(cu("cuEventElapsedTime"))?;
+        self.stop.record(&gpu.stream).map_err(cu("cuEventRecord"))?;
+        let ms = self
+            .start
+            .elapsed_ms(&self.stop)
+            .map_err(cu("cuEventElapsedTime"))?;
         Ok(Duration::from_secs_f64(f64::from(ms).max(0.0) / 1e3))
-    }
-
-    /// Destroys the events now (teardown, before the case's error check);
-    /// a failure is recorded in the context for [`Gpu::check`].
-    pub(crate) fn release(&mut self) {
-        self.events = None;
     }
 }
 
-/// A loaded kernel.
+/// A loaded kernel; dropping it unloads the module (a failure is recorded
+/// in the context for [`Gpu::check`]).
 #[derive(Debug)]
 pub(crate) struct Kernel {
-    /// The function and the module holding it; `None` once released.
-    loaded: Option<(CudaFunction, Arc<CudaModule>)>,
+    /// The function (dropped before the module holding it).
+    func: CudaFunction,
+    /// The module holding the function.
+    _module: Arc<CudaModule>,
     /// What NVRTC compiled for: `sm_90` (machine code) or `compute_90`
     /// (PTX the driver compiled).
     pub target: String,
@@ -413,37 +413,24 @@ impl Kernel {
             } else {
                 "; the kernel was compiled to PTX, which needs a driver at least as new as NVRTC"
             };
-            BenchError::Other(format!(
-                "cuModuleLoadData ({}): {}{hint}",
-                image.target,
-                describe(e)
-            ))
+            BenchError::caused(
+                format!("cuModuleLoadData ({}{hint})", image.target),
+                CudaError(e),
+            )
         })?;
         let func = module
             .load_function(name)
             .map_err(cu(format!("cuModuleGetFunction {name}")))?;
         Ok(Kernel {
-            loaded: Some((func, module)),
+            func,
+            _module: module,
             target: image.target.clone(),
         })
     }
 
-    fn func(&self) -> Result<&CudaFunction, BenchError> {
-        self.loaded
-            .as_ref()
-            .map(|(f, _)| f)
-            .ok_or_else(|| BenchError::Other("kernel used after release".into()))
-    }
-
-    /// Unloads the module now (teardown, before the case's error check); a
-    /// failure is recorded in the context for [`Gpu::check`].
-    pub(crate) fn release(&mut self) {
-        self.loaded = None;
-    }
-
     /// Blocks of `threads` threads one SM holds at once for this kernel.
     pub(crate) fn occupancy(&self, threads: u32) -> Result<u32, BenchError> {
-        self.func()?
+        self.func
             .occupancy_max_active_blocks_per_multiprocessor(threads, 0, None)
             .map_err(cu("cuOccupancyMaxActiveBlocksPerMultiprocessor"))
     }
@@ -462,7 +449,7 @@ impl Kernel {
         block: u32,
         params: &mut [*mut c_void],
     ) -> Result<(), BenchError> {
-        let func = self.func()?.cu_function();
+        let func = self.func.cu_function();
         // SAFETY: forwarded from this function's contract; the function
         // handle is alive (the module is held by `self`).
         unsafe {

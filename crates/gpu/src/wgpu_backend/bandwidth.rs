@@ -10,48 +10,21 @@
 //!   ordinary host `Vec<u8>`.
 //!
 //! The source holds a known pattern and the destination starts zeroed; after
-//! the run (untimed, in `teardown`) the destination is compared word by word
+//! the run (untimed, in `finish`) the destination is compared word by word
 //! with the pattern, so a copy that did not happen or moved the wrong bytes
 //! fails the record.
 
 use std::num::NonZeroU64;
 
-use benchsuite_core::{BenchError, Case, Context, Point, Work};
+use benchsuite_core::{About, BenchError, Case, Context, Finished, Point, Work};
 
 use super::{Gpu, Stamps, Timer, device_index, timed_batch};
+use crate::bandwidth::Op;
+use crate::params::Memory;
 
 /// Invocations per workgroup of the copy shader (lowered to the adapter's
 /// limit when that is smaller).
 const COPY_WG: u32 = 256;
-
-/// The copy directions, as the `op` parameter names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Op {
-    D2dKernel,
-    D2dMemcpy,
-    H2d,
-    D2h,
-}
-
-impl Op {
-    fn parse(s: &str) -> Result<Op, BenchError> {
-        Ok(match s {
-            "d2d_kernel" => Op::D2dKernel,
-            "d2d_memcpy" => Op::D2dMemcpy,
-            "h2d" => Op::H2d,
-            "d2h" => Op::D2h,
-            _ => {
-                return Err(BenchError::Failed(format!(
-                    "op={s}: the wgpu backend knows d2d_kernel, d2d_memcpy, h2d and d2h"
-                )));
-            }
-        })
-    }
-
-    fn is_d2d(self) -> bool {
-        matches!(self, Op::D2dKernel | Op::D2dMemcpy)
-    }
-}
 
 /// Word `i` of the verification pattern: distinct from its neighbours and
 /// from zero almost everywhere, so a missing, shifted or partial copy shows.
@@ -224,7 +197,8 @@ pub(super) struct BandwidthCase {
     gpu: Gpu,
     op: Op,
     block: u64,
-    memory: Option<String>,
+    /// The `memory` asked for (wgpu has no such distinction: see the notes).
+    memory: Memory,
     buffers: Buffers,
     timer: Option<Timer>,
     ran: bool,
@@ -242,12 +216,9 @@ fn prepare_case(
     binding_cap: Option<u64>,
 ) -> Result<BandwidthCase, BenchError> {
     let _ = ctx;
-    let op = Op::parse(point.str("op")?)?;
+    let op: Op = point.choice("op")?;
     let block = point.u64("block")?;
-    let memory = point
-        .get("memory")
-        .and_then(|v| v.as_str())
-        .map(str::to_string);
+    let memory: Memory = point.choice("memory")?;
     if block == 0 || !block.is_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT) {
         // A limit of the API, like a missing ISA: skipped, so a size sweep
         // from 1 byte runs on with the sizes wgpu can copy.
@@ -441,7 +412,7 @@ impl BandwidthCase {
             {
                 let view = readback
                     .get_mapped_range(..)
-                    .map_err(|e| BenchError::Other(format!("reading the mapped buffer: {e}")))?;
+                    .map_err(|e| BenchError::caused("reading the mapped buffer", e))?;
                 host.copy_from_slice(&view);
             }
             readback.unmap();
@@ -451,17 +422,15 @@ impl BandwidthCase {
     }
 }
 
-impl Case for BandwidthCase {
-    fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
-        timed_batch(|| self.batch(iters))
-    }
-
-    fn teardown(&mut self) -> Result<(), BenchError> {
+impl BandwidthCase {
+    /// Waits for the device, then compares the destination with the source
+    /// pattern (when anything ran).
+    fn verify(&self) -> Result<(), BenchError> {
         self.gpu.finish()?;
         if !self.ran {
             return Ok(());
         }
-        let what = format!("{} of {} bytes", op_name(self.op), self.block);
+        let what = format!("{} copy of {} bytes", self.op, self.block);
         match &self.buffers {
             Buffers::Kernel { dst, .. }
             | Buffers::Memcpy { dst, .. }
@@ -473,12 +442,10 @@ impl Case for BandwidthCase {
         }
     }
 
-    fn warnings(&self) -> Vec<String> {
-        self.gpu.warnings()
-    }
-
-    fn notes(&self) -> Vec<String> {
-        let mut n = self.gpu.notes();
+    /// The record's notes and caveats.
+    fn about(&self) -> About {
+        let mut about = self.gpu.about();
+        let n = &mut about.notes;
         n.push(match &self.buffers {
             Buffers::Kernel { kernel, .. } => format!(
                 "op d2d_kernel: a WGSL copy shader, {}-byte loads and stores, {} invocations per workgroup, {}; a batch is one compute pass in one submission",
@@ -501,9 +468,9 @@ impl Case for BandwidthCase {
             "bytes: a host<->device copy of N bytes counts N; device-to-device copies count 2N (read + write)".into()
         });
         if !self.op.is_d2d() {
-            let asked = self.memory.as_deref().unwrap_or("(none)");
             n.push(format!(
-                "memory={asked}: wgpu has no pinned/pageable host memory distinction; the same path runs for both, with the host side in an ordinary heap buffer"
+                "memory={}: wgpu has no pinned/pageable host memory distinction; the same path runs for both, with the host side in an ordinary heap buffer",
+                self.memory
             ));
         }
         n.push(match &self.timer {
@@ -517,16 +484,19 @@ impl Case for BandwidthCase {
         n.push(
             "verified: after the run the destination is read back and compared word by word with the source pattern".into(),
         );
-        n
+        about
     }
 }
 
-fn op_name(op: Op) -> &'static str {
-    match op {
-        Op::D2dKernel => "d2d_kernel copy",
-        Op::D2dMemcpy => "d2d_memcpy copy",
-        Op::H2d => "h2d copy",
-        Op::D2h => "d2h copy",
+impl Case for BandwidthCase {
+    fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
+        timed_batch(|| self.batch(iters))
+    }
+
+    /// Verifies the destination (untimed) and releases the device.
+    fn finish(self: Box<Self>) -> Finished {
+        let about = self.about();
+        Finished::with(about, self.verify())
     }
 }
 
@@ -554,9 +524,9 @@ mod tests {
     }
 
     /// A destination corrupted on the device after the timed copies fails
-    /// the record in teardown.
+    /// the record in finish.
     #[test]
-    fn teardown_detects_a_corrupted_device_copy() {
+    fn finish_detects_a_corrupted_device_copy() {
         let Some(ctx) = crate::wgpu_backend::tests::ctx_with_adapter() else {
             return;
         };
@@ -571,7 +541,10 @@ mod tests {
                 Buffers::Download { .. } => unreachable!(),
             };
             case.gpu.queue.write_buffer(dst, 40_000, &[0xEE; 4]);
-            let e = case.teardown().unwrap_err();
+            let e = Box::new(case)
+                .finish()
+                .error
+                .expect("a corrupted copy fails");
             assert!(
                 matches!(e, BenchError::Verify(_)) && e.to_string().contains("byte offset 40000"),
                 "{op}: {e}"
@@ -584,7 +557,10 @@ mod tests {
         if let Buffers::Download { host, .. } = &mut case.buffers {
             host[100] ^= 1;
         }
-        let e = case.teardown().unwrap_err();
+        let e = Box::new(case)
+            .finish()
+            .error
+            .expect("a corrupted copy fails");
         assert!(e.to_string().contains("byte offset 100"), "{e}");
     }
 
@@ -602,6 +578,7 @@ mod tests {
         };
         assert_eq!(kernel.chunks.len(), 4);
         case.run(2).unwrap();
-        case.teardown().unwrap();
+        let finished = Box::new(case).finish();
+        assert!(finished.error.is_none(), "{:?}", finished.error);
     }
 }

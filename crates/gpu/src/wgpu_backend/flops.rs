@@ -12,9 +12,10 @@
 
 use std::num::NonZeroUsize;
 
-use benchsuite_core::{BenchError, Case, Context, Point, Value, Work};
+use benchsuite_core::{About, BenchError, Case, Context, Finished, Point, Value, Work};
 
 use super::{Gpu, Stamps, Timer, device_index, is_software, param_u32, timed_batch};
+use crate::peak::FloatPrecision;
 
 /// Independent accumulators per invocation.
 const CHAINS: usize = 8;
@@ -132,8 +133,8 @@ struct FlopsCase {
 }
 
 pub(super) fn prepare(ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
-    let precision = point.str("precision")?;
-    if precision != "f32" {
+    let precision: FloatPrecision = point.choice("precision")?;
+    if precision != FloatPrecision::F32 {
         return Err(BenchError::Skip(format!(
             "the wgpu backend measures f32 only (precision={precision}): WGSL has no f64, and f16 needs the optional shader-f16 feature, not implemented"
         )));
@@ -238,7 +239,7 @@ pub(super) fn prepare(ctx: &Context, point: &Point) -> Result<Box<dyn Case>, Ben
             return Err(e);
         }
         case.timer = None;
-        case.wall_reason = Some(e.to_string());
+        case.wall_reason = Some(benchsuite_core::error_chain(&e));
         case.run(1)?;
     }
     Ok(Box::new(case))
@@ -279,12 +280,10 @@ impl FlopsCase {
     }
 }
 
-impl Case for FlopsCase {
-    fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
-        timed_batch(|| self.batch(iters))
-    }
-
-    fn teardown(&mut self) -> Result<(), BenchError> {
+impl FlopsCase {
+    /// Waits for the device, then checks sampled results against the host
+    /// reference (when anything ran).
+    fn verify(&self) -> Result<(), BenchError> {
         self.gpu.finish()?;
         if !self.ran {
             return Ok(());
@@ -308,12 +307,10 @@ impl Case for FlopsCase {
         Ok(())
     }
 
-    fn warnings(&self) -> Vec<String> {
-        self.gpu.warnings()
-    }
-
-    fn notes(&self) -> Vec<String> {
-        let mut n = self.gpu.notes();
+    /// The record's notes, caveats and resolved `blocks`.
+    fn about(&self) -> About {
+        let mut about = self.gpu.about();
+        let n = &mut about.notes;
         n.push(format!(
             "one op = one f32 floating-point operation (an FMA counts 2); each of the {} workgroups × {} invocations runs {CHAINS} independent fma() chains × {UNROLL} unrolled × {LOOPS} loop iterations = {FLOP_PER_INVOCATION} FLOP per invocation, {} FLOP per dispatch; one batch iteration is one dispatch, all of a batch in one compute pass and one submission",
             self.blocks, self.wg, self.flop_per_dispatch
@@ -338,11 +335,20 @@ impl Case for FlopsCase {
                 reason.as_deref().unwrap_or("no timestamps")
             ),
         });
-        n
+        about.resolved = vec![("blocks", Value::Int(u64::from(self.blocks)))];
+        about
+    }
+}
+
+impl Case for FlopsCase {
+    fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
+        timed_batch(|| self.batch(iters))
     }
 
-    fn resolved(&self) -> Vec<(&'static str, Value)> {
-        vec![("blocks", Value::Int(u64::from(self.blocks)))]
+    /// Verifies the results (untimed) and releases the device.
+    fn finish(self: Box<Self>) -> Finished {
+        let about = self.about();
+        Finished::with(about, self.verify())
     }
 }
 

@@ -27,7 +27,7 @@ mod tests;
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::time::Duration;
 
-use benchsuite_core::{BenchError, Case, Context, Point, Work};
+use benchsuite_core::{About, BenchError, Case, Caveat, Context, Point, Work};
 
 /// The longest a batch may keep the device busy before waiting for it counts
 /// as a hang (a lost device or a driver bug) and fails the record.
@@ -162,7 +162,7 @@ impl Gpu {
             ..Default::default()
         };
         let (device, queue) = pollster::block_on(adapter.request_device(&desc)).map_err(|e| {
-            BenchError::Other(format!("cannot open wgpu adapter {}: {e}", describe(&info)))
+            BenchError::caused(format!("cannot open wgpu adapter {}", describe(&info)), e)
         })?;
         let errors = Arc::new(Mutex::new(Vec::new()));
         let sink = errors.clone();
@@ -211,9 +211,7 @@ impl Gpu {
                 timeout: Some(WAIT_LIMIT),
             })
             .map(|_| ())
-            .map_err(|e| {
-                BenchError::Other(format!("waiting for {} to finish: {e}", self.info.name))
-            })
+            .map_err(|e| BenchError::caused(format!("waiting for {} to finish", self.info.name), e))
     }
 
     /// Maps a `MAP_READ` buffer and waits until it is mapped.
@@ -225,10 +223,10 @@ impl Gpu {
         self.wait(None)?;
         match rx.try_recv() {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(BenchError::Other(format!(
-                "mapping a buffer of {} for reading: {e}",
-                self.info.name
-            ))),
+            Ok(Err(e)) => Err(BenchError::caused(
+                format!("mapping a buffer of {} for reading", self.info.name),
+                e,
+            )),
             Err(_) => Err(BenchError::Other(format!(
                 "mapping a buffer of {} did not complete after the device went idle",
                 self.info.name
@@ -251,7 +249,7 @@ impl Gpu {
         self.map_read(&staging)?;
         let data = staging
             .get_mapped_range(..)
-            .map_err(|e| BenchError::Other(format!("reading back a buffer: {e}")))?
+            .map_err(|e| BenchError::caused("reading back a buffer", e))?
             .to_vec();
         staging.unmap();
         self.check("reading back a buffer")?;
@@ -301,27 +299,21 @@ impl Gpu {
         Ok(pipeline)
     }
 
-    /// Notes every record of this adapter carries.
-    pub(super) fn notes(&self) -> Vec<String> {
-        vec![
-            format!("adapter: {} (wgpu backend)", describe(&self.info)),
-            "no theoretical peak: wgpu exposes neither the compute units nor the clocks or memory bus of an adapter, so none can be derived honestly".into(),
-        ]
-    }
-
-    /// Warnings every record of this adapter carries.
-    pub(super) fn warnings(&self) -> Vec<String> {
+    /// The notes and caveats every record of this adapter carries.
+    pub(super) fn about(&self) -> About {
+        let mut about = About::default();
+        about.note(format!("adapter: {} (wgpu backend)", describe(&self.info)));
+        about.note("no theoretical peak: wgpu exposes neither the compute units nor the clocks or memory bus of an adapter, so none can be derived honestly");
         if is_software(&self.info) {
-            vec![format!(
+            about.caveat(Caveat::text(format!(
                 "software renderer: {} runs the shaders on the host CPU; this number is an end-to-end correctness check of the GPU code path, NOT a GPU measurement",
                 self.info.name
-            )]
-        } else {
-            Vec::new()
+            )));
         }
+        about
     }
 
-    /// Waits for the device to go idle (teardown).
+    /// Waits for the device to go idle (a case's finish).
     pub(super) fn finish(&self) -> Result<(), BenchError> {
         self.wait(None)?;
         self.check("finishing")
@@ -402,7 +394,7 @@ impl Timer {
             let view = self
                 .readback
                 .get_mapped_range(..)
-                .map_err(|e| BenchError::Other(format!("reading timestamps: {e}")))?;
+                .map_err(|e| BenchError::caused("reading timestamps", e))?;
             let word = |i: usize| {
                 let mut b = [0u8; 8];
                 b.copy_from_slice(&view[i * 8..i * 8 + 8]);

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use benchsuite_core::{BenchError, Case, Context, Host, Point, Value};
+use benchsuite_core::{About, BenchError, Case, Context, Finished, Host, Point, Value};
 
 use super::{bandwidth_case, flops_case, probe};
 
@@ -47,10 +47,21 @@ pub(super) fn bandwidth_point(op: &str, block: u64) -> Point {
     ])
 }
 
-fn software(case: &dyn Case) -> bool {
-    case.notes()
+fn software(about: &About) -> bool {
+    about
+        .notes
         .iter()
         .any(|n| n.starts_with("adapter:") && n.contains("CPU (software)"))
+}
+
+/// Finishes a case, which must succeed (verification included), and
+/// returns what its record carries.
+fn finish_ok(case: Box<dyn Case>, what: &str) -> About {
+    let Finished { about, error } = case.finish();
+    if let Some(e) = error {
+        panic!("{what}: {}", benchsuite_core::error_chain(&e));
+    }
+    about
 }
 
 /// Runs a batch and returns (work, seconds): device time when reported,
@@ -92,19 +103,21 @@ fn flops_runs_verifies_and_labels_the_adapter() {
     );
     let rate = w.ops as f64 / secs;
     assert!(rate.is_finite() && rate > 0.0, "{rate}");
-    let notes = case.notes();
+    let about = finish_ok(case, "flops");
+    let notes = &about.notes;
     assert!(
         notes.iter().any(|n| n.starts_with("adapter: ")),
         "{notes:?}"
     );
     assert!(notes.iter().any(|n| n.starts_with("time: ")), "{notes:?}");
-    let warnings = case.warnings();
-    if software(case.as_ref()) {
+    if software(&about) {
         assert!(
-            warnings
-                .iter()
-                .any(|w| w.contains("software renderer") && w.contains("NOT a GPU measurement")),
-            "{warnings:?}"
+            about.caveats.iter().any(|w| {
+                let w = w.to_string();
+                w.contains("software renderer") && w.contains("NOT a GPU measurement")
+            }),
+            "{:?}",
+            about.caveats
         );
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
         let bound = cpus * 5e9 * 64.0;
@@ -113,8 +126,7 @@ fn flops_runs_verifies_and_labels_the_adapter() {
             "{rate:e} FLOP/s from a CPU adapter is above {bound:e}"
         );
     }
-    assert!(case.peak().is_none());
-    case.teardown().unwrap();
+    assert!(about.peak.is_none());
 }
 
 #[test]
@@ -122,15 +134,14 @@ fn flops_auto_blocks_resolve() {
     let Some(ctx) = ctx_with_adapter() else {
         return;
     };
-    let mut case = flops_case(&ctx, &flops_point("f32", 0, 32)).unwrap();
-    let resolved = case.resolved();
+    let case = flops_case(&ctx, &flops_point("f32", 0, 32)).unwrap();
+    let resolved = finish_ok(case, "flops blocks=0").resolved;
     let blocks = resolved
         .iter()
         .find(|(k, _)| *k == "blocks")
         .and_then(|(_, v)| v.as_u64())
         .unwrap();
     assert!(blocks >= 1, "{resolved:?}");
-    case.teardown().unwrap();
 }
 
 #[test]
@@ -178,16 +189,18 @@ fn bandwidth_every_op_copies_and_verifies() {
         assert_eq!(w.bytes, 3 * per_copy, "{op}");
         let bw = w.bytes as f64 / secs;
         assert!(bw.is_finite() && bw > 0.0, "{op}: {bw}");
-        if software(case.as_ref()) {
+        let about = finish_ok(case, op);
+        if software(&about) {
             assert!(bw < 1e12, "{op}: {bw:e} B/s from a CPU adapter");
             assert!(
-                case.warnings()
+                about
+                    .caveats
                     .iter()
-                    .any(|w| w.contains("NOT a GPU measurement")),
+                    .any(|w| w.to_string().contains("NOT a GPU measurement")),
                 "{op}"
             );
         }
-        let notes = case.notes().join("\n");
+        let notes = about.notes.join("\n");
         assert!(
             notes.contains("adapter: ") && notes.contains("bytes: "),
             "{op}: {notes}"
@@ -198,7 +211,6 @@ fn bandwidth_every_op_copies_and_verifies() {
                 "{op}: {notes}"
             );
         }
-        case.teardown().unwrap_or_else(|e| panic!("{op}: {e}"));
     }
 }
 
@@ -215,8 +227,8 @@ fn bandwidth_odd_blocks_and_chunked_bindings() {
     // A block that is words but not 16-byte vectors takes the u32 shader.
     let mut case = bandwidth_case(&ctx, &bandwidth_point("d2d_kernel", 4100)).unwrap();
     case.run(2).unwrap();
-    assert!(case.notes().iter().any(|n| n.contains("4-byte loads")));
-    case.teardown().unwrap();
+    let about = finish_ok(case, "d2d_kernel block=4100");
+    assert!(about.notes.iter().any(|n| n.contains("4-byte loads")));
 }
 
 #[test]

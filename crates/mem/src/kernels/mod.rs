@@ -53,6 +53,8 @@ mod values;
 #[cfg(target_arch = "x86_64")]
 mod wide;
 
+use benchsuite_core::Choice;
+
 use crate::sys::Rng;
 
 pub use values::{fill, verify};
@@ -100,11 +102,7 @@ impl Isa {
 
     /// Name as in the `isa` parameter.
     pub fn name(self) -> &'static str {
-        match self {
-            Isa::Avx512 => "avx512",
-            Isa::Avx2 => "avx2",
-            Isa::Scalar => "scalar",
-        }
+        IsaChoice::from(self).name()
     }
 
     /// Whether the wide kernels of this set can issue non-temporal stores.
@@ -113,40 +111,62 @@ impl Isa {
     }
 }
 
-/// One bandwidth kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    /// `sum += a[i]`.
-    Read,
-    /// `a[i] = const`.
-    Write,
-    /// `a[i] = b[i]` (STREAM Copy).
-    Copy,
-    /// `a[i] = q·b[i]` (STREAM Scale).
-    Scale,
-    /// `a[i] = b[i] + c[i]` (STREAM Add).
-    Add,
-    /// `a[i] = b[i] + q·c[i]` (STREAM Triad).
-    Triad,
+benchsuite_core::choice_enum! {
+    /// The `isa` parameter: an instruction set, or the widest available.
+    pub enum IsaChoice {
+        /// The widest set this CPU supports ([`Isa::best`]).
+        Auto = "auto",
+        /// [`Isa::Avx512`].
+        Avx512 = "avx512",
+        /// [`Isa::Avx2`].
+        Avx2 = "avx2",
+        /// [`Isa::Scalar`].
+        Scalar = "scalar",
+    }
 }
 
-/// Values of the `op` parameter, in [`Op`] order.
-pub const OPS: &[&str] = &["read", "write", "copy", "scale", "add", "triad"];
+impl IsaChoice {
+    /// The set asked for; `None` for `auto`.
+    pub fn isa(self) -> Option<Isa> {
+        match self {
+            IsaChoice::Auto => None,
+            IsaChoice::Avx512 => Some(Isa::Avx512),
+            IsaChoice::Avx2 => Some(Isa::Avx2),
+            IsaChoice::Scalar => Some(Isa::Scalar),
+        }
+    }
+}
+
+impl From<Isa> for IsaChoice {
+    fn from(isa: Isa) -> Self {
+        match isa {
+            Isa::Avx512 => IsaChoice::Avx512,
+            Isa::Avx2 => IsaChoice::Avx2,
+            Isa::Scalar => IsaChoice::Scalar,
+        }
+    }
+}
+
+benchsuite_core::choice_enum! {
+    /// One bandwidth kernel: the `op` parameter. The discriminants (in
+    /// this order, from 0) select the monomorphised wide kernel.
+    pub enum Op {
+        /// `sum += a[i]`.
+        Read = "read",
+        /// `a[i] = const`.
+        Write = "write",
+        /// `a[i] = b[i]` (STREAM Copy).
+        Copy = "copy",
+        /// `a[i] = q·b[i]` (STREAM Scale).
+        Scale = "scale",
+        /// `a[i] = b[i] + c[i]` (STREAM Add).
+        Add = "add",
+        /// `a[i] = b[i] + q·c[i]` (STREAM Triad).
+        Triad = "triad",
+    }
+}
 
 impl Op {
-    /// Parses an `op` value.
-    pub fn parse(s: &str) -> Option<Op> {
-        Some(match s {
-            "read" => Op::Read,
-            "write" => Op::Write,
-            "copy" => Op::Copy,
-            "scale" => Op::Scale,
-            "add" => Op::Add,
-            "triad" => Op::Triad,
-            _ => return None,
-        })
-    }
-
     /// The kernel whose discriminant is `v` (`Triad` for anything above).
     pub const fn from_u8(v: u8) -> Op {
         match v {
@@ -295,8 +315,7 @@ pub fn block_ok(op: Op, block: u64) -> Result<(), String> {
     }
     if op.arithmetic() && block < 8 {
         return Err(format!(
-            "op={} works on 8-byte doubles: use a block of at least 8 B",
-            OPS[op as usize]
+            "op={op} works on 8-byte doubles: use a block of at least 8 B"
         ));
     }
     if block == 16 && !cfg!(target_arch = "x86_64") {
@@ -371,8 +390,8 @@ mod tests {
     fn every_kernel_computes_what_stream_defines() {
         let len = 64 * 1024 + 4096;
         for isa in isas() {
-            for &name in OPS {
-                let op = Op::parse(name).unwrap();
+            for &op in Op::ALL {
+                let name = op.name();
                 for nt in [false, true] {
                     if nt && !isa.has_nt() {
                         continue;

@@ -1,15 +1,17 @@
 //! The control side of the server, on the tokio runtime: the accept loop
-//! (and its connection limit), a connection's first frame (hello with the
-//! version and token checks, or a data connection's attach, handed to
-//! [`super::data`]), and the control conversation of one client (start,
-//! `udp_batch`, stop, bye) with its timeouts. Everything here is async and
-//! speaks [`crate::proto`] frames; the blocking data path lives elsewhere.
+//! (the connection limit and the per-address gate of [`super::gate`]), a
+//! connection's handshake (hello with the version check, then the
+//! challenge and response when the server has a token; or a data
+//! connection's attach, handed to [`super::data`]), and the control
+//! conversation of one client (start, `udp_batch`, stop, bye) with its
+//! timeouts. Everything here is async and speaks [`crate::proto`] frames;
+//! the blocking data path lives elsewhere.
 
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -17,10 +19,12 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::proto::{
-    self, ErrorCode, IO_TIMEOUT, MAGIC, MAX_STREAMS, Message, PROTOCOL_VERSION, UdpMode,
+    self, ErrorCode, IO_TIMEOUT, MAGIC, MAX_HANDSHAKE_FRAME, MAX_STREAMS, Message, NONCE_LEN,
+    PROTOCOL_VERSION, Role, UdpMode,
 };
 
 use super::data::attach;
+use super::gate::{Refusal, Ticket};
 use super::session::Session;
 use super::{CountGuard, Shared, lock};
 
@@ -35,26 +39,10 @@ pub(super) async fn accept_loop(
         tokio::select! {
             _ = stop.changed() => break,
             r = listener.accept() => match r {
-                Ok((sock, peer)) => {
-                    let n = shared.connections.fetch_add(1, Ordering::SeqCst);
-                    let sh = shared.clone();
-                    let st = stop.clone();
-                    if n >= shared.cfg.max_connections {
-                        shared.log(format_args!("{peer}: refused, {n} connections open already"));
-                        tasks.spawn(async move {
-                            let _g = CountGuard(&sh.connections);
-                            refuse(sock, ErrorCode::Busy, "the server has too many connections open; try again later").await;
-                        });
-                    } else {
-                        tasks.spawn(async move {
-                            let _g = CountGuard(&sh.connections);
-                            connection(&sh, sock, peer, st).await;
-                        });
-                    }
-                }
+                Ok((sock, peer)) => admit(&shared, &mut tasks, sock, peer, &stop),
                 Err(e) => {
                     // EMFILE and friends: back off instead of spinning.
-                    shared.log(format_args!("accept failed: {e}"));
+                    shared.log_refusal(format_args!("accept failed: {e}"));
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             },
@@ -62,6 +50,77 @@ pub(super) async fn accept_loop(
     }
     drop(listener);
     while tasks.join_next().await.is_some() {}
+}
+
+/// A new connection: through the gate (back-off, per-address cap) and the
+/// connection limit (evicting the oldest unauthenticated connection when
+/// full) to its own task, or refused before anything is read.
+fn admit(
+    shared: &Arc<Shared>,
+    tasks: &mut JoinSet<()>,
+    sock: TcpStream,
+    peer: SocketAddr,
+    stop: &watch::Receiver<bool>,
+) {
+    let refusal = match shared.gate.admit(peer.ip(), Instant::now()) {
+        Err(Refusal::BackedOff(left)) => (
+            ErrorCode::Auth,
+            format!(
+                "too many failed authentications from {}; retry in {:.1} s",
+                peer.ip(),
+                left.as_secs_f64().max(0.1)
+            ),
+        ),
+        Err(Refusal::TooMany(held)) => (
+            ErrorCode::Busy,
+            format!(
+                "too many connections from {} awaiting authentication ({held}, the limit); try again later",
+                peer.ip()
+            ),
+        ),
+        Ok(ticket) => {
+            let n = shared.connections.fetch_add(1, Ordering::SeqCst);
+            // Full: make room by closing the oldest connection that has
+            // not authenticated.
+            let room = n < shared.cfg.max_connections
+                || shared.gate.evict_oldest(ticket.id).is_some_and(|ip| {
+                    shared.log_refusal(format_args!(
+                        "{n} connections open: closed the oldest one awaiting authentication (from {ip}) to admit {peer}"
+                    ));
+                    true
+                });
+            if room {
+                let sh = shared.clone();
+                let st = stop.clone();
+                tasks.spawn(async move {
+                    let _g = CountGuard(&sh.connections);
+                    connection(&sh, sock, peer, st, ticket).await;
+                });
+                return;
+            }
+            shared.connections.fetch_sub(1, Ordering::SeqCst);
+            shared.gate.release(ticket.id);
+            (
+                ErrorCode::Busy,
+                "the server has too many connections open; try again later".to_string(),
+            )
+        }
+    };
+    // Refusals have their own bound: a flood of them neither takes the
+    // slots of real connections nor runs the server out of descriptors.
+    // Past it, a refused connection is closed without an answer.
+    let (code, why) = refusal;
+    if shared.refusing.fetch_add(1, Ordering::SeqCst) >= shared.cfg.max_connections {
+        shared.refusing.fetch_sub(1, Ordering::SeqCst);
+        shared.log_refusal(format_args!("{peer}: closed unanswered: {why}"));
+        return;
+    }
+    shared.log_refusal(format_args!("{peer}: refused: {why}"));
+    let sh = shared.clone();
+    tasks.spawn(async move {
+        let _g = CountGuard(&sh.refusing);
+        refuse(sock, code, &why).await;
+    });
 }
 
 async fn send(sock: &mut TcpStream, msg: &Message) -> io::Result<()> {
@@ -81,53 +140,53 @@ fn error(code: ErrorCode, message: impl Into<String>) -> Message {
 
 /// Answers with our magic and an error, best effort, and closes.
 pub(super) async fn refuse(mut sock: TcpStream, code: ErrorCode, message: &str) {
-    let mut frame = MAGIC.to_vec();
-    frame.extend(proto::encode(&error(code, message)));
-    let _ = tokio::time::timeout(Duration::from_secs(1), sock.write_all(&frame)).await;
+    refuse_in_place(&mut sock, code, message, false).await;
 }
 
-/// The first frame of a connection, read exactly (nothing beyond it is
-/// consumed: a data connection's bytes follow) within `deadline`.
-async fn first_frame(
-    sock: &mut TcpStream,
-    shared_timeout: Duration,
-) -> Result<Result<Message, (String, Option<u64>)>, String> {
-    let deadline = tokio::time::Instant::now() + shared_timeout;
-    let mut magic = [0u8; 4];
-    let read = async {
-        sock.read_exact(&mut magic).await?;
-        if magic != MAGIC {
-            return Ok(None);
-        }
-        let mut head = [0u8; 4];
-        sock.read_exact(&mut head).await?;
-        let len = u32::from_be_bytes(head) as usize;
-        if len > proto::MAX_FRAME {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!(
-                    "a frame of {len} bytes is above the limit of {}",
-                    proto::MAX_FRAME
-                ),
-            ));
-        }
-        let mut body = vec![0u8; len];
-        sock.read_exact(&mut body).await?;
-        Ok(Some(body))
-    };
-    match tokio::time::timeout_at(deadline, read).await {
-        Err(_) => Err(format!(
-            "no hello within {:.1} s; closed",
-            shared_timeout.as_secs_f64()
-        )),
-        Ok(Err(e)) => Err(e.to_string()),
-        Ok(Ok(None)) => Err(format!(
-            "not a benchsuite client (it sent {}); closed",
-            proto::describe_bytes(&magic)
-        )),
-        Ok(Ok(Some(body))) => {
-            Ok(proto::decode_body(&body).map_err(|e| (e.to_string(), proto::version_of(&body))))
-        }
+/// Reads one frame of at most [`MAX_HANDSHAKE_FRAME`] bytes, exactly
+/// (nothing beyond it is consumed: a data connection's bytes follow). The
+/// body buffer grows as the bytes arrive, so announcing a large frame
+/// costs the client the bytes, not the server the memory.
+async fn handshake_frame(sock: &mut TcpStream) -> io::Result<Vec<u8>> {
+    let mut head = [0u8; 4];
+    sock.read_exact(&mut head).await?;
+    let len = u32::from_be_bytes(head) as usize;
+    if len > MAX_HANDSHAKE_FRAME {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("a handshake frame of {len} bytes is above the limit of {MAX_HANDSHAKE_FRAME}"),
+        ));
+    }
+    let mut body = Vec::with_capacity(len.min(512));
+    (&mut *sock).take(len as u64).read_to_end(&mut body).await?;
+    if body.len() < len {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the client closed the connection mid-frame",
+        ));
+    }
+    Ok(body)
+}
+
+/// How a connection's handshake ended.
+enum Handshake {
+    /// An authenticated control connection; whether our magic is sent.
+    Control { magic_sent: bool },
+    /// A data connection's attach.
+    Attach { session: u64, role: Role },
+    /// Refused or failed (already answered and logged).
+    Done,
+}
+
+/// Frees the connection's place among those awaiting authentication
+/// when dropped.
+struct PendingGuard<'a> {
+    shared: &'a Shared,
+    id: u64,
+}
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.shared.gate.release(self.id);
     }
 }
 
@@ -135,80 +194,219 @@ async fn connection(
     shared: &Arc<Shared>,
     mut sock: TcpStream,
     peer: SocketAddr,
-    stop: watch::Receiver<bool>,
+    mut stop: watch::Receiver<bool>,
+    ticket: Ticket,
 ) {
-    let first = match first_frame(&mut sock, shared.cfg.io_timeout).await {
-        Ok(m) => m,
-        Err(why) => {
-            shared.log(format_args!("{peer}: {}", printable(&why.to_string())));
-            return;
+    let Ticket { id, evicted } = ticket;
+    let pending = PendingGuard { shared, id };
+    let evicted = async {
+        if evicted.await.is_err() {
+            // Released without an eviction: never fires.
+            std::future::pending::<()>().await;
         }
     };
-    match first {
-        Ok(Message::Hello {
-            version,
-            token,
-            software,
-        }) => {
-            // The client's own words: escaped and cut short before they
-            // reach the server's log (a terminal escape, 64 KiB of text).
-            let software = printable(&software);
-            if version != PROTOCOL_VERSION {
-                let msg = format!(
-                    "the client speaks benchsuite-net protocol version {version}, this server speaks version {PROTOCOL_VERSION}"
-                );
-                shared.log(format_args!("{peer} ({software}): refused: {msg}"));
-                refuse(sock, ErrorCode::Version, &msg).await;
+    let timeout = shared.cfg.io_timeout;
+    let outcome = tokio::select! {
+        _ = evicted => {
+            // Already logged by the accept loop.
+            return;
+        }
+        _ = stop.changed() => return,
+        r = tokio::time::timeout(timeout, handshake(shared, &mut sock, peer)) => match r {
+            Ok(Ok(h)) => h,
+            // Our own words (the client's are escaped where they appear).
+            Ok(Err(why)) => {
+                shared.log_refusal(format_args!("{peer}: {why}"));
                 return;
             }
-            if let Some(expected) = &shared.cfg.token {
-                let ok = token
-                    .as_deref()
-                    .is_some_and(|t| constant_time_eq(t.as_bytes(), expected.as_bytes()));
-                if !ok {
-                    let msg = if token.is_none() {
-                        "this server requires a token: pass it with --token"
-                    } else {
-                        "wrong token"
-                    };
-                    shared.log(format_args!("{peer} ({software}): refused: {msg}"));
-                    refuse(sock, ErrorCode::Auth, msg).await;
-                    return;
-                }
+            Err(_) => {
+                shared.log_refusal(format_args!(
+                    "{peer}: no complete handshake within {:.1} s; closed",
+                    timeout.as_secs_f64()
+                ));
+                return;
             }
-            control(shared, sock, peer, stop).await;
+        },
+    };
+    drop(pending);
+    match outcome {
+        Handshake::Control { magic_sent } => control(shared, sock, peer, stop, magic_sent).await,
+        Handshake::Attach { session, role } => attach(shared, sock, peer, session, role).await,
+        Handshake::Done => {}
+    }
+}
+
+/// The hello (or attach), and with a token the challenge and response.
+/// `Err` is a failure to log (the connection just closes), in our words
+/// with anything the client chose escaped; refusals are answered and
+/// logged here and return [`Handshake::Done`].
+async fn handshake(
+    shared: &Arc<Shared>,
+    sock: &mut TcpStream,
+    peer: SocketAddr,
+) -> Result<Handshake, String> {
+    let mut magic = [0u8; 4];
+    sock.read_exact(&mut magic)
+        .await
+        .map_err(|e| format!("closed before the greeting ({e})"))?;
+    if magic != MAGIC {
+        return Err(format!(
+            "not a benchsuite client (it sent {}); closed",
+            proto::describe_bytes(&magic)
+        ));
+    }
+    let body = match handshake_frame(sock).await {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+            let why = e.to_string();
+            shared.log_refusal(format_args!("{peer}: refused: {why}"));
+            refuse_in_place(sock, ErrorCode::Limit, &why, false).await;
+            return Ok(Handshake::Done);
         }
-        Ok(Message::Attach { session, role }) => attach(shared, sock, peer, session, role).await,
+        Err(e) => return Err(e.to_string()),
+    };
+    let first = proto::decode_body(&body).map_err(|e| (e.to_string(), proto::version_of(&body)));
+    let software_raw = match first {
+        Ok(Message::Hello { version, software }) => {
+            if version != PROTOCOL_VERSION {
+                let msg = version_mismatch(u64::from(version));
+                shared.log_refusal(format_args!(
+                    "{peer} ({}): refused: {msg}",
+                    printable(&software)
+                ));
+                refuse_in_place(sock, ErrorCode::Version, &msg, false).await;
+                return Ok(Handshake::Done);
+            }
+            software
+        }
+        Ok(Message::Attach { session, role }) => return Ok(Handshake::Attach { session, role }),
         Ok(other) => {
-            shared.log(format_args!(
+            shared.log_refusal(format_args!(
                 "{peer}: refused: the first message must be a hello, not {}",
                 kind(&other)
             ));
-            refuse(
+            refuse_in_place(
                 sock,
                 ErrorCode::BadRequest,
                 "the first message must be a hello",
+                false,
             )
             .await;
+            return Ok(Handshake::Done);
         }
         Err((why, Some(v))) if v != u64::from(PROTOCOL_VERSION) => {
-            let msg = format!(
-                "the client speaks benchsuite-net protocol version {v}, this server speaks version {PROTOCOL_VERSION}"
-            );
-            shared.log(format_args!("{peer}: refused: {msg} ({})", printable(&why)));
-            refuse(sock, ErrorCode::Version, &msg).await;
+            let msg = version_mismatch(v);
+            shared.log_refusal(format_args!("{peer}: refused: {msg} ({})", printable(&why)));
+            refuse_in_place(sock, ErrorCode::Version, &msg, false).await;
+            return Ok(Handshake::Done);
         }
         Err((why, _)) => {
-            shared.log(format_args!("{peer}: refused: {}", printable(&why)));
-            refuse(sock, ErrorCode::BadRequest, &why).await;
+            shared.log_refusal(format_args!("{peer}: refused: {}", printable(&why)));
+            refuse_in_place(sock, ErrorCode::BadRequest, &why, false).await;
+            return Ok(Handshake::Done);
         }
+    };
+    let Some(token) = &shared.cfg.token else {
+        return Ok(Handshake::Control { magic_sent: false });
+    };
+    // The client's own words: escaped and cut short before they reach
+    // the server's log (a terminal escape, 4 KiB of text).
+    let software = printable(&software_raw);
+    let mut nonce = [0u8; NONCE_LEN];
+    if let Err(e) = crate::sys::random_bytes(&mut nonce) {
+        shared.log(format_args!("{peer}: cannot make a nonce: {e}"));
+        refuse_in_place(
+            sock,
+            ErrorCode::Internal,
+            "the server cannot make a nonce",
+            false,
+        )
+        .await;
+        return Ok(Handshake::Done);
     }
+    let mut challenge = MAGIC.to_vec();
+    challenge.extend(proto::encode(&Message::Challenge {
+        nonce: proto::to_hex(&nonce),
+    }));
+    sock.write_all(&challenge)
+        .await
+        .map_err(|e| format!("sending the challenge to \"{software}\" failed: {e}"))?;
+    let body = match handshake_frame(sock).await {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+            let why = e.to_string();
+            shared.log_refusal(format_args!("{peer} ({software}): refused: {why}"));
+            refuse_in_place(sock, ErrorCode::Limit, &why, true).await;
+            return Ok(Handshake::Done);
+        }
+        // A client without the token closes here: no guess was made.
+        Err(e) => {
+            return Err(format!(
+                "\"{software}\" closed without answering the challenge ({e})"
+            ));
+        }
+    };
+    let expected = proto::auth_mac(token.as_bytes(), &nonce, &software_raw);
+    let ok = match proto::decode_body(&body) {
+        Ok(Message::Auth { mac }) => {
+            proto::from_hex(&mac).is_some_and(|given| constant_time_eq(&given, &expected))
+        }
+        _ => false,
+    };
+    if !ok {
+        let delay = shared.gate.failed(peer.ip(), Instant::now());
+        let msg = "wrong token: the authentication code does not match this server's token";
+        shared.log_refusal(format_args!(
+            "{peer} ({software}): refused: wrong token (further connections from {} refused for {:.1} s)",
+            peer.ip(),
+            delay.as_secs_f64()
+        ));
+        refuse_in_place(sock, ErrorCode::Auth, msg, true).await;
+        return Ok(Handshake::Done);
+    }
+    shared.gate.succeeded(peer.ip());
+    Ok(Handshake::Control { magic_sent: true })
+}
+
+fn version_mismatch(theirs: u64) -> String {
+    format!(
+        "the client speaks benchsuite-net protocol version {theirs}, this server speaks version {PROTOCOL_VERSION}"
+    )
+}
+
+/// Sends an error (after our magic unless it was sent already), best
+/// effort, and closes gently: the write side first, then whatever the
+/// client still sends is read and dropped (16 KiB, 250 ms at most), so
+/// that closing with its bytes unread does not reset the connection and
+/// destroy the answer before the client reads it.
+async fn refuse_in_place(sock: &mut TcpStream, code: ErrorCode, message: &str, magic_sent: bool) {
+    let mut frame = if magic_sent {
+        Vec::new()
+    } else {
+        MAGIC.to_vec()
+    };
+    frame.extend(proto::encode(&error(code, message)));
+    let _ = tokio::time::timeout(Duration::from_secs(1), sock.write_all(&frame)).await;
+    let _ = sock.shutdown().await;
+    let drain = async {
+        let mut buf = [0u8; 4096];
+        let mut left = 16 * 1024usize;
+        while left > 0 {
+            match sock.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_millis(250), drain).await;
 }
 
 /// The name of a message's type, for logs.
 fn kind(m: &Message) -> &'static str {
     match m {
         Message::Hello { .. } => "hello",
+        Message::Challenge { .. } => "challenge",
+        Message::Auth { .. } => "auth",
         Message::Welcome { .. } => "welcome",
         Message::Error { .. } => "error",
         Message::Start { .. } => "start",
@@ -329,8 +527,13 @@ async fn control(
     mut sock: TcpStream,
     peer: SocketAddr,
     mut stop: watch::Receiver<bool>,
+    magic_sent: bool,
 ) {
-    let mut welcome = MAGIC.to_vec();
+    let mut welcome = if magic_sent {
+        Vec::new()
+    } else {
+        MAGIC.to_vec()
+    };
     welcome.extend(proto::encode(&Message::Welcome {
         version: PROTOCOL_VERSION,
         software: software(),

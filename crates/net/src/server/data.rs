@@ -28,7 +28,7 @@ pub(super) async fn attach(
     role: Role,
 ) {
     let Some(session) = lock(&shared.sessions).get(&id).cloned() else {
-        shared.log(format_args!(
+        shared.log_refusal(format_args!(
             "{peer}: refused a data connection for an unknown test"
         ));
         refuse(
@@ -40,7 +40,7 @@ pub(super) async fn attach(
         return;
     };
     if peer.ip() != session.peer_ip {
-        shared.log(format_args!(
+        shared.log_refusal(format_args!(
             "{peer}: refused a data connection for another host's test"
         ));
         refuse(

@@ -12,17 +12,37 @@
 //! # Limits (what a hostile or broken client can cost)
 //!
 //! - at most [`ServerConfig::max_connections`] connections at once (512);
-//!   more are answered `busy` and closed;
-//! - the first frame must arrive within [`IO_TIMEOUT`] of the connection,
-//!   every frame within [`IO_TIMEOUT`] of its first byte, frames are at most
-//!   [`proto::MAX_FRAME`](crate::proto::MAX_FRAME) bytes;
+//!   at the limit a new connection evicts the oldest one still awaiting
+//!   authentication, or, if every connection is authenticated, is
+//!   answered `busy` and closed; connections being refused (answered, then
+//!   closed within about a second) are bounded by the same number
+//!   separately, and past it closed without an answer, so a flood of
+//!   refusals takes no real connection's slot;
+//! - at most [`ServerConfig::max_per_address`] connections awaiting
+//!   authentication (from the accept to the welcome or the attach) per
+//!   source address (64); more are answered `busy` at once;
+//! - after a failed authentication, connections from that address are
+//!   refused (`auth`, with the time to wait) before anything is read, for
+//!   100 ms doubling with each consecutive failure up to 30 s, cleared by
+//!   a success (the table is bounded: 4096 addresses);
+//! - the whole handshake (hello, challenge, auth) must complete within
+//!   [`IO_TIMEOUT`] of the accept, every later frame within [`IO_TIMEOUT`]
+//!   of its first byte; frames are at most
+//!   [`proto::MAX_FRAME`](crate::proto::MAX_FRAME) bytes,
+//!   [`proto::MAX_HANDSHAKE_FRAME`](crate::proto::MAX_HANDSHAKE_FRAME)
+//!   before authentication, and a frame's buffer grows only as its bytes
+//!   arrive;
 //! - a control connection without a test is closed after [`IO_TIMEOUT`] of
 //!   silence; one with a test after [`DATA_IDLE`] without a control message
 //!   or data activity; data sockets time out after [`DATA_IDLE`] too;
 //! - one test at a time per control connection, at most
 //!   [`proto::MAX_STREAMS`](crate::proto::MAX_STREAMS) streams per test and
 //!   [`ServerConfig::max_data_threads`] (256) data threads in all;
-//! - UDP echo answers only the control connection's address.
+//! - UDP echo answers only the control connection's address, and UDP
+//!   sinks count only its datagrams;
+//! - what the server logs about a client (its software string, bytes it
+//!   sent instead of the magic) is escaped and cut to 64 characters, and
+//!   refusals are logged at most 20 lines a second.
 //!
 //! # Where the code is
 //!
@@ -32,8 +52,12 @@
 //! table, the connection and data-thread counters). The rest is split
 //! along the server's own seams, which are also its thread boundaries:
 //!
-//! - `control`: the async side — the accept loop, a connection's first
-//!   frame (hello, version and token checks), the control conversation;
+//! - `control`: the async side — the accept loop, a connection's
+//!   handshake (hello, version check, challenge and response), the control
+//!   conversation;
+//! - `gate`: the per-address policy applied at accept — back-off after
+//!   failed authentications, the cap on connections awaiting
+//!   authentication and the eviction of the oldest one, log rate limits;
 //! - `session`: one test (`Session`): its start, its data-thread budget
 //!   and the teardown that joins every thread;
 //! - `data`: the blocking TCP data path — attaching a data connection to
@@ -44,6 +68,7 @@
 
 mod control;
 mod data;
+mod gate;
 mod session;
 mod udp;
 
@@ -62,16 +87,21 @@ use crate::NetError;
 use crate::proto::{DATA_IDLE, IO_TIMEOUT};
 
 use control::accept_loop;
+use gate::Gate;
 use session::Session;
 
-/// How `benchsuite serve` (or the in-process server) is set up.
-#[derive(Debug, Clone)]
+pub use gate::{BACKOFF_FIRST, BACKOFF_MAX, BACKOFF_TABLE};
+
+/// How `benchsuite serve` (or the in-process server) is set up. Its
+/// `Debug` shows `<redacted>` in place of the token.
+#[derive(Clone)]
 pub struct ServerConfig {
     /// Address to listen on (`--bind`). The default is
     /// `127.0.0.1:5301`; any address other than loopback needs a token.
     pub bind: SocketAddr,
-    /// The token clients must present (`--token`); `None` accepts anyone,
-    /// which is allowed only on loopback.
+    /// The token clients must prove they know (challenge and response; it
+    /// never travels). `None` accepts anyone, which is allowed only on
+    /// loopback (`benchsuite serve --no-auth`).
     pub token: Option<String>,
     /// Log connections and refusals to stderr (`serve` does; the
     /// in-process server is quiet).
@@ -80,6 +110,10 @@ pub struct ServerConfig {
     pub control_threads: usize,
     /// Connections at once (control and data). The default is 512.
     pub max_connections: usize,
+    /// Connections awaiting authentication (from the accept to the
+    /// welcome or the attach) from one source address at once. The default
+    /// is 64.
+    pub max_per_address: usize,
     /// Data threads (TCP data connections plus UDP sockets) at once, over
     /// all tests. The default is 256.
     pub max_data_threads: usize,
@@ -107,6 +141,7 @@ impl ServerConfig {
             log: false,
             control_threads: 2,
             max_connections: 512,
+            max_per_address: 64,
             max_data_threads: 256,
             io_timeout: IO_TIMEOUT,
             data_idle: DATA_IDLE,
@@ -119,18 +154,19 @@ impl ServerConfig {
     pub fn check(&self) -> Result<(), NetError> {
         if self.token.as_deref() == Some("") {
             return Err(NetError::Config(
-                "--token is empty: give a non-empty token".into(),
+                "the token is empty: give a non-empty token".into(),
             ));
         }
         if !self.bind.ip().is_loopback() && self.token.is_none() {
             return Err(NetError::Config(format!(
-                "refusing to listen on {} without --token: any host that reaches it could use this machine's network; \
-                 give --token T (clients then pass --token T) or bind 127.0.0.1",
+                "refusing to listen on {} without a token: any host that reaches it could use this machine's network; \
+                 give one with BENCHSUITE_TOKEN or --token-file PATH (clients then use the same token), or bind 127.0.0.1",
                 self.bind
             )));
         }
         if self.control_threads == 0
             || self.max_connections == 0
+            || self.max_per_address == 0
             || self.max_data_threads == 0
             || self.io_timeout.is_zero()
             || self.data_idle.is_zero()
@@ -148,6 +184,29 @@ impl ServerConfig {
             }
         }
         Ok(())
+    }
+}
+
+impl std::fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("bind", &self.bind)
+            .field(
+                "token",
+                &self
+                    .token
+                    .as_ref()
+                    .map(|_| benchsuite_core::bench::REDACTED),
+            )
+            .field("log", &self.log)
+            .field("control_threads", &self.control_threads)
+            .field("max_connections", &self.max_connections)
+            .field("max_per_address", &self.max_per_address)
+            .field("max_data_threads", &self.max_data_threads)
+            .field("io_timeout", &self.io_timeout)
+            .field("data_idle", &self.data_idle)
+            .field("echo_cpu", &self.echo_cpu)
+            .finish()
     }
 }
 
@@ -190,9 +249,11 @@ impl Server {
             .map_err(|e| NetError::io("getsockname", e))?;
         let (stop, stop_rx) = watch::channel(false);
         let shared = Arc::new(Shared {
+            gate: Gate::new(cfg.max_per_address),
             cfg,
             sessions: Mutex::new(HashMap::new()),
             connections: AtomicUsize::new(0),
+            refusing: AtomicUsize::new(0),
             data_threads: AtomicUsize::new(0),
             epoch: Instant::now(),
             next_id: AtomicU64::new(1),
@@ -217,15 +278,27 @@ impl Server {
         lock(&self.shared.sessions).len()
     }
 
-    /// Connections open now (control and data handshakes; attached data
-    /// connections are counted as data threads).
+    /// Connections open now (control connections, handshakes, refusals
+    /// being answered; attached data connections are counted as data
+    /// threads).
     pub fn open_connections(&self) -> usize {
-        self.shared.connections.load(Ordering::SeqCst)
+        self.shared.connections.load(Ordering::SeqCst) + self.shared.refusing.load(Ordering::SeqCst)
     }
 
     /// Data threads running now.
     pub fn data_threads(&self) -> usize {
         self.shared.data_threads.load(Ordering::SeqCst)
+    }
+
+    /// Connections awaiting authentication now.
+    pub fn pending_connections(&self) -> usize {
+        self.shared.gate.pending()
+    }
+
+    /// Source addresses in the back-off table now (failed to authenticate
+    /// recently).
+    pub fn backoff_entries(&self) -> usize {
+        self.shared.gate.backoff_entries()
     }
 
     /// Runs until SIGINT (Ctrl-C) or SIGTERM, then shuts down.
@@ -301,8 +374,11 @@ pub fn serve(cfg: ServerConfig, on_listening: impl FnOnce(SocketAddr)) -> Result
 
 struct Shared {
     cfg: ServerConfig,
+    gate: Gate,
     sessions: Mutex<HashMap<u64, Arc<Session>>>,
     connections: AtomicUsize,
+    /// Connections being refused (an answer written, the close lingering).
+    refusing: AtomicUsize,
     data_threads: AtomicUsize,
     epoch: Instant,
     next_id: AtomicU64,
@@ -315,9 +391,29 @@ impl Shared {
         }
     }
 
-    /// A session id nobody can guess: SipHash with the process's random
-    /// keys over a counter and the clock.
+    /// Logs a refusal or a hostile client's failure, at most 20 lines a
+    /// second (the count of the others goes with the next line).
+    fn log_refusal(&self, what: std::fmt::Arguments<'_>) {
+        if !self.cfg.log {
+            return;
+        }
+        match self.gate.may_log(Instant::now()) {
+            Some(0) => eprintln!("benchsuite serve: {what}"),
+            Some(n) => eprintln!(
+                "benchsuite serve: {what} ({n} more refusals not logged, at most 20 lines a second)"
+            ),
+            None => {}
+        }
+    }
+
+    /// A session id nobody can guess: 64 bits from the kernel's secure
+    /// generator (or, should that fail, SipHash with the process's random
+    /// keys over a counter and the clock).
     fn new_session_id(&self) -> u64 {
+        let mut b = [0u8; 8];
+        if crate::sys::random_bytes(&mut b).is_ok() {
+            return u64::from_ne_bytes(b);
+        }
         let mut h = std::hash::RandomState::new().build_hasher();
         h.write_u64(self.next_id.fetch_add(1, Ordering::Relaxed));
         h.write_u128(self.epoch.elapsed().as_nanos());
@@ -353,7 +449,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("without --token") && e.contains("0.0.0.0:5301"),
+            e.contains("without a token")
+                && e.contains("0.0.0.0:5301")
+                && e.contains("BENCHSUITE_TOKEN"),
             "{e}"
         );
         assert!(ServerConfig::new(public, Some("t".into())).check().is_ok());
@@ -366,5 +464,24 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("empty"), "{e}");
+        let mut c = ServerConfig::new(lo, None);
+        c.max_per_address = 0;
+        assert!(c.check().is_err());
+    }
+
+    #[test]
+    fn debug_never_shows_the_token() {
+        let c = ServerConfig::new("127.0.0.1:0".parse().unwrap(), Some("hunter2-x".into()));
+        let d = format!("{c:?} {c:#?}");
+        assert!(!d.contains("hunter2"), "{d}");
+        assert!(
+            d.contains("<redacted>") && d.contains("max_per_address"),
+            "{d}"
+        );
+        let n = format!(
+            "{:?}",
+            ServerConfig::new("127.0.0.1:0".parse().unwrap(), None)
+        );
+        assert!(n.contains("token: None"), "{n}");
     }
 }

@@ -1,6 +1,6 @@
 //! The only place this crate calls the kernel through `libc` (and the
 //! only `unsafe` in it): the thin wrappers over the system calls that std
-//! does not offer — `FIONREAD` on a socket, `getifaddrs` — and, in
+//! does not offer — `FIONREAD` on a socket, `getifaddrs`, `getrandom` — and, in
 //! [`netlink`], the rtnetlink client whose one `unsafe` opens its socket.
 //! The policy built on them lives elsewhere: which interface reaches a
 //! peer in `route`, what that interface is and its line rate in `nic`.
@@ -68,10 +68,144 @@ pub(crate) fn addresses() -> Vec<(String, IpAddr)> {
     out
 }
 
+/// A TCP connection to `peer` from the local address `local` (port chosen
+/// by the kernel): `bind(2)` before `connect(2)`, which std does not
+/// offer. Tests use it to come from several loopback addresses (all of
+/// 127/8 is this machine on Linux).
+#[cfg(target_os = "linux")]
+pub(crate) fn connect_from(
+    local: IpAddr,
+    peer: std::net::SocketAddr,
+) -> std::io::Result<std::net::TcpStream> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let domain = if peer.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    // SAFETY: plain socket(2); the result is checked before use.
+    let fd = unsafe { libc::socket(domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a new descriptor that nothing else owns.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    let (addr, len) = sockaddr(std::net::SocketAddr::new(local, 0));
+    // SAFETY: `addr` is a sockaddr_storage holding a sockaddr of `len`
+    // bytes, alive for the call.
+    let rc = unsafe { libc::bind(fd, (&raw const addr).cast(), len) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let (addr, len) = sockaddr(peer);
+    loop {
+        // SAFETY: as for bind.
+        let rc = unsafe { libc::connect(fd, (&raw const addr).cast(), len) };
+        if rc == 0 {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    Ok(std::net::TcpStream::from(owned))
+}
+
+/// A socket address as the kernel takes it.
+#[cfg(target_os = "linux")]
+fn sockaddr(a: std::net::SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is plain data; all zeroes is a valid value.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match a {
+        std::net::SocketAddr::V4(v4) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: v4.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from(*v4.ip()).to_be(),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for
+            // sockaddr_in.
+            unsafe { std::ptr::write((&raw mut storage).cast(), sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        std::net::SocketAddr::V6(v6) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: v6.port().to_be(),
+                sin6_flowinfo: v6.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: v6.ip().octets(),
+                },
+                sin6_scope_id: v6.scope_id(),
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for
+            // sockaddr_in6.
+            unsafe { std::ptr::write((&raw mut storage).cast(), sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (storage, len as libc::socklen_t)
+}
+
+/// Fills `buf` from the kernel's cryptographically secure generator
+/// (`getrandom(2)` on Linux, `/dev/urandom` elsewhere): the server's
+/// authentication nonces, session ids and the in-process server's one-time
+/// token.
+pub(crate) fn random_bytes(buf: &mut [u8]) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        let mut filled = 0;
+        while filled < buf.len() {
+            let rest = &mut buf[filled..];
+            // SAFETY: the pointer and length describe `rest`, a live,
+            // writable slice; getrandom writes at most that many bytes.
+            let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            filled += n as usize;
+        }
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        use std::io::Read;
+        std::fs::File::open("/dev/urandom")?.read_exact(buf)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::net::UdpSocket;
+
+    #[test]
+    fn random_bytes_differ_each_time() {
+        let (mut a, mut b) = ([0u8; 32], [0u8; 32]);
+        random_bytes(&mut a).unwrap();
+        random_bytes(&mut b).unwrap();
+        assert_ne!(a, b);
+        assert_ne!(a, [0u8; 32]);
+        random_bytes(&mut []).unwrap();
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn connect_from_binds_the_source_address() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let s = connect_from([127, 0, 0, 7].into(), l.local_addr().unwrap()).unwrap();
+        let (_, from) = l.accept().unwrap();
+        assert_eq!(from.ip(), IpAddr::from([127, 0, 0, 7]));
+        assert_eq!(s.local_addr().unwrap().ip(), from.ip());
+    }
 
     #[test]
     fn pending_counts_queued_datagrams() {

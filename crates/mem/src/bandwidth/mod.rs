@@ -6,21 +6,56 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use benchsuite_core::team::{Placement, Team, allowed_cpus};
 use benchsuite_core::units::format_size;
 use benchsuite_core::{
-    About, BenchError, Benchmark, Case, ConfigError, Context, Host, Meta, MetricSpec, ParamSpec,
-    Point, Value, Work,
+    About, BenchError, Benchmark, Case, Choice, ConfigError, Context, Finished, Host, Meta,
+    MetricSpec, ParamSpec, Point, Value, Work,
 };
 
 use crate::buf::{Buf, HUGE_PAGE, Pages};
-use crate::kernels::{self, Arrays, Isa, OPS, Op, Order};
+use crate::kernels::{self, Arrays, Isa, IsaChoice, Op, Order};
 use crate::peak;
 use crate::sys;
 
-/// Values of the `pattern` parameter.
-const PATTERNS: &[&str] = &["seq", "random"];
-/// Values of the `nt` parameter.
-const NT: &[&str] = &["auto", "on", "off"];
-/// Values of the `isa` parameter.
-const ISAS: &[&str] = &["auto", "avx512", "avx2", "scalar"];
+mod case;
+
+use case::{BandwidthCase, MODE_PAGES, MODE_RUN, MODE_VERIFY, Shape, Worker};
+
+benchsuite_core::choice_enum! {
+    /// The `pattern` parameter.
+    enum Pattern {
+        /// Blocks front to back.
+        Seq = "seq",
+        /// Blocks at random block-aligned offsets.
+        Random = "random",
+    }
+}
+
+benchsuite_core::choice_enum! {
+    /// The `nt` parameter: non-temporal stores.
+    enum Nt {
+        /// On where the working set is DRAM-bound (see [`Nt::forced`]).
+        Auto = "auto",
+        /// Always.
+        On = "on",
+        /// Never.
+        Off = "off",
+    }
+}
+
+impl Nt {
+    /// The store policy asked for; `None` for `auto`.
+    fn forced(self) -> Option<bool> {
+        match self {
+            Nt::Auto => None,
+            Nt::On => Some(true),
+            Nt::Off => Some(false),
+        }
+    }
+
+    /// The value a record shows for the policy that ran.
+    fn of(nt: bool) -> Nt {
+        if nt { Nt::On } else { Nt::Off }
+    }
+}
 
 /// Most random block indices precomputed per thread (16 MiB of `u32`).
 /// Working sets with more blocks are sampled: a pass visits this many
@@ -55,33 +90,16 @@ struct Params {
 
 impl Params {
     fn parse(point: &Point) -> Result<Params, BenchError> {
-        let op = point.str("op")?;
-        let op = Op::parse(op).ok_or_else(|| BenchError::Other(format!("unknown op `{op}`")))?;
-        let isa = match point.str("isa")? {
-            "auto" => None,
-            "avx512" => Some(Isa::Avx512),
-            "avx2" => Some(Isa::Avx2),
-            "scalar" => Some(Isa::Scalar),
-            other => return Err(BenchError::Other(format!("unknown isa `{other}`"))),
-        };
         Ok(Params {
-            op,
-            random: point.str("pattern")? == "random",
+            op: point.choice("op")?,
+            random: point.choice::<Pattern>("pattern")? == Pattern::Random,
             block: point.u64("block")?,
             size: point.u64("size")?,
             threads: point.u64("threads")? as usize,
-            nt: match point.str("nt")? {
-                "on" => Some(true),
-                "off" => Some(false),
-                _ => None,
-            },
-            isa,
+            nt: point.choice::<Nt>("nt")?.forced(),
+            isa: point.choice::<IsaChoice>("isa")?.isa(),
             huge: point.bool("hugepages")?,
         })
-    }
-
-    fn name(&self) -> &'static str {
-        OPS[self.op as usize]
     }
 }
 
@@ -106,7 +124,7 @@ impl Layout {
                 "size {} cannot hold one block of {} in each of the {arrays} arrays op={} uses (arrays are whole blocks of at least 64 B): use size >= {}",
                 format_size(size),
                 format_size(p.block),
-                p.name(),
+                p.op,
                 format_size(unit * arrays)
             ));
         }
@@ -158,17 +176,15 @@ impl Benchmark for Bandwidth {
             id: "mem.bandwidth",
             description: "STREAM-style read/write/copy/scale/add/triad over a per-thread working set, sequential or random blocks; bytes counted as STREAM counts them",
             params: vec![
-                ParamSpec::choice(
+                ParamSpec::choice_of(
                     "op",
                     "read: sum a; write: a = const; copy: a = b; scale: a = 3b; add: a = b + c; triad: a = b + 3c (STREAM counts 8 B per array per element: 8, 8, 16, 16, 24, 24 B)",
-                    OPS,
-                    "triad",
+                    Op::Triad,
                 ),
-                ParamSpec::choice(
+                ParamSpec::choice_of(
                     "pattern",
                     "seq: blocks front to back; random: blocks at random block-aligned offsets (precomputed, untimed order)",
-                    PATTERNS,
-                    "seq",
+                    Pattern::Seq,
                 ),
                 ParamSpec::size(
                     "block",
@@ -186,17 +202,15 @@ impl Benchmark for Bandwidth {
                 )
                 .with_smoke(Value::Int(256 << 10)),
                 ParamSpec::count("threads", "worker threads, each pinned to its own CPU with its own working set (first-touched by that thread)", 1, 1024, 1),
-                ParamSpec::choice(
+                ParamSpec::choice_of(
                     "nt",
                     "non-temporal stores (no write-allocate): on, off, or auto = on when the working set is DRAM-bound (larger than the caches the host reports) and the block is 64 B or more",
-                    NT,
-                    "auto",
+                    Nt::Auto,
                 ),
-                ParamSpec::choice(
+                ParamSpec::choice_of(
                     "isa",
                     "kernel instruction set: auto = the widest this CPU has (avx512, then avx2 with FMA, then scalar = portable code the compiler vectorises for the baseline target)",
-                    ISAS,
-                    "auto",
+                    IsaChoice::Auto,
                 ),
                 ParamSpec::flag(
                     "hugepages",
@@ -272,13 +286,11 @@ impl Benchmark for Bandwidth {
 
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         let p = Params::parse(point)?;
-        // Facts that help read the number go to `notes`; what makes it mean
-        // less than it seems goes to `warnings`.
-        let mut notes = Vec::new();
-        let mut warnings = Vec::new();
+        // Facts that help read the number are notes; what makes it mean
+        // less than it seems is a caveat.
+        let mut about = About::default();
         let (dram_peak, peak_note) =
-            peak::dram_peak(ctx.options.get(peak::OPTION).map(String::as_str))
-                .map_err(BenchError::Other)?;
+            peak::dram_peak(ctx.options.get(peak::OPTION).map(String::as_str))?;
 
         // validate() already checked this; a program that calls prepare
         // directly gets the same refusal rather than a kernel that skips work.
@@ -305,9 +317,9 @@ impl Benchmark for Bandwidth {
             // --quick's smaller working set is a caveat; the full default is
             // just a fact.
             if ctx.quick {
-                warnings.push(note)
+                about.caveat(note)
             } else {
-                notes.push(note)
+                about.note(note)
             }
             s
         } else {
@@ -335,7 +347,7 @@ impl Benchmark for Bandwidth {
 
         let ws = layout.array * p.op.arrays() as u64;
         if ws * 100 < size * 99 {
-            notes.push(format!(
+            about.note(format!(
                 "working set rounded down to {} per thread ({} arrays of {}, whole blocks)",
                 format_size(ws),
                 p.op.arrays(),
@@ -347,24 +359,24 @@ impl Benchmark for Bandwidth {
             Some(v) => v,
             None => p.op.stores() && p.block >= 64 && isa.has_nt() && fit.is_dram(),
         };
-        notes.push(fit.note.clone());
-        notes.push(store_note(&p, nt, isa));
+        about.note(fit.note.clone());
+        about.note(store_note(&p, nt, isa));
         if p.random && p.block < 64 {
-            warnings.push(format!(
+            about.caveat(format!(
                 "random {}-byte accesses: each one moves a whole 64 B cache line (or more, with the adjacent-line prefetcher), so the memory system carries at least {}x the counted bytes; this point is bound by access latency and parallelism, not bandwidth — read time_per_access",
                 p.block,
                 64 / p.block
             ));
         }
         if p.random && layout.blocks > layout.random_len {
-            notes.push(format!(
+            about.note(format!(
                 "pattern=random: {} of the {} blocks per array are visited per pass (uniform draws, precomputed)",
                 layout.random_len, layout.blocks
             ));
         }
         let cpus = allowed_cpus();
         if p.threads > cpus.len() {
-            warnings.push(format!(
+            about.caveat(format!(
                 "{} threads on {} CPUs: threads share CPUs, so this is not a per-core bandwidth",
                 p.threads,
                 cpus.len()
@@ -398,51 +410,43 @@ impl Benchmark for Bandwidth {
             )?
         };
         if p.huge && pages == Pages::Small {
-            notes.push("hugepages=on, but each thread's arrays are smaller than one 2 MiB huge page: 4 KiB pages".into());
+            about.note("hugepages=on, but each thread's arrays are smaller than one 2 MiB huge page: 4 KiB pages");
         } else if p.huge {
             mode.store(MODE_PAGES, Ordering::Relaxed);
             let each = team.run_each(0);
             mode.store(MODE_RUN, Ordering::Relaxed);
             let (note, caveat) = huge_note(&each?);
             if caveat {
-                warnings.push(note)
+                about.caveat(note)
             } else {
-                notes.push(note)
+                about.note(note)
             }
         }
 
         let peak = match (&dram_peak, fit.is_dram()) {
             (Some(pk), true) => Some(pk.to_peak("bandwidth")),
             (None, true) => {
-                notes.push(peak_note.clone());
+                about.note(peak_note.clone());
                 None
             }
             (Some(_), false) => {
-                notes.push("the DRAM peak does not apply to a working set that fits in a cache: no efficiency".into());
+                about.note("the DRAM peak does not apply to a working set that fits in a cache: no efficiency");
                 None
             }
             (None, false) => None,
         };
         if peak.is_some() {
-            notes.push(format!(
+            about.note(format!(
                 "{peak_note}; efficiency = STREAM-counted bandwidth / that peak"
             ));
         }
-        let resolved = vec![
+        about.peak = peak;
+        about.resolved = vec![
             ("size", Value::Int(size)),
-            ("nt", Value::Str(if nt { "on" } else { "off" }.into())),
+            ("nt", Value::Str(Nt::of(nt).name().into())),
             ("isa", Value::Str(isa.name().into())),
         ];
-        Ok(Box::new(BandwidthCase {
-            team: Some(team),
-            mode,
-            about: About {
-                peak,
-                warnings,
-                notes,
-                resolved,
-            },
-        }))
+        Ok(Box::new(BandwidthCase { team, mode, about }))
     }
 }
 
@@ -567,157 +571,5 @@ fn huge_note(each: &[Work]) -> (String, bool) {
             format!("hugepages=on (MADV_HUGEPAGE, THP `{mode}`): backing not readable"),
             true,
         ),
-    }
-}
-
-/// What the team's work function does on the next batch.
-const MODE_RUN: u8 = 0;
-const MODE_VERIFY: u8 = 1;
-const MODE_PAGES: u8 = 2;
-
-/// Everything a worker needs to build its state.
-#[derive(Debug, Clone, Copy)]
-struct Shape {
-    p: Params,
-    layout: Layout,
-    isa: Isa,
-    nt: bool,
-    pages: Pages,
-}
-
-/// One thread's arrays and random order, owned by that thread.
-struct Worker {
-    shape: Shape,
-    buf: Buf,
-    arr: Arrays,
-    order: Vec<u32>,
-    sink: f64,
-}
-
-impl Worker {
-    /// Runs on the (pinned) worker thread: maps, first-touches and fills the
-    /// arrays there, and draws this thread's random order.
-    fn new(shape: Shape, index: usize) -> Result<Worker, BenchError> {
-        let Shape { p, layout, .. } = shape;
-        let stride = layout.array.next_multiple_of(4096) as usize + SKEW;
-        let n = p.op.arrays();
-        let buf = Buf::new(stride * n, shape.pages)?;
-        let at = |k: usize| {
-            if k < n {
-                // SAFETY: k < n, so k × stride + array <= n × stride = the
-                // buffer's length; SKEW is a multiple of 64, so the array
-                // starts 64-B aligned.
-                unsafe { buf.as_ptr().add(k * stride) }
-            } else {
-                std::ptr::null_mut()
-            }
-        };
-        let arr = Arrays {
-            a: at(0),
-            b: at(1),
-            c: at(2),
-            len: layout.array as usize,
-        };
-        // SAFETY: the arrays are disjoint, 64-B aligned ranges of `buf`,
-        // which this worker owns.
-        unsafe { kernels::fill(p.op, &arr) };
-        let order = if p.random {
-            kernels::random_order(layout.blocks, RANDOM_TABLE_CAP, 0x6d65_6d00 + index as u64)
-        } else {
-            Vec::new()
-        };
-        Ok(Worker {
-            shape,
-            buf,
-            arr,
-            order,
-            sink: 0.0,
-        })
-    }
-
-    fn order(&self) -> Order<'_> {
-        if self.shape.p.random {
-            Order::Random(&self.order)
-        } else {
-            Order::Seq
-        }
-    }
-
-    /// One batch: `iters` passes.
-    fn run(&mut self, iters: u64) -> Work {
-        let s = &self.shape;
-        // SAFETY: the arrays, block, order and ISA were validated and built
-        // together in `new`/`prepare` (block divides the array length,
-        // indices are below the block count, nt only with a wide block on an
-        // ISA that has it).
-        let v = unsafe {
-            kernels::pass(
-                s.isa,
-                s.p.op,
-                s.nt,
-                &self.arr,
-                s.p.block as usize,
-                self.order(),
-                iters,
-            )
-        };
-        self.sink = std::hint::black_box(self.sink + v);
-        let (accesses, bytes) = s.layout.per_pass(&s.p);
-        Work::ops_bytes(accesses * iters, bytes * iters)
-    }
-
-    /// Huge-page backing of this worker's buffer, as `values` `huge`/`rss`.
-    fn pages(&self) -> Work {
-        let mut w = Work::default();
-        if let Some((huge, rss)) = sys::huge_backing(self.buf.as_ptr() as usize) {
-            w.values.insert("huge", huge as f64);
-            w.values.insert("rss", rss as f64);
-        }
-        w
-    }
-
-    /// Checks the destination (after the timed region).
-    fn verify(&self) -> Result<(), BenchError> {
-        // SAFETY: as in `run`.
-        unsafe {
-            kernels::verify(
-                self.shape.p.op,
-                &self.arr,
-                self.shape.p.block as usize,
-                self.order(),
-            )
-        }
-        .map_err(BenchError::Verify)
-    }
-}
-
-struct BandwidthCase {
-    team: Option<Team>,
-    mode: Arc<AtomicU8>,
-    about: About,
-}
-
-impl Case for BandwidthCase {
-    fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
-        match &self.team {
-            Some(t) => t.run(iters),
-            None => Err(BenchError::Other("the case was torn down".into())),
-        }
-    }
-
-    /// Verifies every thread's destination (outside the timed region), then
-    /// joins the workers, which unmaps their buffers.
-    fn teardown(&mut self) -> Result<(), BenchError> {
-        let Some(team) = self.team.take() else {
-            return Ok(());
-        };
-        self.mode.store(MODE_VERIFY, Ordering::Relaxed);
-        let r = team.run(0).map(|_| ());
-        team.shutdown();
-        r
-    }
-
-    fn about(&self) -> Option<&About> {
-        Some(&self.about)
     }
 }

@@ -1,0 +1,135 @@
+//! Property-based fuzzing in the normal test run: the parsers a user's
+//! text reaches (sizes, durations, percentages, sweep lists, `compare`
+//! thresholds) and the report loader (`compare` on arbitrary bytes, on
+//! mutated reports, on deep and large JSON) return an error, never panic.
+//!
+//! Each `proptest!` block runs `CASES` generated inputs per test (the
+//! closing note of issue 14 counts them); a panic fails the test with the
+//! shrunk input.
+
+use benchsuite_core::compare::{ThresholdRule, Tolerance, compare};
+use benchsuite_core::sweep::parse_values;
+use benchsuite_core::units::{format_size, parse_duration, parse_percent, parse_size};
+use benchsuite_core::{CompareOptions, ParamSpec, Report};
+use proptest::prelude::*;
+
+const CASES: u32 = 4096;
+
+fn base() -> &'static str {
+    include_str!("fixtures/report-1.0.json")
+}
+
+/// Text that looks like what users type: digits, units, separators, and
+/// the odd byte that is not.
+fn user_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[0-9a-zA-Z.,:=+*_% -]{0,24}",
+        "[0-9]{1,30}(\\.[0-9]{0,10})?(k|K|M|G|T|P|E|KiB|MiB|GiB|TiB|ms|us|µs|ns|s|m|h|%|pp)?",
+        "[0-9]{1,5}(\\.\\.|-)[0-9]{1,5}(K|M)?(:[*x+]?[0-9]{0,3})?",
+        any::<String>(),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: CASES, ..ProptestConfig::default() })]
+
+    #[test]
+    fn unit_parsers_never_panic(t in user_text()) {
+        let _ = parse_size(&t);
+        let _ = parse_duration(&t);
+        let _ = parse_percent(&t);
+        let _ = Tolerance::parse(&t);
+        let _ = ThresholdRule::parse(&t);
+    }
+
+    #[test]
+    fn sweep_lists_never_panic_and_stay_in_bounds(t in user_text()) {
+        let size = ParamSpec::size("block", "bytes", 512, 1 << 30, 4096);
+        if let Ok(vs) = parse_values(&size, &t) {
+            for v in vs {
+                let b = v.as_u64().expect("a size is an integer");
+                prop_assert!((512..=1 << 30).contains(&b), "{t:?} gave {b}");
+            }
+        }
+        let count = ParamSpec::count("threads", "threads", 1, 1024, 1);
+        if let Ok(vs) = parse_values(&count, &t) {
+            prop_assert!(vs.len() <= 100_000, "{t:?} expanded to {} values", vs.len());
+        }
+        let choice = ParamSpec::choice("op", "op", &["read", "write"], "read");
+        let _ = parse_values(&choice, &t);
+    }
+
+    #[test]
+    fn sizes_round_trip_through_their_display(b in 0u64..(1 << 50)) {
+        let shown = format_size(b);
+        if let Ok(back) = parse_size(&shown) {
+            // Two decimals of a binary unit: within 0.5% (exact for whole units).
+            let err = (back as f64 - b as f64).abs() / (b.max(1) as f64);
+            prop_assert!(err < 0.005, "{b} shown {shown} read {back}");
+        }
+    }
+
+    #[test]
+    fn the_loader_never_panics_on_arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+        let text = String::from_utf8_lossy(&bytes);
+        let _ = Report::from_json(&text, "fuzz.json");
+    }
+
+    #[test]
+    fn mutated_reports_load_or_fail_and_compare_never_panics(
+        cut in 0usize..4000,
+        flips in prop::collection::vec((0usize..4000, any::<u8>()), 0..6),
+    ) {
+        let mut b = base().as_bytes().to_vec();
+        for (at, byte) in flips {
+            let i = at % b.len();
+            b[i] = byte;
+        }
+        if cut < b.len() && cut % 3 == 0 {
+            b.truncate(cut);
+        }
+        let text = String::from_utf8_lossy(&b);
+        if let Ok(r) = Report::from_json(&text, "fuzz.json") {
+            let good = Report::from_json(base(), "base.json").unwrap();
+            let _ = compare(&good, &r, &CompareOptions::default());
+            let _ = compare(&r, &good, &CompareOptions::default());
+            let _ = compare(&r, &r, &CompareOptions::default());
+        }
+    }
+}
+
+#[test]
+fn deep_json_is_an_error_not_a_stack_overflow() {
+    for open in ["[", "{\"a\":"] {
+        let deep = open.repeat(200_000);
+        let e = Report::from_json(&deep, "deep.json").unwrap_err();
+        assert!(e.to_string().contains("deep.json"), "{e}");
+    }
+}
+
+#[test]
+fn a_large_report_loads_and_compares() {
+    // 20 000 records with 100 samples each: a large fleet report.
+    let mut r = Report::from_json(base(), "base.json").unwrap();
+    let one = r.records[0].clone();
+    r.records = (0..20_000)
+        .map(|i| {
+            let mut x = one.clone();
+            x.params.set("i", benchsuite_core::Value::Int(i));
+            if let Some(m) = x.metrics.first_mut() {
+                m.samples = (0..100).map(|k| 1.0 + k as f64 * 1e-3).collect();
+            }
+            x
+        })
+        .collect();
+    let text = r.to_json();
+    assert!(text.len() > 10 << 20, "{} bytes", text.len());
+    let back = Report::from_json(&text, "large.json").unwrap();
+    assert_eq!(back.records.len(), 20_000);
+    let c = compare(&back, &back, &CompareOptions::default()).unwrap();
+    assert_eq!(
+        c.metrics.len(),
+        back.records.len() * back.records[0].metrics.len()
+    );
+    assert!(c.passed, "a report against itself passes");
+}

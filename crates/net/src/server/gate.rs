@@ -1,0 +1,326 @@
+//! Who may start a handshake: the per-source-address policy applied at
+//! accept, before the server reads a byte.
+//!
+//! - **Back-off after failed authentications.** Each wrong MAC from an
+//!   address doubles how long further connections from it are refused
+//!   outright: 100 ms after the first failure, 200 ms after the second...
+//!   up to [`BACKOFF_MAX`] (30 s). A success from the address clears it.
+//!   The table holds at most [`BACKOFF_TABLE`] addresses: an entry is
+//!   forgotten [`BACKOFF_MAX`] after its back-off ended, and when the
+//!   table is full of live entries the one whose last failure is oldest
+//!   goes.
+//! - **Connections awaiting authentication.** Every connection counts as
+//!   *pending* from its accept until the server welcomes it (control) or
+//!   attaches it (data). An address may hold at most
+//!   [`ServerConfig::max_per_address`](super::ServerConfig::max_per_address)
+//!   pending connections; more are refused `busy`. When the whole server is
+//!   at [`ServerConfig::max_connections`](super::ServerConfig::max_connections),
+//!   a new connection evicts the oldest pending one instead of being
+//!   refused, so idle or trickling clients cannot keep an authenticated
+//!   user out, from however many addresses they come.
+//! - **Refusal logging** is rate-limited, so a flood of hostile
+//!   connections cannot flood the server's log.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+
+use super::lock;
+
+/// The back-off after the first failed authentication from an address.
+pub const BACKOFF_FIRST: Duration = Duration::from_millis(100);
+
+/// The longest back-off.
+pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// Addresses remembered for back-off at most.
+pub const BACKOFF_TABLE: usize = 4096;
+
+/// Refusal log lines per second at most; the rest are counted and the
+/// count is logged with the next line allowed.
+const LOG_PER_SECOND: u32 = 20;
+
+/// The back-off after `failures` consecutive failures (≥ 1).
+pub(super) fn backoff_delay(failures: u32) -> Duration {
+    let doublings = failures.saturating_sub(1).min(20);
+    (BACKOFF_FIRST * (1u32 << doublings)).min(BACKOFF_MAX)
+}
+
+struct Backoff {
+    failures: u32,
+    /// Connections from the address are refused until then.
+    until: Instant,
+    /// The last failure.
+    last: Instant,
+}
+
+struct Pending {
+    ip: IpAddr,
+    evict: Option<oneshot::Sender<()>>,
+}
+
+#[derive(Default)]
+struct State {
+    backoff: HashMap<IpAddr, Backoff>,
+    /// Connections awaiting authentication, oldest first.
+    pending: BTreeMap<u64, Pending>,
+    per_ip: HashMap<IpAddr, usize>,
+    next_id: u64,
+}
+
+struct LogLimit {
+    window: Instant,
+    lines: u32,
+    suppressed: u64,
+}
+
+/// The per-address policy; see the module docs.
+pub(super) struct Gate {
+    state: Mutex<State>,
+    max_per_address: usize,
+    log: Mutex<LogLimit>,
+}
+
+/// Why a connection is refused at accept.
+pub(super) enum Refusal {
+    /// The address failed to authenticate recently.
+    BackedOff(Duration),
+    /// The address has its limit of pending connections.
+    TooMany(usize),
+}
+
+/// A pending connection's place in the gate: removed when dropped (or
+/// passed), and `evicted` fires if the gate evicts it.
+pub(super) struct Ticket {
+    pub(super) id: u64,
+    pub(super) evicted: oneshot::Receiver<()>,
+}
+
+impl Gate {
+    pub(super) fn new(max_per_address: usize) -> Gate {
+        Gate {
+            state: Mutex::new(State::default()),
+            max_per_address,
+            log: Mutex::new(LogLimit {
+                window: Instant::now(),
+                lines: 0,
+                suppressed: 0,
+            }),
+        }
+    }
+
+    /// Admits a new connection from `ip` as pending, or says why not.
+    pub(super) fn admit(&self, ip: IpAddr, now: Instant) -> Result<Ticket, Refusal> {
+        let mut st = lock(&self.state);
+        if let Some(b) = st.backoff.get(&ip)
+            && now < b.until
+        {
+            return Err(Refusal::BackedOff(b.until - now));
+        }
+        let held = st.per_ip.get(&ip).copied().unwrap_or(0);
+        if held >= self.max_per_address {
+            return Err(Refusal::TooMany(held));
+        }
+        *st.per_ip.entry(ip).or_insert(0) += 1;
+        let id = st.next_id;
+        st.next_id += 1;
+        let (tx, rx) = oneshot::channel();
+        st.pending.insert(
+            id,
+            Pending {
+                ip,
+                evict: Some(tx),
+            },
+        );
+        Ok(Ticket { id, evicted: rx })
+    }
+
+    /// Evicts the oldest pending connection other than `keep`: its
+    /// address, or `None` if there is none.
+    pub(super) fn evict_oldest(&self, keep: u64) -> Option<IpAddr> {
+        let mut st = lock(&self.state);
+        let id = st.pending.keys().copied().find(|&id| id != keep)?;
+        let mut p = Self::remove(&mut st, id)?;
+        if let Some(tx) = p.evict.take() {
+            let _ = tx.send(());
+        }
+        Some(p.ip)
+    }
+
+    /// The connection `id` is no longer pending (it passed the handshake,
+    /// or ended).
+    pub(super) fn release(&self, id: u64) {
+        let mut st = lock(&self.state);
+        Self::remove(&mut st, id);
+    }
+
+    fn remove(st: &mut State, id: u64) -> Option<Pending> {
+        let p = st.pending.remove(&id)?;
+        if let Some(n) = st.per_ip.get_mut(&p.ip) {
+            *n -= 1;
+            if *n == 0 {
+                st.per_ip.remove(&p.ip);
+            }
+        }
+        Some(p)
+    }
+
+    /// Connections pending now.
+    pub(super) fn pending(&self) -> usize {
+        lock(&self.state).pending.len()
+    }
+
+    /// Addresses in the back-off table now.
+    pub(super) fn backoff_entries(&self) -> usize {
+        lock(&self.state).backoff.len()
+    }
+
+    /// Records a failed authentication from `ip`: the back-off it now
+    /// serves.
+    pub(super) fn failed(&self, ip: IpAddr, now: Instant) -> Duration {
+        let mut st = lock(&self.state);
+        if !st.backoff.contains_key(&ip) && st.backoff.len() >= BACKOFF_TABLE {
+            st.backoff.retain(|_, b| now < b.until + BACKOFF_MAX);
+            if st.backoff.len() >= BACKOFF_TABLE
+                && let Some(oldest) = st
+                    .backoff
+                    .iter()
+                    .min_by_key(|(_, b)| b.last)
+                    .map(|(ip, _)| *ip)
+            {
+                st.backoff.remove(&oldest);
+            }
+        }
+        let b = st.backoff.entry(ip).or_insert(Backoff {
+            failures: 0,
+            until: now,
+            last: now,
+        });
+        // An address quiet for long after its back-off starts afresh.
+        if now >= b.until + BACKOFF_MAX {
+            b.failures = 0;
+        }
+        b.failures = b.failures.saturating_add(1);
+        let delay = backoff_delay(b.failures);
+        b.until = now + delay;
+        b.last = now;
+        delay
+    }
+
+    /// Records a successful authentication from `ip`: its back-off is
+    /// cleared.
+    pub(super) fn succeeded(&self, ip: IpAddr) {
+        lock(&self.state).backoff.remove(&ip);
+    }
+
+    /// Whether a refusal may be logged now, and how many were suppressed
+    /// since the last one that was.
+    pub(super) fn may_log(&self, now: Instant) -> Option<u64> {
+        let mut l = lock(&self.log);
+        if now.duration_since(l.window) >= Duration::from_secs(1) {
+            l.window = now;
+            l.lines = 0;
+        }
+        if l.lines >= LOG_PER_SECOND {
+            l.suppressed += 1;
+            return None;
+        }
+        l.lines += 1;
+        Some(std::mem::take(&mut l.suppressed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(n: u8) -> IpAddr {
+        IpAddr::from([127, 0, 0, n])
+    }
+
+    #[test]
+    fn the_backoff_doubles_to_a_cap_and_resets_on_success() {
+        assert_eq!(backoff_delay(1), Duration::from_millis(100));
+        assert_eq!(backoff_delay(2), Duration::from_millis(200));
+        assert_eq!(backoff_delay(3), Duration::from_millis(400));
+        assert_eq!(backoff_delay(9), Duration::from_millis(25_600));
+        assert_eq!(backoff_delay(10), BACKOFF_MAX);
+        assert_eq!(backoff_delay(u32::MAX), BACKOFF_MAX);
+
+        let g = Gate::new(4);
+        let t0 = Instant::now();
+        assert!(g.admit(ip(2), t0).is_ok());
+        assert_eq!(g.failed(ip(2), t0), Duration::from_millis(100));
+        match g.admit(ip(2), t0 + Duration::from_millis(50)) {
+            Err(Refusal::BackedOff(d)) => assert_eq!(d, Duration::from_millis(50)),
+            _ => panic!("not backed off"),
+        }
+        // Other addresses are not affected.
+        assert!(g.admit(ip(1), t0).is_ok());
+        let t1 = t0 + Duration::from_millis(100);
+        assert!(g.admit(ip(2), t1).is_ok());
+        assert_eq!(g.failed(ip(2), t1), Duration::from_millis(200));
+        assert!(g.admit(ip(2), t1 + Duration::from_millis(199)).is_err());
+        g.succeeded(ip(2));
+        assert!(g.admit(ip(2), t1).is_ok());
+        assert_eq!(g.failed(ip(2), t1), Duration::from_millis(100));
+        // Long quiet after the back-off: the count starts afresh.
+        let later = t1 + BACKOFF_MAX * 2;
+        assert_eq!(g.failed(ip(2), later), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn the_backoff_table_is_bounded() {
+        let g = Gate::new(4);
+        let t0 = Instant::now();
+        for i in 0..(BACKOFF_TABLE as u32 + 100) {
+            let a = IpAddr::from((0x0a00_0000u32 + i).to_be_bytes());
+            g.failed(a, t0 + Duration::from_micros(u64::from(i)));
+        }
+        assert_eq!(g.backoff_entries(), BACKOFF_TABLE);
+        // The oldest went first; the newest is still there.
+        let newest = IpAddr::from((0x0a00_0000u32 + BACKOFF_TABLE as u32 + 99).to_be_bytes());
+        assert!(matches!(g.admit(newest, t0), Err(Refusal::BackedOff(_))));
+        assert!(g.admit(IpAddr::from([10, 0, 0, 0]), t0).is_ok());
+    }
+
+    #[test]
+    fn pending_connections_are_capped_per_address_and_evicted_oldest_first() {
+        let g = Gate::new(2);
+        let t = Instant::now();
+        let a = g.admit(ip(2), t).ok().unwrap();
+        let mut b = g.admit(ip(2), t).ok().unwrap();
+        assert!(matches!(g.admit(ip(2), t), Err(Refusal::TooMany(2))));
+        let c = g.admit(ip(3), t).ok().unwrap();
+        assert_eq!(g.pending(), 3);
+        // The oldest pending connection goes first, and is told.
+        let mut a = a;
+        assert_eq!(g.evict_oldest(c.id), Some(ip(2)));
+        assert!(a.evicted.try_recv().is_ok());
+        assert!(b.evicted.try_recv().is_err());
+        // Its slot is free again.
+        assert!(g.admit(ip(2), t).is_ok());
+        g.release(b.id);
+        g.release(b.id);
+        g.release(a.id);
+        // Never the one being admitted.
+        let g2 = Gate::new(2);
+        let only = g2.admit(ip(2), t).ok().unwrap();
+        assert_eq!(g2.evict_oldest(only.id), None);
+    }
+
+    #[test]
+    fn refusal_logging_is_rate_limited() {
+        let g = Gate::new(1);
+        let t = Instant::now();
+        for _ in 0..LOG_PER_SECOND {
+            assert_eq!(g.may_log(t), Some(0));
+        }
+        assert_eq!(g.may_log(t), None);
+        assert_eq!(g.may_log(t), None);
+        assert_eq!(g.may_log(t + Duration::from_secs(1)), Some(2));
+    }
+}
