@@ -722,3 +722,76 @@ fn a_real_serve_process_shrugs_off_a_hostile_storm() {
     );
     drop(server);
 }
+
+/// A peer that vanishes mid-measurement (its process killed) fails the
+/// record within the protocol's deadline; the client neither hangs nor
+/// panics, and the report (with the failed record) is still written.
+#[test]
+fn a_peer_killed_mid_measurement_fails_the_record_promptly() {
+    let mut server = Serve::start();
+    let addr = server.addr;
+    let dir = std::env::temp_dir().join(format!("bs-vanish-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out_file = dir.join("report.json");
+    let mut client = Command::new(BIN)
+        .args([
+            "run",
+            "net.tcp_throughput",
+            "--peer",
+            &addr.to_string(),
+            "--duration",
+            "30s",
+            "--interval",
+            "500ms",
+            "--no-progress",
+            "-o",
+        ])
+        .arg(&out_file)
+        .env("BENCHSUITE_TOKEN", TOKEN)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("benchsuite run starts");
+    // Let it authenticate, warm up and stream for a while.
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        client.try_wait().unwrap().is_none(),
+        "the client ended before the server was killed"
+    );
+    server.child.kill().unwrap();
+    let killed = Instant::now();
+    let _ = server.child.wait();
+    // The deadline: the protocol's frame deadline plus slack for a debug
+    // build; a hang would run into the 30 s duration and beyond.
+    let deadline = proto::IO_TIMEOUT + Duration::from_secs(5);
+    let status = loop {
+        if let Some(s) = client.try_wait().unwrap() {
+            break s;
+        }
+        if killed.elapsed() > deadline {
+            let _ = client.kill();
+            let _ = client.wait();
+            panic!("the client still runs {deadline:?} after its peer died");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let took = killed.elapsed();
+    let mut stderr = String::new();
+    client
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    eprintln!("peer killed: the client ended {took:?} later with {status}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&out_file).expect("the report is written"))
+            .expect("a JSON report");
+    let rec = &report["records"][0];
+    assert_eq!(rec["status"], "failed", "{rec}");
+    let reason = rec["reason"].as_str().unwrap_or_default();
+    assert!(!reason.is_empty(), "{rec}");
+    eprintln!("its record: failed: {reason}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
