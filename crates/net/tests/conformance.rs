@@ -248,3 +248,47 @@ fn bad_parameters_are_usage_errors_naming_the_parameter() {
         other => panic!("cpus=same with --peer: {:?}", other.map(|_| ())),
     }
 }
+
+/// `--duration`: each interval's reported metrics cover the whole interval,
+/// not its last batch. The bit rate is the interval's bytes over its time
+/// (so it matches the byte-rate metric), and the slowest and fastest
+/// stream bracket the interval's rate.
+#[test]
+fn time_series_intervals_report_over_the_whole_interval() {
+    let cfg = RunConfig {
+        duration: Some(std::time::Duration::from_millis(1500)),
+        interval: Some(std::time::Duration::from_millis(300)),
+        ..RunConfig::smoke_test("net.tcp_throughput", &[("threads", "1")])
+    };
+    let report = runner::run(&harness().registry(), &cfg, &mut runner::Silent).unwrap();
+    let r = &report.records[0];
+    assert_eq!(r.status, Status::Ok, "{:?}", r.reason);
+    let series = |name: &str| {
+        r.metrics
+            .iter()
+            .find(|m| m.name == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+            .samples
+            .clone()
+    };
+    let (bytes, bits) = (series("throughput"), series("throughput_bits"));
+    let (lo, hi) = (series("stream_min"), series("stream_max"));
+    assert!(bytes.len() >= 3, "{} intervals", bytes.len());
+    for i in 0..bytes.len() {
+        let rate = bytes[i];
+        // Bytes over the runner's clock vs over the case's: two clock
+        // reads apart per batch.
+        let ratio = bits[i] / (8.0 * rate);
+        assert!(
+            (0.97..1.03).contains(&ratio),
+            "interval {i}: {} bit/s vs 8 × {rate} B/s",
+            bits[i]
+        );
+        assert!(
+            lo[i] <= rate * 1.03 && hi[i] >= rate * 0.97 && lo[i] <= hi[i],
+            "interval {i}: slowest {} fastest {} around {rate}",
+            lo[i],
+            hi[i]
+        );
+    }
+}
