@@ -156,6 +156,7 @@ pub fn draw(rng: &mut Rng, model: &Model, runs: usize, rounds: usize, change: f6
         tool_version: "sim".into(),
         started_at: String::new(),
         host: Host::default(),
+        cluster: None,
         config: RunConfigRecord {
             runs,
             rounds,
@@ -173,6 +174,7 @@ pub fn draw(rng: &mut Rng, model: &Model, runs: usize, rounds: usize, change: f6
             peak: None,
             warnings: Vec::new(),
             notes: Vec::new(),
+            reference: None,
         }],
     }
 }

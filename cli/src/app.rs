@@ -19,20 +19,27 @@ use crate::progress::Progress;
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Run(a) => cmd_run(&a),
+        Command::Reference(a) => crate::reference::cmd_reference(&a),
         Command::Compare(a) => cmd_compare(&a),
         Command::List(a) => cmd_list(&a),
         Command::Info(a) => cmd_info(&a),
         Command::Serve(a) => cmd_serve(&a),
         Command::Convert(a) => cmd_convert(&a),
         Command::Schema => cmd_schema(),
+        Command::Merge(a) => crate::fleet::cmd_merge(&a),
     }
 }
 
 fn cmd_run(args: &RunArgs) -> Result<i32> {
     let stdout_tty = io::stdout().is_terminal();
-    let (cfg, output, flags) = config::run_config(args, stdout_tty)?;
+    let (mut cfg, output, flags) = config::run_config(args, stdout_tty)?;
+    // The launcher's task (into the report), and --output-dir checked.
+    let placement = crate::fleet::Placement::new(&args.cluster, &mut cfg)?;
     let registry = benchsuite::registry();
     let plan = benchsuite::runner::plan(&registry, &cfg).map_err(|e| flags.explain(e))?;
+    if placement.idle() {
+        return Ok(0);
+    }
     if let Some(file) = &output.file {
         // Fail before measuring, not after, if the output cannot be written.
         // Not truncated: a reader (node_exporter's textfile collector) keeps
@@ -68,9 +75,16 @@ fn cmd_run(args: &RunArgs) -> Result<i32> {
     let report = benchsuite::runner::run_plan(&plan, &cfg, &mut observer);
     drop(observer);
 
-    let written = write_report(&report, output.format, output.file.as_deref())?;
+    let table = export::TableOptions {
+        verbose: args.verbose,
+    };
+    let mut written = String::new();
+    if placement.to_stdout(output.file.is_some(), args.format.is_some(), stdout_tty) {
+        written = write_report(&report, output.format, output.file.as_deref(), &table)?;
+    }
+    written += &placement.write(&report)?;
     if output.file.is_some() && stdout_tty && output.format != Format::Table {
-        write_report(&report, Format::Table, None)?;
+        write_report(&report, Format::Table, None, &table)?;
     }
     let count = |s: Status| report.records.iter().filter(|r| r.status == s).count();
     let (ok, skipped, failed) = (
@@ -156,10 +170,15 @@ fn output_files(format: Format, file: &Path) -> Vec<(PathBuf, Option<GhaTool>)> 
 
 /// Writes the report to `file` (or stdout) and returns what to add to the
 /// closing summary line: `; written to FILE`.
-fn write_report(report: &Report, format: Format, file: Option<&Path>) -> Result<String> {
+fn write_report(
+    report: &Report,
+    format: Format,
+    file: Option<&Path>,
+    table: &export::TableOptions,
+) -> Result<String> {
     let Some(file) = file else {
         let mut out = io::stdout().lock();
-        export::write_report(format, report, &mut out)?;
+        export::write_report_with(format, report, table, &mut out)?;
         out.flush()?;
         return Ok(String::new());
     };
@@ -167,7 +186,7 @@ fn write_report(report: &Report, format: Format, file: Option<&Path>) -> Result<
     for (path, tool) in output_files(format, file) {
         replace_file(&path, |w| match tool {
             Some(t) => export::write_gha(t, report, w),
-            None => export::write_report(format, report, w),
+            None => export::write_report_with(format, report, table, w),
         })?;
         written.push(match tool {
             Some(t) => {
@@ -191,10 +210,19 @@ fn write_report(report: &Report, format: Format, file: Option<&Path>) -> Result<
 /// Writes `path` atomically: into a temporary file beside it, renamed over
 /// it when complete, so a reader never sees half a report.
 fn replace_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+    replace_file_as("-o", path, write)
+}
+
+/// [`replace_file`], its errors naming the option `flag` (`--output-dir`).
+pub(crate) fn replace_file_as(
+    flag: &str,
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<()> {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
     let result = File::create(&tmp)
-        .with_context(|| format!("-o {}: cannot create the file", tmp.display()))
+        .with_context(|| format!("{flag} {}: cannot create the file", tmp.display()))
         .and_then(|f| {
             let mut w = BufWriter::new(f);
             write(&mut w)
@@ -203,11 +231,11 @@ fn replace_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()
                 // leaves the old file or the new one, and the next disk
                 // record does not flush this one's pages while it measures.
                 .and_then(|_| w.get_ref().sync_all())
-                .with_context(|| format!("-o {}: write failed", path.display()))
+                .with_context(|| format!("{flag} {}: write failed", path.display()))
         })
         .and_then(|_| {
             std::fs::rename(&tmp, path)
-                .with_context(|| format!("-o {}: cannot replace the file", path.display()))
+                .with_context(|| format!("{flag} {}: cannot replace the file", path.display()))
         });
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -267,7 +295,10 @@ fn cmd_convert(args: &ConvertArgs) -> Result<i32> {
     if let Some(t) = report.config.options.get_mut("token") {
         *t = benchsuite::bench::REDACTED.to_string();
     }
-    let written = write_report(&report, format, args.output.as_deref())?;
+    let table = export::TableOptions {
+        verbose: args.verbose,
+    };
+    let written = write_report(&report, format, args.output.as_deref(), &table)?;
     if !written.is_empty() {
         eprintln!("{} records{written}", report.records.len());
     }
@@ -287,6 +318,23 @@ fn cmd_list(args: &ListArgs) -> Result<i32> {
                 Err(e)
             }
         })?;
+    let format = match &args.format {
+        Some(f) => config::parse_format("--format", f)?,
+        None => Format::Table,
+    };
+    if !matches!(format, Format::Table | Format::Json) {
+        anyhow::bail!("--format {format}: list writes table or json");
+    }
+    // What a run would ask each benchmark: can it run here?
+    let ctx = args
+        .probe
+        .then(|| benchsuite::RunConfig::default().context(Arc::new(Host::detect())));
+    if format == Format::Json {
+        let ids = (!args.selectors.is_empty()).then_some(wanted.as_slice());
+        let catalog = benchsuite::catalog::catalog(&registry, ids, ctx.as_ref());
+        writeln!(out, "{}", serde_json::to_string_pretty(&catalog)?)?;
+        return Ok(0);
+    }
     for m in registry.modules() {
         let benches: Vec<_> = m
             .benchmarks
@@ -326,6 +374,14 @@ fn cmd_list(args: &ListArgs) -> Result<i32> {
                     format!("{}=...", o.name),
                     o.help
                 )?;
+            }
+            if let Some(ctx) = &ctx {
+                match benchsuite::catalog::describe(b.as_ref(), Some(ctx)).probe {
+                    Some(p) if !p.ready => {
+                        writeln!(out, "      here: skipped: {}", p.reason.unwrap_or_default())?
+                    }
+                    _ => writeln!(out, "      here: can run")?,
+                }
             }
         }
     }

@@ -37,6 +37,12 @@ pub struct Cli {
 pub enum Command {
     /// Run benchmarks (all modules' quick defaults when no selector is given).
     Run(Box<RunArgs>),
+    /// Run each selected point interleaved with its reference tool (fio,
+    /// iperf3, sockperf, sysbench, perf bench): ours, the tool, ours, the
+    /// tool... for --rounds N (default 3), and attach the tool's command,
+    /// median and the ratio (> 1: benchsuite better) to each record.
+    /// Takes `run`'s flags; a missing tool is named with its package.
+    Reference(Box<RunArgs>),
     /// Compare two JSON reports as a CI gate: exit 1 if NEW regressed or
     /// broke a benchmark that ran in BASE, 0 if it passes.
     Compare(CompareArgs),
@@ -61,6 +67,11 @@ pub enum Command {
     /// Print the JSON Schema (draft 2020-12) of the JSON report, generated
     /// from the result types; every report of this major version validates.
     Schema,
+    /// Merge hosts' JSON reports (`run --output-dir`) into one fleet
+    /// report, and print the fleet view: per record the median, spread
+    /// (scaled MAD), min and max across hosts, and the outlier (slow)
+    /// hosts, with hosts of different hardware or kernel grouped apart.
+    Merge(crate::fleet::MergeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -194,6 +205,14 @@ pub struct RunArgs {
     /// No progress bar on stderr.
     #[arg(long)]
     pub no_progress: bool,
+
+    #[command(flatten)]
+    pub cluster: crate::fleet::ClusterArgs,
+
+    /// Table output: list the records' notes (what each number includes,
+    /// the clock, the storage) instead of counting them.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Args)]
@@ -258,6 +277,16 @@ pub struct ListArgs {
     /// Only these modules or benchmarks (same selectors as `run`).
     #[arg(value_name = "SELECTOR")]
     pub selectors: Vec<String>,
+
+    /// Output format: table (default) or json (every benchmark's
+    /// parameters, metrics and options, for wrappers and plan authors).
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+
+    /// Also say whether each benchmark can run on this machine, and why
+    /// not (no GPU, no O_DIRECT...).
+    #[arg(long)]
+    pub probe: bool,
 }
 
 #[derive(Debug, Args)]
@@ -275,6 +304,10 @@ pub struct ConvertArgs {
     /// FILE-bigger.json and FILE-smaller.json).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Table output: list the records' notes instead of counting them.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Args)]

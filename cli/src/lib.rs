@@ -30,9 +30,10 @@ pub use benchsuite_core::{
     Verdict, Work, choice_enum, error_chain,
 };
 pub use benchsuite_core::{
-    bench, caveat, compare, error, export, host, param, report, runner, schema, stats, sweep, team,
-    units,
+    bench, catalog, caveat, cluster, compare, error, export, fleet, host, param, report, runner,
+    schema, stats, sweep, team, units,
 };
+pub use benchsuite_core::reference;
 pub use registry::registry;
 
 /// Plans and runs `config` over `registry` without progress output.

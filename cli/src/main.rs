@@ -8,7 +8,9 @@
 mod app;
 mod args;
 mod config;
+mod fleet;
 mod progress;
+mod reference;
 
 use std::io::ErrorKind;
 use std::process::ExitCode;

@@ -772,6 +772,121 @@ fn convert_writes_a_stored_report_in_another_format() {
 }
 
 #[test]
+fn list_json_describes_every_benchmark_and_probe_says_what_runs_here() {
+    let o = run(&["list", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let benches = v["benchmarks"].as_array().unwrap();
+    let bench = |id: &str| {
+        benches
+            .iter()
+            .find(|b| b["id"] == id)
+            .unwrap_or_else(|| panic!("no {id} in {v}"))
+            .clone()
+    };
+    let param = |b: &serde_json::Value, name: &str| {
+        b["params"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {b}"))
+            .clone()
+    };
+    let disk = bench("disk.io");
+    let block = param(&disk, "block");
+    assert_eq!(block["kind"], "size", "{block}");
+    assert_eq!(block["unit"], "B", "{block}");
+    assert!(block["default"].is_u64() && block["min"].is_u64() && block["max"].is_u64());
+    assert!(
+        block["smoke"].is_u64() && block["help"].is_string(),
+        "{block}"
+    );
+    let op = param(&disk, "op");
+    assert_eq!(op["kind"], "choice", "{op}");
+    assert!(
+        op["values"].as_array().unwrap().contains(&op["default"]),
+        "{op}"
+    );
+    let syscall = bench("os.syscall");
+    let metric = syscall["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "time_per_op")
+        .unwrap()
+        .clone();
+    assert_eq!(metric["direction"], "lower", "{metric}");
+    assert_eq!(metric["unit"], "s", "{metric}");
+    assert!(syscall.get("probe").is_none(), "{syscall}");
+    // Every module is listed; network benchmarks declare the token secret.
+    for m in ["os", "cpu", "mem", "disk", "net", "gpu"] {
+        assert!(
+            v["modules"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|x| x["name"] == m)
+        );
+    }
+    let net = benches.iter().find(|b| b["module"] == "net").unwrap();
+    assert!(
+        net["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["name"] == "token" && o["secret"] == true),
+        "{net}"
+    );
+
+    // --probe: each selected benchmark says whether it can run here.
+    let o = run(&["list", "os.syscall", "gpu", "--format", "json", "--probe"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let benches = v["benchmarks"].as_array().unwrap();
+    assert!(
+        benches
+            .iter()
+            .all(|b| b["module"] == "os" || b["module"] == "gpu")
+    );
+    assert_eq!(benches[0]["id"], "os.syscall");
+    assert_eq!(benches[0]["probe"]["ready"], true, "{v}");
+    for b in benches {
+        let p = &b["probe"];
+        assert!(
+            p["ready"] == true || p["reason"].as_str().is_some_and(|r| !r.is_empty()),
+            "{b}"
+        );
+    }
+    assert_usage_error(&["list", "--format", "csv"], "table or json");
+}
+
+#[test]
+fn the_table_counts_notes_unless_verbose() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = run_json(&["os.timer"], dir.path(), "t.json");
+    let notes = report["records"][0]["notes"].as_array().unwrap().len();
+    assert!(notes > 0, "{report}");
+    let r = dir.path().join("t.json");
+    let o = run(&["convert", r.to_str().unwrap(), "--format", "table"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let t = String::from_utf8_lossy(&o.stdout);
+    let s = if notes == 1 { "" } else { "s" };
+    assert!(
+        t.contains(&format!("\n{notes} note{s}, -v to show\n")),
+        "{t}"
+    );
+    assert!(t.lines().all(|l| l.chars().count() <= 120), "{t}");
+    let o = run(&["convert", r.to_str().unwrap(), "--format", "table", "-v"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        t.contains("\nnotes:\n  os.timer") && !t.contains("-v to show"),
+        "{t}"
+    );
+}
+
+#[test]
 fn list_and_info_describe_benchmarks_and_host() {
     let o = run(&["list"]);
     assert_eq!(o.status.code(), Some(0));

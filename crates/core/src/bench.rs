@@ -20,6 +20,7 @@ use crate::caveat::Caveat;
 use crate::error::{BenchError, ConfigError};
 use crate::host::Host;
 use crate::param::{ParamSpec, Point, Value};
+use crate::reference::Reference;
 use crate::report::Peak;
 
 /// Whether a larger value of a metric is better (throughput) or worse
@@ -479,6 +480,16 @@ pub trait Benchmark: Send + Sync {
 
     /// Untimed setup of one sweep point.
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError>;
+
+    /// How the single-purpose tool this benchmark is measured against
+    /// (fio, iperf3, sysbench...) measures the same thing at this point,
+    /// with equivalent settings: `benchsuite reference` runs it beside us.
+    /// Plain data, so a test can check the command line without the tool.
+    /// The default is none (no reference, or none for this point).
+    fn reference(&self, ctx: &Context, point: &Point) -> Option<Reference> {
+        let _ = (ctx, point);
+        None
+    }
 }
 
 impl std::fmt::Debug for dyn Benchmark + '_ {

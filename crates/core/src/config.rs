@@ -43,6 +43,9 @@ pub struct RunConfig {
     pub options: BTreeMap<String, String>,
     /// Set to stop after the current record (Ctrl-C).
     pub cancel: Arc<AtomicBool>,
+    /// The launched task this run is (see [`crate::cluster::detect`]),
+    /// recorded in the report. `None`: not launched, or not recorded.
+    pub cluster: Option<crate::cluster::Cluster>,
 }
 
 impl std::fmt::Debug for RunConfig {
@@ -61,6 +64,7 @@ impl std::fmt::Debug for RunConfig {
             .field("smoke", &self.smoke)
             .field("scratch_dir", &self.scratch_dir)
             .field("options", &crate::bench::RedactedOptions(&self.options))
+            .field("cluster", &self.cluster)
             .finish_non_exhaustive()
     }
 }
@@ -81,6 +85,7 @@ impl Default for RunConfig {
             scratch_dir: None,
             options: BTreeMap::new(),
             cancel: Arc::new(AtomicBool::new(false)),
+            cluster: None,
         }
     }
 }

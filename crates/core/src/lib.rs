@@ -44,14 +44,18 @@
 //! ```
 
 pub mod bench;
+pub mod catalog;
 pub mod caveat;
+pub mod cluster;
 pub mod compare;
 pub mod config;
 pub mod error;
 pub mod export;
+pub mod fleet;
 pub mod host;
 pub mod param;
 pub mod plan;
+pub mod reference;
 pub mod registry;
 pub mod report;
 pub mod runner;
@@ -68,10 +72,12 @@ pub use bench::{
     OptionSpec, Probe, RedactedOptions, Work, is_secret_key,
 };
 pub use caveat::Caveat;
+pub use cluster::Cluster;
 pub use compare::{CompareOptions, Comparison, Verdict};
 pub use error::{BenchError, ConfigError, ReportError, error_chain};
 pub use host::Host;
 pub use param::{Choice, ParamKind, ParamSpec, Point, Value};
+pub use reference::{Reference, ReferenceResult};
 pub use registry::{Module, Registry};
 pub use report::{Metric, Peak, PeakInput, Record, Report, SCHEMA_VERSION, SampleTails, Status};
 pub use runner::{Observer, RunConfig};

@@ -1,13 +1,14 @@
 //! The result model: plain, versioned data, serialised as JSON.
 //!
-//! # Wire format (schema 1.4)
+//! # Wire format (schema 1.5)
 //!
 //! ```text
 //! {
-//!   "schema_version": "1.4",          // "MAJOR.MINOR"; MAJOR bumps on breaking change
+//!   "schema_version": "1.5",          // "MAJOR.MINOR"; MAJOR bumps on breaking change
 //!   "tool_version": "0.1.0",           // benchsuite version that wrote the file
 //!   "started_at": "2026-11-21T21:00:00Z",   // RFC 3339, UTC
 //!   "host": { ... },                   // see `Host`; unknown fields are null
+//!   "cluster": null,                   // absent unless run under a launcher: see `Cluster`
 //!   "progress": null,                  // absent unless the run did not finish: {"done", "planned"}
 //!   "config": {                        // how the run was made (see `RunConfigRecord`)
 //!     "selectors": ["os"], "params": {"threads": "1,2"}, "runs": 5,
@@ -53,7 +54,13 @@
 //! on the report of a run that did not finish. 1.4 made each of a
 //! record's `warnings` an object with a `kind`, the kind's fields and the
 //! `message` sentence (they were strings: older reports read them as kind
-//! `text`).
+//! `text`). 1.5 added `cluster` (`{"launcher", "job", "step", "rank",
+//! "world_size", "node", "local_rank"}`), present only on a report of a
+//! task started by a launcher (Slurm, MPI, a Kubernetes Indexed Job).
+//! 1.5 also added `record.reference` (only in reports of `benchsuite
+//! reference`): `{tool, version, command, metric, median, unit, ratio,
+//! rounds, note}`, a reference tool run beside the record (see
+//! [`ReferenceResult`]); absent elsewhere.
 
 use std::collections::BTreeMap;
 
@@ -62,13 +69,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::bench::Direction;
 use crate::caveat::Caveat;
+use crate::cluster::Cluster;
 use crate::error::ReportError;
 use crate::host::Host;
 use crate::param::Point;
+use crate::reference::ReferenceResult;
 use crate::stats::{LatencySummary, Summary};
 
 /// Current schema version, `MAJOR.MINOR`.
-pub const SCHEMA_VERSION: &str = "1.4";
+pub const SCHEMA_VERSION: &str = "1.5";
 /// Major schema version this build reads.
 pub const SCHEMA_MAJOR: u32 = 1;
 
@@ -83,6 +92,11 @@ pub struct Report {
     pub started_at: String,
     /// The machine.
     pub host: Host,
+    /// The task of a launched job that measured (Slurm, MPI, a Kubernetes
+    /// Indexed Job), read from the launcher's environment; absent for a
+    /// run that no launcher started (and with `--no-cluster`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<Cluster>,
     /// How the run was configured.
     pub config: RunConfigRecord,
     /// Present only on a report of a run that did not finish: written
@@ -183,6 +197,10 @@ pub struct Record {
     /// Facts that help read it (clock source, what one operation includes).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The reference tool run beside this record by `benchsuite reference`
+    /// (fio, iperf3...): its command, median and the ratio to ours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<ReferenceResult>,
 }
 
 impl Record {
@@ -199,6 +217,7 @@ impl Record {
             peak: None,
             warnings: Vec::new(),
             notes: Vec::new(),
+            reference: None,
         }
     }
 

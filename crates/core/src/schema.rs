@@ -79,7 +79,7 @@ mod tests {
     }
 
     /// The exporters' fixture plus what 1.2 added: a requested point,
-    /// rounds, tails, and a failed record.
+    /// rounds, tails, and a failed record; and 1.5's cluster section.
     fn full_report() -> Value {
         let mut r = fixtures::report();
         let m = &mut r.records[1].metrics[1];
@@ -96,6 +96,15 @@ mod tests {
         let mut failed = Record::failed("os.syscall", Point::default(), "prepare: boom");
         failed.requested = Some(Point::default());
         r.records.push(failed);
+        r.cluster = Some(crate::cluster::Cluster {
+            launcher: crate::cluster::Launcher::Slurm,
+            job: Some("4242".into()),
+            step: Some("0".into()),
+            rank: 1,
+            world_size: 2,
+            node: Some("node2".into()),
+            local_rank: Some(0),
+        });
         serde_json::to_value(&r).unwrap()
     }
 

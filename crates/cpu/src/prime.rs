@@ -9,6 +9,8 @@ use benchsuite_core::{
     Value, Work,
 };
 
+use benchsuite_core::reference::{REFERENCE_SECS, Reference, number_after};
+
 use crate::throughput::{pin_param, placement_caveats, threads_param};
 
 /// sysbench cpu's event; see the crate docs.
@@ -176,6 +178,35 @@ impl Benchmark for Prime {
         )?;
         Ok(TeamCase::boxed(team, about))
     }
+
+    /// `sysbench cpu --cpu-max-prime=N --threads=T --time=SECS run`.
+    fn reference(&self, _ctx: &Context, point: &Point) -> Option<Reference> {
+        sysbench(point)
+    }
+}
+
+/// The sysbench command for a point; events per second is its headline.
+fn sysbench(point: &Point) -> Option<Reference> {
+    let max_prime = point.get("max_prime")?.as_u64()?;
+    let threads = point.get("threads")?.as_u64()?;
+    let mut r = Reference::new(
+        "sysbench",
+        "sysbench",
+        vec![
+            "sysbench".into(),
+            "cpu".into(),
+            format!("--cpu-max-prime={max_prime}"),
+            format!("--threads={threads}"),
+            format!("--time={REFERENCE_SECS}"),
+            "run".into(),
+        ],
+        "events",
+        |out| number_after(out, "events per second"),
+    );
+    if point.get("pin").and_then(Value::as_bool) == Some(true) {
+        r.note = Some("sysbench does not pin its threads; ours did (pin=on)".into());
+    }
+    Some(r)
 }
 
 #[cfg(test)]
@@ -189,5 +220,30 @@ mod tests {
         for m in [3, 4, 5, 10, 100, 1000, 7919, 7920] {
             assert_eq!(sysbench_event(m), reference_count(m), "max_prime {m}");
         }
+    }
+
+    #[test]
+    fn sysbench_command_lines() {
+        let mut p = Point::default();
+        for s in Prime.meta().params {
+            p.set(s.name, s.default.clone());
+        }
+        let r = sysbench(&p).unwrap();
+        assert_eq!(
+            r.command(),
+            "sysbench cpu --cpu-max-prime=20000 --threads=1 --time=4 run"
+        );
+        assert_eq!((r.metric, r.note.is_none()), ("events", true));
+        p.set("threads", Value::Int(2));
+        p.set("max_prime", Value::Int(10_000));
+        p.set("pin", Value::Bool(true));
+        let r = sysbench(&p).unwrap();
+        assert_eq!(
+            r.command(),
+            "sysbench cpu --cpu-max-prime=10000 --threads=2 --time=4 run"
+        );
+        assert!(r.note.is_some());
+        let out = "CPU speed:\n    events per second:  1186.43\n\nGeneral statistics:\n";
+        assert_eq!((r.parse)(out), Ok(1186.43));
     }
 }

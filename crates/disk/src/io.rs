@@ -89,6 +89,11 @@ impl Benchmark for DiskIo {
             .map_err(|e| BenchError::caused("reading the point's parameters", e))?;
         prepare(ctx, &s)
     }
+
+    /// fio with the same pattern, block, depth, jobs, cache mode and file.
+    fn reference(&self, ctx: &Context, point: &Point) -> Option<benchsuite_core::Reference> {
+        crate::fio::reference(ctx, point)
+    }
 }
 
 /// One prepared point: the threads, parked between batches, and what its

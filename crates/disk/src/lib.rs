@@ -203,6 +203,8 @@
 #[cfg(target_os = "linux")]
 pub mod device;
 
+#[cfg(target_os = "linux")]
+mod fio;
 mod io;
 #[cfg(target_os = "linux")]
 mod pattern;

@@ -136,6 +136,11 @@ impl Benchmark for Latency {
         Some(crate::host_facts(ctx))
     }
 
+    /// The matching reference tool on loopback (none with `--peer`).
+    fn reference(&self, ctx: &Context, point: &Point) -> Option<benchsuite_core::Reference> {
+        crate::reference::latency(ctx, point)
+    }
+
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         let udp = point.choice::<Proto>("proto")? == Proto::Udp;
         let block = point.u64("block")? as usize;

@@ -171,6 +171,7 @@ mod connect;
 mod latency;
 mod nic;
 pub mod proto;
+mod reference;
 mod route;
 pub mod server;
 mod sys;

@@ -95,6 +95,11 @@ impl Benchmark for TcpThroughput {
         Some(crate::host_facts(ctx))
     }
 
+    /// The matching reference tool on loopback (none with `--peer`).
+    fn reference(&self, ctx: &Context, point: &Point) -> Option<benchsuite_core::Reference> {
+        crate::reference::tcp(ctx, point)
+    }
+
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         let block = point.u64("block")? as usize;
         let threads = point.u64("threads")? as u32;

@@ -141,6 +141,11 @@ impl Benchmark for UdpThroughput {
         Some(crate::host_facts(ctx))
     }
 
+    /// The matching reference tool on loopback (none with `--peer`).
+    fn reference(&self, ctx: &Context, point: &Point) -> Option<benchsuite_core::Reference> {
+        crate::reference::udp(ctx, point)
+    }
+
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         let block = point.u64("block")?;
         check_udp_block(block).map_err(|e| BenchError::Other(e.to_string()))?;

@@ -67,6 +67,12 @@ impl Benchmark for ContextSwitch {
         let placement = placement(point.choice("cpus")?)?;
         PingPong::start(mode == Mode::Process, placement).map(|c| Box::new(c) as Box<dyn Case>)
     }
+
+    /// `perf bench sched pipe` (`-T` for threads) under `taskset -c`.
+    fn reference(&self, _ctx: &Context, point: &Point) -> Option<benchsuite_core::Reference> {
+        let allowed = sys::thread_affinity().ok()?.cpus();
+        crate::reference::context_switch(point, &allowed)
+    }
 }
 
 /// Where the two ends run: `(ours, partner's)`, or `None` for unpinned.

@@ -114,6 +114,8 @@ mod ctx;
 #[cfg(target_os = "linux")]
 mod process;
 #[cfg(target_os = "linux")]
+mod reference;
+#[cfg(target_os = "linux")]
 mod sys;
 #[cfg(target_os = "linux")]
 mod syscall;

@@ -50,6 +50,11 @@ impl Benchmark for Syscall {
         };
         Ok(Box::new(call))
     }
+
+    /// `perf bench syscall basic` for `call=getppid`.
+    fn reference(&self, _ctx: &Context, point: &Point) -> Option<benchsuite_core::Reference> {
+        crate::reference::syscall(point)
+    }
 }
 
 /// The prepared call; `WriteDevNull` holds the descriptor it writes to.

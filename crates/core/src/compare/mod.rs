@@ -67,7 +67,7 @@
 //! use benchsuite_core::compare::{compare, CompareOptions};
 //! # use benchsuite_core::{Report, host::Host, report::RunConfigRecord};
 //! # let report = Report { schema_version: "1.2".into(), tool_version: "0.1.0".into(),
-//! #     started_at: String::new(), host: Host::default(),
+//! #     started_at: String::new(), host: Host::default(), cluster: None,
 //! #     config: RunConfigRecord::default(), progress: None, records: vec![] };
 //! // An empty new report never passes.
 //! let comparison = compare(&report, &report, &CompareOptions::default()).unwrap();

@@ -40,6 +40,7 @@ fn record(id: &str, threads: u64, metrics: Vec<Metric>) -> Record {
         peak: None,
         warnings: Vec::new(),
         notes: Vec::new(),
+        reference: None,
     }
 }
 
@@ -49,6 +50,7 @@ fn report(records: Vec<Record>) -> Report {
         tool_version: "0.1.0".into(),
         started_at: "2026-01-01T00:00:00Z".into(),
         host: Host::default(),
+        cluster: None,
         config: RunConfigRecord::default(),
         progress: None,
         records,

@@ -103,6 +103,11 @@ pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<(
     let mut header = vec!["id".to_string()];
     header.extend(param_headers(&params, &REPORT_COLUMNS));
     header.extend(REPORT_COLUMNS.iter().map(|c| c.to_string()));
+    // `benchsuite reference` reports add the tool's columns.
+    let with_ref = report.records.iter().any(|r| r.reference.is_some());
+    if with_ref {
+        header.extend(REFERENCE_COLUMNS.iter().map(|c| c.to_string()));
+    }
     w.write_record(&header).map_err(into_io)?;
 
     for r in &report.records {
@@ -121,6 +126,9 @@ pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<(
             // Everything between `reason` and `warnings` is empty.
             row.extend(std::iter::repeat_n(String::new(), REPORT_COLUMNS.len() - 3));
             row.push(warnings);
+            if with_ref {
+                row.extend(reference_cells(r, None));
+            }
             w.write_record(&row).map_err(into_io)?;
             continue;
         }
@@ -161,10 +169,38 @@ pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<(
                 .map(num),
             );
             row.push(warnings.clone());
+            if with_ref {
+                row.extend(reference_cells(r, Some(&m.name)));
+            }
             w.write_record(&row).map_err(into_io)?;
         }
     }
     w.flush()
+}
+
+/// Columns after `warnings` in a report of `benchsuite reference`: on the
+/// row of the metric the tool measured (and on a record's status row).
+const REFERENCE_COLUMNS: [&str; 5] = [
+    "ref_tool",
+    "ref_median",
+    "ref_ratio",
+    "ref_command",
+    "ref_note",
+];
+
+/// The reference cells of a record's row for `metric` (None: its status
+/// row): empty unless the tool measured that metric.
+fn reference_cells(r: &Record, metric: Option<&str>) -> Vec<String> {
+    match &r.reference {
+        Some(x) if metric.is_none_or(|m| m == x.metric) => vec![
+            x.tool.clone(),
+            num(x.median),
+            num(x.ratio),
+            x.command.clone(),
+            x.note.clone().unwrap_or_default(),
+        ],
+        _ => vec![String::new(); REFERENCE_COLUMNS.len()],
+    }
 }
 
 /// Writes one row per compared metric, then one per problem.
@@ -307,6 +343,32 @@ mod tests {
     fn cell<'a>(headers: &[String], row: &'a ::csv::StringRecord, name: &str) -> &'a str {
         let i = headers.iter().position(|h| h == name).unwrap();
         &row[i]
+    }
+
+    #[test]
+    fn reference_columns_only_in_reference_reports() {
+        let mut report = fixtures::report();
+        report.records[1].reference = Some(crate::reference::ReferenceResult {
+            tool: "tool".into(),
+            version: None,
+            command: "tool --x".into(),
+            metric: "latency".into(),
+            median: Some(2e-6),
+            unit: "s".into(),
+            ratio: Some(2.0),
+            rounds: vec![2e-6],
+            note: None,
+        });
+        let mut out = Vec::new();
+        write_report(&report, &mut out).unwrap();
+        let (h, rows) = read(&out);
+        assert!(h.ends_with(&REFERENCE_COLUMNS.map(String::from)));
+        assert!(rows.iter().all(|r| r.len() == h.len()));
+        // On the latency row of mem.bandwidth only.
+        assert_eq!(cell(&h, &rows[1], "ref_tool"), "");
+        assert_eq!(cell(&h, &rows[2], "ref_tool"), "tool");
+        assert_eq!(cell(&h, &rows[2], "ref_ratio"), "2.0");
+        assert_eq!(cell(&h, &rows[2], "ref_command"), "tool --x");
     }
 
     #[test]

@@ -39,6 +39,14 @@ mod table;
 
 pub use gha::GhaTool;
 
+/// How the `table` format writes a report (the other formats take none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TableOptions {
+    /// Print the records' notes; otherwise one line counts them
+    /// (`12 notes, -v to show`).
+    pub verbose: bool,
+}
+
 /// An output format. Parsed from the `--format` flag: `table`, `json`, `csv`,
 /// `markdown` (or `md`), `bmf` (or `bencher`), `gha`, `openmetrics` (or
 /// `prometheus`).
@@ -158,7 +166,7 @@ impl FromStr for Format {
 /// stream: it returns [`io::ErrorKind::InvalidInput`]; use [`write_gha`].
 pub fn write_report(format: Format, report: &Report, out: &mut dyn Write) -> io::Result<()> {
     match format {
-        Format::Table => table::write_report(report, out),
+        Format::Table => table::write_report(report, &TableOptions::default(), out),
         Format::Json => json::write_report(report, out),
         Format::Csv => csv::write_report(report, out),
         Format::Markdown => markdown::write_report(report, out),
@@ -168,6 +176,20 @@ pub fn write_report(format: Format, report: &Report, out: &mut dyn Write) -> io:
             gha::NEEDS_FILES,
         )),
         Format::OpenMetrics => openmetrics::write_report(report, out),
+    }
+}
+
+/// Writes `report` to `out` in `format`, the `table` format with
+/// `options`; otherwise the same as [`write_report`].
+pub fn write_report_with(
+    format: Format,
+    report: &Report,
+    options: &TableOptions,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    match format {
+        Format::Table => table::write_report(report, options, out),
+        f => write_report(f, report, out),
     }
 }
 
@@ -223,9 +245,15 @@ enum Line {
 
 /// The headline lines of a report, one per record × metric.
 fn report_lines(report: &Report) -> Vec<Line> {
+    let keys: Vec<String> = report.records.iter().map(Record::key).collect();
+    report_lines_keyed(report, &keys)
+}
+
+/// [`report_lines`] with the records' keys given, one per record.
+fn report_lines_keyed(report: &Report, keys: &[String]) -> Vec<Line> {
     let mut lines = Vec::new();
-    for r in &report.records {
-        let key = r.key();
+    for (r, key) in report.records.iter().zip(keys) {
+        let key = key.clone();
         if r.status != Status::Ok || r.metrics.is_empty() {
             let status = status_name(r.status);
             // One line whatever the error said: a multi-line reason would
@@ -505,6 +533,7 @@ pub(crate) mod fixtures {
             peak: None,
             warnings: vec!["vDSO, not a real syscall".into()],
             notes: Vec::new(),
+            reference: None,
         };
         syscall.params.set("call", Value::Str("getppid".into()));
 
@@ -549,6 +578,7 @@ pub(crate) mod fixtures {
             }),
             warnings: Vec::new(),
             notes: Vec::new(),
+            reference: None,
         };
 
         let mut gp = Point::default();
@@ -560,6 +590,7 @@ pub(crate) mod fixtures {
             tool_version: "0.1.0".into(),
             started_at: "2026-01-01T00:00:00Z".into(),
             host: Host::default(),
+            cluster: None,
             config: RunConfigRecord::default(),
             progress: None,
             records: vec![syscall, bw, gpu],
@@ -627,7 +658,13 @@ mod tests {
                 false => write_gha(GhaTool::SmallerIsBetter, &r, &mut out).unwrap(),
             }
             let text = String::from_utf8(out).unwrap();
-            assert!(text.contains("getppid"), "{f}: {text}");
+            // The table's key shows only what tells records apart.
+            let name = if f == Format::Table {
+                "os.syscall"
+            } else {
+                "getppid"
+            };
+            assert!(text.contains(name), "{f}: {text}");
             if !f.writes_comparison() {
                 continue;
             }

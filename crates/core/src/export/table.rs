@@ -1,44 +1,74 @@
 //! Table: aligned plain text for a terminal, the default when stdout is a
 //! TTY. No colour, so it reads the same in a log file.
 //!
-//! A report shows one line per record × metric: the benchmark key (id and
-//! parameters, on the first metric of a record only), the metric, the median
-//! in human units, the half-width of the 95% confidence interval of the mean
-//! as a percentage of the mean, the range of the samples, the latency p99 and
+//! A report shows one line per record × metric: the benchmark key (on the
+//! first metric of a record only), the metric, the median in human units,
+//! the half-width of the 95% confidence interval of the mean as a
+//! percentage of the mean, the range of the samples, the latency p99 and
 //! the efficiency against the theoretical peak (those last two columns only
 //! when some record has them). A record that did not run shows its status
-//! and reason. Warnings follow the table, one per line, then the records'
-//! notes (each distinct text once).
+//! and reason.
+//!
+//! The key shows only what tells records apart ([`short_keys`]): the
+//! parameters that vary between the records of one benchmark, and those
+//! given on the command line; sizes read `1MiB`. The full set stays in
+//! JSON and CSV. Warnings follow the table, grouped under their record,
+//! each text once; the notes are counted on one line, or listed the same
+//! way with [`TableOptions::verbose`]. Free text is wrapped at [`WIDTH`]
+//! columns.
 
+use std::collections::BTreeSet;
 use std::io::{self, Write};
 
 use crate::compare::Comparison;
+use crate::param::Value;
 use crate::report::Report;
 
 use super::{
-    COMPARISON_HEADER, Line, REPORT_HEADER, comparison_notes, comparison_rows, gate_lines,
-    note_lines, report_lines, warning_lines,
+    COMPARISON_HEADER, Line, TableOptions, comparison_notes, comparison_rows, gate_lines,
+    report_lines_keyed,
 };
 
 /// Space between columns.
 const GAP: &str = "  ";
 
-/// The widest key (first column) kept on its metric's line. A longer one (a
-/// benchmark with many parameters: `disk.io` has twelve) stands on a line of
-/// its own above its metrics, so one long key does not push every number of
-/// the table off a terminal's width.
-const KEY_MAX: usize = 56;
+/// The width the table is laid out for: the quick pass fits it, and free
+/// text (reasons, warnings, notes) is wrapped at it.
+const WIDTH: usize = 120;
 
-/// Writes the report as an aligned table followed by its warnings.
-pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<()> {
-    let lines = report_lines(report);
-    let rows: Vec<Row> = lines
+/// The widest key (first column) kept on its metric's line. A longer one (a
+/// sweep over many parameters) stands on a line of its own above its
+/// metrics, so one long key does not push every number of the table off a
+/// terminal's width.
+const KEY_MAX: usize = 40;
+
+/// Header of the report columns (shorter than the Markdown one's, so the
+/// table fits [`WIDTH`]).
+const HEADER: [&str; 7] = [
+    "benchmark",
+    "metric",
+    "median",
+    "±95% CI",
+    "min .. max",
+    "p99",
+    "% peak",
+];
+
+/// Writes the report as an aligned table followed by its warnings and notes.
+pub(super) fn write_report(
+    report: &Report,
+    options: &TableOptions,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let keys = short_keys(report);
+    let rows: Vec<Row> = report_lines_keyed(report, &keys)
         .into_iter()
         .map(|l| match l {
             Line::Metric { mut cells, first } => {
                 if !first {
                     cells[0].clear();
                 }
+                cells[4] = one_unit_range(&cells[4]);
                 Row::Cells(cells.to_vec())
             }
             Line::NotRun { key, note } => Row::Note(key, note),
@@ -46,7 +76,7 @@ pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<(
         .collect();
     // Columns 0 and 1 are text, the others numbers.
     let right = [false, false, true, true, true, true, true];
-    for line in render(&REPORT_HEADER, &rows, &right) {
+    for line in render(&HEADER, &rows, &right) {
         writeln!(out, "{line}")?;
     }
     let c = &report.config;
@@ -66,21 +96,171 @@ pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<(
             ""
         }
     )?;
-    let warnings = warning_lines(report);
+    let warnings = grouped(
+        report.records.iter().zip(&keys).map(|(r, k)| {
+            (
+                k.as_str(),
+                r.warnings.iter().map(|w| w.to_string()).collect(),
+            )
+        }),
+        false,
+    );
     if !warnings.is_empty() {
-        writeln!(out)?;
-        for w in warnings {
-            writeln!(out, "warning: {w}")?;
+        writeln!(out, "\nwarnings:")?;
+        for line in warnings {
+            writeln!(out, "{line}")?;
         }
     }
-    let notes = note_lines(report);
-    if !notes.is_empty() {
-        writeln!(out)?;
-        for n in notes {
-            writeln!(out, "note: {n}")?;
+    let notes = grouped(
+        report
+            .records
+            .iter()
+            .zip(&keys)
+            .map(|(r, k)| (k.as_str(), r.notes.clone())),
+        true,
+    );
+    if options.verbose && !notes.is_empty() {
+        writeln!(out, "\nnotes:")?;
+        for line in notes {
+            writeln!(out, "{line}")?;
         }
+    } else if !notes.is_empty() {
+        let n = note_count(report);
+        let s = if n == 1 { "" } else { "s" };
+        writeln!(out, "\n{n} note{s}, -v to show")?;
     }
     Ok(())
+}
+
+/// The records' distinct note texts: how many lines `-v` would show.
+fn note_count(report: &Report) -> usize {
+    report
+        .records
+        .iter()
+        .flat_map(|r| &r.notes)
+        .collect::<BTreeSet<_>>()
+        .len()
+}
+
+/// Each record's key, showing only what distinguishes it: a parameter
+/// whose value differs between the records of the same benchmark in this
+/// report, or one given on the command line (`report.config.params`).
+/// Sizes (`block`, `size`, `stride`, `*_size`, `*bytes`) read `1MiB`.
+pub(super) fn short_keys(report: &Report) -> Vec<String> {
+    let given: BTreeSet<&str> = report.config.params.keys().map(String::as_str).collect();
+    report
+        .records
+        .iter()
+        .map(|r| {
+            let shown: Vec<String> = r
+                .params
+                .0
+                .iter()
+                .filter(|(name, v)| {
+                    given.contains(name.as_str())
+                        || report
+                            .records
+                            .iter()
+                            .filter(|o| o.id == r.id)
+                            .any(|o| o.params.get(name) != Some(*v))
+                })
+                .map(|(name, v)| format!("{name}={}", param_text(name, v)))
+                .collect();
+            if shown.is_empty() {
+                r.id.clone()
+            } else {
+                format!("{} {}", r.id, shown.join(" "))
+            }
+        })
+        .collect()
+}
+
+/// A parameter's value for the key: a byte size in binary units.
+fn param_text(name: &str, value: &Value) -> String {
+    let size = matches!(name, "block" | "size" | "stride")
+        || name.ends_with("_size")
+        || name.ends_with("bytes");
+    match value {
+        Value::Int(v) if size => crate::units::format_size(*v),
+        v => v.to_string(),
+    }
+}
+
+/// `1.0 GB/s .. 1.2 GB/s` as `1.0 .. 1.2 GB/s`: the unit once where both
+/// ends share it.
+fn one_unit_range(range: &str) -> String {
+    let Some((lo, hi)) = range.split_once(" .. ") else {
+        return range.to_string();
+    };
+    match (lo.rsplit_once(' '), hi.rsplit_once(' ')) {
+        (Some((a, u)), Some((b, v))) if u == v => format!("{a} .. {b} {u}"),
+        _ => range.to_string(),
+    }
+}
+
+/// Texts grouped under their record's key, each distinct text once per
+/// record: `  key` then `    text` (wrapped at [`WIDTH`]). With `once`, a
+/// text is shown only under the first record that has it, with how many
+/// more records share it.
+fn grouped<'a>(records: impl Iterator<Item = (&'a str, Vec<String>)>, once: bool) -> Vec<String> {
+    let records: Vec<(&str, Vec<String>)> = records.collect();
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    let mut out = Vec::new();
+    for (i, (key, texts)) in records.iter().enumerate() {
+        let mut mine: Vec<String> = Vec::new();
+        for t in texts {
+            if !once && mine.contains(t) {
+                continue;
+            }
+            if once {
+                if !seen.insert(t.as_str()) {
+                    continue;
+                }
+                let more = records[i + 1..]
+                    .iter()
+                    .filter(|(_, ts)| ts.contains(t))
+                    .count();
+                mine.push(match more {
+                    0 => t.clone(),
+                    1 => format!("{t} (and 1 more record)"),
+                    m => format!("{t} (and {m} more records)"),
+                });
+            } else {
+                mine.push(t.clone());
+            }
+        }
+        if mine.is_empty() {
+            continue;
+        }
+        out.push(format!("  {key}"));
+        for m in mine {
+            out.extend(wrap(&m, "    ", "      "));
+        }
+    }
+    out
+}
+
+/// Splits `text` into lines of at most [`WIDTH`] characters at spaces, the
+/// first line starting with `first`, the others with `rest`. A word longer
+/// than a line stands alone on its line.
+fn wrap(text: &str, first: &str, rest: &str) -> Vec<String> {
+    let width = |s: &str| s.chars().count();
+    let mut lines = Vec::new();
+    let mut line = first.to_string();
+    let mut empty = true;
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        if !empty && width(&line) + 1 + width(word) > WIDTH {
+            lines.push(std::mem::replace(&mut line, rest.to_string()));
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    lines.push(line);
+    lines
 }
 
 /// Writes what fails the gate first (one line each, with its reason), then
@@ -189,10 +369,10 @@ fn render(header: &[&str], rows: &[Row], right: &[bool]) -> Vec<String> {
                 } else {
                     first.as_str()
                 };
-                out.push(format!(
-                    "{first}{}{GAP}{note}",
-                    " ".repeat(widths[0] - width(first))
-                ));
+                // The reason wrapped at WIDTH, under itself.
+                let first = format!("{first}{}{GAP}", " ".repeat(widths[0] - width(first)));
+                let rest = " ".repeat(widths[0] + GAP.len());
+                out.extend(wrap(note, &first, &rest));
             }
         }
     }
@@ -210,9 +390,23 @@ mod tests {
         String::from_utf8(out).unwrap()
     }
 
+    fn table(r: &Report, verbose: bool) -> String {
+        text(|o| write_report(r, &TableOptions { verbose }, o))
+    }
+
+    fn widest(t: &str) -> usize {
+        t.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+    }
+
+    /// The report of a real `benchsuite run` (the quick pass, 22 records,
+    /// a long-keyed disk.io, skipped GPU records with a long reason).
+    fn quick_pass() -> Report {
+        Report::from_json(include_str!("testdata/quick-pass.json"), "quick-pass.json").unwrap()
+    }
+
     #[test]
     fn report_table_is_aligned_and_readable() {
-        let t = text(|o| write_report(&fixtures::report(), o));
+        let t = table(&fixtures::report(), false);
         let lines: Vec<&str> = t.lines().collect();
         assert!(lines[0].starts_with("benchmark"), "{t}");
         // The median column ends at the same character on every metric row.
@@ -224,22 +418,65 @@ mod tests {
         let e2 = end_of(lines[3], "2.500 GB/s").unwrap();
         let e3 = end_of(lines[4], "1.00 µs").unwrap();
         assert_eq!((e1, e2), (e3, e3), "{t}");
-        assert!(lines[2].starts_with("os.syscall call=getppid"), "{t}");
+        // One record per benchmark and no parameter given: the id alone.
+        assert!(lines[2].starts_with("os.syscall  "), "{t}");
         assert!(lines[3].contains("50.0%"), "{t}");
+        // The range names its unit once.
+        assert!(lines[3].contains("2.400 .. 2.600 GB/s"), "{t}");
         // The latency row carries the p99 and, being a second metric, no key.
         assert!(
             lines[4].starts_with(' ') && lines[4].contains("2.50 µs"),
             "{t}"
         );
         assert!(
-            lines[5].starts_with("gpu.flops precision=f16")
+            lines[5].starts_with("gpu.flops ")
                 && lines[5].ends_with("skipped: no GPU, found none via NVML"),
             "{t}"
         );
+        let tail: Vec<&str> = lines.iter().rev().take(3).rev().copied().collect();
         assert_eq!(
-            lines.last().unwrap(),
-            &"warning: os.syscall call=getppid: vDSO, not a real syscall"
+            tail,
+            ["warnings:", "  os.syscall", "    vDSO, not a real syscall"],
+            "{t}"
         );
+    }
+
+    #[test]
+    fn the_key_shows_what_varies_and_what_was_given_in_human_units() {
+        let mut r = fixtures::report();
+        let mut big = r.records[1].clone();
+        big.params.set("block", Value::Int(1 << 20));
+        r.records.insert(2, big);
+        let keys = short_keys(&r);
+        assert_eq!(
+            keys,
+            [
+                "os.syscall",
+                "mem.bandwidth block=4KiB",
+                "mem.bandwidth block=1MiB",
+                "gpu.flops",
+            ]
+        );
+        // A parameter given on the command line stays in the key, even
+        // where it does not vary.
+        r.config.params.insert("op".into(), "copy".into());
+        r.config.params.insert("precision".into(), "f16".into());
+        let keys = short_keys(&r);
+        assert_eq!(keys[1], "mem.bandwidth block=4KiB op=copy");
+        assert_eq!(keys[3], "gpu.flops precision=f16");
+        let t = table(&r, false);
+        assert!(
+            t.contains("\nmem.bandwidth block=1MiB op=copy  bandwidth"),
+            "{t}"
+        );
+        // JSON and CSV keep every parameter.
+        let mut csv = Vec::new();
+        super::super::write_report(super::super::Format::Csv, &r, &mut csv).unwrap();
+        let csv = String::from_utf8(csv).unwrap();
+        assert!(csv.contains("1048576"), "{csv}");
+        assert_eq!(param_text("threads", &Value::Int(4096)), "4096");
+        assert_eq!(param_text("stride", &Value::Int(64)), "64B");
+        assert_eq!(param_text("file_size", &Value::Int(1 << 30)), "1GiB");
     }
 
     #[test]
@@ -248,22 +485,30 @@ mod tests {
         // Measured, then its teardown failed: no numbers, the reason instead.
         r.records[1].status = crate::Status::Failed;
         r.records[1].reason = Some("teardown: unmap failed\ncaused by: EBUSY".into());
-        let t = text(|o| write_report(&r, o));
+        let t = table(&r, false);
         let lines: Vec<&str> = t.lines().collect();
         assert!(
-            lines[3].starts_with("mem.bandwidth block=4096 op=copy")
+            lines[3].starts_with("mem.bandwidth ")
                 && lines[3].ends_with("failed: teardown: unmap failed caused by: EBUSY"),
             "{t}"
         );
         assert!(
-            lines[4].starts_with("gpu.flops precision=f16")
+            lines[4].starts_with("gpu.flops ")
                 && lines[4].ends_with("skipped: no GPU, found none via NVML"),
             "{t}"
         );
-        assert!(!t.contains("GB/s") && !t.contains("% of peak"), "{t}");
+        assert!(!t.contains("GB/s") && !t.contains("% peak"), "{t}");
+        // A long reason wraps under itself within the width.
+        r.records[2].reason = Some("no GPU: ".repeat(40));
+        let t = table(&r, false);
+        assert!(widest(&t) <= WIDTH, "{t}");
+        let at = t.find("skipped: no GPU").unwrap();
+        let column = t[..at].rsplit('\n').next().unwrap().chars().count();
+        let next = t[at..].lines().nth(1).unwrap();
+        assert_eq!(next.len() - next.trim_start().len(), column, "{t}");
         // A report of nothing but records that did not run still lists them.
         r.records.remove(0);
-        let t = text(|o| write_report(&r, o));
+        let t = table(&r, false);
         assert!(
             t.contains("failed: teardown") && t.contains("skipped: no GPU"),
             "{t}"
@@ -271,35 +516,120 @@ mod tests {
     }
 
     #[test]
-    fn notes_follow_the_warnings_each_text_once() {
+    fn notes_are_counted_unless_verbose_then_listed_each_text_once() {
         let mut r = fixtures::report();
         r.records[0].notes = vec!["clock: tsc".into(), "one op = one getppid".into()];
         r.records[1].notes = vec!["clock: tsc".into()];
-        let t = text(|o| write_report(&r, o));
-        let notes: Vec<&str> = t.lines().filter(|l| l.starts_with("note: ")).collect();
+        let t = table(&r, false);
+        assert!(!t.contains("clock: tsc"), "{t}");
+        assert_eq!(t.lines().last().unwrap(), "2 notes, -v to show", "{t}");
+        let t = table(&r, true);
+        let notes: Vec<&str> = t.lines().skip_while(|l| *l != "notes:").collect();
         assert_eq!(
             notes,
             [
-                "note: os.syscall call=getppid (and 1 more record): clock: tsc",
-                "note: os.syscall call=getppid: one op = one getppid",
+                "notes:",
+                "  os.syscall",
+                "    clock: tsc (and 1 more record)",
+                "    one op = one getppid",
             ],
             "{t}"
         );
         assert!(
-            t.find("warning: ").unwrap() < t.find("note: ").unwrap(),
+            t.find("warnings:").unwrap() < t.find("notes:").unwrap(),
             "{t}"
         );
+        r.records[0].notes.truncate(1);
+        r.records[1].notes.clear();
+        assert!(table(&r, false).ends_with("\n1 note, -v to show\n"));
+        r.records[0].notes.clear();
+        let t = table(&r, false);
+        assert!(!t.contains("note"), "{t}");
+    }
+
+    #[test]
+    fn warnings_are_grouped_under_their_record_each_text_once() {
+        let mut r = fixtures::report();
+        r.records[0]
+            .warnings
+            .push("vDSO, not a real syscall".into());
+        r.records[1].warnings = vec![
+            crate::Caveat::Noisy {
+                metric: "bandwidth".into(),
+                cv: 0.2,
+                n: 3,
+            },
+            crate::Caveat::text("x ".repeat(100)),
+        ];
+        let t = table(&r, false);
+        assert_eq!(t.matches("vDSO, not a real syscall").count(), 1, "{t}");
+        let w: Vec<&str> = t.lines().skip_while(|l| *l != "warnings:").collect();
+        assert_eq!(
+            w[1..3],
+            ["  os.syscall", "    vDSO, not a real syscall"],
+            "{t}"
+        );
+        assert_eq!(w[3], "  mem.bandwidth", "{t}");
+        assert!(w[4].starts_with("    bandwidth is noisy: CV 20.0%"), "{t}");
+        // A long text wraps within the width, indented under itself.
+        assert!(w[6].starts_with("      x x"), "{t}");
+        assert!(widest(&t) <= WIDTH, "{t}");
+    }
+
+    #[test]
+    fn the_quick_pass_fits_120_columns() {
+        let r = quick_pass();
+        for verbose in [false, true] {
+            let t = table(&r, verbose);
+            assert!(widest(&t) <= 120, "{}:\n{t}", widest(&t));
+            // Every number is there: one row per metric of every ok record.
+            let metrics: usize = r.records.iter().map(|r| r.metrics.len()).sum();
+            let skipped = r.records.iter().filter(|r| r.metrics.is_empty()).count();
+            let rows = t.lines().filter(|l| l.contains(" .. ")).count();
+            assert!(rows >= metrics, "{rows} rows for {metrics} metrics:\n{t}");
+            assert_eq!(t.matches("skipped: ").count(), skipped, "{t}");
+            // Keys are the ids alone: each benchmark ran once.
+            let rows: String = t.lines().take_while(|l| !l.is_empty()).collect();
+            assert!(
+                t.contains("\ndisk.io  ") && !rows.contains("1048576"),
+                "{t}"
+            );
+            // Each warning once.
+            let warnings: usize = r.records.iter().map(|r| r.warnings.len()).sum();
+            let listed = t
+                .lines()
+                .skip_while(|l| *l != "warnings:")
+                .take_while(|l| !l.is_empty())
+                .filter(|l| l.starts_with("    ") && !l.starts_with("      "))
+                .count();
+            assert_eq!(listed, warnings, "{t}");
+        }
+        let t = table(&r, false);
+        let notes = r
+            .records
+            .iter()
+            .flat_map(|r| &r.notes)
+            .collect::<BTreeSet<_>>()
+            .len();
+        assert!(
+            t.ends_with(&format!("\n{notes} notes, -v to show\n")),
+            "{t}"
+        );
+        assert!(!t.contains("loopback"), "{t}");
+        let t = table(&r, true);
+        assert_eq!(t.matches("path to 127.0.0.1: loopback").count(), 2, "{t}");
     }
 
     #[test]
     fn a_long_key_stands_on_its_own_line() {
         let mut r = fixtures::report();
         let long: String = (0..12).map(|i| format!(" param{i}=1048576")).collect();
+        r.config.params.insert("zz".into(), "long".into());
         r.records[1]
             .params
             .set("zz", crate::Value::Str(long.clone()));
         r.records[2].params.set("zz", crate::Value::Str(long));
-        let t = text(|o| write_report(&r, o));
+        let t = table(&r, false);
         let lines: Vec<&str> = t.lines().collect();
         let key = lines
             .iter()
@@ -330,8 +660,8 @@ mod tests {
     fn empty_columns_are_dropped() {
         let mut r = fixtures::report();
         r.records.truncate(1);
-        let t = text(|o| write_report(&r, o));
-        assert!(!t.contains("p99") && !t.contains("% of peak"), "{t}");
+        let t = table(&r, false);
+        assert!(!t.contains("p99") && !t.contains("% peak"), "{t}");
         assert!(t.contains("±95% CI"), "{t}");
     }
 

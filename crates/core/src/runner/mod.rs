@@ -30,6 +30,7 @@ use crate::stats::latency_histogram;
 pub use crate::config::RunConfig;
 pub use crate::plan::{Plan, PlannedBench, plan, plan_on};
 pub use measure::NOISY_CV;
+pub use rounds::pool_rounds;
 pub use steal::STEAL_WARN;
 
 mod measure;
@@ -139,6 +140,7 @@ pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer
             h.extra.extend(facts);
             h
         },
+        cluster: config.cluster.clone(),
         config: RunConfigRecord {
             selectors: config.selectors.clone(),
             params: config.sweep.clone(),
@@ -197,6 +199,7 @@ pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer
 struct Assembler {
     started_at: String,
     host: crate::host::Host,
+    cluster: Option<crate::cluster::Cluster>,
     config: RunConfigRecord,
     planned: usize,
 }
@@ -229,6 +232,7 @@ impl Assembler {
             tool_version: self.host.build.version.clone(),
             started_at: self.started_at.clone(),
             host: self.host.clone(),
+            cluster: self.cluster.clone(),
             config: self.config.clone(),
             progress: (!complete).then_some(RunProgress {
                 done,
@@ -396,6 +400,7 @@ fn run_point(
                 peak,
                 warnings,
                 notes,
+                reference: None,
             }
         }
         Err(e) => {

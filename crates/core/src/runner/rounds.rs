@@ -87,6 +87,20 @@ pub(super) fn merge_round(slot: &mut (Record, Hists), new: Record, new_hists: Hi
     }
 }
 
+/// Pools records of one point that were measured in separate runs (one
+/// per round, interleaved with something else, as `benchsuite reference`
+/// does) the way `--rounds` pools the rounds of a plan: samples pooled and
+/// summarised again, warnings and notes merged. Latency percentiles stay
+/// those of the first round (a record does not keep its histograms).
+pub fn pool_rounds(records: impl IntoIterator<Item = Record>) -> Option<Record> {
+    let mut it = records.into_iter();
+    let mut slot: (Record, Hists) = (it.next()?, Vec::new());
+    for (i, r) in it.enumerate() {
+        merge_round(&mut slot, r, Vec::new(), i + 2);
+    }
+    Some(slot.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

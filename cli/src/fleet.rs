@@ -1,0 +1,208 @@
+//! Fleets: `run` under a launcher (`--output-dir`, `--per-task`,
+//! `--no-cluster`, `--world-size`) and `benchsuite merge`.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result, anyhow};
+use benchsuite::cluster::{self, Cluster};
+use benchsuite::export::{self, Format};
+use benchsuite::fleet::Fleet;
+use benchsuite::{Report, RunConfig};
+use clap::Args;
+
+use crate::app::replace_file_as;
+
+/// `run`'s flags for launched jobs.
+#[derive(Debug, Args)]
+pub struct ClusterArgs {
+    /// Write this task's JSON report to DIR/JOB/HOST-rRANK.json (JOB: the
+    /// launcher's job id, or `local`; HOST: the host name; RANK: the task's
+    /// rank, 0 without a launcher), atomically. On a shared file system,
+    /// `benchsuite merge DIR/JOB/*.json` then gathers the fleet. The report
+    /// then goes to stdout only with -o, --format or a terminal.
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+
+    /// Under a launcher (Slurm, MPI...), make every task measure. By
+    /// default only the first task of each node (local rank 0) measures, so
+    /// two tasks never compete for one node's cores or disk; the others
+    /// exit 0 at once, saying so.
+    #[arg(long)]
+    pub per_task: bool,
+
+    /// Ignore the launcher's environment (SLURM_*, OMPI_COMM_WORLD_*,
+    /// PMI*, JOB_COMPLETION_INDEX, RANK): no `cluster` section in the
+    /// report, and every task measures.
+    #[arg(long, conflicts_with = "world_size")]
+    pub no_cluster: bool,
+
+    /// The number of tasks in the job, for launchers that do not put it
+    /// in the environment (a Kubernetes Indexed Job: its completions).
+    #[arg(long, value_name = "N")]
+    pub world_size: Option<u64>,
+}
+
+/// `benchsuite merge`'s arguments.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The hosts' JSON reports (e.g. DIR/JOB/*.json from `run
+    /// --output-dir`); a fleet report adds all its hosts.
+    #[arg(value_name = "REPORT.json", required = true)]
+    pub reports: Vec<PathBuf>,
+
+    /// Write the fleet report (JSON) to FILE, atomically. The fleet view is
+    /// printed to stdout either way.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Where this task sits and where its report goes.
+#[derive(Debug)]
+pub struct Placement {
+    cluster: Option<Cluster>,
+    per_task: bool,
+    /// DIR/JOB, created and known writable.
+    dir: Option<PathBuf>,
+}
+
+impl Placement {
+    /// Reads the launcher's environment (unless `--no-cluster`) into
+    /// `cfg.cluster`, and checks that `--output-dir` can be written, before
+    /// anything is measured.
+    pub fn new(args: &ClusterArgs, cfg: &mut RunConfig) -> Result<Placement> {
+        let cluster = if args.no_cluster {
+            None
+        } else {
+            cluster::detect_env(args.world_size)?
+        };
+        if cluster.is_none() && args.world_size.is_some() {
+            eprintln!(
+                "note: --world-size is ignored: no launcher variable (SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, JOB_COMPLETION_INDEX, RANK) is set"
+            );
+        }
+        cfg.cluster = cluster.clone();
+        let dir = match &args.output_dir {
+            None => None,
+            Some(root) => {
+                let job = cluster
+                    .as_ref()
+                    .and_then(|c| c.job.as_deref())
+                    .map(file_part)
+                    .unwrap_or_else(|| "local".into());
+                let dir = root.join(job);
+                check_writable(&dir).with_context(|| {
+                    format!("--output-dir {}: cannot write there", root.display())
+                })?;
+                Some(dir)
+            }
+        };
+        Ok(Placement {
+            cluster,
+            per_task: args.per_task,
+            dir,
+        })
+    }
+
+    /// Whether this task stays idle (another task of its node measures);
+    /// says so on stderr.
+    pub fn idle(&self) -> bool {
+        let Some(c) = &self.cluster else {
+            return false;
+        };
+        if self.per_task || c.is_node_leader() {
+            return false;
+        }
+        eprintln!(
+            "rank {} (local rank {} on node {}) is idle on purpose: one task per node measures (local rank 0), so tasks do not compete for its cores or disk; --per-task makes every task measure",
+            c.rank,
+            c.local_rank.unwrap_or_default(),
+            c.node.as_deref().unwrap_or("?"),
+        );
+        true
+    }
+
+    /// Whether the report also goes to stdout: not when `--output-dir`
+    /// takes it and nothing else asked for it (no `-o`, no `--format`, no
+    /// terminal), so that N tasks do not print N reports into one log.
+    pub fn to_stdout(&self, output_file: bool, format_given: bool, stdout_tty: bool) -> bool {
+        self.dir.is_none() || output_file || format_given || stdout_tty
+    }
+
+    /// Writes the report into `--output-dir`, if given; returns what to add
+    /// to the closing line.
+    pub fn write(&self, report: &Report) -> Result<String> {
+        let Some(dir) = &self.dir else {
+            return Ok(String::new());
+        };
+        let host = report
+            .host
+            .hostname
+            .as_deref()
+            .or(self.cluster.as_ref().and_then(|c| c.node.as_deref()))
+            .map(file_part)
+            .unwrap_or_else(|| "unknown-host".into());
+        let rank = self.cluster.as_ref().map_or(0, |c| c.rank);
+        let path = dir.join(format!("{host}-r{rank}.json"));
+        replace_file_as("--output-dir", &path, |w| {
+            export::write_report(Format::Json, report, w)
+        })?;
+        Ok(format!("; written to {}", path.display()))
+    }
+}
+
+/// A job id or host name as a safe file-name part.
+fn file_part(s: &str) -> String {
+    let s: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() || s.starts_with('.') {
+        format!("_{s}")
+    } else {
+        s
+    }
+}
+
+/// Creates `dir` and a file in it (removed again).
+fn check_writable(dir: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let probe = dir.join(format!(".benchsuite-probe.{}", std::process::id()));
+    std::fs::File::create(&probe)?;
+    std::fs::remove_file(&probe)
+}
+
+/// `benchsuite merge`: one fleet report, and the fleet view on stdout.
+pub fn cmd_merge(args: &MergeArgs) -> Result<i32> {
+    let mut reports = Vec::with_capacity(args.reports.len());
+    for path in &args.reports {
+        for r in Fleet::read_hosts(path)? {
+            reports.push((path.display().to_string(), r));
+        }
+    }
+    let fleet = Fleet::merge(reports).map_err(|e| anyhow!(e))?;
+    if let Some(path) = &args.output {
+        replace_file_as("-o", path, |w| {
+            w.write_all(fleet.to_json().as_bytes())?;
+            w.write_all(b"\n")
+        })?;
+    }
+    let view = fleet.view();
+    let mut out = io::stdout().lock();
+    view.write_table(&mut out)?;
+    out.flush()?;
+    if let Some(path) = &args.output {
+        eprintln!(
+            "{} reports merged; written to {}",
+            fleet.hosts.len(),
+            path.display()
+        );
+    }
+    Ok(0)
+}

@@ -1,0 +1,445 @@
+//! `benchsuite reference`: each selected record measured by us and by its
+//! reference tool (fio, iperf3, sockperf, sysbench, `perf bench`),
+//! interleaved A B A B for `--rounds N` (default 3), the tool's median and
+//! the ratio attached to the record (`reference`).
+//!
+//! Ours: the one point through the library, one round at a time, pooled
+//! as `--rounds` pools. The tool: the command line the benchmark's
+//! [`Benchmark::reference`](benchsuite::Benchmark::reference) gives, its
+//! server (if any) started first and killed after, its scratch files
+//! removed.
+
+use std::io::{self, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use benchsuite::export::Format;
+use benchsuite::reference::{self as refs, REFERENCE_SECS, Reference, ReferenceResult};
+use benchsuite::runner::{Plan, PlannedBench, Silent};
+use benchsuite::units::format_value;
+use benchsuite::{Record, Report, Status};
+
+use crate::args::RunArgs;
+use crate::config;
+
+/// Rounds when `--rounds` is not given.
+const DEFAULT_ROUNDS: usize = 3;
+
+/// How long a tool may run past its own duration before it is killed.
+const TOOL_GRACE: Duration = Duration::from_secs(60);
+
+/// How long a tool's server gets to start listening.
+const SERVER_START: Duration = Duration::from_millis(500);
+
+/// Runs `benchsuite reference`.
+pub fn cmd_reference(args: &RunArgs) -> Result<i32> {
+    if args.format.as_deref() == Some("gha") {
+        bail!("--format gha: benchsuite reference writes one report; use json, csv, md or table");
+    }
+    if args.duration.is_some() {
+        bail!("--duration: benchsuite reference compares medians of rounds, not time series");
+    }
+    let stdout_tty = io::stdout().is_terminal();
+    let (mut cfg, output, flags) = config::run_config(args, stdout_tty)?;
+    let rounds = args.rounds.unwrap_or(DEFAULT_ROUNDS).max(1);
+    cfg.rounds = 1;
+    let registry = benchsuite::registry();
+    let plan = benchsuite::runner::plan(&registry, &cfg).map_err(|e| flags.explain(e))?;
+    if plan.host().build.is_debug() {
+        eprintln!(
+            "warning: this is a DEBUG build of benchsuite; its numbers are not comparable with the tools'. \
+             Install a release build: cargo install --path cli"
+        );
+    }
+    let total = plan.len();
+    let mut done = 0;
+    let mut first: Option<Report> = None;
+    let mut records = Vec::new();
+    for pb in &plan.benches {
+        for point in &pb.points {
+            done += 1;
+            let id = pb.bench.meta().id;
+            let label = point.label();
+            eprintln!("[{done}/{total}] {id} {label}");
+            let reference = pb.bench.reference(&plan.ctx, point);
+            let mut tool = reference.as_ref().map(ToolRun::new);
+            let mut ours = Vec::new();
+            for round in 1..=rounds {
+                let single = Plan {
+                    benches: vec![PlannedBench {
+                        bench: pb.bench,
+                        points: vec![point.clone()],
+                    }],
+                    ctx: plan.ctx.clone(),
+                };
+                let mut report = benchsuite::runner::run_plan(&single, &cfg, &mut Silent);
+                if let Some(r) = report.records.pop() {
+                    let shown = headline(&r, reference.as_ref().map(|x| x.metric));
+                    eprintln!("    round {round}/{rounds}: benchsuite {shown}");
+                    ours.push(r);
+                }
+                match &mut first {
+                    None => first = Some(report),
+                    Some(f) => f.host.extra.append(&mut report.host.extra),
+                }
+                if let (Some(t), Some(r)) = (tool.as_mut(), reference.as_ref()) {
+                    t.round(r, round, rounds);
+                }
+                if plan.ctx.cancelled() {
+                    break;
+                }
+            }
+            let Some(mut record) = benchsuite::runner::pool_rounds(ours) else {
+                continue;
+            };
+            if let (Some(t), Some(r)) = (tool, reference.as_ref()) {
+                record.reference = Some(t.result(r, &record));
+            }
+            records.push(record);
+        }
+    }
+    let Some(mut report) = first else {
+        bail!("nothing selected");
+    };
+    report.records = records;
+    report.config.rounds = rounds;
+    report.config.selectors = cfg.selectors.clone();
+    report.progress = None;
+
+    let written = write(&report, output.format, output.file.as_deref())?;
+    // The summary goes where it does not break a machine-readable stdout.
+    let summary = summary_table(&report);
+    if output.file.is_some() || output.format == Format::Table {
+        print!("{summary}");
+        io::stdout().flush()?;
+    } else {
+        eprint!("{summary}");
+    }
+    let failed = report
+        .records
+        .iter()
+        .filter(|r| r.status == Status::Failed)
+        .count();
+    eprintln!(
+        "{} records, {} with a reference ratio, {failed} failed{written}",
+        report.records.len(),
+        report
+            .records
+            .iter()
+            .filter(|r| r.reference.as_ref().is_some_and(|x| x.ratio.is_some()))
+            .count(),
+    );
+    Ok(if args.strict && failed > 0 { 1 } else { 0 })
+}
+
+/// Writes the report to `file` (atomically: a temporary file renamed over
+/// it) or stdout; returns what the closing line adds.
+fn write(report: &Report, format: Format, file: Option<&Path>) -> Result<String> {
+    let mut buf = Vec::new();
+    benchsuite::export::write_report(format, report, &mut buf)?;
+    let Some(file) = file else {
+        let mut out = io::stdout().lock();
+        out.write_all(&buf)?;
+        out.flush()?;
+        return Ok(String::new());
+    };
+    let name = file.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = file.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, &buf)
+        .and_then(|_| std::fs::rename(&tmp, file))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            anyhow::anyhow!("-o {}: {e}", file.display())
+        })?;
+    Ok(format!("; written to {}", file.display()))
+}
+
+/// A record's value of `metric` (its headline without one), for progress.
+fn headline(r: &Record, metric: Option<&str>) -> String {
+    if r.status != Status::Ok {
+        return format!("{:?}: {}", r.status, r.reason.as_deref().unwrap_or(""));
+    }
+    let m = metric
+        .and_then(|m| r.metric(m))
+        .or_else(|| r.metrics.first());
+    m.map_or_else(String::new, |m| {
+        format!("{} {}", m.name, format_value(m.summary.median, &m.unit))
+    })
+}
+
+/// The tool's side of one record: its version, its value per round, and
+/// why it did not run (not installed, a failed round).
+struct ToolRun {
+    version: Option<String>,
+    values: Vec<f64>,
+    note: Option<String>,
+}
+
+impl ToolRun {
+    fn new(r: &Reference) -> ToolRun {
+        let missing = [r.tool, r.argv[0].as_str()]
+            .into_iter()
+            .chain(r.server_argv.iter().map(|s| s[0].as_str()))
+            .find(|p| find_program(p).is_none());
+        if let Some(p) = missing {
+            let package = if p == r.tool { r.package } else { "util-linux" };
+            return ToolRun {
+                version: None,
+                values: Vec::new(),
+                note: Some(format!(
+                    "not installed: apt install {package} ({p} is not on PATH)"
+                )),
+            };
+        }
+        let version = Command::new(&r.version_argv[0])
+            .args(&r.version_argv[1..])
+            .stdin(Stdio::null())
+            .output()
+            .ok()
+            .and_then(|o| {
+                let text = String::from_utf8_lossy(&o.stdout).to_string()
+                    + &String::from_utf8_lossy(&o.stderr);
+                text.lines()
+                    .map(str::trim)
+                    .find(|l| !l.is_empty())
+                    .map(str::to_string)
+            });
+        ToolRun {
+            version,
+            values: Vec::new(),
+            note: None,
+        }
+    }
+
+    /// Runs the tool once, unless it is missing or an earlier round failed.
+    fn round(&mut self, r: &Reference, round: usize, rounds: usize) {
+        if self.note.is_some() && self.values.is_empty() {
+            return;
+        }
+        let outcome = run_tool(r).and_then(|out| (r.parse)(&out));
+        match outcome {
+            Ok(v) => {
+                eprintln!(
+                    "    round {round}/{rounds}: {} {} {}",
+                    r.tool,
+                    r.metric,
+                    format_value(v, unit_hint(r.metric))
+                );
+                self.values.push(v);
+            }
+            Err(e) => {
+                eprintln!("    round {round}/{rounds}: {} failed: {e}", r.tool);
+                let e = if r.tool == "perf" {
+                    format!("perf bench unavailable: {e}")
+                } else {
+                    e
+                };
+                self.note.get_or_insert(format!("round {round}: {e}"));
+            }
+        }
+    }
+
+    /// The record's `reference` section.
+    fn result(self, r: &Reference, record: &Record) -> ReferenceResult {
+        let metric = record.metric(r.metric);
+        let median = refs::median(&self.values);
+        let ratio = match (metric, median) {
+            (Some(m), Some(t)) if record.status == Status::Ok => {
+                refs::ratio(m.summary.median, t, m.direction)
+            }
+            _ => None,
+        };
+        let note = match (self.note, &r.note) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or_else(|| b.clone()),
+        };
+        ReferenceResult {
+            tool: r.tool.to_string(),
+            version: self.version,
+            command: r.command(),
+            metric: r.metric.to_string(),
+            median,
+            unit: metric.map_or_else(|| unit_hint(r.metric).to_string(), |m| m.unit.clone()),
+            ratio,
+            rounds: self.values,
+            note,
+        }
+    }
+}
+
+/// The unit of a reference metric, for progress lines before the record
+/// exists.
+fn unit_hint(metric: &str) -> &'static str {
+    match metric {
+        "bandwidth" | "throughput" | "received" => "B/s",
+        "iops" => "IO/s",
+        "events" => "event/s",
+        _ => "s",
+    }
+}
+
+/// The path of `program` on `PATH`, if it is there.
+fn find_program(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Path::new(program).is_file().then(|| PathBuf::from(program));
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(program))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Kills the tool's server by its PID when dropped.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Removes the tool's scratch files when dropped.
+struct Cleanup<'a>(&'a [PathBuf]);
+
+impl Drop for Cleanup<'_> {
+    fn drop(&mut self) {
+        for f in self.0 {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
+/// Runs a reference once and returns its standard output.
+fn run_tool(r: &Reference) -> Result<String, String> {
+    let _cleanup = Cleanup(&r.cleanup);
+    let _server = match &r.server_argv {
+        Some(s) => {
+            let child = Command::new(&s[0])
+                .args(&s[1..])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| format!("cannot start {}: {e}", s[0]))?;
+            std::thread::sleep(SERVER_START);
+            Some(Server(child))
+        }
+        None => None,
+    };
+    let mut child = Command::new(&r.argv[0])
+        .args(&r.argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", r.argv[0]))?;
+    // Read both pipes on threads so a chatty tool never blocks.
+    let mut out_pipe = child.stdout.take();
+    let mut err_pipe = child.stderr.take();
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(p) = out_pipe.as_mut() {
+            let _ = p.read_to_string(&mut s);
+        }
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(p) = err_pipe.as_mut() {
+            let _ = p.read_to_string(&mut s);
+        }
+        s
+    });
+    let deadline = Instant::now() + Duration::from_secs(REFERENCE_SECS) + TOOL_GRACE;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if Instant::now() > deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("{} did not finish in time; killed", r.tool));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Err(format!("waiting for {}: {e}", r.tool)),
+        }
+    };
+    let out = out_t.join().unwrap_or_default();
+    let err = err_t.join().unwrap_or_default();
+    if !status.success() {
+        let tail: String = err
+            .lines()
+            .chain(out.lines())
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" / ");
+        return Err(format!("{} exited with {status}: {tail}", r.tool));
+    }
+    Ok(out)
+}
+
+/// The summary: one line per record, ours against the tool.
+fn summary_table(report: &Report) -> String {
+    let mut rows = vec![[
+        "record".to_string(),
+        "metric".into(),
+        "benchsuite".into(),
+        "ref".into(),
+        "ratio".into(),
+        "tool command / note".into(),
+    ]];
+    for r in &report.records {
+        let Some(x) = &r.reference else {
+            rows.push([
+                r.key(),
+                String::new(),
+                headline(r, None),
+                "-".into(),
+                "-".into(),
+                "(no reference for this point)".into(),
+            ]);
+            continue;
+        };
+        let ours = r
+            .metric(&x.metric)
+            .filter(|_| r.status == Status::Ok)
+            .map_or("-".to_string(), |m| format_value(m.summary.median, &m.unit));
+        let tool = x
+            .median
+            .map_or("-".to_string(), |v| format_value(v, &x.unit));
+        let ratio = x.ratio.map_or("-".to_string(), |v| format!("{v:.2}"));
+        let mut what = x.command.clone();
+        if let Some(n) = &x.note {
+            what = format!("{what}  [{n}]");
+        }
+        rows.push([r.key(), x.metric.clone(), ours, tool, ratio, what]);
+    }
+    let widths: Vec<usize> = (0..5)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut s = String::from(
+        "\nbenchsuite vs reference tools (ratio > 1: benchsuite better; median of interleaved rounds)\n",
+    );
+    for row in &rows {
+        for (i, w) in widths.iter().enumerate() {
+            let cell = &row[i];
+            let pad = w - cell.chars().count();
+            if (2..5).contains(&i) {
+                s.push_str(&" ".repeat(pad));
+                s.push_str(cell);
+            } else {
+                s.push_str(cell);
+                s.push_str(&" ".repeat(pad));
+            }
+            s.push_str("  ");
+        }
+        s.push_str(&row[5]);
+        s.push('\n');
+    }
+    s
+}

@@ -1,0 +1,351 @@
+//! The reference tools of the network benchmarks, for `benchsuite
+//! reference`: iperf3 for TCP and UDP throughput, sockperf for ping-pong
+//! latency. Only the in-process loopback case (no `--peer`): each tool
+//! runs its own server on 127.0.0.1.
+
+use benchsuite_core::reference::{REFERENCE_SECS, Reference, argv, number_after};
+use benchsuite_core::{Context, Point, Value};
+
+/// A TCP port free on loopback now (the kernel's pick), for the tool's
+/// server.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(5399)
+}
+
+fn iperf3(
+    server_port: u16,
+    mut client: Vec<String>,
+    metric: &'static str,
+    parse: fn(&str) -> Result<f64, String>,
+) -> Reference {
+    let port = server_port.to_string();
+    let mut a = argv(["iperf3", "-c", "127.0.0.1", "-p", port.as_str()]);
+    a.append(&mut client);
+    a.extend(argv(["-J", "-t"]));
+    a.push(REFERENCE_SECS.to_string());
+    let mut r = Reference::new("iperf3", "iperf3", a, metric, parse);
+    r.server_argv = Some(argv(["iperf3", "-s", "-1", "-p", port.as_str()]));
+    r
+}
+
+/// `net.tcp_throughput` → `iperf3 -c 127.0.0.1 -p PORT -l BLOCK -P THREADS
+/// [-R | --bidir] [-N] -J -t SECS` against `iperf3 -s -1 -p PORT`.
+pub fn tcp(ctx: &Context, point: &Point) -> Option<Reference> {
+    tcp_on(ctx, point, free_port())
+}
+
+fn tcp_on(ctx: &Context, point: &Point, port: u16) -> Option<Reference> {
+    if ctx.options.contains_key("peer") {
+        return None;
+    }
+    let block = point.get("block")?.as_u64()?;
+    let threads = point.get("threads")?.as_u64()?;
+    let mut a = argv(["-l", &block.to_string(), "-P", &threads.to_string()]);
+    let mut parse: fn(&str) -> Result<f64, String> = parse_tcp;
+    match point.get("direction")?.as_str()? {
+        "up" => {}
+        "down" => a.push("-R".into()),
+        "bidir" => {
+            a.push("--bidir".into());
+            parse = parse_tcp_bidir;
+        }
+        _ => return None,
+    }
+    if point.get("nodelay").and_then(Value::as_bool) == Some(true) {
+        a.push("-N".into());
+    }
+    Some(iperf3(port, a, "throughput", parse))
+}
+
+/// `net.udp_throughput` → `iperf3 -c 127.0.0.1 -p PORT -u -b RATE -l
+/// BLOCK -P THREADS -J -t SECS` (`-b 0` for `rate=max`; iperf3's `-b` is
+/// per stream, so a given rate is divided among the streams).
+pub fn udp(ctx: &Context, point: &Point) -> Option<Reference> {
+    udp_on(ctx, point, free_port())
+}
+
+fn udp_on(ctx: &Context, point: &Point, port: u16) -> Option<Reference> {
+    if ctx.options.contains_key("peer") {
+        return None;
+    }
+    let block = point.get("block")?.as_u64()?;
+    let threads = point.get("threads")?.as_u64()?.max(1);
+    let rate = match point.get("rate")?.as_str()? {
+        "max" => "0".to_string(),
+        r => {
+            let bits = crate::udp::parse_rate(r).ok()??;
+            format!("{}", (bits / threads as f64).round() as u64)
+        }
+    };
+    let a = argv([
+        "-u",
+        "-b",
+        rate.as_str(),
+        "-l",
+        &block.to_string(),
+        "-P",
+        &threads.to_string(),
+    ]);
+    Some(iperf3(port, a, "received", parse_udp))
+}
+
+/// `net.latency` → `sockperf ping-pong --tcp -i 127.0.0.1 -p PORT -m BLOCK
+/// --full-rtt -t SECS` against `sockperf sr --tcp -i 127.0.0.1 -p PORT`,
+/// with `taskset -c` on both ends for `cpus=same|different`. None under
+/// `load=tcp` (sockperf has no background stream).
+pub fn latency(ctx: &Context, point: &Point) -> Option<Reference> {
+    let cpus = allowed_cpus();
+    latency_on(ctx, point, free_port(), &cpus)
+}
+
+/// The CPUs this process may run on (sched_getaffinity), lowest first.
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: `set` is a plain bitmask the call fills; the size passed is its own.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return vec![0];
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+fn latency_on(ctx: &Context, point: &Point, port: u16, cpus: &[usize]) -> Option<Reference> {
+    if ctx.options.contains_key("peer") || point.get("load")?.as_str()? != "none" {
+        return None;
+    }
+    let block = point.get("block")?.as_u64()?;
+    let proto = point.get("proto")?.as_str()?;
+    let port = port.to_string();
+    let (client_cpu, server_cpu) = match (point.get("cpus")?.as_str()?, cpus) {
+        ("any", _) => (None, None),
+        ("same", [a, ..]) => (Some(*a), Some(*a)),
+        ("different", [a, b, ..]) => (Some(*a), Some(*b)),
+        _ => return None,
+    };
+    let pin = |cpu: Option<usize>, mut rest: Vec<String>| match cpu {
+        Some(c) => {
+            let mut a = argv(["taskset", "-c", &c.to_string()]);
+            a.append(&mut rest);
+            a
+        }
+        None => rest,
+    };
+    // sockperf's smallest message is 14 bytes (its header).
+    let m = block.max(14);
+    let mut client = argv(["sockperf", "ping-pong"]);
+    let mut server = argv(["sockperf", "sr"]);
+    if proto == "tcp" {
+        client.push("--tcp".into());
+        server.push("--tcp".into());
+    }
+    client.extend(argv(["-i", "127.0.0.1", "-p", port.as_str(), "-m"]));
+    client.push(m.to_string());
+    client.extend(argv(["--full-rtt", "-t"]));
+    client.push(REFERENCE_SECS.to_string());
+    server.extend(argv(["-i", "127.0.0.1", "-p", port.as_str()]));
+    let mut r = Reference::new(
+        "sockperf",
+        "sockperf",
+        pin(client_cpu, client),
+        "rtt",
+        parse_sockperf,
+    );
+    r.server_argv = Some(pin(server_cpu, server));
+    if m != block {
+        r.note = Some(format!(
+            "sockperf's smallest message is 14 bytes; ours sends {block}"
+        ));
+    }
+    Some(r)
+}
+
+fn json(out: &str) -> Result<serde_json::Value, String> {
+    let start = out.find('{').ok_or("no JSON in iperf3's output")?;
+    let v: serde_json::Value =
+        serde_json::from_str(&out[start..]).map_err(|e| format!("iperf3's JSON: {e}"))?;
+    if let Some(e) = v["error"].as_str() {
+        return Err(format!("iperf3: {e}"));
+    }
+    Ok(v)
+}
+
+fn bits(v: &serde_json::Value, sum: &str) -> Result<f64, String> {
+    v["end"][sum]["bits_per_second"]
+        .as_f64()
+        .ok_or_else(|| format!("no end.{sum}.bits_per_second in iperf3's JSON"))
+}
+
+/// Bytes per second the receiver counted: `end.sum_received.bits_per_second / 8`.
+pub fn parse_tcp(out: &str) -> Result<f64, String> {
+    Ok(bits(&json(out)?, "sum_received")? / 8.0)
+}
+
+/// Both directions of `--bidir` together, bytes per second.
+pub fn parse_tcp_bidir(out: &str) -> Result<f64, String> {
+    let v = json(out)?;
+    Ok((bits(&v, "sum_received")? + bits(&v, "sum_received_bidir_reverse")?) / 8.0)
+}
+
+/// UDP bytes per second received: `end.sum_received` where iperf3 has it,
+/// else the sender's rate less the lost share.
+pub fn parse_udp(out: &str) -> Result<f64, String> {
+    let v = json(out)?;
+    if let Ok(b) = bits(&v, "sum_received") {
+        return Ok(b / 8.0);
+    }
+    let sent = bits(&v, "sum")?;
+    let lost = v["end"]["sum"]["lost_percent"].as_f64().unwrap_or(0.0);
+    Ok(sent * (1.0 - lost / 100.0) / 8.0)
+}
+
+/// sockperf's average round trip (`Round trip is X usec`), in seconds.
+pub fn parse_sockperf(out: &str) -> Result<f64, String> {
+    number_after(out, "Round trip is").map(|us| us * 1e-6)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use benchsuite_core::{Benchmark, Host};
+
+    use super::*;
+
+    fn ctx() -> Context {
+        Context::new(Arc::new(Host::default()))
+    }
+
+    fn point(b: &dyn Benchmark, over: &[(&str, Value)]) -> Point {
+        let mut p = Point::default();
+        for s in b.meta().params {
+            p.set(s.name, s.default.clone());
+        }
+        for (k, v) in over {
+            p.set(k, v.clone());
+        }
+        p
+    }
+
+    fn s(v: &str) -> Value {
+        Value::Str(v.into())
+    }
+
+    #[test]
+    fn iperf3_tcp_command_lines() {
+        let b = crate::tcp::TcpThroughput;
+        let r = tcp_on(&ctx(), &point(&b, &[]), 5400).unwrap();
+        assert_eq!(
+            r.command(),
+            "iperf3 -c 127.0.0.1 -p 5400 -l 131072 -P 1 -J -t 4"
+        );
+        assert_eq!(
+            r.server_argv.as_deref(),
+            Some(&argv(["iperf3", "-s", "-1", "-p", "5400"])[..])
+        );
+        assert_eq!(r.metric, "throughput");
+        let p = point(
+            &b,
+            &[
+                ("direction", s("down")),
+                ("threads", Value::Int(4)),
+                ("block", Value::Int(8192)),
+                ("nodelay", Value::Bool(true)),
+            ],
+        );
+        let r = tcp_on(&ctx(), &p, 5401).unwrap();
+        assert_eq!(
+            r.command(),
+            "iperf3 -c 127.0.0.1 -p 5401 -l 8192 -P 4 -R -N -J -t 4"
+        );
+        let r = tcp_on(&ctx(), &point(&b, &[("direction", s("bidir"))]), 5402).unwrap();
+        assert!(r.command().contains("-P 1 --bidir -J"));
+        let mut peer = ctx();
+        peer.options.insert("peer".into(), "h:5301".into());
+        assert!(tcp_on(&peer, &point(&b, &[]), 5400).is_none());
+    }
+
+    #[test]
+    fn iperf3_udp_command_lines() {
+        let b = crate::udp::UdpThroughput;
+        let r = udp_on(&ctx(), &point(&b, &[]), 5400).unwrap();
+        assert_eq!(
+            r.command(),
+            "iperf3 -c 127.0.0.1 -p 5400 -u -b 0 -l 1472 -P 1 -J -t 4"
+        );
+        assert_eq!(r.metric, "received");
+        let p = point(&b, &[("rate", s("1G")), ("threads", Value::Int(2))]);
+        let r = udp_on(&ctx(), &p, 5400).unwrap();
+        assert!(
+            r.command().contains("-u -b 500000000 -l 1472 -P 2"),
+            "{}",
+            r.command()
+        );
+    }
+
+    #[test]
+    fn sockperf_command_lines_and_placement() {
+        let b = crate::latency::Latency;
+        let r = latency_on(
+            &ctx(),
+            &point(&b, &[("block", Value::Int(64))]),
+            11111,
+            &[2, 3],
+        )
+        .unwrap();
+        assert_eq!(
+            r.command(),
+            "sockperf ping-pong --tcp -i 127.0.0.1 -p 11111 -m 64 --full-rtt -t 4"
+        );
+        assert_eq!(
+            r.server_argv.unwrap(),
+            argv(["sockperf", "sr", "--tcp", "-i", "127.0.0.1", "-p", "11111"])
+        );
+        assert_eq!(r.note, None);
+        let p = point(&b, &[("cpus", s("different")), ("proto", s("udp"))]);
+        let r = latency_on(&ctx(), &p, 11111, &[2, 3]).unwrap();
+        assert_eq!(
+            r.command(),
+            "taskset -c 2 sockperf ping-pong -i 127.0.0.1 -p 11111 -m 14 --full-rtt -t 4"
+        );
+        assert_eq!(
+            r.server_argv.unwrap(),
+            argv([
+                "taskset",
+                "-c",
+                "3",
+                "sockperf",
+                "sr",
+                "-i",
+                "127.0.0.1",
+                "-p",
+                "11111"
+            ])
+        );
+        assert!(r.note.unwrap().contains("14 bytes"));
+        let p = point(&b, &[("cpus", s("same"))]);
+        let r = latency_on(&ctx(), &p, 1, &[5]).unwrap();
+        assert!(r.command().starts_with("taskset -c 5 sockperf"));
+        assert!(latency_on(&ctx(), &point(&b, &[("cpus", s("different"))]), 1, &[0]).is_none());
+        assert!(latency_on(&ctx(), &point(&b, &[("load", s("tcp"))]), 1, &[0]).is_none());
+    }
+
+    #[test]
+    fn parses_tool_output() {
+        let tcp = r#"{"start": {}, "end": {"sum_sent": {"bits_per_second": 9e9},
+            "sum_received": {"bits_per_second": 8e9},
+            "sum_received_bidir_reverse": {"bits_per_second": 4e9}}}"#;
+        assert_eq!(parse_tcp(tcp), Ok(1e9));
+        assert_eq!(parse_tcp_bidir(tcp), Ok(1.5e9));
+        assert!(parse_tcp(r#"{"error": "unable to connect"}"#).is_err());
+        let udp_old = r#"{"end": {"sum": {"bits_per_second": 8e6, "lost_percent": 50}}}"#;
+        assert_eq!(parse_udp(udp_old), Ok(5e5));
+        let sp = "sockperf: Summary: Round trip is 19.372 usec\n";
+        assert!((parse_sockperf(sp).unwrap() - 19.372e-6).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,122 @@
+//! The reference tools of the OS benchmarks, for `benchsuite reference`:
+//! `perf bench syscall basic` for `os.syscall call=getppid`, `perf bench
+//! sched pipe` for `os.context_switch`.
+
+use benchsuite_core::reference::{Reference, argv};
+use benchsuite_core::Point;
+
+/// Debian's package for `perf`.
+const PERF_PACKAGE: &str = "linux-perf";
+
+/// `perf bench syscall basic -l LOOPS` for `call=getppid` (its getppid()
+/// loop); None for `call=write_devnull`, which perf has no bench for.
+pub fn syscall(point: &Point) -> Option<Reference> {
+    if point.get("call")?.as_str()? != "getppid" {
+        return None;
+    }
+    let mut r = Reference::new(
+        "perf",
+        PERF_PACKAGE,
+        argv(["perf", "bench", "syscall", "basic", "-l", "10000000"]),
+        "time_per_op",
+        |out| usecs_per_op(out).map(|us| us * 1e-6),
+    );
+    r.version_argv = argv(["perf", "--version"]);
+    Some(r)
+}
+
+/// `[taskset -c CPUS] perf bench sched pipe [-T] -l LOOPS`: `-T` for
+/// `mode=thread`; `cpus=same` → `taskset -c A`, `cpus=different` →
+/// `taskset -c A,B` (perf cannot pin each end to its own CPU, so the two
+/// ends may share one: the record says so). `allowed` are the CPUs this
+/// process may use, lowest first. perf reports a round trip, which is two
+/// switches: its number is halved.
+pub fn context_switch(point: &Point, allowed: &[usize]) -> Option<Reference> {
+    let mut a = Vec::new();
+    let mut note = None;
+    match (point.get("cpus")?.as_str()?, allowed) {
+        ("any", _) => {}
+        ("same", [c, ..]) => a.extend(argv(["taskset", "-c", &c.to_string()])),
+        ("different", [c, d, ..]) => {
+            a.extend(argv(["taskset", "-c", &format!("{c},{d}")]));
+            note = Some(format!(
+                "perf bench sched pipe cannot pin each end to its own CPU: taskset -c {c},{d} lets the scheduler put both on one"
+            ));
+        }
+        _ => return None,
+    }
+    a.extend(argv(["perf", "bench", "sched", "pipe"]));
+    if point.get("mode")?.as_str()? == "thread" {
+        a.push("-T".into());
+    }
+    a.extend(argv(["-l", "1000000"]));
+    let mut r = Reference::new("perf", PERF_PACKAGE, a, "time_per_op", |out| {
+        usecs_per_op(out).map(|us| us * 1e-6 / 2.0)
+    });
+    r.version_argv = argv(["perf", "--version"]);
+    r.note = note;
+    Some(r)
+}
+
+/// The number before `usecs/op` in `perf bench` output.
+fn usecs_per_op(out: &str) -> Result<f64, String> {
+    out.lines()
+        .find(|l| l.contains("usecs/op"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|w| w.parse::<f64>().ok())
+        .ok_or_else(|| "no `usecs/op` in perf bench's output".to_string())
+}
+
+/// A point's parameters from their defaults, some overridden.
+#[cfg(test)]
+fn point(b: &dyn benchsuite_core::Benchmark, over: &[(&str, &str)]) -> Point {
+    let mut p = Point::default();
+    for s in b.meta().params {
+        p.set(s.name, s.default.clone());
+    }
+    for (k, v) in over {
+        p.set(k, benchsuite_core::Value::Str((*v).into()));
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perf_bench_syscall_for_getppid_only() {
+        let b = crate::syscall::Syscall;
+        let r = syscall(&point(&b, &[])).unwrap();
+        assert_eq!(r.command(), "perf bench syscall basic -l 10000000");
+        assert_eq!(
+            (r.tool, r.package, r.metric),
+            ("perf", "linux-perf", "time_per_op")
+        );
+        assert!(syscall(&point(&b, &[("call", "write_devnull")])).is_none());
+        let out = "# Executed 10000000 getppid() calls\n     Total time: 2.639 [sec]\n\n       0.263922 usecs/op\n        3788992 ops/sec\n";
+        assert!(((r.parse)(out).unwrap() - 0.263922e-6).abs() < 1e-15);
+    }
+
+    #[test]
+    fn perf_bench_sched_pipe_with_placement() {
+        let b = crate::ctx::ContextSwitch;
+        let r = context_switch(&point(&b, &[]), &[1, 3]).unwrap();
+        assert_eq!(r.command(), "taskset -c 1 perf bench sched pipe -l 1000000");
+        assert_eq!(r.note, None);
+        let p = point(&b, &[("mode", "thread"), ("cpus", "different")]);
+        let r = context_switch(&p, &[1, 3]).unwrap();
+        assert_eq!(
+            r.command(),
+            "taskset -c 1,3 perf bench sched pipe -T -l 1000000"
+        );
+        assert!(r.note.is_some());
+        let p = point(&b, &[("mode", "thread"), ("cpus", "any")]);
+        let r = context_switch(&p, &[0]).unwrap();
+        assert_eq!(r.command(), "perf bench sched pipe -T -l 1000000");
+        assert!(context_switch(&point(&b, &[("cpus", "different")]), &[0]).is_none());
+        // A round trip is two switches.
+        let out = "     Total time: 0.758 [sec]\n\n       7.580530 usecs/op\n";
+        assert!(((r.parse)(out).unwrap() - 3.790265e-6).abs() < 1e-15);
+    }
+}
