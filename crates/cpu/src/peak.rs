@@ -129,6 +129,19 @@ const ICX: Uarch = Uarch {
     muladd_per_cycle: [2, 2, 2, 2],
     ..SPR
 };
+/// Skylake-SP, Cascade Lake and Cooper Lake Xeon (family 6 model 0x55):
+/// two 512-bit FMA units (port 0+1 fused, and port 5) on the Gold 6000 and
+/// Platinum SKUs; Bronze, Silver and some Gold 5000 SKUs enable only one,
+/// which CPUID does not tell apart, so `--opt fma-ports=1` states it there
+/// (Intel 64 and IA-32 Architectures Optimization Reference Manual,
+/// "Skylake Server Microarchitecture"). FP adds also run on the FMA units
+/// only: a multiply/add mix issues 2 per cycle.
+const SKX: Uarch = Uarch {
+    name: "Skylake-SP/Cascade Lake/Cooper Lake Xeon: 2 × 512-bit FMA units (Gold 6000/Platinum; --opt fma-ports=1 for one-FMA SKUs)",
+    fma_per_cycle: [2, 2, 2, 2],
+    muladd_per_cycle: [2, 2, 2, 2],
+    int_per_cycle: &[],
+};
 /// Haswell to Comet Lake client/workstation cores: 2 × 256-bit FMA units.
 const HSW_CLIENT: Uarch = Uarch {
     name: "Haswell..Comet Lake core: 2 × 256-bit FMA units",
@@ -136,15 +149,28 @@ const HSW_CLIENT: Uarch = Uarch {
     muladd_per_cycle: [2, 2, 2, 0],
     int_per_cycle: &[],
 };
+/// Zen 2: four 256-bit FP pipes, two of them FMA/multiply and two add
+/// (AMD Software Optimization Guide for Family 17h Models 30h and Greater,
+/// pub. 56305, "Floating-Point Unit"): 2 FMAs per cycle, and a
+/// multiply/add mix issues 4.
+const ZEN2: Uarch = Uarch {
+    name: "AMD Zen 2: 2 × 256-bit FMA pipes",
+    fma_per_cycle: [2, 2, 2, 0],
+    muladd_per_cycle: [4, 4, 4, 0],
+    int_per_cycle: &[],
+};
 /// Zen 3: 2 × 256-bit FMA pipes, plus 2 FP add pipes (a multiply/add mix
-/// issues 4 per cycle).
+/// issues 4 per cycle; Software Optimization Guide for Family 19h, pub.
+/// 56665).
 const ZEN3: Uarch = Uarch {
     name: "AMD Zen 3: 2 × 256-bit FMA pipes",
     fma_per_cycle: [2, 2, 2, 0],
     muladd_per_cycle: [4, 4, 4, 0],
     int_per_cycle: &[],
 };
-/// Zen 4: 2 × 256-bit FMA pipes; a 512-bit FMA occupies both (1 per cycle).
+/// Zen 4: 2 × 256-bit FMA pipes; a 512-bit FMA occupies both (1 per cycle)
+/// (Software Optimization Guide for Family 19h Models 10h and later, pub.
+/// 57647).
 const ZEN4: Uarch = Uarch {
     name: "AMD Zen 4: 2 × 256-bit FMA pipes (one 512-bit FMA per cycle)",
     fma_per_cycle: [2, 2, 2, 1],
@@ -152,19 +178,39 @@ const ZEN4: Uarch = Uarch {
     int_per_cycle: &[],
 };
 
-/// The table entry for this CPU, if known.
+/// Zen 5 with the full 512-bit data path (EPYC 9005 "Turin", Ryzen 9000
+/// "Granite Ridge"): 2 × 512-bit FMA pipes and 2 FP add pipes (Software
+/// Optimization Guide for Family 1Ah, pub. 58455).
+const ZEN5: Uarch = Uarch {
+    name: "AMD Zen 5: 2 × 512-bit FMA pipes",
+    fma_per_cycle: [2, 2, 2, 2],
+    muladd_per_cycle: [4, 4, 4, 4],
+    int_per_cycle: &[],
+};
+/// Zen 5 mobile ("Strix Point"): the 256-bit data path of Zen 4, a 512-bit
+/// FMA taking both pipes.
+const ZEN5_256: Uarch = Uarch {
+    name: "AMD Zen 5 (Strix Point, 256-bit data path): 2 × 256-bit FMA pipes",
+    ..ZEN4
+};
+
+/// The table entry for this CPU, if known. Integer throughputs are listed
+/// only where a vendor document gives them (the Intel server cores);
+/// elsewhere `cpu.iops` says it has no peak rather than guess one.
 pub fn uarch(id: &CpuId) -> Option<Uarch> {
     match (id.vendor.as_str(), id.family, id.model) {
         ("GenuineIntel", 6, 0x8F) => Some(SPR),
         ("GenuineIntel", 6, 0xCF) => Some(EMR),
         ("GenuineIntel", 6, 0xAD | 0xAE) => Some(GNR),
         ("GenuineIntel", 6, 0x6A | 0x6C) => Some(ICX),
+        ("GenuineIntel", 6, 0x55) => Some(SKX),
         (
             "GenuineIntel",
             6,
             0x3C | 0x3F | 0x45 | 0x46 | 0x3D | 0x47 | 0x4F | 0x56 | 0x4E | 0x5E | 0x8E | 0x9E
             | 0xA5 | 0xA6,
         ) => Some(HSW_CLIENT),
+        ("AuthenticAMD", 0x17, 0x30..=0x3F | 0x47 | 0x60..=0x7F | 0x90..=0xAF) => Some(ZEN2),
         ("AuthenticAMD", 0x19, m) if m <= 0x0F || (0x20..=0x5F).contains(&m) => Some(ZEN3),
         ("AuthenticAMD", 0x19, m)
             if (0x10..=0x1F).contains(&m)
@@ -173,6 +219,8 @@ pub fn uarch(id: &CpuId) -> Option<Uarch> {
         {
             Some(ZEN4)
         }
+        ("AuthenticAMD", 0x1A, 0x00..=0x1F | 0x40..=0x4F) => Some(ZEN5),
+        ("AuthenticAMD", 0x1A, 0x20..=0x2F) => Some(ZEN5_256),
         _ => None,
     }
 }
@@ -528,6 +576,30 @@ mod tests {
             model: 0x01,
         };
         assert!(uarch(&unknown).is_none());
+        let id = |vendor: &str, family, model| CpuId {
+            vendor: vendor.into(),
+            family,
+            model,
+        };
+        // (CPU, FMAs per cycle at 256 and 512 bits, mul/add mix at 256).
+        for (cpu, f256, f512, mix) in [
+            (id("AuthenticAMD", 0x17, 0x31), 2, 0, 4), // EPYC 7002 Rome
+            (id("AuthenticAMD", 0x19, 0x01), 2, 0, 4), // EPYC 7003 Milan
+            (id("AuthenticAMD", 0x19, 0x11), 2, 1, 4), // EPYC 9004 Genoa
+            (id("AuthenticAMD", 0x1A, 0x02), 2, 2, 4), // EPYC 9005 Turin
+            (id("AuthenticAMD", 0x1A, 0x24), 2, 1, 4), // Ryzen AI 300
+            (id("GenuineIntel", 6, 0x55), 2, 2, 2),    // Xeon Scalable 1st-3rd
+        ] {
+            let u = uarch(&cpu).unwrap_or_else(|| panic!("{cpu:?} is in the table"));
+            assert_eq!(
+                (u.fma_per_cycle[2], u.fma_per_cycle[3], u.muladd_per_cycle[2]),
+                (f256, f512, mix),
+                "{}",
+                u.name
+            );
+        }
+        // Zen and Zen+ (128-bit units) are not: no peak rather than a wrong one.
+        assert!(uarch(&id("AuthenticAMD", 0x17, 0x08)).is_none());
     }
 
     #[test]
