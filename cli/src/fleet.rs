@@ -170,12 +170,28 @@ fn file_part(s: &str) -> String {
     }
 }
 
-/// Creates `dir` and a file in it (removed again).
+/// Creates `dir` and a file in it (removed again). The probe's name holds
+/// the host, the process and a random part: tasks on several nodes (or
+/// pods, whose PIDs repeat) share `dir`, and one must never remove
+/// another's probe.
 fn check_writable(dir: &Path) -> io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let probe = dir.join(format!(".benchsuite-probe.{}", std::process::id()));
-    std::fs::File::create(&probe)?;
-    std::fs::remove_file(&probe)
+    let host = file_part(&benchsuite::Host::detect().hostname.unwrap_or_default());
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let probe = dir.join(format!(
+        ".benchsuite-probe.{host}.{}.{nonce:09}",
+        std::process::id()
+    ));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)?;
+    match std::fs::remove_file(&probe) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
 }
 
 /// `benchsuite merge`: one fleet report, and the fleet view on stdout.

@@ -157,14 +157,18 @@ pub fn detect(
         }
     };
     let text = |var: &str| env(var).filter(|v| !v.trim().is_empty());
-    // (launcher, world size variable, local rank variable)
+    // (launcher, world size variable, local rank variable). The innermost
+    // launcher wins: `mpirun` inside an `sbatch` job leaves each process the
+    // Slurm variables of its node's daemon (every rank of a node would read
+    // the same SLURM_PROCID), so Open MPI's own variables come first, and
+    // Slurm's are skipped when a PMI rank disagrees with them.
     let launchers: [(Launcher, Option<&'static str>, Option<&'static str>); 6] = [
-        (Launcher::Slurm, Some("SLURM_NTASKS"), Some("SLURM_LOCALID")),
         (
             Launcher::OpenMpi,
             Some("OMPI_COMM_WORLD_SIZE"),
             Some("OMPI_COMM_WORLD_LOCAL_RANK"),
         ),
+        (Launcher::Slurm, Some("SLURM_NTASKS"), Some("SLURM_LOCALID")),
         (Launcher::Pmix, Some("PMI_SIZE"), None),
         (Launcher::Pmi, Some("PMI_SIZE"), Some("MPI_LOCALRANKID")),
         (Launcher::Kubernetes, None, None),
@@ -175,6 +179,14 @@ pub fn detect(
         let Some(rank) = num(rank_var)? else {
             continue;
         };
+        if launcher == Launcher::Slurm
+            && [num("PMIX_RANK")?, num("PMI_RANK")?]
+                .into_iter()
+                .flatten()
+                .any(|r| r != rank)
+        {
+            continue;
+        }
         let mut found = match size_var {
             Some(v) => num(v)?.map(|n| (v, n)),
             None => None,
@@ -288,6 +300,39 @@ mod tests {
         assert!(!c.is_node_leader());
         let json = serde_json::to_value(&c).unwrap();
         assert_eq!(json["launcher"], "slurm");
+    }
+
+    #[test]
+    fn an_mpi_launch_inside_a_slurm_job_is_ranked_by_mpi() {
+        // mpirun in sbatch: every process inherits its node daemon's
+        // SLURM_PROCID; the MPI rank is the real one.
+        let slurm = [
+            ("SLURM_PROCID", "1"),
+            ("SLURM_NTASKS", "2"),
+            ("SLURM_LOCALID", "0"),
+            ("SLURM_JOB_ID", "77"),
+        ];
+        let mut v = slurm.to_vec();
+        v.extend([
+            ("OMPI_COMM_WORLD_RANK", "5"),
+            ("OMPI_COMM_WORLD_SIZE", "8"),
+            ("OMPI_COMM_WORLD_LOCAL_RANK", "1"),
+        ]);
+        let c = detect(env(&v), None).unwrap().unwrap();
+        assert_eq!(
+            (c.launcher, c.rank, c.world_size),
+            (Launcher::OpenMpi, 5, 8)
+        );
+        assert!(!c.is_node_leader());
+        let mut v = slurm.to_vec();
+        v.extend([("PMI_RANK", "3"), ("PMI_SIZE", "8")]);
+        let c = detect(env(&v), None).unwrap().unwrap();
+        assert_eq!((c.launcher, c.rank), (Launcher::Pmi, 3));
+        // srun with PMI: the same rank, so Slurm (with its local rank) stays.
+        let mut v = slurm.to_vec();
+        v.extend([("PMI_RANK", "1"), ("PMI_SIZE", "2")]);
+        let c = detect(env(&v), None).unwrap().unwrap();
+        assert_eq!(c.launcher, Launcher::Slurm);
     }
 
     #[test]

@@ -592,7 +592,11 @@ mod tests {
         ] {
             let u = uarch(&cpu).unwrap_or_else(|| panic!("{cpu:?} is in the table"));
             assert_eq!(
-                (u.fma_per_cycle[2], u.fma_per_cycle[3], u.muladd_per_cycle[2]),
+                (
+                    u.fma_per_cycle[2],
+                    u.fma_per_cycle[3],
+                    u.muladd_per_cycle[2]
+                ),
                 (f256, f512, mix),
                 "{}",
                 u.name

@@ -16,6 +16,7 @@ use crate::stats::{LatencySummary, Summary};
 pub const NOISY_CV: f64 = 0.10;
 
 /// One timed batch: the work and the time it took.
+#[derive(Default)]
 struct Batch {
     work: Work,
     secs: f64,
@@ -100,15 +101,15 @@ pub(super) fn measure(
         let mut ts = Vec::new();
         while t0.elapsed() < duration {
             let start = Instant::now();
-            let mut interval_batches = Vec::new();
+            let mut acc = Interval::default();
             while start.elapsed().as_secs_f64() < interval {
-                interval_batches.push(timed(case, iters)?);
+                acc.add(timed(case, iters)?);
                 if ctx.cancelled() {
                     break;
                 }
             }
             ts.push(t0.elapsed().as_secs_f64());
-            batches.push(combine(specs, interval_batches));
+            batches.push(acc.finish(specs));
             if ctx.cancelled() {
                 warnings.push(Caveat::Interrupted {
                     after_s: t0.elapsed().as_secs_f64(),
@@ -191,18 +192,21 @@ impl TailsBuilder {
     }
 }
 
-/// The batches of one time-series interval as one: time, operations and
-/// bytes summed, histograms added, and each reported value over the whole
-/// interval as its metric's source says (see [`MetricSource::Reported`]).
-fn combine(specs: &[MetricSpec], batches: Vec<Batch>) -> Batch {
-    let mut agg = Batch {
-        work: Work::default(),
-        secs: 0.0,
-    };
-    // Per reported key: (sum of value × time, sum of time, min, max, last).
-    let mut acc: std::collections::BTreeMap<&'static str, (f64, f64, f64, f64, f64)> =
-        std::collections::BTreeMap::new();
-    for b in batches {
+/// The batches of one time-series interval, accumulated as they come (a
+/// long interval of short batches holds one histogram, not one per batch):
+/// time, operations and bytes summed, histograms added, and each reported
+/// value over the whole interval as its metric's source says (see
+/// [`MetricSource::Reported`]).
+#[derive(Default)]
+struct Interval {
+    agg: Batch,
+    /// Per reported key: (sum of value × time, sum of time, min, max, last).
+    values: std::collections::BTreeMap<&'static str, (f64, f64, f64, f64, f64)>,
+}
+
+impl Interval {
+    fn add(&mut self, b: Batch) {
+        let agg = &mut self.agg;
         agg.secs += b.secs;
         agg.work.ops += b.work.ops;
         agg.work.bytes += b.work.bytes;
@@ -216,7 +220,8 @@ fn combine(specs: &[MetricSpec], batches: Vec<Batch>) -> Batch {
             }
         }
         for (k, v) in b.work.values {
-            let e = acc
+            let e = self
+                .values
                 .entry(k)
                 .or_insert((0.0, 0.0, f64::INFINITY, f64::NEG_INFINITY, v));
             e.0 += v * b.secs;
@@ -226,22 +231,36 @@ fn combine(specs: &[MetricSpec], batches: Vec<Batch>) -> Batch {
             e.4 = v;
         }
     }
-    for (k, (sum, time, min, max, last)) in acc {
-        let source = specs
-            .iter()
-            .map(|s| &s.source)
-            .find(|s| s.reported_key() == Some(k));
-        let v = match source {
-            Some(MetricSource::ReportedMin(_)) => min,
-            Some(MetricSource::ReportedMax(_)) => max,
-            Some(_) if time > 0.0 => sum / time,
-            // Not a metric (a value the case passes for its own notes), or
-            // no time: the latest.
-            _ => last,
-        };
-        agg.work.values.insert(k, v);
+
+    fn finish(self, specs: &[MetricSpec]) -> Batch {
+        let mut agg = self.agg;
+        for (k, (sum, time, min, max, last)) in self.values {
+            let source = specs
+                .iter()
+                .map(|s| &s.source)
+                .find(|s| s.reported_key() == Some(k));
+            let v = match source {
+                Some(MetricSource::ReportedMin(_)) => min,
+                Some(MetricSource::ReportedMax(_)) => max,
+                Some(_) if time > 0.0 => sum / time,
+                // Not a metric (a value the case passes for its own notes), or
+                // no time: the latest.
+                _ => last,
+            };
+            agg.work.values.insert(k, v);
+        }
+        agg
     }
-    agg
+}
+
+/// [`Interval`] over a list of batches (tests).
+#[cfg(test)]
+fn combine(specs: &[MetricSpec], batches: Vec<Batch>) -> Batch {
+    let mut acc = Interval::default();
+    for b in batches {
+        acc.add(b);
+    }
+    acc.finish(specs)
 }
 
 fn sample_value(spec: &MetricSpec, b: &Batch) -> Result<f64, BenchError> {

@@ -346,6 +346,18 @@ async fn handshake(
             ));
         }
     };
+    // A connection opened before another from this address failed must
+    // not spend a guess while that back-off runs.
+    if let Some(wait) = shared.gate.backed_off(peer.ip(), Instant::now()) {
+        let msg = format!(
+            "too many failed authentications from {}; retry in {:.1} s",
+            peer.ip(),
+            wait.as_secs_f64()
+        );
+        shared.log_refusal(format_args!("{peer} ({software}): refused: {msg}"));
+        refuse_in_place(sock, ErrorCode::Auth, &msg, true).await;
+        return Ok(Handshake::Done);
+    }
     let expected = proto::auth_mac(token.as_bytes(), &nonce, &software_raw);
     let ok = match proto::decode_body(&body) {
         Ok(Message::Auth { mac }) => {

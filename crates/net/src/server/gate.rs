@@ -8,7 +8,9 @@
 //!   The table holds at most [`BACKOFF_TABLE`] addresses: an entry is
 //!   forgotten [`BACKOFF_MAX`] after its back-off ended, and when the
 //!   table is full of live entries the one whose last failure is oldest
-//!   goes.
+//!   goes. The back-off is checked again when a challenge is answered, so
+//!   connections opened before a failure cannot each spend a guess. An
+//!   address is an IPv4 address or an IPv6 /64 prefix.
 //! - **Connections awaiting authentication.** Every connection counts as
 //!   *pending* from its accept until the server welcomes it (control) or
 //!   attaches it (data). An address may hold at most
@@ -16,8 +18,9 @@
 //!   pending connections; more are refused `busy`. When the whole server is
 //!   at [`ServerConfig::max_connections`](super::ServerConfig::max_connections),
 //!   a new connection evicts the oldest pending one instead of being
-//!   refused, so idle or trickling clients cannot keep an authenticated
-//!   user out, from however many addresses they come.
+//!   refused, so idle or trickling clients cannot keep a user out for long;
+//!   a fast enough flood from many addresses can still evict a genuine
+//!   client in the middle of its handshake (it then retries).
 //! - **Refusal logging** is rate-limited, so a flood of hostile
 //!   connections cannot flood the server's log.
 
@@ -77,6 +80,22 @@ struct LogLimit {
     suppressed: u64,
 }
 
+/// The address a client is counted under: an IPv4 address as is (also when
+/// it arrives IPv4-mapped), an IPv6 address by its /64 prefix, the block
+/// one subscriber usually holds whole, so hopping within it gains nothing.
+fn key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+        v4 => v4,
+    }
+}
+
 /// The per-address policy; see the module docs.
 pub(super) struct Gate {
     state: Mutex<State>,
@@ -112,8 +131,21 @@ impl Gate {
         }
     }
 
+    /// Whether `ip` is serving a back-off now, and for how long still:
+    /// checked again when a challenge is answered, so connections opened
+    /// before a failure cannot each spend a guess.
+    pub(super) fn backed_off(&self, ip: IpAddr, now: Instant) -> Option<Duration> {
+        let ip = key(ip);
+        let st = lock(&self.state);
+        st.backoff
+            .get(&ip)
+            .filter(|b| now < b.until)
+            .map(|b| b.until - now)
+    }
+
     /// Admits a new connection from `ip` as pending, or says why not.
     pub(super) fn admit(&self, ip: IpAddr, now: Instant) -> Result<Ticket, Refusal> {
+        let ip = key(ip);
         let mut st = lock(&self.state);
         if let Some(b) = st.backoff.get(&ip)
             && now < b.until
@@ -181,6 +213,7 @@ impl Gate {
     /// Records a failed authentication from `ip`: the back-off it now
     /// serves.
     pub(super) fn failed(&self, ip: IpAddr, now: Instant) -> Duration {
+        let ip = key(ip);
         let mut st = lock(&self.state);
         if !st.backoff.contains_key(&ip) && st.backoff.len() >= BACKOFF_TABLE {
             st.backoff.retain(|_, b| now < b.until + BACKOFF_MAX);
@@ -213,6 +246,7 @@ impl Gate {
     /// Records a successful authentication from `ip`: its back-off is
     /// cleared.
     pub(super) fn succeeded(&self, ip: IpAddr) {
+        let ip = key(ip);
         lock(&self.state).backoff.remove(&ip);
     }
 
@@ -270,6 +304,24 @@ mod tests {
         // Long quiet after the back-off: the count starts afresh.
         let later = t1 + BACKOFF_MAX * 2;
         assert_eq!(g.failed(ip(2), later), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn ipv6_clients_count_by_their_64_prefix() {
+        let g = Gate::new(64);
+        let now = Instant::now();
+        let a: IpAddr = "2001:db8:1:2::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:ffff::9".parse().unwrap();
+        let other: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        g.failed(a, now);
+        assert!(g.backed_off(b, now).is_some(), "same /64");
+        assert!(g.backed_off(other, now).is_none(), "another /64");
+        let mapped: IpAddr = "::ffff:10.0.0.7".parse().unwrap();
+        g.failed("10.0.0.7".parse().unwrap(), now);
+        assert!(
+            g.backed_off(mapped, now).is_some(),
+            "IPv4-mapped is the IPv4 address"
+        );
     }
 
     #[test]
