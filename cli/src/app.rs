@@ -36,7 +36,29 @@ fn cmd_run(args: &RunArgs) -> Result<i32> {
     // The launcher's task (into the report), and --output-dir checked.
     let placement = crate::fleet::Placement::new(&args.cluster, &mut cfg)?;
     let registry = benchsuite::registry();
-    let plan = benchsuite::runner::plan(&registry, &cfg).map_err(|e| flags.explain(e))?;
+    // One phase, or those of a plan file (`-f`), each planned (and so
+    // checked) before anything runs.
+    let phases: Vec<(Option<crate::planfile::PlannedPhase>, benchsuite::RunConfig)> =
+        match &args.plan {
+            Some(f) => crate::planfile::phases(f, args, &cfg)?
+                .into_iter()
+                .map(|p| {
+                    let c = p.config.clone();
+                    (Some(p), c)
+                })
+                .collect(),
+            None => vec![(None, cfg.clone())],
+        };
+    let plans = phases
+        .iter()
+        .map(|(phase, c)| {
+            benchsuite::runner::plan(&registry, c).map_err(|e| match phase {
+                Some(p) => p.explain(e),
+                None => flags.explain(e),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let plan = &plans[0];
     if placement.idle() {
         return Ok(0);
     }
@@ -71,9 +93,45 @@ fn cmd_run(args: &RunArgs) -> Result<i32> {
             .filter(|_| output.format == Format::Json),
         format: output.format,
         failed: false,
+        before: None,
+        earlier: 0,
     };
-    let report = benchsuite::runner::run_plan(&plan, &cfg, &mut observer);
+    let planned: usize = plans
+        .iter()
+        .zip(&phases)
+        .map(|(p, (_, c))| p.len() * c.rounds.max(1))
+        .sum();
+    let mut report: Option<Report> = None;
+    let mut done = 0;
+    for ((phase, c), plan) in phases.iter().zip(&plans) {
+        observer.earlier = report.as_ref().map_or(0, |r| r.records.len());
+        observer.before = report.clone();
+        let mut r = benchsuite::runner::run_plan(plan, c, &mut observer);
+        done += r.progress.map_or(plan.len() * c.rounds.max(1), |p| p.done);
+        if let Some(p) = phase {
+            for rec in &mut r.records {
+                rec.notes.insert(0, format!("plan phase `{}`", p.name));
+            }
+        }
+        report = Some(match report {
+            None => r,
+            Some(mut acc) => {
+                for s in &r.config.selectors {
+                    if !acc.config.selectors.contains(s) {
+                        acc.config.selectors.push(s.clone());
+                    }
+                }
+                acc.records.extend(r.records);
+                acc
+            }
+        });
+        if cfg.cancel.load(Ordering::SeqCst) {
+            break;
+        }
+    }
     drop(observer);
+    let mut report = report.expect("at least one phase");
+    report.progress = (done < planned).then_some(benchsuite::report::RunProgress { done, planned });
 
     let table = export::TableOptions {
         verbose: args.verbose,
@@ -129,6 +187,11 @@ struct Checkpoints {
     file: Option<PathBuf>,
     format: Format,
     failed: bool,
+    /// With a plan file: the report of the phases already run, whose
+    /// records a checkpoint keeps ahead of the current phase's.
+    before: Option<Report>,
+    /// Their number of records.
+    earlier: usize,
 }
 
 impl benchsuite::runner::Observer for Checkpoints {
@@ -150,6 +213,20 @@ impl benchsuite::runner::Observer for Checkpoints {
 
     fn checkpoint(&mut self, report: &Report) {
         let Some(file) = &self.file else { return };
+        let joined;
+        let report = match &self.before {
+            Some(b) => {
+                let mut r = b.clone();
+                r.records.extend(report.records.iter().cloned());
+                r.progress = report.progress.map(|p| benchsuite::report::RunProgress {
+                    done: p.done + self.earlier,
+                    planned: p.planned + self.earlier,
+                });
+                joined = r;
+                &joined
+            }
+            None => report,
+        };
         if let Err(e) = replace_file(file, |w| export::write_report(self.format, report, w)) {
             // Keep measuring: the final write will try again and report.
             eprintln!("warning: {e:#}; no more checkpoints of -o during this run");

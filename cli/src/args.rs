@@ -81,6 +81,13 @@ pub struct RunArgs {
     #[arg(value_name = "SELECTOR")]
     pub selectors: Vec<String>,
 
+    /// A plan file (TOML): named phases, each with its selectors,
+    /// parameters and runs/rounds/duration, run one after the other into one
+    /// report. Flags on the command line override the file's settings.
+    /// `plans/` holds ready ones (`plans/os.toml`, `plans/sysbench.toml`...).
+    #[arg(short = 'f', long = "plan", value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+
     /// Block size(s) for benchmarks with a `block` parameter: `4K`, `1MB`,
     /// lists `4K,64K` and ranges `1K..1M:x2`. Sizes are binary (1K = 1024).
     #[arg(long, value_name = "SIZES")]

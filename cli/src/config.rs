@@ -169,7 +169,7 @@ pub fn parse_format(flag: &str, text: &str) -> Result<Format> {
 /// Builds the run configuration from `benchsuite run` arguments.
 pub fn run_config(args: &RunArgs, stdout_tty: bool) -> Result<(RunConfig, Output, FlagNames)> {
     // With no selector, `benchsuite run` is the safe quick pass over every module.
-    let quick = args.quick || args.selectors.is_empty();
+    let quick = args.quick || (args.selectors.is_empty() && args.plan.is_none());
     let mut cfg = if quick {
         RunConfig::quick()
     } else {

@@ -22,6 +22,7 @@
 
 mod registry;
 
+pub use benchsuite_core::reference;
 pub use benchsuite_core::{
     About, BenchError, Benchmark, Case, Caveat, Choice, CompareOptions, Comparison, ConfigError,
     Context, Direction, Finished, Host, LatencySummary, Meta, Metric, MetricSource, MetricSpec,
@@ -33,7 +34,6 @@ pub use benchsuite_core::{
     bench, catalog, caveat, cluster, compare, error, export, fleet, host, param, report, runner,
     schema, stats, sweep, team, units,
 };
-pub use benchsuite_core::reference;
 pub use registry::registry;
 
 /// Plans and runs `config` over `registry` without progress output.

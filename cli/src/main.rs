@@ -9,6 +9,7 @@ mod app;
 mod args;
 mod config;
 mod fleet;
+mod planfile;
 mod progress;
 mod reference;
 

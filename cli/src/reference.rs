@@ -64,6 +64,14 @@ pub fn cmd_reference(args: &RunArgs) -> Result<i32> {
             let label = point.label();
             eprintln!("[{done}/{total}] {id} {label}");
             let reference = pb.bench.reference(&plan.ctx, point);
+            // The unit of the metric the tool measures, from the declaration.
+            let unit = reference.as_ref().map_or(String::new(), |r| {
+                let meta = pb.bench.meta();
+                meta.metrics
+                    .iter()
+                    .find(|m| m.name == r.metric)
+                    .map_or(String::new(), |m| m.unit.to_string())
+            });
             let mut tool = reference.as_ref().map(ToolRun::new);
             let mut ours = Vec::new();
             for round in 1..=rounds {
@@ -85,7 +93,7 @@ pub fn cmd_reference(args: &RunArgs) -> Result<i32> {
                     Some(f) => f.host.extra.append(&mut report.host.extra),
                 }
                 if let (Some(t), Some(r)) = (tool.as_mut(), reference.as_ref()) {
-                    t.round(r, round, rounds);
+                    t.round(r, &unit, round, rounds);
                 }
                 if plan.ctx.cancelled() {
                     break;
@@ -95,7 +103,7 @@ pub fn cmd_reference(args: &RunArgs) -> Result<i32> {
                 continue;
             };
             if let (Some(t), Some(r)) = (tool, reference.as_ref()) {
-                record.reference = Some(t.result(r, &record));
+                record.reference = Some(t.result(r, &record, &unit));
             }
             records.push(record);
         }
@@ -214,7 +222,7 @@ impl ToolRun {
     }
 
     /// Runs the tool once, unless it is missing or an earlier round failed.
-    fn round(&mut self, r: &Reference, round: usize, rounds: usize) {
+    fn round(&mut self, r: &Reference, unit: &str, round: usize, rounds: usize) {
         if self.note.is_some() && self.values.is_empty() {
             return;
         }
@@ -225,7 +233,7 @@ impl ToolRun {
                     "    round {round}/{rounds}: {} {} {}",
                     r.tool,
                     r.metric,
-                    format_value(v, unit_hint(r.metric))
+                    format_value(v, unit)
                 );
                 self.values.push(v);
             }
@@ -242,7 +250,7 @@ impl ToolRun {
     }
 
     /// The record's `reference` section.
-    fn result(self, r: &Reference, record: &Record) -> ReferenceResult {
+    fn result(self, r: &Reference, record: &Record, unit: &str) -> ReferenceResult {
         let metric = record.metric(r.metric);
         let median = refs::median(&self.values);
         let ratio = match (metric, median) {
@@ -261,22 +269,11 @@ impl ToolRun {
             command: r.command(),
             metric: r.metric.to_string(),
             median,
-            unit: metric.map_or_else(|| unit_hint(r.metric).to_string(), |m| m.unit.clone()),
+            unit: metric.map_or_else(|| unit.to_string(), |m| m.unit.clone()),
             ratio,
             rounds: self.values,
             note,
         }
-    }
-}
-
-/// The unit of a reference metric, for progress lines before the record
-/// exists.
-fn unit_hint(metric: &str) -> &'static str {
-    match metric {
-        "bandwidth" | "throughput" | "received" => "B/s",
-        "iops" => "IO/s",
-        "events" => "event/s",
-        _ => "s",
     }
 }
 

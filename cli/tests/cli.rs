@@ -1011,3 +1011,102 @@ fn dashboard_formats_are_written_from_run() {
         ["bench-bigger.json", "bench-smaller.json", "bench.prom"]
     );
 }
+
+/// The shipped plan files.
+fn plan_path(name: &str) -> String {
+    format!("{}/../plans/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every shipped plan runs at its `--quick` size into one valid report:
+/// each record says its phase, every phase ran, nothing failed, and the
+/// command line overrides the file (the trace's duration).
+#[test]
+fn every_shipped_plan_runs_quick_into_one_report() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let cases: [(&str, &[&str], &[&str]); 3] = [
+        (
+            "os.toml",
+            &["timer", "call", "syscall", "create", "switch"],
+            &[],
+        ),
+        ("sysbench.toml", &["cpu", "fileio"], &[]),
+        (
+            "cpu-trace.toml",
+            &["flops-trace", "iops-trace"],
+            &["--duration", "2s", "--interval", "1s"],
+        ),
+    ];
+    for (plan, phases, extra) in cases {
+        let out = dir.path().join(format!("{plan}.json"));
+        let path = plan_path(plan);
+        let mut args = vec![
+            "run",
+            "-f",
+            path.as_str(),
+            "--quick",
+            "--scratch-dir",
+            dir.path().to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(FAST);
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(0), "{plan}: {}", stderr(&o));
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        assert_valid_report(&report);
+        assert!(report.get("progress").is_none(), "{plan}: complete");
+        let records = report["records"].as_array().unwrap();
+        for phase in phases {
+            let tag = format!("plan phase `{phase}`");
+            assert!(
+                records.iter().any(|r| r["notes"][0] == tag.as_str()),
+                "{plan}: no record of phase {phase}"
+            );
+        }
+        for r in records {
+            assert_ne!(r["status"], "failed", "{plan}: {r}");
+            if plan == "cpu-trace.toml" && r["status"] == "ok" {
+                let stamps = r["metrics"][0]["timestamps"].as_array().unwrap();
+                assert!((1..=3).contains(&stamps.len()), "2 s at 1 s: {stamps:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn plan_file_errors_name_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let unknown_key = write(
+        "key.toml",
+        "[[phase]]\nname = \"a\"\nselect = [\"os.syscall\"]\nrnus = 3\n",
+    );
+    assert_usage_error(&["run", "-f", &unknown_key], "key.toml:4");
+    let unknown_param = write(
+        "param.toml",
+        "[[phase]]\nname = \"a\"\nselect = [\"os.syscall\"]\n\n[phase.params]\ncalll = \"getppid\"\n",
+    );
+    let e = assert_usage_error(&["run", "-f", &unknown_param], "param.toml:6");
+    assert!(e.contains("calll"), "{e}");
+    let bad_value = write(
+        "value.toml",
+        "[[phase]]\nname = \"a\"\nselect = [\"os.syscall\"]\nparams = { call = \"fork\" }\n",
+    );
+    assert_usage_error(&["run", "-f", &bad_value], "value.toml:4");
+    let bad_duration = write(
+        "dur.toml",
+        "[[phase]]\nname = \"a\"\nselect = [\"os.syscall\"]\nduration = \"soon\"\n",
+    );
+    assert_usage_error(&["run", "-f", &bad_duration], "dur.toml:4");
+    assert_usage_error(&["run", "-f", &bad_value, "os"], "no selectors");
+    assert_usage_error(
+        &["run", "-f", "/nonexistent/plan.toml"],
+        "/nonexistent/plan.toml",
+    );
+}

@@ -116,6 +116,7 @@
 //! has events/s and per-event latency percentiles, directly comparable with
 //! `sysbench cpu --cpu-max-prime=20000 --threads=N run`.
 
+mod likwid;
 #[cfg(feature = "linpack")]
 mod linpack;
 mod prime;

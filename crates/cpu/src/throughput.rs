@@ -80,6 +80,11 @@ impl Benchmark for Flops {
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         prepare(ctx, point, true)
     }
+
+    /// `likwid-bench -t peakflops*` at the same precision, ISA and threads.
+    fn reference(&self, _ctx: &Context, point: &Point) -> Option<benchsuite_core::Reference> {
+        crate::likwid::peakflops(point, crate::likwid::auto_isa())
+    }
 }
 
 impl Benchmark for Iops {

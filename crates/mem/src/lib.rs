@@ -129,6 +129,7 @@ mod bandwidth;
 mod buf;
 mod kernels;
 mod latency;
+mod likwid;
 mod peak;
 mod sys;
 

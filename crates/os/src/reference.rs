@@ -2,8 +2,8 @@
 //! `perf bench syscall basic` for `os.syscall call=getppid`, `perf bench
 //! sched pipe` for `os.context_switch`.
 
-use benchsuite_core::reference::{Reference, argv};
 use benchsuite_core::Point;
+use benchsuite_core::reference::{Reference, argv};
 
 /// Debian's package for `perf`.
 const PERF_PACKAGE: &str = "linux-perf";

@@ -284,6 +284,32 @@ impl Benchmark for Bandwidth {
         Ok(())
     }
 
+    /// `likwid-bench` with the same kernel kind, instruction set, store
+    /// kind, working set and threads, resolved as `prepare` resolves them.
+    fn reference(&self, ctx: &Context, point: &Point) -> Option<benchsuite_core::Reference> {
+        let p = Params::parse(point).ok()?;
+        let isa = p.isa.unwrap_or_else(Isa::best);
+        let size = match p.size {
+            0 => auto_size(&ctx.host, ctx.quick, p.threads).0,
+            s => s,
+        };
+        let nt = p.nt.unwrap_or_else(|| {
+            p.op.stores()
+                && p.block >= 64
+                && isa.has_nt()
+                && sys::cache_fit(&ctx.host, size, p.threads).is_dram()
+        });
+        crate::likwid::command(&crate::likwid::Streams {
+            op: p.op,
+            random: p.random,
+            block: p.block,
+            size,
+            threads: p.threads,
+            isa,
+            nt,
+        })
+    }
+
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         let p = Params::parse(point)?;
         // Facts that help read the number are notes; what makes it mean
