@@ -27,6 +27,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Convert(a) => cmd_convert(&a),
         Command::Schema => cmd_schema(),
         Command::Merge(a) => crate::fleet::cmd_merge(&a),
+        Command::Breakeven(a) => crate::breakeven::cmd_breakeven(&a),
     }
 }
 

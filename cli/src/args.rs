@@ -72,6 +72,10 @@ pub enum Command {
     /// (scaled MAD), min and max across hosts, and the outlier (slow)
     /// hosts, with hosts of different hardware or kernel grouped apart.
     Merge(crate::fleet::MergeArgs),
+    /// The local-vs-remote break-even: from which transferred data size a
+    /// job (CPU events plus storage bytes) runs faster locally than shipped
+    /// to a remote machine, from measured reports.
+    Breakeven(crate::breakeven::BreakevenArgs),
 }
 
 #[derive(Debug, Args)]

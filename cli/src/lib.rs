@@ -31,8 +31,8 @@ pub use benchsuite_core::{
     Verdict, Work, choice_enum, error_chain,
 };
 pub use benchsuite_core::{
-    bench, catalog, caveat, cluster, compare, error, export, fleet, host, param, report, runner,
-    schema, stats, sweep, team, units,
+    bench, breakeven, catalog, caveat, cluster, compare, error, export, fleet, host, param, report,
+    runner, schema, stats, sweep, team, units,
 };
 pub use registry::registry;
 

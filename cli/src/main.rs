@@ -7,6 +7,7 @@
 
 mod app;
 mod args;
+mod breakeven;
 mod config;
 mod fleet;
 mod planfile;

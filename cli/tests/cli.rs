@@ -1110,3 +1110,63 @@ fn plan_file_errors_name_the_file_and_line() {
         "/nonexistent/plan.toml",
     );
 }
+
+/// The break-even example of docs/breakeven.md: its numbers come back
+/// from the committed reports, and a report without a needed record is an
+/// error naming the file and what was needed.
+#[test]
+fn breakeven_reproduces_the_documented_example_and_names_missing_inputs() {
+    let doc = |f: &str| format!("{}/../docs/breakeven/{f}", env!("CARGO_MANIFEST_DIR"));
+    let (local, remote, net) = (doc("local.json"), doc("remote.json"), doc("net.json"));
+    let args = [
+        "breakeven",
+        "--local",
+        &local,
+        "--remote",
+        &remote,
+        "--net",
+        &net,
+        "--events",
+        "100000",
+        "--bytes",
+        "1G",
+    ];
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let documented = std::fs::read_to_string(format!(
+        "{}/../docs/breakeven.md",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let answer = out.lines().find(|l| l.starts_with("break-even:")).unwrap();
+    assert!(documented.contains(answer), "the doc shows: {answer}");
+    let mut json_args = args.to_vec();
+    json_args.extend(["--format", "json"]);
+    let o = run(&json_args);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let n = v["n_bytes"].as_f64().unwrap();
+    let net_bps = v["inputs"][4]["value"].as_f64().unwrap();
+    let gap = v["local_s"].as_f64().unwrap() - v["remote_fixed_s"].as_f64().unwrap();
+    assert!(
+        (n - gap * net_bps).abs() <= 1.0,
+        "n* = (local − remote) × net"
+    );
+    // The net report has no cpu.prime record: named, exit 2.
+    assert_usage_error(
+        &[
+            "breakeven",
+            "--local",
+            &net,
+            "--remote",
+            &remote,
+            "--net",
+            &net,
+            "--events",
+            "1",
+            "--bytes",
+            "1",
+        ],
+        "net.json: no ok `cpu.prime` record (needed for the local CPU)",
+    );
+}

@@ -44,6 +44,7 @@
 //! ```
 
 pub mod bench;
+pub mod breakeven;
 pub mod catalog;
 pub mod caveat;
 pub mod cluster;

@@ -115,15 +115,18 @@ pub struct ReferenceResult {
     pub median: Option<f64>,
     /// Unit of `median` and `rounds`: the metric's base unit.
     pub unit: String,
-    /// Direction-aware ratio: above 1 means benchsuite did better (more
-    /// throughput, less latency); null when there is no median, or when a
-    /// `note` says why the ratio would be meaningless.
+    /// Direction-aware ratio of the medians: above 1 means benchsuite did
+    /// better (more throughput, less latency); null when either side has
+    /// no median (the tool is missing or failed, the record did not run).
+    /// Read it with `note`, which says where the tool measures something
+    /// slightly different.
     pub ratio: Option<f64>,
     /// The tool's value in each round, in the order they ran (interleaved
     /// with benchsuite's own rounds).
     pub rounds: Vec<f64>,
     /// Why there is no ratio (`not installed: apt install fio`, a round's
-    /// error), or what to know about the tool's number on this machine.
+    /// error, `perf bench unavailable: ...`), or what to know about the
+    /// tool's number at this point (a known difference or misbehaviour).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }

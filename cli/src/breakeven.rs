@@ -1,0 +1,152 @@
+//! `benchsuite breakeven`: the local-vs-remote break-even transfer size,
+//! from measured reports (see `benchsuite_core::breakeven`).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, anyhow, bail};
+use benchsuite::Report;
+use benchsuite::breakeven::{self, BreakEven, Input};
+use benchsuite::units::{format_size, parse_size};
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct BreakevenArgs {
+    /// The local machine's report: `cpu.prime` (events/s) and `disk.io`
+    /// (bandwidth) records.
+    #[arg(long, value_name = "REPORT.json")]
+    pub local: PathBuf,
+    /// The remote machine's report, with the same records.
+    #[arg(long, value_name = "REPORT.json")]
+    pub remote: PathBuf,
+    /// The report measured between the two (`benchsuite run
+    /// net.tcp_throughput net.connect --peer REMOTE`): throughput and
+    /// connection setup.
+    #[arg(long, value_name = "REPORT.json")]
+    pub net: PathBuf,
+    /// CPU work of the job, in sysbench prime events (at the records'
+    /// max_prime).
+    #[arg(long, value_name = "N")]
+    pub events: f64,
+    /// Storage traffic of the job, bytes (`10G`).
+    #[arg(long, value_name = "SIZE")]
+    pub bytes: String,
+    /// Which `cpu.prime` record: its parameters, e.g. `threads=1`
+    /// (default: the first ok one).
+    #[arg(long, value_name = "NAME=VALUE,...")]
+    pub cpu: Option<String>,
+    /// Which `disk.io` record, e.g. `preset=sysbench-rndrw` (default: the
+    /// first ok one).
+    #[arg(long, value_name = "NAME=VALUE,...")]
+    pub disk: Option<String>,
+    /// `table` (default) or `json`.
+    #[arg(long, value_name = "FORMAT", default_value = "table")]
+    pub format: String,
+}
+
+fn wants(flag: &str, spec: Option<&str>) -> Result<Vec<(String, String)>> {
+    let Some(spec) = spec else {
+        return Ok(Vec::new());
+    };
+    spec.split(',')
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .ok_or_else(|| anyhow!("{flag} {spec}: expected NAME=VALUE[,NAME=VALUE...]"))
+        })
+        .collect()
+}
+
+fn load(flag: &str, path: &Path) -> Result<(String, Report)> {
+    let r = Report::read(path).map_err(|e| anyhow!("{flag}: {e:#}"))?;
+    Ok((path.display().to_string(), r))
+}
+
+fn pick(
+    what: &'static str,
+    (file, report): &(String, Report),
+    id: &str,
+    want: &[(String, String)],
+    metric: &str,
+) -> Result<Input> {
+    let record = breakeven::find(report, id, want).ok_or_else(|| {
+        let filter = if want.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " with {}",
+                want.iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        };
+        anyhow!("{file}: no ok `{id}` record{filter} (needed for the {what})")
+    })?;
+    breakeven::input(what, file, record, metric).map_err(|e| anyhow!(e))
+}
+
+pub fn cmd_breakeven(args: &BreakevenArgs) -> Result<i32> {
+    if !(args.events.is_finite() && args.events >= 0.0) {
+        bail!("--events {}: expected a non-negative number", args.events);
+    }
+    let bytes = parse_size(&args.bytes).map_err(|e| anyhow!("--bytes {}: {e}", args.bytes))? as f64;
+    let cpu = wants("--cpu", args.cpu.as_deref())?;
+    let disk = wants("--disk", args.disk.as_deref())?;
+    let local = load("--local", &args.local)?;
+    let remote = load("--remote", &args.remote)?;
+    let net = load("--net", &args.net)?;
+    let inputs = [
+        pick("local CPU", &local, "cpu.prime", &cpu, "events")?,
+        pick("local I/O", &local, "disk.io", &disk, "bandwidth")?,
+        pick("remote CPU", &remote, "cpu.prime", &cpu, "events")?,
+        pick("remote I/O", &remote, "disk.io", &disk, "bandwidth")?,
+        pick(
+            "network throughput",
+            &net,
+            "net.tcp_throughput",
+            &[],
+            "throughput",
+        )?,
+        pick("connection setup", &net, "net.connect", &[], "connect")?,
+    ];
+    let b = breakeven::solve(args.events, bytes, inputs);
+    match args.format.as_str() {
+        "json" => println!("{}", serde_json::to_string_pretty(&b)?),
+        "table" => print!("{}", render(&b)),
+        other => bail!("--format {other}: expected table or json"),
+    }
+    Ok(0)
+}
+
+fn render(b: &BreakEven) -> String {
+    let mut s = String::new();
+    s.push_str("local  = C / cpu_local + D / io_local\n");
+    s.push_str("remote = n / net + connect + C / cpu_remote + D / io_remote\n");
+    s.push_str("n*     = (local - connect - C / cpu_remote - D / io_remote) x net\n\n");
+    s.push_str(&format!(
+        "C = {} events, D = {} ({} B)\n",
+        b.events,
+        format_size(b.bytes as u64),
+        b.bytes
+    ));
+    for i in &b.inputs {
+        s.push_str(&format!(
+            "{:<20} {:>14.6e} {:<8} {}\n",
+            i.what, i.value, i.unit, i.source
+        ));
+    }
+    s.push_str(&format!(
+        "\nlocal: {:.3} s; remote without the transfer: {:.3} s\n",
+        b.local_s, b.remote_fixed_s
+    ));
+    match b.n_bytes {
+        Some(n) => s.push_str(&format!(
+            "break-even: n* = {} ({n:.0} B): ship less and the remote machine finishes first, more and the local one does\n",
+            format_size(n as u64)
+        )),
+        None => s.push_str(
+            "no break-even: the remote machine is not faster even shipping nothing; run locally\n",
+        ),
+    }
+    s
+}
