@@ -28,6 +28,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Schema => cmd_schema(),
         Command::Merge(a) => crate::fleet::cmd_merge(&a),
         Command::Breakeven(a) => crate::breakeven::cmd_breakeven(&a),
+        Command::Report(a) => crate::report_cmd::cmd_report(&a),
     }
 }
 

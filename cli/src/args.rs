@@ -76,6 +76,11 @@ pub enum Command {
     /// job (CPU events plus storage bytes) runs faster locally than shipped
     /// to a remote machine, from measured reports.
     Breakeven(crate::breakeven::BreakevenArgs),
+    /// Write one self-contained HTML page (inline SVG charts, no
+    /// JavaScript, the reports embedded as JSON) from JSON reports: a chart
+    /// per sweep, latency percentiles, time series, the host, warnings and
+    /// notes; with two or more reports, base vs new and the change verdicts.
+    Report(crate::report_cmd::ReportArgs),
 }
 
 #[derive(Debug, Args)]

@@ -13,6 +13,7 @@ mod fleet;
 mod planfile;
 mod progress;
 mod reference;
+mod report_cmd;
 
 use std::io::ErrorKind;
 use std::process::ExitCode;

@@ -32,6 +32,7 @@ use crate::units::format_value;
 mod bmf;
 mod csv;
 mod gha;
+pub mod html;
 mod json;
 mod markdown;
 mod openmetrics;

@@ -1,0 +1,546 @@
+//! A small SVG chart writer: line charts with bands, dashed lines and
+//! vertical markers, bar charts and a horizontal change chart. No fonts,
+//! no scripts: tooltips are SVG `<title>` elements.
+
+use std::fmt::Write as _;
+
+/// Escapes text for HTML and XML (element text and quoted attributes).
+pub fn escape(text: &str) -> String {
+    let mut s = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => s.push_str("&amp;"),
+            '<' => s.push_str("&lt;"),
+            '>' => s.push_str("&gt;"),
+            '"' => s.push_str("&quot;"),
+            '\'' => s.push_str("&#39;"),
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => s.push(' '),
+            c => s.push(c),
+        }
+    }
+    s
+}
+
+/// Series colours (colour-blind friendly, Okabe–Ito).
+pub const PALETTE: [&str; 8] = [
+    "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
+];
+
+/// A colour for series `i`.
+pub fn color(i: usize) -> &'static str {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// One axis: its label, whether it is logarithmic, how ticks are written.
+pub struct Axis {
+    pub label: String,
+    pub log: bool,
+    /// Ticks at whole numbers only (counts such as threads).
+    pub integer: bool,
+    pub format: Box<dyn Fn(f64) -> String>,
+}
+
+/// One point of a line.
+pub struct Pt {
+    pub x: f64,
+    pub y: f64,
+    /// The spread drawn as a band (p5–p95).
+    pub band: Option<(f64, f64)>,
+    /// Tooltip text.
+    pub title: String,
+}
+
+/// One line of a chart.
+pub struct Line {
+    pub name: String,
+    pub color: &'static str,
+    pub points: Vec<Pt>,
+    pub dashed: bool,
+    pub markers: bool,
+    /// Opacity of the stroke (a baseline is drawn lighter).
+    pub opacity: f64,
+}
+
+/// A line chart.
+pub struct Chart {
+    pub title: String,
+    pub x: Axis,
+    pub y: Axis,
+    pub lines: Vec<Line>,
+    /// Vertical markers (cache sizes): x and label.
+    pub marks: Vec<(f64, String)>,
+}
+
+const W: f64 = 820.0;
+const H: f64 = 360.0;
+const L: f64 = 110.0;
+const R: f64 = 590.0;
+const T: f64 = 44.0;
+const B: f64 = 300.0;
+
+struct Scale {
+    lo: f64,
+    hi: f64,
+    log: bool,
+    a: f64,
+    b: f64,
+}
+
+impl Scale {
+    fn new(lo: f64, hi: f64, log: bool, a: f64, b: f64) -> Scale {
+        let (mut lo, mut hi) = if log {
+            (lo.log10(), hi.log10())
+        } else {
+            (lo, hi)
+        };
+        if hi - lo <= f64::EPSILON * hi.abs().max(1.0) {
+            let d = if hi == 0.0 { 1.0 } else { hi.abs() * 0.1 };
+            lo -= d;
+            hi += d;
+        }
+        Scale { lo, hi, log, a, b }
+    }
+    fn map(&self, v: f64) -> f64 {
+        let v = if self.log { v.max(1e-300).log10() } else { v };
+        self.a + (v - self.lo) / (self.hi - self.lo) * (self.b - self.a)
+    }
+    fn ticks(&self, base2: bool, integer: bool) -> Vec<f64> {
+        if self.log {
+            let (lo, hi) = (10f64.powf(self.lo), 10f64.powf(self.hi));
+            let base: f64 = if base2 { 2.0 } else { 10.0 };
+            let (e0, e1) = (
+                (lo.log(base) - 1e-9).ceil() as i64,
+                (hi.log(base) + 1e-9).floor() as i64,
+            );
+            let n = (e1 - e0 + 1).max(1);
+            let step = ((n + 9) / 10).max(1);
+            let mut t: Vec<f64> = (e0..=e1)
+                .step_by(step as usize)
+                .map(|e| base.powi(e as i32))
+                .collect();
+            if t.is_empty() {
+                t = vec![lo, hi];
+            }
+            t
+        } else {
+            let range = self.hi - self.lo;
+            let raw = range / 5.0;
+            let mag = 10f64.powf(raw.log10().floor());
+            let step = [1.0, 2.0, 5.0, 10.0]
+                .iter()
+                .map(|m| m * mag)
+                .find(|s| range / s <= 6.0)
+                .unwrap_or(10.0 * mag);
+            let step = if integer { step.max(1.0).round() } else { step };
+            let mut t = Vec::new();
+            let mut v = (self.lo / step).ceil() * step;
+            while v <= self.hi + step * 1e-9 && t.len() < 20 {
+                t.push(if v.abs() < step * 1e-9 { 0.0 } else { v });
+                v += step;
+            }
+            t
+        }
+    }
+}
+
+fn f(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+fn header(out: &mut String, title: &str, w: f64, h: f64) {
+    // A long title puts its parenthesised part on a second, smaller line;
+    // both are cut to the width (the full title is the SVG's `<title>`).
+    let (main_max, sub_max) = ((w / 8.0) as usize, (w / 6.0) as usize);
+    let (main, sub) = match title.split_once(" (") {
+        Some((m, s)) if title.chars().count() > main_max => {
+            (m, Some(s.strip_suffix(')').unwrap_or(s)))
+        }
+        _ => (title, None),
+    };
+    let _ = write!(
+        out,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" font-family="sans-serif" font-size="12"><title>{t}</title><rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/><text x="{cx}" y="20" text-anchor="middle" font-size="14" font-weight="bold">{m}</text>"##,
+        t = escape(title),
+        m = escape(&truncate(main, main_max)),
+        cx = f(w / 2.0),
+    );
+    if let Some(sub) = sub {
+        let _ = write!(
+            out,
+            r##"<text x="{}" y="35" text-anchor="middle" font-size="11" fill="#555555">{}</text>"##,
+            f(w / 2.0),
+            escape(&truncate(sub, sub_max))
+        );
+    }
+}
+
+impl Chart {
+    /// The chart as one `<svg>` element.
+    pub fn render(&self) -> String {
+        let pts = || self.lines.iter().flat_map(|l| l.points.iter());
+        let xs: Vec<f64> = pts()
+            .map(|p| p.x)
+            .filter(|v| v.is_finite() && (!self.x.log || *v > 0.0))
+            .collect();
+        let mut ys: Vec<f64> = Vec::new();
+        for p in pts() {
+            ys.push(p.y);
+            if let Some((a, b)) = p.band {
+                ys.push(a);
+                ys.push(b);
+            }
+        }
+        ys.retain(|v| v.is_finite() && (!self.y.log || *v > 0.0));
+        let mut out = String::new();
+        header(&mut out, &self.title, W, H);
+        if xs.is_empty() || ys.is_empty() {
+            out.push_str(r#"<text x="300" y="180">no data</text></svg>"#);
+            return out;
+        }
+        let (x0, x1) = min_max(&xs);
+        let (mut y0, y1) = min_max(&ys);
+        if !self.y.log {
+            y0 = y0.min(0.0);
+        }
+        let y1 = if self.y.log { y1 } else { y1 * 1.05 };
+        let sx = Scale::new(x0, x1, self.x.log, L, R);
+        let sy = Scale::new(y0, y1, self.y.log, B, T);
+        // Grid and ticks.
+        out.push_str(r##"<g stroke="#dddddd" stroke-width="1">"##);
+        let xt = sx.ticks(true, self.x.integer);
+        let yt = sy.ticks(false, false);
+        for &t in &xt {
+            let _ = write!(
+                out,
+                r#"<line x1="{0}" y1="{T}" x2="{0}" y2="{B}"/>"#,
+                f(sx.map(t))
+            );
+        }
+        for &t in &yt {
+            let _ = write!(
+                out,
+                r#"<line x1="{L}" y1="{0}" x2="{R}" y2="{0}"/>"#,
+                f(sy.map(t))
+            );
+        }
+        out.push_str("</g>");
+        let _ = write!(
+            out,
+            r##"<rect x="{L}" y="{T}" width="{}" height="{}" fill="none" stroke="#333333"/>"##,
+            R - L,
+            B - T
+        );
+        for &t in &xt {
+            let _ = write!(
+                out,
+                r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+                f(sx.map(t)),
+                B + 16.0,
+                escape(&(self.x.format)(t))
+            );
+        }
+        for &t in &yt {
+            let _ = write!(
+                out,
+                r#"<text x="{}" y="{}" text-anchor="end">{}</text>"#,
+                L - 6.0,
+                f(sy.map(t) + 4.0),
+                escape(&(self.y.format)(t))
+            );
+        }
+        let _ = write!(
+            out,
+            r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+            f((L + R) / 2.0),
+            B + 36.0,
+            escape(&self.x.label)
+        );
+        let _ = write!(
+            out,
+            r#"<text x="16" y="{0}" text-anchor="middle" transform="rotate(-90 16 {0})">{1}</text>"#,
+            f((T + B) / 2.0),
+            escape(&self.y.label)
+        );
+        // Markers (cache sizes).
+        for (x, label) in &self.marks {
+            if *x < x0 || *x > x1 {
+                continue;
+            }
+            let px = f(sx.map(*x));
+            let _ = write!(
+                out,
+                r##"<line x1="{px}" y1="{T}" x2="{px}" y2="{B}" stroke="#888888" stroke-dasharray="2 3"/><text x="{px}" y="{}" font-size="10" fill="#555555" text-anchor="middle">{}</text>"##,
+                T + 12.0,
+                escape(label)
+            );
+        }
+        // Bands first, then lines on top.
+        for l in &self.lines {
+            let band: Vec<(f64, f64, f64)> = l
+                .points
+                .iter()
+                .filter_map(|p| p.band.map(|(a, b)| (p.x, a, b)))
+                .filter(|(x, a, b)| {
+                    x.is_finite()
+                        && a.is_finite()
+                        && b.is_finite()
+                        && (!self.y.log || (*a > 0.0 && *b > 0.0))
+                })
+                .collect();
+            if band.len() >= 2 {
+                let mut d = String::new();
+                for (x, _, hi) in &band {
+                    let _ = write!(d, "{},{} ", f(sx.map(*x)), f(sy.map(*hi)));
+                }
+                for (x, lo, _) in band.iter().rev() {
+                    let _ = write!(d, "{},{} ", f(sx.map(*x)), f(sy.map(*lo)));
+                }
+                let _ = write!(
+                    out,
+                    r#"<polygon points="{}" fill="{}" fill-opacity="{}" stroke="none"/>"#,
+                    d.trim_end(),
+                    l.color,
+                    0.15 * l.opacity
+                );
+            } else if band.len() == 1 {
+                let (x, lo, hi) = band[0];
+                let px = f(sx.map(x));
+                let _ = write!(
+                    out,
+                    r#"<line x1="{px}" y1="{}" x2="{px}" y2="{}" stroke="{}" stroke-width="2"/>"#,
+                    f(sy.map(lo)),
+                    f(sy.map(hi)),
+                    l.color
+                );
+            }
+        }
+        for l in &self.lines {
+            let ok: Vec<&Pt> = l
+                .points
+                .iter()
+                .filter(|p| p.x.is_finite() && p.y.is_finite() && (!self.y.log || p.y > 0.0))
+                .collect();
+            let d: Vec<String> = ok
+                .iter()
+                .map(|p| format!("{},{}", f(sx.map(p.x)), f(sy.map(p.y))))
+                .collect();
+            let _ = write!(
+                out,
+                r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="2" stroke-opacity="{}"{}><title>{}</title></polyline>"#,
+                d.join(" "),
+                l.color,
+                l.opacity,
+                if l.dashed {
+                    r#" stroke-dasharray="6 4""#
+                } else {
+                    ""
+                },
+                escape(&l.name)
+            );
+            if l.markers {
+                for p in &ok {
+                    let _ = write!(
+                        out,
+                        r#"<circle cx="{}" cy="{}" r="3.5" fill="{}" fill-opacity="{}"><title>{}</title></circle>"#,
+                        f(sx.map(p.x)),
+                        f(sy.map(p.y)),
+                        l.color,
+                        l.opacity,
+                        escape(&p.title)
+                    );
+                }
+            }
+        }
+        // Legend.
+        for (i, l) in self.lines.iter().take(18).enumerate() {
+            let y = T + 8.0 + i as f64 * 16.0;
+            let _ = write!(
+                out,
+                r#"<line x1="{}" y1="{y}" x2="{}" y2="{y}" stroke="{}" stroke-width="2" stroke-opacity="{}"{}/><text x="{}" y="{}">{}</text>"#,
+                R + 14.0,
+                R + 38.0,
+                l.color,
+                l.opacity,
+                if l.dashed {
+                    r#" stroke-dasharray="6 4""#
+                } else {
+                    ""
+                },
+                R + 44.0,
+                y + 4.0,
+                escape(&truncate(&l.name, 34))
+            );
+        }
+        if self.lines.len() > 18 {
+            let _ = write!(
+                out,
+                r#"<text x="{}" y="{}">… {} more</text>"#,
+                R + 14.0,
+                T + 8.0 + 18.0 * 16.0 + 4.0,
+                self.lines.len() - 18
+            );
+        }
+        out.push_str("</svg>");
+        out
+    }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n - 1).collect();
+        t.push('…');
+        t
+    }
+}
+
+fn min_max(v: &[f64]) -> (f64, f64) {
+    v.iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+            (a.min(x), b.max(x))
+        })
+}
+
+/// A small bar chart of named values (the latency ladder), log scale
+/// when they span more than 50×.
+pub fn bar_chart(title: &str, bars: &[(String, f64)], format: &dyn Fn(f64) -> String) -> String {
+    let (w, h) = (420.0, 250.0);
+    let (l, r, t, b) = (80.0, 410.0, 48.0, 210.0);
+    let mut out = String::new();
+    header(&mut out, title, w, h);
+    let vals: Vec<f64> = bars
+        .iter()
+        .map(|(_, v)| *v)
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .collect();
+    if vals.is_empty() {
+        out.push_str(r#"<text x="150" y="120">no data</text></svg>"#);
+        return out;
+    }
+    let (lo, hi) = min_max(&vals);
+    let log = hi / lo > 50.0;
+    let sy = if log {
+        Scale::new(lo / 2.0, hi * 1.2, true, b, t)
+    } else {
+        Scale::new(0.0, hi * 1.1, false, b, t)
+    };
+    for tk in sy.ticks(false, false) {
+        let y = f(sy.map(tk));
+        let _ = write!(
+            out,
+            r##"<line x1="{l}" y1="{y}" x2="{r}" y2="{y}" stroke="#dddddd"/><text x="{}" y="{}" text-anchor="end" font-size="10">{}</text>"##,
+            l - 4.0,
+            f(sy.map(tk) + 3.0),
+            escape(&format(tk))
+        );
+    }
+    let slot = (r - l) / bars.len().max(1) as f64;
+    for (i, (name, v)) in bars.iter().enumerate() {
+        let x = l + slot * i as f64;
+        let bw = slot * 0.7;
+        if v.is_finite() && *v > 0.0 {
+            let y = sy.map(*v);
+            let _ = write!(
+                out,
+                r##"<rect x="{}" y="{}" width="{}" height="{}" fill="{}"><title>{}: {}</title></rect>"##,
+                f(x + slot * 0.15),
+                f(y),
+                f(bw),
+                f((b - y).max(0.0)),
+                color(0),
+                escape(name),
+                escape(&format(*v))
+            );
+        }
+        let _ = write!(
+            out,
+            r#"<text x="{}" y="{}" text-anchor="middle" font-size="11">{}</text>"#,
+            f(x + slot / 2.0),
+            b + 14.0,
+            escape(name)
+        );
+    }
+    let _ = write!(
+        out,
+        r##"<line x1="{l}" y1="{b}" x2="{r}" y2="{b}" stroke="#333333"/><text x="{}" y="{}" text-anchor="middle" font-size="11">{}</text></svg>"##,
+        f((l + r) / 2.0),
+        b + 32.0,
+        if log { "log scale" } else { "" }
+    );
+    out
+}
+
+/// One row of the change chart.
+pub struct ChangeRow {
+    pub label: String,
+    /// Relative change (`0.07` = +7%).
+    pub change: f64,
+    pub interval: Option<[f64; 2]>,
+    pub color: &'static str,
+    pub title: String,
+}
+
+/// Horizontal change chart: a bar per metric from 0 to its change, the
+/// interval as a whisker.
+pub fn change_chart(title: &str, rows: &[ChangeRow]) -> String {
+    let row_h = 18.0;
+    let (l, r, t) = (330.0, 800.0, 40.0);
+    let h = t + rows.len() as f64 * row_h + 40.0;
+    let mut out = String::new();
+    header(&mut out, title, 820.0, h);
+    let mut span: f64 = 0.05;
+    for row in rows {
+        span = span.max(row.change.abs());
+        if let Some([a, b]) = row.interval {
+            span = span.max(a.abs()).max(b.abs());
+        }
+    }
+    let span = span.min(10.0) * 1.1;
+    let sx = Scale::new(-span, span, false, l, r);
+    let b = t + rows.len() as f64 * row_h;
+    for tk in sx.ticks(false, false) {
+        let x = f(sx.map(tk));
+        let _ = write!(
+            out,
+            r##"<line x1="{x}" y1="{t}" x2="{x}" y2="{b}" stroke="{}"/><text x="{x}" y="{}" text-anchor="middle" font-size="10">{:+.0}%</text>"##,
+            if tk == 0.0 { "#333333" } else { "#dddddd" },
+            b + 14.0,
+            tk * 100.0
+        );
+    }
+    let clamp = |v: f64| v.clamp(-span, span);
+    for (i, row) in rows.iter().enumerate() {
+        let y = t + i as f64 * row_h;
+        let (x0, x1) = (sx.map(0.0), sx.map(clamp(row.change)));
+        let _ = write!(
+            out,
+            r#"<text x="{}" y="{}" text-anchor="end" font-size="11">{}</text><rect x="{}" y="{}" width="{}" height="{}" fill="{}"><title>{}</title></rect>"#,
+            l - 6.0,
+            f(y + 13.0),
+            escape(&truncate(&row.label, 48)),
+            f(x0.min(x1)),
+            f(y + 3.0),
+            f((x1 - x0).abs().max(1.0)),
+            row_h - 6.0,
+            row.color,
+            escape(&row.title)
+        );
+        if let Some([a, bb]) = row.interval {
+            let _ = write!(
+                out,
+                r##"<line x1="{}" y1="{2}" x2="{}" y2="{2}" stroke="#222222" stroke-width="1.5"/>"##,
+                f(sx.map(clamp(a))),
+                f(sx.map(clamp(bb))),
+                f(y + row_h / 2.0)
+            );
+        }
+    }
+    let _ = write!(
+        out,
+        r#"<text x="{}" y="{}" text-anchor="middle" font-size="11">change of the median, new vs base (bar), with its interval (whisker)</text></svg>"#,
+        f((l + r) / 2.0),
+        b + 30.0
+    );
+    out
+}

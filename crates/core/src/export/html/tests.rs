@@ -1,0 +1,365 @@
+use super::*;
+use crate::param::{Point, Value};
+use crate::report::Peak;
+use crate::stats::{LatencySummary, Summary};
+
+fn base() -> Report {
+    let text = include_str!("../testdata/quick-pass.json");
+    Report::from_json(text, "quick-pass.json").unwrap()
+}
+
+fn record(id: &str, params: &[(&str, Value)], median: f64, unit: &str) -> Record {
+    let samples = vec![
+        median * 0.97,
+        median,
+        median * 1.02,
+        median * 1.01,
+        median * 0.99,
+    ];
+    let mut r = Record::skipped(
+        id,
+        Point(
+            params
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        ),
+        "",
+    );
+    r.status = Status::Ok;
+    r.reason = None;
+    r.metrics.push(Metric {
+        name: "bandwidth".into(),
+        unit: unit.into(),
+        direction: crate::bench::Direction::Higher,
+        summary: Summary::new(&samples).unwrap(),
+        samples,
+        timestamps: None,
+        rounds: None,
+        tails: None,
+        latency: None,
+    });
+    r
+}
+
+/// Three sweeps (block with a series per thread count, threads with a
+/// series per block, threads of a cpu benchmark with a peak), a latency
+/// record and a time series, with hostile text in host and notes.
+fn synthetic() -> Report {
+    let mut rep = base();
+    rep.records.clear();
+    rep.host.hostname = Some("<b>evil</b> & \"host\" </script>".into());
+    rep.host.extra.insert(
+        "disk".into(),
+        serde_json::json!({"fs": "ext4 </script><!--"}),
+    );
+    for t in [1u64, 2] {
+        for b in [1024u64, 65536, 1 << 20] {
+            let mut r = record(
+                "mem.read",
+                &[
+                    ("block", Value::Int(b)),
+                    ("threads", Value::Int(t)),
+                    ("op", Value::Str("seq".into())),
+                ],
+                1e9 * t as f64 * (b as f64).log2(),
+                "B/s",
+            );
+            r.notes.push("note with <tags> & </script>".into());
+            rep.records.push(r);
+        }
+    }
+    for t in [1u64, 2, 4] {
+        let mut r = record(
+            "cpu.flops",
+            &[
+                ("threads", Value::Int(t)),
+                ("dtype", Value::Str("f32".into())),
+            ],
+            1e10 * t as f64,
+            "flop/s",
+        );
+        r.metrics[0].name = "flops".into();
+        r.peak = Some(Peak {
+            metric: "flops".into(),
+            value: 3e10 * t as f64,
+            unit: "flop/s".into(),
+            formula: "cores × GHz × lanes".into(),
+            inputs: Default::default(),
+            efficiency: Some(1.0 / 3.0),
+        });
+        rep.records.push(r);
+    }
+    let mut lat = record(
+        "net.ping",
+        &[("message", Value::Str("small".into()))],
+        1e-5,
+        "s",
+    );
+    lat.metrics[0].latency = Some(LatencySummary {
+        count: 1000,
+        mean: 1.1e-5,
+        min: 8e-6,
+        p50: 1e-5,
+        p90: 1.3e-5,
+        p99: 2e-5,
+        p99_9: 5e-5,
+        p99_99: 9e-5,
+        max: 2e-4,
+    });
+    rep.records.push(lat);
+    let mut ts = record("cpu.trace", &[], 5e9, "flop/s");
+    ts.metrics[0].timestamps = Some(vec![1.0, 2.0, 3.0, 4.0, 5.0]);
+    rep.records.push(ts);
+    rep.records.push(Record::failed(
+        "disk.write",
+        Point::default(),
+        "no space <left>",
+    ));
+    rep
+}
+
+fn svgs(html: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = html;
+    while let Some(i) = rest.find("<svg") {
+        let end = i + rest[i..].find("</svg>").expect("closed") + "</svg>".len();
+        out.push(&rest[i..end]);
+        rest = &rest[end..];
+    }
+    out
+}
+
+/// A tiny XML well-formedness check: balanced, properly nested elements,
+/// quoted attributes, valid entity references, one root.
+fn well_formed(xml: &str) -> Result<(), String> {
+    fn entity(s: &str) -> Result<usize, String> {
+        let end = s.find(';').ok_or("unterminated entity")?;
+        let name = &s[1..end];
+        let ok = matches!(name, "amp" | "lt" | "gt" | "quot" | "apos")
+            || (name.starts_with("#x") && u32::from_str_radix(&name[2..], 16).is_ok())
+            || (name.starts_with('#') && name[1..].parse::<u32>().is_ok());
+        if ok {
+            Ok(end + 1)
+        } else {
+            Err(format!("bad entity &{name};"))
+        }
+    }
+    let b = xml;
+    let mut i = 0;
+    let mut stack: Vec<&str> = Vec::new();
+    let mut roots = 0;
+    while i < b.len() {
+        let rest = &b[i..];
+        if rest.starts_with("<!--") {
+            i += rest.find("-->").ok_or("open comment")? + 3;
+        } else if let Some(r) = rest.strip_prefix("</") {
+            let end = r.find('>').ok_or("open end tag")?;
+            let name = r[..end].trim();
+            if stack.pop() != Some(name) {
+                return Err(format!("mismatched </{name}>"));
+            }
+            i += 2 + end + 1;
+        } else if let Some(r) = rest.strip_prefix('<') {
+            let name_end = r
+                .find(|c: char| c.is_whitespace() || c == '>' || c == '/')
+                .ok_or("open tag")?;
+            let name = &r[..name_end];
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || "-_:.".contains(c))
+            {
+                return Err(format!("bad tag name {name:?}"));
+            }
+            let mut j = name_end;
+            let chars: Vec<char> = r.chars().collect();
+            let _ = chars;
+            let bytes = r.as_bytes();
+            let mut closed_self = false;
+            loop {
+                while j < bytes.len() && (bytes[j] as char).is_whitespace() {
+                    j += 1;
+                }
+                if j >= bytes.len() {
+                    return Err("open tag".into());
+                }
+                if r[j..].starts_with("/>") {
+                    closed_self = true;
+                    j += 2;
+                    break;
+                }
+                if bytes[j] == b'>' {
+                    j += 1;
+                    break;
+                }
+                let eq = r[j..].find('=').ok_or("attribute without value")? + j;
+                let attr = r[j..eq].trim();
+                if attr.is_empty() || attr.contains(char::is_whitespace) {
+                    return Err(format!("bad attribute in <{name}>"));
+                }
+                let q = bytes[eq + 1];
+                if q != b'"' && q != b'\'' {
+                    return Err(format!("unquoted attribute {attr}"));
+                }
+                let close = r[eq + 2..].find(q as char).ok_or("open attribute")? + eq + 2;
+                let val = &r[eq + 2..close];
+                if val.contains('<') {
+                    return Err(format!("< in attribute {attr}"));
+                }
+                let mut k = 0;
+                while let Some(a) = val[k..].find('&') {
+                    k += a;
+                    k += entity(&val[k..])?;
+                }
+                j = close + 1;
+            }
+            if stack.is_empty() {
+                roots += 1;
+            }
+            if !closed_self {
+                stack.push(name);
+            }
+            i += 1 + j;
+        } else if rest.starts_with('&') {
+            i += entity(rest)?;
+        } else {
+            let c = rest.chars().next().unwrap();
+            if stack.is_empty() && !c.is_whitespace() {
+                return Err("text outside the root".into());
+            }
+            i += c.len_utf8();
+        }
+    }
+    if !stack.is_empty() {
+        return Err(format!("unclosed {stack:?}"));
+    }
+    if roots != 1 {
+        return Err(format!("{roots} roots"));
+    }
+    Ok(())
+}
+
+#[test]
+fn the_checker_rejects_broken_xml() {
+    assert!(well_formed("<svg><g></svg>").is_err());
+    assert!(well_formed("<svg a=1/>").is_err());
+    assert!(well_formed("<svg>a & b</svg>").is_err());
+    assert!(well_formed("<svg a=\"<\"/>").is_err());
+    assert!(well_formed("<svg/><svg/>").is_err());
+    assert!(well_formed("<svg x=\"1 &amp; 2\"><title>a &lt; b µ</title><g/></svg>").is_ok());
+}
+
+#[test]
+fn every_svg_is_well_formed_xml() {
+    let rep = synthetic();
+    let mut new = rep.clone();
+    for r in &mut new.records {
+        for m in &mut r.metrics {
+            m.summary.median *= 0.8;
+            for s in &mut m.samples {
+                *s *= 0.8;
+            }
+        }
+    }
+    for reports in [
+        vec![("one.json".to_string(), rep.clone())],
+        vec![
+            ("base.json".to_string(), rep),
+            ("new <b>.json".to_string(), new),
+        ],
+    ] {
+        let html = render(&reports);
+        let all = svgs(&html);
+        assert!(all.len() >= 5, "{} svgs", all.len());
+        for s in all {
+            if let Err(e) = well_formed(s) {
+                panic!("{e}\n{s}");
+            }
+        }
+    }
+}
+
+#[test]
+fn one_chart_per_sweep() {
+    let rep = synthetic();
+    let reports = vec![("r.json".to_string(), rep)];
+    let found = sweeps(&reports);
+    let names: Vec<(String, String, usize)> = found
+        .iter()
+        .map(|s| (s.id.clone(), s.param.clone(), s.series.len()))
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            ("cpu.flops".into(), "threads".into(), 1),
+            ("mem.read".into(), "block".into(), 2),
+            ("mem.read".into(), "threads".into(), 3),
+        ]
+    );
+    let html = render(&reports);
+    // One chart per sweep, each titled `ID: METRIC vs PARAM`.
+    let charts = svgs(&html)
+        .into_iter()
+        .filter(|s| s.contains(" vs block") || s.contains(" vs threads"))
+        .count();
+    assert_eq!(charts, 3);
+    assert!(html.contains("<h2>Sweeps (3)</h2>"));
+    // The peak is dashed and its efficiency readable.
+    assert!(html.contains("stroke-dasharray=\"6 4\""));
+    assert!(html.contains("33.3% of peak"));
+    // Latency ladder and the trace.
+    assert!(html.contains("p99.99"));
+    assert!(html.contains("per interval"));
+    // A log2 axis for the 1 KiB … 1 MiB blocks, a linear one for 1, 2, 4
+    // threads.
+    assert!(html.contains("block (bytes), log2 scale"));
+    assert!(!html.contains("threads, log2 scale"));
+    // Cache sizes marked on the block sweep.
+    assert!(html.contains("L2 512KiB"));
+}
+
+#[test]
+fn text_is_escaped_and_the_json_round_trips() {
+    let rep = synthetic();
+    let reports = vec![
+        ("a.json".to_string(), rep.clone()),
+        ("b.json".to_string(), rep.clone()),
+    ];
+    let html = render(&reports);
+    let page = &html[..html.find("<script").unwrap()];
+    assert!(!page.contains("<b>evil"));
+    assert!(html.contains("&lt;b&gt;evil&lt;/b&gt; &amp; &quot;host&quot;"));
+    assert!(html.contains("no space &lt;left&gt;"));
+    // Exactly one `</script>`: the data block's own end.
+    assert_eq!(html.matches("</script>").count(), 1);
+    assert_eq!(html.matches("<!--").count(), 0);
+    let back = read_embedded(&html).unwrap().unwrap();
+    assert_eq!(back, vec![rep.clone(), rep]);
+}
+
+#[test]
+fn two_reports_show_compare_verdicts_with_regressions_in_red() {
+    let rep = synthetic();
+    let mut new = rep.clone();
+    for r in &mut new.records {
+        if r.id == "mem.read" {
+            for m in &mut r.metrics {
+                for s in &mut m.samples {
+                    *s *= 0.5;
+                }
+                m.summary = Summary::new(&m.samples).unwrap();
+            }
+        }
+    }
+    let html = render(&[("base.json".into(), rep), ("new.json".into(), new)]);
+    assert!(
+        html.contains("<tr class=\"regressed\">"),
+        "no regressed row"
+    );
+    assert!(html.contains("#D00000"), "no red bar");
+    assert!(html.contains("Changes: new.json vs base.json"));
+    // Base and new on the same axes.
+    assert!(html.contains("base.json: threads=1"));
+    assert!(html.contains("new.json: threads=1"));
+}
