@@ -100,7 +100,7 @@ pub(crate) fn sweeps(reports: &[(String, Report)]) -> Vec<Sweep<'_>> {
         let (mname, unit) = (metric.name.clone(), metric.unit.clone());
         let names: BTreeSet<&str> = recs
             .iter()
-            .flat_map(|(_, r)| r.params.0.keys().map(String::as_str))
+            .flat_map(|(_, r)| r.requested_params().0.keys().map(String::as_str))
             .collect();
         for p in names {
             if !recs
@@ -109,14 +109,17 @@ pub(crate) fn sweeps(reports: &[(String, Report)]) -> Vec<Sweep<'_>> {
             {
                 continue;
             }
-            // Group by report and the other parameters.
+            // Group by report and the other parameters as requested: an
+            // `auto` that resolves differently along the sweep (nt=auto
+            // turning on non-temporal stores above the last-level cache)
+            // stays one series, as `compare` pairs records.
             let mut groups: BTreeMap<SeriesKey, Points<'_>> = BTreeMap::new();
             for (i, r) in &recs {
                 if r.metric(&mname).is_none() {
                     continue;
                 }
                 let others: Vec<(String, String)> = r
-                    .params
+                    .requested_params()
                     .0
                     .iter()
                     .filter(|(k, _)| k.as_str() != p)

@@ -363,3 +363,33 @@ fn two_reports_show_compare_verdicts_with_regressions_in_red() {
     assert!(html.contains("base.json: threads=1"));
     assert!(html.contains("new.json: threads=1"));
 }
+
+/// An `auto` parameter that resolves differently along a sweep (nt=auto
+/// becomes nt=on above the last-level cache) keeps the point in its
+/// series: series are the requested parameters, as `compare` pairs them.
+#[test]
+fn a_sweep_keeps_points_whose_auto_values_resolved_differently() {
+    let mut rep = base();
+    rep.records = [4096u64, 65536, 67108864]
+        .iter()
+        .map(|&size| {
+            let nt = if size > 1 << 25 { "on" } else { "off" };
+            let mut r = record(
+                "mem.bw",
+                &[("size", Value::Int(size)), ("nt", Value::Str(nt.into()))],
+                1e10,
+                "B/s",
+            );
+            let mut asked = r.params.clone();
+            asked.set("nt", Value::Str("auto".into()));
+            r.requested = Some(asked);
+            r
+        })
+        .collect();
+    let reports = vec![("r.json".to_string(), rep)];
+    let found = sweeps(&reports);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].param, "size");
+    assert_eq!(found[0].series.len(), 1);
+    assert_eq!(found[0].series[0].2.len(), 3, "the 64 MiB point stays");
+}
