@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use anyhow::{Context as _, Result};
 use benchsuite::export::{self, Format, GhaTool};
+use benchsuite::runner::Observer as _;
 use benchsuite::{Host, Report, Status};
 
 use crate::args::{Cli, Command, CompareArgs, ConvertArgs, InfoArgs, ListArgs, RunArgs, ServeArgs};
@@ -51,6 +52,36 @@ fn cmd_run(args: &RunArgs) -> Result<i32> {
                 .collect(),
             None => vec![(None, cfg.clone())],
         };
+    let mut phases = phases;
+    if args.plan.is_some() {
+        // A command-line parameter applies to the phases whose benchmarks
+        // take it, and must be taken by one of them.
+        for key in cfg.sweep.keys() {
+            let mut taken = false;
+            for (phase, c) in &mut phases {
+                let takes = registry
+                    .select(&c.selectors)
+                    .map_err(|e| {
+                        phase
+                            .as_ref()
+                            .map_or(anyhow::anyhow!("{e}"), |p| p.explain(e))
+                    })?
+                    .iter()
+                    .any(|b| b.meta().param(key).is_some());
+                if takes {
+                    taken = true;
+                } else {
+                    c.sweep.remove(key);
+                }
+            }
+            if !taken {
+                anyhow::bail!(
+                    "{}: no phase of the plan runs a benchmark that takes `{key}`",
+                    flags.flag(key)
+                );
+            }
+        }
+    }
     let plans = phases
         .iter()
         .map(|(phase, c)| {
@@ -96,17 +127,19 @@ fn cmd_run(args: &RunArgs) -> Result<i32> {
         format: output.format,
         failed: false,
         before: None,
-        earlier: 0,
+        steps_before: 0,
+        planned_total: 0,
     };
     let planned: usize = plans
         .iter()
         .zip(&phases)
         .map(|(p, (_, c))| p.len() * c.rounds.max(1))
         .sum();
+    observer.planned_total = planned;
     let mut report: Option<Report> = None;
     let mut done = 0;
     for ((phase, c), plan) in phases.iter().zip(&plans) {
-        observer.earlier = report.as_ref().map_or(0, |r| r.records.len());
+        observer.steps_before = done;
         observer.before = report.clone();
         let mut r = benchsuite::runner::run_plan(plan, c, &mut observer);
         done += r.progress.map_or(plan.len() * c.rounds.max(1), |p| p.done);
@@ -124,11 +157,28 @@ fn cmd_run(args: &RunArgs) -> Result<i32> {
                     }
                 }
                 acc.records.extend(r.records);
+                // Module facts a later phase found (the disk under its
+                // files, a NIC) join the host section.
+                for (k, v) in r.host.extra {
+                    acc.host.extra.entry(k).or_insert(v);
+                }
                 acc
             }
         });
         if cfg.cancel.load(Ordering::SeqCst) {
             break;
+        }
+        // The runner checkpoints within a phase; between phases the
+        // report so far is written here, so a crash in the next phase
+        // loses nothing of this one.
+        if done < planned
+            && observer.wants_checkpoints()
+            && let Some(r) = &report
+        {
+            let mut so_far = r.clone();
+            so_far.progress = Some(benchsuite::report::RunProgress { done, planned });
+            observer.before = None;
+            observer.checkpoint(&so_far);
         }
     }
     drop(observer);
@@ -165,7 +215,7 @@ fn cmd_run(args: &RunArgs) -> Result<i32> {
 
 /// First Ctrl-C: finish the current record, write what is done, exit 130.
 /// Second Ctrl-C: exit 130 at once.
-fn install_ctrlc(cancel: &Arc<AtomicBool>) {
+pub(crate) fn install_ctrlc(cancel: &Arc<AtomicBool>) {
     let cancel = cancel.clone();
     let presses = AtomicUsize::new(0);
     // An error here only means a handler exists already (embedding tests).
@@ -192,8 +242,10 @@ struct Checkpoints {
     /// With a plan file: the report of the phases already run, whose
     /// records a checkpoint keeps ahead of the current phase's.
     before: Option<Report>,
-    /// Their number of records.
-    earlier: usize,
+    /// Record steps (records × rounds) those phases took.
+    steps_before: usize,
+    /// Record steps of the whole plan.
+    planned_total: usize,
 }
 
 impl benchsuite::runner::Observer for Checkpoints {
@@ -221,8 +273,8 @@ impl benchsuite::runner::Observer for Checkpoints {
                 let mut r = b.clone();
                 r.records.extend(report.records.iter().cloned());
                 r.progress = report.progress.map(|p| benchsuite::report::RunProgress {
-                    done: p.done + self.earlier,
-                    planned: p.planned + self.earlier,
+                    done: p.done + self.steps_before,
+                    planned: self.planned_total.max(p.planned + self.steps_before),
                 });
                 joined = r;
                 &joined

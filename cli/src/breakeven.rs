@@ -95,16 +95,26 @@ pub fn cmd_breakeven(args: &BreakevenArgs) -> Result<i32> {
     let local = load("--local", &args.local)?;
     let remote = load("--remote", &args.remote)?;
     let net = load("--net", &args.net)?;
+    // One event means one max_prime: the remote CPU record must count the
+    // same events as the local one.
+    let local_cpu = breakeven::find(&local.1, "cpu.prime", &cpu);
+    let mut remote_cpu = cpu.clone();
+    if let Some(mp) = local_cpu.and_then(|r| r.params.get("max_prime")) {
+        remote_cpu.retain(|(k, _)| k != "max_prime");
+        remote_cpu.push(("max_prime".into(), mp.to_string()));
+    }
+    // One direction: a bidirectional record adds both.
+    let up = [("direction".to_string(), "up".to_string())];
     let inputs = [
         pick("local CPU", &local, "cpu.prime", &cpu, "events")?,
         pick("local I/O", &local, "disk.io", &disk, "bandwidth")?,
-        pick("remote CPU", &remote, "cpu.prime", &cpu, "events")?,
+        pick("remote CPU", &remote, "cpu.prime", &remote_cpu, "events")?,
         pick("remote I/O", &remote, "disk.io", &disk, "bandwidth")?,
         pick(
             "network throughput",
             &net,
             "net.tcp_throughput",
-            &[],
+            &up,
             "throughput",
         )?,
         pick("connection setup", &net, "net.connect", &[], "connect")?,

@@ -117,7 +117,7 @@ pub struct Output {
 pub struct FlagNames(BTreeMap<String, String>);
 
 impl FlagNames {
-    fn flag(&self, param: &str) -> String {
+    pub(crate) fn flag(&self, param: &str) -> String {
         self.0
             .get(param)
             .cloned()

@@ -41,6 +41,12 @@ pub fn cmd_reference(args: &RunArgs) -> Result<i32> {
     if args.duration.is_some() {
         bail!("--duration: benchsuite reference compares medians of rounds, not time series");
     }
+    if let Some(f) = &args.plan {
+        bail!(
+            "-f {}: benchsuite reference takes selectors and parameters, not a plan file",
+            f.display()
+        );
+    }
     let stdout_tty = io::stdout().is_terminal();
     let (mut cfg, output, flags) = config::run_config(args, stdout_tty)?;
     let rounds = args.rounds.unwrap_or(DEFAULT_ROUNDS).max(1);
@@ -53,12 +59,26 @@ pub fn cmd_reference(args: &RunArgs) -> Result<i32> {
              Install a release build: cargo install --path cli"
         );
     }
+    if let Some(file) = &output.file {
+        // Fail before measuring, not after, if the output cannot be written.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(file)
+            .map_err(|e| anyhow::anyhow!("-o {}: cannot create the file: {e}", file.display()))?;
+    }
+    // Ctrl-C finishes the round in flight (the tool's scratch files are
+    // removed after it), then writes what is done.
+    crate::app::install_ctrlc(&cfg.cancel);
     let total = plan.len();
     let mut done = 0;
     let mut first: Option<Report> = None;
     let mut records = Vec::new();
-    for pb in &plan.benches {
+    'points: for pb in &plan.benches {
         for point in &pb.points {
+            if plan.ctx.cancelled() {
+                break 'points;
+            }
             done += 1;
             let id = pb.bench.meta().id;
             let label = point.label();

@@ -1109,6 +1109,11 @@ fn plan_file_errors_name_the_file_and_line() {
         &["run", "-f", "/nonexistent/plan.toml"],
         "/nonexistent/plan.toml",
     );
+    // A command-line parameter no phase takes names its flag.
+    assert_usage_error(
+        &["run", "-f", &plan_path("os.toml"), "--block", "4K"],
+        "--block: no phase of the plan runs a benchmark that takes `block`",
+    );
 }
 
 /// The break-even example of docs/breakeven.md: its numbers come back

@@ -58,7 +58,10 @@ pub fn find<'a>(report: &'a Report, id: &str, want: &[(String, String)]) -> Opti
             && r.status == Status::Ok
             && want.iter().all(|(k, v)| {
                 r.params.get(k).is_some_and(|x| {
-                    x.to_string() == *v || crate::units::parse_size(v).ok() == x.as_u64()
+                    x.to_string() == *v
+                        || crate::units::parse_size(v)
+                            .ok()
+                            .is_some_and(|n| x.as_u64() == Some(n))
                 })
             })
     })
@@ -167,5 +170,22 @@ mod tests {
             ],
         );
         assert_eq!(never.n_bytes, None);
+    }
+
+    #[test]
+    fn record_filters_match_values_not_absent_sizes() {
+        let mut rep = crate::export::fixtures::report();
+        let rec = rep.records[0].clone();
+        let mut a = rec.clone();
+        a.params
+            .set("preset", crate::param::Value::Str("none".into()));
+        a.params.set("block", crate::param::Value::Int(4096));
+        rep.records = vec![a];
+        let want = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+        let id = rec.id.as_str();
+        assert!(find(&rep, id, &want("preset", "sysbench-rndrw")).is_none());
+        assert!(find(&rep, id, &want("preset", "none")).is_some());
+        assert!(find(&rep, id, &want("block", "4K")).is_some());
+        assert!(find(&rep, id, &want("block", "8K")).is_none());
     }
 }
