@@ -1023,13 +1023,15 @@ fn plan_path(name: &str) -> String {
 #[test]
 fn every_shipped_plan_runs_quick_into_one_report() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let cases: [(&str, &[&str], &[&str]); 3] = [
+    let cases: [(&str, &[&str], &[&str]); 5] = [
         (
             "os.toml",
             &["timer", "call", "syscall", "create", "switch"],
             &[],
         ),
         ("sysbench.toml", &["cpu", "fileio"], &[]),
+        ("cpu.toml", &["flops", "iops", "linpack"], &[]),
+        ("network.toml", &["tcp", "udp", "latency", "connect"], &[]),
         (
             "cpu-trace.toml",
             &["flops-trace", "iops-trace"],
