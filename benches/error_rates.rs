@@ -174,6 +174,7 @@ pub fn draw(rng: &mut Rng, model: &Model, runs: usize, rounds: usize, change: f6
             peak: None,
             warnings: Vec::new(),
             notes: Vec::new(),
+            phase: None,
             reference: None,
         }],
     }

@@ -39,6 +39,15 @@ fn cmd_run(args: &RunArgs) -> Result<i32> {
     // The launcher's task (into the report), and --output-dir checked.
     let placement = crate::fleet::Placement::new(&args.cluster, &mut cfg)?;
     let registry = benchsuite::registry();
+    // Under a launcher, net.* run last, between ranks (pairing.rs); from
+    // here on this rank beats, and an error leaves its failure marker.
+    let mut pairing = crate::pairing::Pairing::new(
+        &args.cluster,
+        &placement,
+        &cfg,
+        &registry,
+        args.plan.is_some(),
+    )?;
     // One phase, or those of a plan file (`-f`), each planned (and so
     // checked) before anything runs.
     let phases: Vec<(Option<crate::planfile::PlannedPhase>, benchsuite::RunConfig)> =
@@ -91,8 +100,22 @@ fn cmd_run(args: &RunArgs) -> Result<i32> {
             })
         })
         .collect::<Result<Vec<_>>>()?;
+    let split = match &pairing {
+        Some(p) => p.split(&registry, &cfg, plans[0].host())?,
+        None => None,
+    };
+    let (phases, plans) = match split {
+        Some(s) => s,
+        None => {
+            pairing = None; // `auto` on loopback (said why), or no pairing
+            (phases, plans)
+        }
+    };
     let plan = &plans[0];
     if placement.idle() {
+        if let Some(p) = &pairing {
+            p.announce_idle()?;
+        }
         return Ok(0);
     }
     if let Some(file) = &output.file {
@@ -138,14 +161,17 @@ fn cmd_run(args: &RunArgs) -> Result<i32> {
     observer.planned_total = planned;
     let mut report: Option<Report> = None;
     let mut done = 0;
-    for ((phase, c), plan) in phases.iter().zip(&plans) {
+    for (i, ((phase, c), plan)) in phases.iter().zip(&plans).enumerate() {
         observer.steps_before = done;
         observer.before = report.clone();
-        let mut r = benchsuite::runner::run_plan(plan, c, &mut observer);
+        let mut r = match &pairing {
+            Some(p) if i + 1 == phases.len() => p.run(plan, c, &mut observer),
+            _ => benchsuite::runner::run_plan(plan, c, &mut observer),
+        };
         done += r.progress.map_or(plan.len() * c.rounds.max(1), |p| p.done);
         if let Some(p) = phase {
             for rec in &mut r.records {
-                rec.notes.insert(0, format!("plan phase `{}`", p.name));
+                rec.phase = Some(p.name.clone());
             }
         }
         report = Some(match report {
@@ -183,6 +209,9 @@ fn cmd_run(args: &RunArgs) -> Result<i32> {
     }
     drop(observer);
     let mut report = report.expect("at least one phase");
+    if let Some(p) = &pairing {
+        p.finish(&mut report, &cfg);
+    }
     report.progress = (done < planned).then_some(benchsuite::report::RunProgress { done, planned });
 
     let table = export::TableOptions {
@@ -226,6 +255,8 @@ pub(crate) fn install_ctrlc(cancel: &Arc<AtomicBool>) {
                 "\ninterrupt: finishing the current record, then writing the report (Ctrl-C again to abort)"
             );
         } else {
+            // Reference tools run in process groups of their own.
+            benchsuite::reference::kill_running_tools();
             std::process::exit(130);
         }
     });
@@ -395,8 +426,42 @@ fn cmd_compare(args: &CompareArgs) -> Result<i32> {
             "--format {format} is for reports, not comparisons: compare writes table, json, csv or md (use `benchsuite convert NEW.json --format {format}` for a dashboard)"
         );
     }
-    let base = Report::read(&args.base)?;
-    let new = Report::read(&args.new)?;
+    use benchsuite::fleet::{Fleet, ReportFile};
+    let (base, new) = match (Fleet::read_file(&args.base)?, Fleet::read_file(&args.new)?) {
+        (ReportFile::Report(b), ReportFile::Report(n)) => (b, n),
+        (ReportFile::Fleet(b), ReportFile::Fleet(n)) => {
+            // Host by host: crates/core/src/compare/fleet.rs.
+            if !matches!(format, Format::Table | Format::Json | Format::Markdown) {
+                anyhow::bail!(
+                    "--format {format}: a fleet comparison is written as table, json or md"
+                );
+            }
+            let cmp = benchsuite::compare::compare_fleets(&b, &n, &options)?;
+            let mut buf = Vec::new();
+            benchsuite::compare::write_fleet_comparison(format, &cmp, &mut buf)?;
+            match &args.output {
+                Some(path) => std::fs::write(path, &buf)
+                    .with_context(|| format!("-o {}: cannot write the file", path.display()))?,
+                None => {
+                    let mut out = io::stdout().lock();
+                    out.write_all(&buf)?;
+                    out.flush()?;
+                }
+            }
+            return Ok(if cmp.passed() { 0 } else { 1 });
+        }
+        (b, _) => {
+            let (fleet, single) = match b {
+                ReportFile::Fleet(_) => (&args.base, &args.new),
+                ReportFile::Report(_) => (&args.new, &args.base),
+            };
+            anyhow::bail!(
+                "{} is a fleet report and {} one host's report: compare two fleets (benchsuite merge), or two reports",
+                fleet.display(),
+                single.display()
+            );
+        }
+    };
     let cmp = benchsuite::compare::compare(&base, &new, &options)?;
     match &args.output {
         Some(path) => {

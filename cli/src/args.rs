@@ -38,13 +38,17 @@ pub enum Command {
     /// Run benchmarks (all modules' quick defaults when no selector is given).
     Run(Box<RunArgs>),
     /// Run each selected point interleaved with its reference tool (fio,
-    /// iperf3, sockperf, sysbench, perf bench): ours, the tool, ours, the
+    /// iperf3, sockperf, sysbench, likwid-bench, hpcc, perf bench): ours,
+    /// the tool, ours, the
     /// tool... for --rounds N (default 3), and attach the tool's command,
     /// median and the ratio (> 1: benchsuite better) to each record.
     /// Takes `run`'s flags; a missing tool is named with its package.
     Reference(Box<RunArgs>),
     /// Compare two JSON reports as a CI gate: exit 1 if NEW regressed or
-    /// broke a benchmark that ran in BASE, 0 if it passes.
+    /// broke a benchmark that ran in BASE, 0 if it passes. Two fleet
+    /// reports (`benchsuite merge`) compare host by host: exit 1 if any
+    /// host fails or a host of BASE is missing from NEW (--allow-missing
+    /// lets it pass).
     Compare(CompareArgs),
     /// List modules, benchmarks, their parameters and defaults.
     List(ListArgs),
@@ -197,12 +201,13 @@ pub struct RunArgs {
     /// and for -o FILE.json), csv, md, and for CI dashboards: bmf (Bencher
     /// Metric Format), gha (github-action-benchmark's custom tools; needs -o
     /// PREFIX) and openmetrics (Prometheus/OpenMetrics text; the default for
-    /// -o FILE.prom). bmf and gha carry ok records only; compare is the gate.
+    /// -o FILE.prom); html (charts, the default for -o FILE.html). bmf and
+    /// gha carry ok records only; compare is the gate.
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<String>,
 
     /// Write the report to FILE (format from --format or the extension:
-    /// .json, .csv, .md, .prom; JSON otherwise). With --format gha, FILE is
+    /// .json, .csv, .md, .prom, .html; JSON otherwise). With --format gha, FILE is
     /// a prefix: PREFIX-bigger.json (tool customBiggerIsBetter) and
     /// PREFIX-smaller.json (customSmallerIsBetter), a .json extension
     /// removed first.
@@ -233,7 +238,8 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The baseline report (JSON written by `benchsuite run -o`).
+    /// The baseline report (JSON written by `benchsuite run -o`), or a
+    /// fleet report (`benchsuite merge`) when NEW is one too.
     #[arg(value_name = "BASE.json")]
     pub base: PathBuf,
 
@@ -311,8 +317,9 @@ pub struct ConvertArgs {
     #[arg(value_name = "REPORT.json")]
     pub report: PathBuf,
 
-    /// Output format: table, json, csv, md, bmf, gha, openmetrics (default
-    /// from the -o extension; a table on a terminal, JSON otherwise).
+    /// Output format: table, json, csv, md, bmf, gha, openmetrics, html
+    /// (default from the -o extension; a table on a terminal, JSON
+    /// otherwise).
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<String>,
 

@@ -1,5 +1,7 @@
 //! Fleets: `run` under a launcher (`--output-dir`, `--per-task`,
-//! `--no-cluster`, `--world-size`) and `benchsuite merge`.
+//! `--no-cluster`, `--world-size`, and the network benchmarks between
+//! ranks: `--net-pairs`, `--net-bind`, `--rendezvous-timeout`, see
+//! `pairing.rs`) and `benchsuite merge`.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -41,6 +43,42 @@ pub struct ClusterArgs {
     /// in the environment (a Kubernetes Indexed Job: its completions).
     #[arg(long, value_name = "N")]
     pub world_size: Option<u64>,
+
+    /// How network benchmarks (net.*) measure under a launcher: between
+    /// ranks, with no `benchsuite serve` to start. `pairwise`: the
+    /// measuring ranks pair up (i with i + N/2, a bisection), all pairs at
+    /// once; the lower rank serves while the upper measures, then the other
+    /// way, so every rank's report has cross-host records (with an odd
+    /// count, the last rank has no partner and says so). `fan-in`: the
+    /// first measuring rank serves and all the others measure it at once,
+    /// each recording its own result. `off`: each rank measures its own
+    /// loopback. `auto` (the default) is `pairwise` under a launcher with a
+    /// world size of 2 or more, --output-dir given and a net benchmark
+    /// selected (and no --peer, no -f), `off` otherwise. Net benchmarks run
+    /// after all others; ranks find each other through files in
+    /// DIR/JOB/.rendezvous/ (DIR: --output-dir, shared by all ranks).
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = crate::pairing::NetPairs::Auto)]
+    pub net_pairs: crate::pairing::NetPairs,
+
+    /// With --net-pairs: the address this rank's server listens on and
+    /// publishes to the others. The default is the first non-loopback
+    /// address of the host name, else the source address of the default
+    /// route, else 127.0.0.1 (reachable from this host only). Give the
+    /// address of the network to measure (e.g. the fabric, not the
+    /// management LAN); not 0.0.0.0, :: or a multicast address, since the
+    /// other ranks connect to it.
+    #[arg(long, value_name = "ADDR")]
+    pub net_bind: Option<std::net::IpAddr>,
+
+    /// With --net-pairs: how long a rank waits for another whose
+    /// heartbeat (a file in the rendezvous directory, rewritten every
+    /// second while the rank runs) does not change, before giving up and
+    /// recording its network benchmarks as failed, naming that rank and
+    /// its files. A rank still busy with its other benchmarks, or with a
+    /// long net record, is alive and waited for. The default is 10m;
+    /// make it longer than a host's file system can lag or stall.
+    #[arg(long, value_name = "DURATION")]
+    pub rendezvous_timeout: Option<String>,
 }
 
 /// `benchsuite merge`'s arguments.
@@ -104,6 +142,16 @@ impl Placement {
         })
     }
 
+    /// The launcher's task, unless `--no-cluster` (or no launcher).
+    pub fn cluster(&self) -> Option<&Cluster> {
+        self.cluster.as_ref()
+    }
+
+    /// DIR/JOB of `--output-dir`, created and known writable.
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
+    }
+
     /// Whether this task stays idle (another task of its node measures);
     /// says so on stderr.
     pub fn idle(&self) -> bool {
@@ -152,7 +200,7 @@ impl Placement {
 }
 
 /// A job id or host name as a safe file-name part.
-fn file_part(s: &str) -> String {
+pub(crate) fn file_part(s: &str) -> String {
     let s: String = s
         .chars()
         .map(|c| {

@@ -1,22 +1,24 @@
 //! `benchsuite reference`: each selected record measured by us and by its
-//! reference tool (fio, iperf3, sockperf, sysbench, `perf bench`),
-//! interleaved A B A B for `--rounds N` (default 3), the tool's median and
-//! the ratio attached to the record (`reference`).
+//! reference tool (fio, iperf3, sockperf, sysbench, likwid-bench, hpcc,
+//! `perf bench`), interleaved A B A B for `--rounds N` (default 3), the
+//! tool's median and the ratio attached to the record (`reference`).
 //!
 //! Ours: the one point through the library, one round at a time, pooled
 //! as `--rounds` pools. The tool: the command line the benchmark's
 //! [`Benchmark::reference`](benchsuite::Benchmark::reference) gives, its
 //! server (if any) started first and killed after, its scratch files
-//! removed.
+//! removed. The tool and its server each run in a process group of their
+//! own ([`ToolProcess`]): a timeout, Ctrl-C or the end of the round stops
+//! everything they forked.
 
 use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use benchsuite::export::Format;
-use benchsuite::reference::{self as refs, REFERENCE_SECS, Reference, ReferenceResult};
+use benchsuite::reference::{self as refs, Reference, ReferenceResult, Stopped, ToolProcess};
 use benchsuite::runner::{Plan, PlannedBench, Silent};
 use benchsuite::units::format_value;
 use benchsuite::{Record, Report, Status};
@@ -26,9 +28,6 @@ use crate::config;
 
 /// Rounds when `--rounds` is not given.
 const DEFAULT_ROUNDS: usize = 3;
-
-/// How long a tool may run past its own duration before it is killed.
-const TOOL_GRACE: Duration = Duration::from_secs(60);
 
 /// How long a tool's server gets to start listening.
 const SERVER_START: Duration = Duration::from_millis(500);
@@ -113,7 +112,7 @@ pub fn cmd_reference(args: &RunArgs) -> Result<i32> {
                     Some(f) => f.host.extra.append(&mut report.host.extra),
                 }
                 if let (Some(t), Some(r)) = (tool.as_mut(), reference.as_ref()) {
-                    t.round(r, &unit, round, rounds);
+                    t.round(r, &unit, round, rounds, &|| plan.ctx.cancelled());
                 }
                 if plan.ctx.cancelled() {
                     break;
@@ -221,6 +220,13 @@ impl ToolRun {
                 )),
             };
         }
+        if let Some(why) = &r.unusable {
+            return ToolRun {
+                version: None,
+                values: Vec::new(),
+                note: Some(format!("not run: {why}")),
+            };
+        }
         let version = Command::new(&r.version_argv[0])
             .args(&r.version_argv[1..])
             .stdin(Stdio::null())
@@ -242,11 +248,18 @@ impl ToolRun {
     }
 
     /// Runs the tool once, unless it is missing or an earlier round failed.
-    fn round(&mut self, r: &Reference, unit: &str, round: usize, rounds: usize) {
+    fn round(
+        &mut self,
+        r: &Reference,
+        unit: &str,
+        round: usize,
+        rounds: usize,
+        cancelled: &dyn Fn() -> bool,
+    ) {
         if self.note.is_some() && self.values.is_empty() {
             return;
         }
-        let outcome = run_tool(r).and_then(|out| (r.parse)(&out));
+        let outcome = run_tool(r, cancelled).and_then(|out| (r.parse)(&out));
         match outcome {
             Ok(v) => {
                 eprintln!(
@@ -309,16 +322,6 @@ fn find_program(program: &str) -> Option<PathBuf> {
     })
 }
 
-/// Kills the tool's server by its PID when dropped.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Removes the tool's scratch files when dropped.
 struct Cleanup<'a>(&'a [PathBuf]);
 
@@ -330,33 +333,49 @@ impl Drop for Cleanup<'_> {
     }
 }
 
-/// Runs a reference once and returns its standard output.
-fn run_tool(r: &Reference) -> Result<String, String> {
+/// Runs a reference once and returns its standard output. The tool (and
+/// its server) is stopped with everything it forked when it runs past its
+/// time, when `cancelled()` turns true (Ctrl-C), and, for the server, when
+/// the round ends.
+fn run_tool(r: &Reference, cancelled: &dyn Fn() -> bool) -> Result<String, String> {
+    // Dropped in reverse order: the server is stopped, then the files go.
     let _cleanup = Cleanup(&r.cleanup);
     let _server = match &r.server_argv {
         Some(s) => {
-            let child = Command::new(&s[0])
-                .args(&s[1..])
+            let mut c = Command::new(&s[0]);
+            c.args(&s[1..])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .map_err(|e| format!("cannot start {}: {e}", s[0]))?;
+                .stderr(Stdio::null());
+            let server =
+                ToolProcess::spawn(c).map_err(|e| format!("cannot start {}: {e}", s[0]))?;
             std::thread::sleep(SERVER_START);
-            Some(Server(child))
+            Some(server)
         }
         None => None,
     };
-    let mut child = Command::new(&r.argv[0])
-        .args(&r.argv[1..])
+    let mut c = Command::new(&r.argv[0]);
+    c.args(&r.argv[1..])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", r.argv[0]))?;
+        .stderr(Stdio::piped());
+    // Inputs go to a fresh scratch directory the tool runs in, removed
+    // after the run (dropped after the tool is stopped).
+    let scratch = match r.inputs.is_empty() && r.output_file.is_none() {
+        true => None,
+        false => Some(Scratch::new(r)?),
+    };
+    if let Some(dir) = &scratch {
+        c.current_dir(&dir.0);
+    }
+    for (k, v) in &r.env {
+        c.env(k, v);
+    }
+    let mut child =
+        ToolProcess::spawn(c).map_err(|e| format!("cannot start {}: {e}", r.argv[0]))?;
     // Read both pipes on threads so a chatty tool never blocks.
-    let mut out_pipe = child.stdout.take();
-    let mut err_pipe = child.stderr.take();
+    let mut out_pipe = child.child_mut().stdout.take();
+    let mut err_pipe = child.child_mut().stderr.take();
     let out_t = std::thread::spawn(move || {
         let mut s = String::new();
         if let Some(p) = out_pipe.as_mut() {
@@ -371,18 +390,17 @@ fn run_tool(r: &Reference) -> Result<String, String> {
         }
         s
     });
-    let deadline = Instant::now() + Duration::from_secs(REFERENCE_SECS) + TOOL_GRACE;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) if Instant::now() > deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("{} did not finish in time; killed", r.tool));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-            Err(e) => return Err(format!("waiting for {}: {e}", r.tool)),
+    let deadline = Instant::now() + r.timeout;
+    let status = match child.wait(deadline, cancelled) {
+        Ok(s) => s,
+        Err(Stopped::TimedOut) => {
+            return Err(format!(
+                "{} did not finish in time; killed with the processes it started",
+                r.tool
+            ));
         }
+        Err(Stopped::Cancelled) => return Err(format!("{} stopped: interrupted", r.tool)),
+        Err(Stopped::Wait(e)) => return Err(format!("waiting for {}: {e}", r.tool)),
     };
     let out = out_t.join().unwrap_or_default();
     let err = err_t.join().unwrap_or_default();
@@ -397,7 +415,45 @@ fn run_tool(r: &Reference) -> Result<String, String> {
             .join(" / ");
         return Err(format!("{} exited with {status}: {tail}", r.tool));
     }
-    Ok(out)
+    match (r.output_file, &scratch) {
+        (Some(name), Some(dir)) => std::fs::read_to_string(dir.0.join(name))
+            .map(|file| format!("{file}\n{out}\n{err}"))
+            .map_err(|e| format!("{} wrote no {name}: {e}", r.tool)),
+        _ => Ok(out),
+    }
+}
+
+/// A scratch directory for a tool's input and output files, removed with
+/// everything in it when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    /// Creates `benchsuite-ref-PID-N` in the temporary directory and
+    /// writes the reference's input files into it.
+    fn new(r: &Reference) -> Result<Scratch, String> {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "benchsuite-ref-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir(&dir)
+            .map_err(|e| format!("cannot create the scratch directory {}: {e}", dir.display()))?;
+        let scratch = Scratch(dir);
+        for (name, text) in &r.inputs {
+            let path = scratch.0.join(name);
+            std::fs::write(&path, text)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        Ok(scratch)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// The summary: one line per record, ours against the tool.

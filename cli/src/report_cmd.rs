@@ -1,13 +1,14 @@
 //! `benchsuite report`: one self-contained HTML page of charts from one or
-//! more JSON reports (the first is the base the others are compared to).
+//! more JSON reports (the first is the base the others are compared to),
+//! or the fleet page of one merged fleet report (`benchsuite merge`).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
-use anyhow::{Context as _, Result};
-use benchsuite::Report;
+use anyhow::{Context as _, Result, bail};
 use benchsuite::export::html;
+use benchsuite::fleet::{Fleet, ReportFile};
 use clap::Args;
 
 /// `benchsuite report IN.json [MORE.json ...] -o report.html`.
@@ -15,7 +16,9 @@ use clap::Args;
 pub struct ReportArgs {
     /// JSON reports (written by `benchsuite run -o`). With two or more,
     /// the first is the base: the page draws base and new on the same axes
-    /// and the change of each metric, judged as `compare` judges it.
+    /// and the change of each metric, judged as `compare` judges it. One
+    /// fleet report (`benchsuite merge -o fleet.json`) makes the fleet
+    /// page: host groups, outlier hosts, each host against its group.
     #[arg(value_name = "REPORT.json", required = true)]
     pub reports: Vec<PathBuf>,
 
@@ -27,32 +30,54 @@ pub struct ReportArgs {
 /// Writes the page; 0 on success.
 pub fn cmd_report(args: &ReportArgs) -> Result<i32> {
     let mut reports = Vec::new();
+    let mut fleet = None;
     for path in &args.reports {
-        let report = Report::read(path)?;
         let label = path.file_name().map_or_else(
             || path.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
-        reports.push((label, report));
+        match Fleet::read_file(path)? {
+            ReportFile::Report(report) => reports.push((label, report)),
+            ReportFile::Fleet(hosts) => fleet = Some((label, hosts)),
+        }
     }
+    let page = match fleet {
+        Some((label, hosts)) => {
+            if args.reports.len() > 1 {
+                bail!(
+                    "{label} is a fleet report: it makes a page of its own (`benchsuite report {label} -o fleet.html`); to compare two fleets use `benchsuite compare`"
+                );
+            }
+            let fleet = Fleet::merge(hosts.into_iter().map(|r| (label.clone(), r)).collect())
+                .map_err(|e| anyhow::anyhow!(e))?;
+            let n = fleet.hosts.len();
+            (
+                html::render_fleet(&label, &fleet),
+                format!("a fleet of {n} hosts"),
+            )
+        }
+        None => (
+            html::render(&reports),
+            format!(
+                "{} report(s), {} records",
+                reports.len(),
+                reports.iter().map(|(_, r)| r.records.len()).sum::<usize>()
+            ),
+        ),
+    };
     match &args.output {
         Some(path) => {
             let f =
                 File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
             let mut w = BufWriter::new(f);
-            html::write_html(&reports, &mut w)
+            w.write_all(page.0.as_bytes())
                 .and_then(|()| w.flush())
                 .with_context(|| format!("cannot write {}", path.display()))?;
-            eprintln!(
-                "{} report(s), {} records -> {}",
-                reports.len(),
-                reports.iter().map(|(_, r)| r.records.len()).sum::<usize>(),
-                path.display()
-            );
+            eprintln!("{} -> {}", page.1, path.display());
         }
         None => {
             let mut out = std::io::stdout().lock();
-            html::write_html(&reports, &mut out)?;
+            out.write_all(page.0.as_bytes())?;
             out.flush()?;
         }
     }

@@ -8,6 +8,8 @@ use std::process::{Command, Output};
 mod schema;
 use schema::assert_valid_report;
 
+mod common;
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_benchsuite"))
 }
@@ -1017,29 +1019,62 @@ fn plan_path(name: &str) -> String {
     format!("{}/../plans/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Every shipped plan runs at its `--quick` size into one valid report:
-/// each record says its phase, every phase ran, nothing failed, and the
-/// command line overrides the file (the trace's duration).
+/// Every shipped plan runs at its `--quick` size into one valid report,
+/// written as HTML (`-o plan.html`, the report embedded as JSON): each
+/// record says its phase, every phase ran, nothing failed, the command
+/// line overrides the file (the trace's duration), the page has at least
+/// the charts the plan's sweeps make, and it renders in headless Chromium
+/// (not blank, no console error; skipped, saying so, without a browser).
 #[test]
 fn every_shipped_plan_runs_quick_into_one_report() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let cases: [(&str, &[&str], &[&str]); 5] = [
+    let scratch = dir.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    // (plan, its phases, at least this many sweep charts at --quick size
+    // on a machine without a GPU, extra flags)
+    let cases: [(&str, &[&str], usize, &[&str]); 8] = [
         (
             "os.toml",
             &["timer", "call", "syscall", "create", "switch"],
+            1,
             &[],
         ),
-        ("sysbench.toml", &["cpu", "fileio"], &[]),
-        ("cpu.toml", &["flops", "iops", "linpack"], &[]),
-        ("network.toml", &["tcp", "udp", "latency", "connect"], &[]),
+        ("sysbench.toml", &["cpu", "fileio"], 0, &[]),
+        ("cpu.toml", &["flops", "iops", "linpack"], 3, &[]),
+        (
+            "network.toml",
+            &["tcp", "udp", "latency", "connect"],
+            3,
+            &[],
+        ),
         (
             "cpu-trace.toml",
             &["flops-trace", "iops-trace"],
+            0,
             &["--duration", "2s", "--interval", "1s"],
         ),
+        (
+            "memory.toml",
+            &["blocks", "block-sweep", "working-set", "latency"],
+            5,
+            &[],
+        ),
+        ("disk.toml", &["blocks", "threads"], 3, &[]),
+        (
+            "gpu.toml",
+            &["flops", "iops", "matmul", "copies", "copy-sweep", "latency"],
+            0,
+            &[],
+        ),
     ];
-    for (plan, phases, extra) in cases {
-        let out = dir.path().join(format!("{plan}.json"));
+    let browser = common::chromium();
+    if browser.is_none() {
+        eprintln!(
+            "skipping the plans' browser render: neither `chromium` nor `chromium-browser` is on PATH (apt-get install chromium)"
+        );
+    }
+    for (plan, phases, min_charts, extra) in cases {
+        let out = dir.path().join(format!("{plan}.html"));
         let path = plan_path(plan);
         let mut args = vec![
             "run",
@@ -1047,7 +1082,7 @@ fn every_shipped_plan_runs_quick_into_one_report() {
             path.as_str(),
             "--quick",
             "--scratch-dir",
-            dir.path().to_str().unwrap(),
+            scratch.to_str().unwrap(),
             "-o",
             out.to_str().unwrap(),
         ];
@@ -1055,15 +1090,18 @@ fn every_shipped_plan_runs_quick_into_one_report() {
         args.extend_from_slice(extra);
         let o = run(&args);
         assert_eq!(o.status.code(), Some(0), "{plan}: {}", stderr(&o));
-        let report: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-        assert_valid_report(&report);
+        let page = std::fs::read_to_string(&out).unwrap();
+        let open = r#"<script type="application/json" id="benchsuite-reports">"#;
+        let json = &page[page.find(open).expect("embedded reports") + open.len()..];
+        let json = &json[..json.find("</script>").unwrap()];
+        let reports: serde_json::Value = serde_json::from_str(json).unwrap();
+        let report = &reports[0];
+        assert_valid_report(report);
         assert!(report.get("progress").is_none(), "{plan}: complete");
         let records = report["records"].as_array().unwrap();
         for phase in phases {
-            let tag = format!("plan phase `{phase}`");
             assert!(
-                records.iter().any(|r| r["notes"][0] == tag.as_str()),
+                records.iter().any(|r| r["phase"] == *phase),
                 "{plan}: no record of phase {phase}"
             );
         }
@@ -1074,7 +1112,39 @@ fn every_shipped_plan_runs_quick_into_one_report() {
                 assert!((1..=3).contains(&stamps.len()), "2 s at 1 s: {stamps:?}");
             }
         }
+        // One chart per sweep, titled `ID [PHASE]: METRIC vs PARAM`.
+        let sweeps: usize = page
+            .split("<h2>Sweeps (")
+            .nth(1)
+            .and_then(|t| t.split(')').next())
+            .and_then(|n| n.parse().ok())
+            .expect("a sweeps heading");
+        let sweep_charts = page
+            .split(r#"class="chart""#)
+            .skip(1)
+            .filter(|svg| {
+                let t = &svg[svg.find("<title>").unwrap() + 7..];
+                t[..t.find("</title>").unwrap()].contains(" vs ")
+            })
+            .count();
+        assert_eq!(sweep_charts, sweeps, "{plan}: one chart per sweep");
+        assert!(
+            sweeps >= min_charts,
+            "{plan}: {sweeps} sweep charts, expected at least {min_charts}"
+        );
+        if let Some(b) = browser {
+            let ink = common::screenshot(b, &out, &dir.path().join(format!("{plan}.png")), 2400);
+            assert!(
+                ink.inked > 0.01,
+                "{plan}: the page renders (nearly) blank: {ink:?}"
+            );
+            if sweeps > 0 {
+                assert!(ink.coloured > 0.0001, "{plan}: no chart colour: {ink:?}");
+            }
+        }
     }
+    // Nothing left behind by the disk phases.
+    assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
 }
 
 #[test]

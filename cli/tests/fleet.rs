@@ -1,5 +1,7 @@
 //! Fleets end to end: `run` under a (simulated) launcher with
-//! `--output-dir`, and `merge` finding the planted slow host.
+//! `--output-dir`, network benchmarks between ranks (`--net-pairs`, the
+//! ranks being processes started together on loopback), and `merge`
+//! finding the planted slow host.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -19,6 +21,7 @@ const LAUNCHER_VARS: &[&str] = &[
     "SLURM_LOCALID",
     "SLURM_JOB_ID",
     "SLURM_STEP_ID",
+    "SLURM_RESTART_COUNT",
     "SLURMD_NODENAME",
     "OMPI_COMM_WORLD_RANK",
     "OMPI_COMM_WORLD_SIZE",
@@ -172,6 +175,47 @@ fn bad_launches_exit_2_before_measuring() {
     );
     let o = run(&args(&fast(&[])), &[("RANK", "0")]);
     assert_error(&o, "RANK is set but the world size is not");
+    // Network pairs without a launcher, without --output-dir, without a
+    // net benchmark.
+    let net: Vec<String> = NET_FAST.iter().map(|s| s.to_string()).collect();
+    let o = run(
+        &args(&[net.clone(), vec!["--net-pairs".into(), "pairwise".into()]].concat()),
+        &[],
+    );
+    assert_error(
+        &o,
+        "--net-pairs pairwise: needs a launcher's rank and world size",
+    );
+    let two = [("RANK", "0"), ("WORLD_SIZE", "2")];
+    let o = run(
+        &args(&[net.clone(), vec!["--net-pairs".into(), "fan-in".into()]].concat()),
+        &two,
+    );
+    assert_error(&o, "--net-pairs fan-in: needs --output-dir DIR");
+    let out = tmp.path().join("pairs");
+    let o = run(
+        &args(&fast(&[
+            "--net-pairs",
+            "pairwise",
+            "--output-dir",
+            out.to_str().unwrap(),
+        ])),
+        &two,
+    );
+    assert_error(&o, "--net-pairs pairwise: no net benchmark is selected");
+    let o = run(&args(&fast(&["--rendezvous-timeout", "soon"])), &[]);
+    assert_error(&o, "invalid value `soon` for --rendezvous-timeout");
+    // A --net-bind the other ranks cannot connect to.
+    for ip in ["0.0.0.0", "::", "224.0.0.1"] {
+        let o = run(
+            &args(&[net.clone(), vec!["--net-bind".into(), ip.into()]].concat()),
+            &two,
+        );
+        assert_error(
+            &o,
+            &format!("--net-bind {ip}: give the address of one interface"),
+        );
+    }
     // An --output-dir that cannot be written (a path under a file: even
     // root cannot create it).
     let file = tmp.path().join("a-file");
@@ -302,6 +346,799 @@ fn merge_flags_the_planted_slow_host_and_groups_the_different_one() {
     let missing = tmp.path().join("missing.json");
     let o = run(&["merge", &files[0], missing.to_str().unwrap()], &[]);
     assert_error(&o, missing.to_str().unwrap());
+}
+
+/// A quick network run: TCP throughput and connection setup, then
+/// `os.syscall` (which runs first: net benchmarks go last when paired).
+const NET_FAST: &[&str] = &[
+    "run",
+    "net.tcp_throughput",
+    "net.connect",
+    "os.syscall",
+    "--runs",
+    "3",
+    "--min-sample-time",
+    "1ms",
+    "--warmup",
+    "1ms",
+    "--no-progress",
+];
+
+/// Starts `world` ranks at once (RANK, WORLD_SIZE and a job id of their
+/// own), each `NET_FAST` plus `extra` into `out`, on loopback
+/// (`--net-bind 127.0.0.1`); waits for all (killed past 120 s).
+fn launch(world: usize, job: &str, out: &Path, extra: &[&str]) -> Vec<Output> {
+    launch_local(world, job, out, extra, &[])
+}
+
+/// [`launch`], rank r with LOCAL_RANK `local[r]` where given.
+fn launch_local(
+    world: usize,
+    job: &str,
+    out: &Path,
+    extra: &[&str],
+    local: &[&str],
+) -> Vec<Output> {
+    let world_s = world.to_string();
+    let children: Vec<_> = (0..world)
+        .map(|r| {
+            let rank = r.to_string();
+            let mut env = vec![
+                ("RANK", rank.as_str()),
+                ("WORLD_SIZE", &world_s),
+                ("TORCHELASTIC_RUN_ID", job),
+            ];
+            if let Some(l) = local.get(r) {
+                env.push(("LOCAL_RANK", l));
+            }
+            bin(&env)
+                .args(NET_FAST)
+                .args([
+                    "--output-dir",
+                    out.to_str().unwrap(),
+                    "--net-bind",
+                    "127.0.0.1",
+                ])
+                .args(extra)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("the binary starts")
+        })
+        .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    children
+        .into_iter()
+        .map(|mut c| {
+            while c.try_wait().unwrap().is_none() {
+                if std::time::Instant::now() > deadline {
+                    let _ = c.kill();
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            c.wait_with_output().unwrap()
+        })
+        .collect()
+}
+
+/// Rank `rank`'s report in DIR/JOB.
+fn rank_report(out: &Path, job: &str, rank: usize) -> Value {
+    let dir = out.join(job);
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_str().unwrap().ends_with(&format!("-r{rank}.json")))
+        .unwrap_or_else(|| panic!("no report of rank {rank} in {}", dir.display()));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_valid_report(&r);
+    r
+}
+
+/// The records of `report` with id `id`.
+fn records<'a>(report: &'a Value, prefix: &str) -> Vec<&'a Value> {
+    report["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["id"].as_str().unwrap().starts_with(prefix))
+        .collect()
+}
+
+#[test]
+fn two_ranks_measure_each_other_pairwise_without_serve() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    // `auto`: a launcher, a world of 2, --output-dir and net selected.
+    let outs = launch(2, "pairs-test", &out, &[]);
+    for (rank, o) in outs.iter().enumerate() {
+        assert_eq!(o.status.code(), Some(0), "rank {rank}: {}", stderr(o));
+    }
+    for rank in 0..2 {
+        let other = 1 - rank;
+        let r = rank_report(&out, "pairs-test", rank);
+        let ids: Vec<&str> = r["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            ids,
+            ["os.syscall", "net.tcp_throughput", "net.connect"],
+            "net goes last"
+        );
+        assert_eq!(
+            r["config"]["selectors"],
+            json!(["net.tcp_throughput", "net.connect", "os.syscall"]),
+            "the selectors as given"
+        );
+        for rec in records(&r, "net.") {
+            assert_eq!(rec["status"], "ok", "rank {rank}: {rec}");
+            let notes = rec["notes"].to_string();
+            assert!(
+                notes.contains(&format!(
+                    "cross-host (--net-pairs pairwise): measured against the server of rank {other} (host "
+                )),
+                "rank {rank}: {notes}"
+            );
+            assert!(
+                notes.contains(&format!("round {} of 2", other + 1)),
+                "{notes}"
+            );
+        }
+        let p = &r["host"]["extra"]["net"]["pairing"];
+        assert_eq!(p["mode"], "pairwise", "{p}");
+        assert_eq!(p["rank"], rank);
+        assert_eq!(p["measuring_ranks"], json!([0, 1]));
+        assert_eq!(p["measured_against"]["rank"], other, "{p}");
+        assert_eq!(p["served"][0]["rank"], other, "{p}");
+        let addr = p["measured_against"]["address"].as_str().unwrap();
+        assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+        assert_eq!(
+            r["host"]["extra"]["net"]["server"], addr,
+            "{}",
+            r["host"]["extra"]["net"]
+        );
+        assert!(
+            !r.to_string().contains("stand-in"),
+            "no stand-in token or peer"
+        );
+    }
+    // The token files are gone; the reports merge as two hosts.
+    let rdv = out.join("pairs-test/.rendezvous/run");
+    let left: Vec<String> = std::fs::read_dir(&rdv)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.iter().all(|f| !f.ends_with(".token")), "{left:?}");
+    assert!(left.contains(&"r0.json".to_string()), "{left:?}");
+    let files: Vec<String> = std::fs::read_dir(out.join("pairs-test"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .map(|p| p.to_str().unwrap().to_string())
+        .collect();
+    assert_eq!(files.len(), 2, "{files:?}");
+    let fleet = tmp.path().join("fleet.json");
+    let mut a = vec!["merge".to_string()];
+    a.extend(files);
+    a.extend(["-o".into(), fleet.to_str().unwrap().into()]);
+    let o = run(&args(&a), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn fan_in_three_ranks_each_client_its_own_result() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let outs = launch(3, "fan-test", &out, &["--net-pairs", "fan-in"]);
+    for (rank, o) in outs.iter().enumerate() {
+        assert_eq!(o.status.code(), Some(0), "rank {rank}: {}", stderr(o));
+    }
+    // Rank 0 served: its net records are skipped, saying so.
+    let r0 = rank_report(&out, "fan-test", 0);
+    assert_eq!(records(&r0, "net.").len(), 2, "{r0}");
+    for rec in records(&r0, "net.") {
+        assert_eq!(rec["status"], "skipped", "{rec}");
+        assert!(
+            rec["reason"]
+                .as_str()
+                .unwrap()
+                .contains("served the fan-in (2 clients at once)"),
+            "{rec}"
+        );
+    }
+    assert_eq!(records(&r0, "os.")[0]["status"], "ok");
+    let served: Vec<u64> = r0["host"]["extra"]["net"]["pairing"]["served"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["rank"].as_u64().unwrap())
+        .collect();
+    assert_eq!(served, [1, 2]);
+    for rank in 1..3 {
+        let r = rank_report(&out, "fan-test", rank);
+        let net = records(&r, "net.");
+        assert_eq!(net.len(), 2);
+        for rec in net {
+            assert_eq!(rec["status"], "ok", "rank {rank}: {rec}");
+            assert!(rec["notes"].to_string().contains(
+                "cross-host (--net-pairs fan-in): one of 2 clients measuring the server of rank 0 (host "
+            ), "{rec}");
+        }
+        assert_eq!(
+            r["host"]["extra"]["net"]["pairing"]["measured_against"]["rank"],
+            0
+        );
+    }
+}
+
+#[test]
+fn idle_ranks_say_so_and_the_measuring_ones_pair_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    // Rank 1 shares rank 0's node (local rank 1): idle; 0 and 2 pair.
+    let outs = launch_local(3, "idle-test", &out, &[], &["0", "1", "0"]);
+    for (rank, o) in outs.iter().enumerate() {
+        assert_eq!(o.status.code(), Some(0), "rank {rank}: {}", stderr(o));
+    }
+    assert!(
+        stderr(&outs[1]).contains("idle on purpose"),
+        "{}",
+        stderr(&outs[1])
+    );
+    for (rank, other) in [(0, 2), (2, 0)] {
+        let r = rank_report(&out, "idle-test", rank);
+        let p = &r["host"]["extra"]["net"]["pairing"];
+        assert_eq!(p["measuring_ranks"], json!([0, 2]), "{p}");
+        assert_eq!(p["measured_against"]["rank"], other, "{p}");
+        assert_eq!(records(&r, "net.").len(), 2, "rank {rank}");
+        for rec in records(&r, "net.") {
+            assert_eq!(rec["status"], "ok", "rank {rank}: {rec}");
+        }
+    }
+    // The idle rank stayed for the barrier, then left its file final: it
+    // lists the nonces of the ranks it met.
+    let idle: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("idle-test/.rendezvous/run/r1.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(idle["role"], "idle", "{idle}");
+    assert_eq!(idle["met"].as_object().map(|m| m.len()), Some(3), "{idle}");
+}
+
+#[test]
+fn a_rank_that_fails_or_never_comes_does_not_hang_the_others() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let out_s = out.to_str().unwrap();
+    let net: Vec<String> = NET_FAST.iter().map(|s| s.to_string()).collect();
+    let env = |rank: &'static str| {
+        [
+            ("RANK", rank),
+            ("WORLD_SIZE", "2"),
+            ("TORCHELASTIC_RUN_ID", "fail"),
+        ]
+    };
+    let env_plan = |rank: &'static str| {
+        [
+            ("RANK", rank),
+            ("WORLD_SIZE", "2"),
+            ("TORCHELASTIC_RUN_ID", "plan-fail"),
+        ]
+    };
+    // Rank 1 fails before measuring (its -o cannot be created): rank 0
+    // learns it from rank 1's failure file, long before its 60 s wait.
+    let started = std::time::Instant::now();
+    let rank0 = bin(&env("0"))
+        .args(&net)
+        .args([
+            "--output-dir",
+            out_s,
+            "--net-bind",
+            "127.0.0.1",
+            "--rendezvous-timeout",
+            "60s",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let b = run(
+        &[
+            &args(&net)[..],
+            &["--output-dir", out_s, "-o", "/nonexistent-dir/x.json"],
+        ]
+        .concat(),
+        &env("1"),
+    );
+    assert_error(&b, "-o /nonexistent-dir/x.json");
+    let a = rank0.wait_with_output().unwrap();
+    assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(50),
+        "waited the timeout out"
+    );
+    let r = rank_report(&out, "fail", 0);
+    assert_eq!(records(&r, "os.")[0]["status"], "ok");
+    assert_eq!(records(&r, "net.").len(), 2, "{r}");
+    for rec in records(&r, "net.") {
+        assert_eq!(rec["status"], "failed", "{rec}");
+        let why = rec["reason"].as_str().unwrap();
+        assert!(why.contains("--net-pairs pairwise: rank 1 (host "), "{why}");
+        assert!(
+            why.contains("failed: it ended before its network phase"),
+            "{why}"
+        );
+    }
+    // Rank 1 fails while planning (a bad parameter value), before its
+    // other benchmarks: its failure marker is there all the same.
+    let started = std::time::Instant::now();
+    let rank0 = bin(&env_plan("0"))
+        .args(&net)
+        .args([
+            "--output-dir",
+            out_s,
+            "--net-bind",
+            "127.0.0.1",
+            "--rendezvous-timeout",
+            "60s",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let b = run(
+        &[
+            &args(&net)[..],
+            &[
+                "net.udp_throughput",
+                "--param",
+                "rate=fast",
+                "--output-dir",
+                out_s,
+            ],
+        ]
+        .concat(),
+        &env_plan("1"),
+    );
+    assert_error(&b, "--param rate");
+    let a = rank0.wait_with_output().unwrap();
+    assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(50),
+        "waited the timeout out"
+    );
+    let r = rank_report(&out, "plan-fail", 0);
+    assert_eq!(records(&r, "net.").len(), 2, "{r}");
+    for rec in records(&r, "net.") {
+        assert_eq!(rec["status"], "failed", "{rec}");
+        let why = rec["reason"].as_str().unwrap();
+        assert!(why.contains("rank 1 (host "), "{why}");
+    }
+    // Rank 1 never comes: rank 0 gives up after --rendezvous-timeout,
+    // naming the rank and the file it waited for.
+    let o = run(
+        &[
+            &args(&net)[..],
+            &[
+                "--output-dir",
+                out_s,
+                "--net-bind",
+                "127.0.0.1",
+                "--rendezvous-timeout",
+                "1s",
+            ],
+        ]
+        .concat(),
+        &[
+            ("RANK", "0"),
+            ("WORLD_SIZE", "2"),
+            ("TORCHELASTIC_RUN_ID", "alone"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("3 records: 1 ok, 0 skipped, 2 failed"),
+        "{}",
+        stderr(&o)
+    );
+    let r = rank_report(&out, "alone", 0);
+    assert_eq!(records(&r, "net.").len(), 2, "{r}");
+    for rec in records(&r, "net.") {
+        let why = rec["reason"].as_str().unwrap();
+        assert!(
+            why.contains("waiting for rank 1 to reach the network phase")
+                && why.contains("r1.json"),
+            "{why}"
+        );
+    }
+}
+
+/// Starts one rank of a world of 2 (`NET_FAST` plus `extra` into `out`, on
+/// loopback) in the background.
+fn spawn_rank(rank: &str, job: &str, out: &Path, extra: &[&str]) -> std::process::Child {
+    spawn_rank_of(rank, "2", job, out, extra)
+}
+
+/// [`spawn_rank`] in a world of `world`.
+fn spawn_rank_of(
+    rank: &str,
+    world: &str,
+    job: &str,
+    out: &Path,
+    extra: &[&str],
+) -> std::process::Child {
+    bin(&[
+        ("RANK", rank),
+        ("WORLD_SIZE", world),
+        ("TORCHELASTIC_RUN_ID", job),
+    ])
+    .args(NET_FAST)
+    .args([
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--net-bind",
+        "127.0.0.1",
+    ])
+    .args(extra)
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("the binary starts")
+}
+
+/// Waits for `child`, killing it past 120 s.
+fn finish(mut child: std::process::Child) -> Output {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_rerun_into_the_same_directory_ignores_the_earlier_runs_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    // torchrun without --rdzv-id says TORCHELASTIC_RUN_ID=none: no job
+    // id, so DIR/local, where every such run meets.
+    for o in launch(2, "none", &out, &[]) {
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    assert!(out.join("local").is_dir() && !out.join("none").exists());
+    // The first run's files stay (r0.json, r1.json, r1.alive...), and a
+    // failure marker of an earlier run of rank 1 is planted. Rank 0 of
+    // the rerun reaches the barrier long before rank 1 starts (and removes
+    // its own old files): neither may count.
+    let rdv = out.join("local/.rendezvous/run");
+    assert!(rdv.join("r1.json").is_file() && rdv.join("r1.alive").is_file());
+    let old_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+        - 1000;
+    std::fs::write(
+        rdv.join("r1.failed"),
+        json!({"rank": 1, "host": "old", "nonce": "0123456789abcdef", "reason": "an earlier run", "written_at_ms": old_ms}).to_string(),
+    )
+    .unwrap();
+    let rank0 = spawn_rank("0", "none", &out, &["--rendezvous-timeout", "60s"]);
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let rank1 = spawn_rank("1", "none", &out, &["--rendezvous-timeout", "60s"]);
+    for (rank, o) in [finish(rank0), finish(rank1)].iter().enumerate() {
+        assert_eq!(o.status.code(), Some(0), "rank {rank}: {}", stderr(o));
+        let r = rank_report(&out, "local", rank);
+        assert_eq!(records(&r, "net.").len(), 2, "rank {rank}: {r}");
+        for rec in records(&r, "net.") {
+            assert_eq!(rec["status"], "ok", "rank {rank}: {rec}");
+        }
+    }
+}
+
+#[test]
+fn a_requeued_slurm_job_meets_in_a_directory_of_its_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    // A requeued job keeps SLURM_JOB_ID, and its step ids start again.
+    let children: Vec<_> = ["0", "1"]
+        .into_iter()
+        .map(|rank| {
+            bin(&[
+                ("SLURM_PROCID", rank),
+                ("SLURM_NTASKS", "2"),
+                ("SLURM_JOB_ID", "77"),
+                ("SLURM_STEP_ID", "0"),
+                ("SLURM_RESTART_COUNT", "1"),
+            ])
+            .args(NET_FAST)
+            .args([
+                "--output-dir",
+                out.to_str().unwrap(),
+                "--net-bind",
+                "127.0.0.1",
+                "--per-task",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    for (rank, c) in children.into_iter().enumerate() {
+        let o = finish(c);
+        assert_eq!(o.status.code(), Some(0), "rank {rank}: {}", stderr(&o));
+        let r = rank_report(&out, "77", rank);
+        assert_eq!(records(&r, "net.").len(), 2, "rank {rank}: {r}");
+        let p = &r["host"]["extra"]["net"]["pairing"];
+        assert!(
+            p["rendezvous"]
+                .as_str()
+                .unwrap()
+                .ends_with("77/.rendezvous/0.restart1"),
+            "{p}"
+        );
+    }
+}
+
+#[test]
+fn a_busy_rank_is_waited_for_while_its_heartbeat_beats() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let rdv = out.join("beat/.rendezvous/run");
+    std::fs::create_dir_all(&rdv).unwrap();
+    // Rank 1 stands in: alive (its heartbeat changing) for 4 s, far past
+    // the 1 s timeout, but never at the barrier; then it stops beating.
+    let started = std::time::Instant::now();
+    let rank0 = spawn_rank("0", "beat", &out, &["--rendezvous-timeout", "1s"]);
+    let mut beat = 0;
+    while started.elapsed() < std::time::Duration::from_secs(4) {
+        beat += 1;
+        let tmp_file = rdv.join(".r1.alive.test.tmp");
+        std::fs::write(
+            &tmp_file,
+            json!({"nonce": "feedfacefeedface", "beat": beat}).to_string(),
+        )
+        .unwrap();
+        std::fs::rename(&tmp_file, rdv.join("r1.alive")).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let o = finish(rank0);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(4),
+        "gave up on a rank that was alive"
+    );
+    let r = rank_report(&out, "beat", 0);
+    assert_eq!(records(&r, "net.").len(), 2, "{r}");
+    for rec in records(&r, "net.") {
+        assert_eq!(rec["status"], "failed", "{rec}");
+        let why = rec["reason"].as_str().unwrap();
+        assert!(
+            why.contains("waiting for rank 1 to reach the network phase")
+                && why.contains("heartbeat r1.alive stopped"),
+            "{why}"
+        );
+    }
+}
+
+/// Rewrites `rR.alive` of the stand-in ranks `ranks` (rank, nonce) every
+/// 100 ms until `stop`.
+fn beat(
+    rdv: &Path,
+    ranks: &[(u64, &'static str)],
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    let rdv = rdv.to_path_buf();
+    let ranks = ranks.to_vec();
+    std::thread::spawn(move || {
+        let mut n = 0;
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            n += 1;
+            for (q, nonce) in &ranks {
+                let tmp = rdv.join(format!(".r{q}.alive.test.tmp"));
+                std::fs::write(&tmp, json!({"nonce": nonce, "beat": n}).to_string()).unwrap();
+                std::fs::rename(&tmp, rdv.join(format!("r{q}.alive"))).unwrap();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    })
+}
+
+/// Waits (20 s at most) for `path` to hold JSON for which `ok` holds.
+fn wait_json(path: &Path, ok: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        if let Some(v) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .filter(&ok)
+        {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {} as expected",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_fan_in_client_stops_when_the_server_rank_fails() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let rdv = out.join("fan-fail/.rendezvous/run");
+    std::fs::create_dir_all(&rdv).unwrap();
+    // Rank 1 is real; rank 0 (the server) and rank 2 (the other client,
+    // alive but never ready) stand in.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let beats = beat(
+        &rdv,
+        &[(0, "00000000000000a0"), (2, "00000000000000a2")],
+        stop.clone(),
+    );
+    let started = std::time::Instant::now();
+    let rank1 = spawn_rank_of(
+        "1",
+        "3",
+        "fan-fail",
+        &out,
+        &["--net-pairs", "fan-in", "--rendezvous-timeout", "60s"],
+    );
+    let r1 = wait_json(&rdv.join("r1.json"), |v| v["schedule"].is_string());
+    for (q, nonce) in [(0, "00000000000000a0"), (2, "00000000000000a2")] {
+        let v = json!({
+            "rank": q, "host": format!("fake{q}"), "role": "measure",
+            "address": "127.0.0.1:9", "nonce": nonce, "mode": "fan-in",
+            "schedule": r1["schedule"], "met": {},
+        });
+        std::fs::write(rdv.join(format!("r{q}-{nonce}.token")), "x").unwrap();
+        std::fs::write(rdv.join(format!("r{q}.json")), v.to_string()).unwrap();
+    }
+    // Past the barrier, the server's rank fails.
+    wait_json(&rdv.join("r1.json"), |v| {
+        v["met"].as_object().is_some_and(|m| m.len() == 3)
+    });
+    let failed = json!({
+        "rank": 0, "host": "fake0", "nonce": "00000000000000a0",
+        "reason": "its server crashed",
+        "written_at_ms": std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64,
+    });
+    std::fs::write(rdv.join("r0.failed"), failed.to_string()).unwrap();
+    let o = finish(rank1);
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    beats.join().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(50),
+        "waited the timeout out"
+    );
+    let r = rank_report(&out, "fan-fail", 1);
+    assert_eq!(records(&r, "net.").len(), 2, "{r}");
+    for rec in records(&r, "net.") {
+        assert_eq!(rec["status"], "failed", "{rec}");
+        let why = rec["reason"].as_str().unwrap();
+        assert!(
+            why.contains("rank 0 (host fake0) failed: its server crashed"),
+            "{why}"
+        );
+    }
+    // Rank 1 said so to the others, too.
+    let mine = wait_json(&rdv.join("r1.failed"), |v| v["reason"].is_string());
+    assert!(
+        mine["reason"]
+            .as_str()
+            .unwrap()
+            .contains("rank 0 (host fake0) failed")
+    );
+}
+
+#[test]
+fn ranks_given_different_net_pairs_stop_at_once_naming_both() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let started = std::time::Instant::now();
+    let rank0 = spawn_rank(
+        "0",
+        "mixed",
+        &out,
+        &["--net-pairs", "pairwise", "--rendezvous-timeout", "60s"],
+    );
+    let rank1 = spawn_rank(
+        "1",
+        "mixed",
+        &out,
+        &["--net-pairs", "fan-in", "--rendezvous-timeout", "60s"],
+    );
+    let outs = [finish(rank0), finish(rank1)];
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(50),
+        "waited the timeout out"
+    );
+    for (rank, o) in outs.iter().enumerate() {
+        assert_eq!(o.status.code(), Some(0), "rank {rank}: {}", stderr(o));
+        let r = rank_report(&out, "mixed", rank);
+        assert_eq!(records(&r, "net.").len(), 2, "rank {rank}: {r}");
+        for rec in records(&r, "net.") {
+            assert_eq!(rec["status"], "failed", "{rec}");
+            let why = rec["reason"].as_str().unwrap();
+            assert!(
+                why.contains("rank 0 (host ")
+                    && why.contains("rank 1 (host ")
+                    && why.contains("--net-pairs pairwise")
+                    && why.contains("--net-pairs fan-in")
+                    && why.contains("give every rank the same command"),
+                "rank {rank}: {why}"
+            );
+        }
+    }
+}
+
+#[test]
+fn auto_falls_back_to_loopback_where_pairing_cannot_apply() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let out_s = out.to_str().unwrap();
+    // net.latency pinned to one CPU cannot measure another rank's server:
+    // `auto` measures loopback as before, saying so; `pairwise` refuses.
+    let latency = [
+        "run",
+        "net.latency",
+        "--param",
+        "cpus=same",
+        "--runs",
+        "3",
+        "--min-sample-time",
+        "1ms",
+        "--warmup",
+        "1ms",
+        "--no-progress",
+        "--output-dir",
+        out_s,
+    ];
+    let env = [
+        ("RANK", "0"),
+        ("WORLD_SIZE", "2"),
+        ("TORCHELASTIC_RUN_ID", "auto"),
+    ];
+    let o = run(&latency, &env);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("note: net benchmarks measure each rank's own loopback"),
+        "{}",
+        stderr(&o)
+    );
+    let r = rank_report(&out, "auto", 0);
+    assert_eq!(records(&r, "net.latency")[0]["status"], "ok", "{r}");
+    assert!(r["host"]["extra"]["net"].get("pairing").is_none(), "{r}");
+    let o = run(&[&latency[..], &["--net-pairs", "pairwise"]].concat(), &env);
+    assert_error(
+        &o,
+        "--net-pairs pairwise: the net benchmarks measure another rank's server",
+    );
+    // Flags of the pairing, where nothing pairs: a note.
+    let o = run(
+        &args(&fast(&[
+            "--net-bind",
+            "127.0.0.1",
+            "--rendezvous-timeout",
+            "5s",
+        ])),
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("note: --net-bind and --rendezvous-timeout ignored"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 fn write(dir: &Path, name: &str, v: &Value) -> String {

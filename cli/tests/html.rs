@@ -8,6 +8,9 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
+mod common;
+use common::{chromium, screenshot};
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_benchsuite"))
 }
@@ -84,43 +87,6 @@ fn write(dir: &Path, name: &str, v: &Value) -> PathBuf {
     p
 }
 
-fn chromium() -> Option<&'static str> {
-    ["chromium", "chromium-browser"].into_iter().find(|c| {
-        Command::new(c)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
-}
-
-/// Renders `html` headless; returns the screenshot's size in bytes.
-fn screenshot(browser: &str, html: &Path, png: &Path) -> u64 {
-    let out = Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--window-size=1280,2000",
-        ])
-        .arg(format!("--screenshot={}", png.display()))
-        .arg(format!("file://{}", html.display()))
-        .output()
-        .expect("chromium runs");
-    let log = String::from_utf8_lossy(&out.stderr);
-    for line in log.lines() {
-        let l = line.to_ascii_lowercase();
-        assert!(
-            !line.contains("Uncaught") && !l.contains("console error") && !l.contains(":console"),
-            "console error rendering {}: {line}",
-            html.display()
-        );
-    }
-    assert!(out.status.success(), "chromium failed: {log}");
-    std::fs::metadata(png).expect("a screenshot").len()
-}
-
 #[test]
 fn report_writes_a_self_contained_page_for_one_and_two_reports() {
     let dir = tempfile::tempdir().unwrap();
@@ -175,21 +141,98 @@ fn report_writes_a_self_contained_page_for_one_and_two_reports() {
         );
         return;
     };
-    // An empty page's screenshot at this size is about 12 KB; charts and
-    // tables make it many times that.
+    // Pixels, not file sizes: an empty page has no ink at all; this one
+    // has text, tables and coloured chart series.
     let empty = dir.path().join("empty.html");
     std::fs::write(&empty, "<!DOCTYPE html><html><body></body></html>").unwrap();
-    let blank = screenshot(browser, &empty, &dir.path().join("empty.png"));
+    let blank = screenshot(browser, &empty, &dir.path().join("empty.png"), 2000);
+    assert!(blank.inked < 0.001, "{blank:?}");
     for (html, png) in [(&one, "one.png"), (&two, "two.png")] {
-        let png = dir.path().join(png);
-        let size = screenshot(browser, html, &png);
+        let ink = screenshot(browser, html, &dir.path().join(png), 2000);
         assert!(
-            size > blank * 3,
-            "{} renders blank: {size} bytes against {blank} for an empty page",
+            ink.inked > 0.02 && ink.coloured > 0.002,
+            "{} renders (nearly) blank: {ink:?}",
             html.display()
         );
-        if let Ok(keep) = std::env::var("BENCHSUITE_KEEP_SCREENSHOTS") {
-            let _ = std::fs::copy(&png, Path::new(&keep).join(png.file_name().unwrap()));
-        }
     }
+}
+
+/// `benchsuite report fleet.json`: the fleet page names the planted slow
+/// host as the outlier, draws each host against its group, embeds the
+/// hosts' reports, and renders in headless Chromium.
+#[test]
+fn report_of_a_fleet_shows_the_slow_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut inputs = Vec::new();
+    for (i, scale) in [1.0, 1.01, 0.99, 1.02, 0.5].into_iter().enumerate() {
+        let mut r = report(scale);
+        r["host"]["hostname"] = json!(format!("node{i}"));
+        inputs.push(write(dir.path(), &format!("node{i}.json"), &r));
+    }
+    let fleet = dir.path().join("fleet.json");
+    let out = bin()
+        .arg("merge")
+        .args(&inputs)
+        .arg("-o")
+        .arg(&fleet)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page_path = dir.path().join("fleet.html");
+    let out = bin()
+        .args(["report"])
+        .arg(&fleet)
+        .arg("-o")
+        .arg(&page_path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    assert!(page.contains("<h2>Outlier hosts (1)</h2>"), "one outlier");
+    let outlier_rows: Vec<&str> = page.split("<tr class=\"regressed\">").skip(1).collect();
+    assert!(!outlier_rows.is_empty());
+    assert!(
+        outlier_rows.iter().all(|r| r.starts_with("<td>node4</td>")),
+        "only the slow host is flagged"
+    );
+    assert!(page.contains("median vs the group median"));
+    assert!(page.contains("node4: "), "a dot per host with its tooltip");
+    let open = r#"<script type="application/json" id="benchsuite-reports">"#;
+    let json = &page[page.find(open).unwrap() + open.len()..];
+    let hosts: Value = serde_json::from_str(&json[..json.find("</script>").unwrap()]).unwrap();
+    assert_eq!(
+        hosts.as_array().unwrap().len(),
+        5,
+        "the hosts' reports embedded"
+    );
+
+    // A fleet page stands alone.
+    let out = bin()
+        .args(["report"])
+        .arg(&fleet)
+        .arg(&inputs[0])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("fleet report"));
+
+    let Some(browser) = chromium() else {
+        eprintln!(
+            "skipped the browser render: neither `chromium` nor `chromium-browser` is on PATH (apt-get install chromium)"
+        );
+        return;
+    };
+    let ink = screenshot(browser, &page_path, &dir.path().join("fleet.png"), 2000);
+    assert!(
+        ink.inked > 0.01 && ink.coloured > 0.0005,
+        "the fleet page renders (nearly) blank: {ink:?}"
+    );
 }

@@ -3,7 +3,11 @@
 //! with its own port and spool directory) from a generated `slurm.conf` in
 //! a temporary directory, runs `srun -N2 --ntasks-per-node=1 benchsuite run
 //! ... --output-dir DIR`, then `benchsuite merge`, and checks that both
-//! ranks' reports carry the job's `cluster` facts.
+//! ranks' reports carry the job's `cluster` facts and cross-host network
+//! records: under the launcher the two ranks pair up by themselves
+//! (`--net-pairs` defaults to `pairwise`: each serves while the other
+//! measures, meeting through `DIR/JOB/.rendezvous/`), no `benchsuite
+//! serve` started by hand.
 //!
 //! It needs Linux, root and Debian's `slurmctld`, `slurmd` and `munge`
 //! packages (`.ci/run` installs them); without them it skips, saying why.
@@ -11,9 +15,9 @@
 //! and waited for, every wait has a deadline, and the temporary directory
 //! is removed.
 //!
-//! Not covered yet: cross-host network records (rank pairing under a
-//! launcher does not exist); `net.latency` here measures against the
-//! in-process loopback server of each task.
+//! Both nodes are this host (NodeAddr 127.0.0.1), so the ranks' servers
+//! bind 127.0.0.1 (`--net-bind`): the "cross-host" traffic stays on
+//! loopback, between two processes started by two slurmd.
 
 use std::fs;
 use std::io::Write as _;
@@ -26,9 +30,15 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 /// The benchmarks each task runs: quick, and one of each kind the issue
-/// names (an OS primitive, the sysbench-style prime count, a network
-/// round trip over loopback).
-const BENCHMARKS: &[&str] = &["os.syscall", "cpu.prime", "net.latency"];
+/// names (an OS primitive, the sysbench-style prime count, TCP throughput
+/// and a round trip to the other rank), in the order they run (the
+/// network last).
+const BENCHMARKS: &[&str] = &[
+    "os.syscall",
+    "cpu.prime",
+    "net.tcp_throughput",
+    "net.latency",
+];
 
 /// Launcher variables of an enclosing job (if the test itself runs under
 /// Slurm, MPI...): removed from every process started here, so that
@@ -448,6 +458,8 @@ fn srun_on_two_slurm_nodes_then_merge() {
                 "--warmup",
                 "1ms",
                 "--no-progress",
+                "--net-bind",
+                "127.0.0.1",
                 "--output-dir",
             ])
             .arg(&out_dir);
@@ -471,10 +483,12 @@ fn srun_on_two_slurm_nodes_then_merge() {
             job_id.parse::<u64>().is_ok(),
             "the directory is the Slurm job id: {job_id}"
         );
+        // The reports (the rendezvous directory `.rendezvous` beside them).
         let mut files: Vec<PathBuf> = fs::read_dir(job_dir)
             .unwrap()
             .flatten()
             .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
             .collect();
         files.sort();
         let names: Vec<String> = files
@@ -542,6 +556,31 @@ fn srun_on_two_slurm_nodes_then_merge() {
                     h["records"].as_array().map(Vec::len),
                     Some(BENCHMARKS.len())
                 );
+                // The cross-host network records: measured against the
+                // other rank's server, which the pairing says.
+                let rank = c["rank"].as_u64().unwrap();
+                let other = 1 - rank;
+                let pairing = &h["host"]["extra"]["net"]["pairing"];
+                assert_eq!(pairing["mode"], "pairwise", "rank {rank}: {pairing}");
+                assert_eq!(pairing["measured_against"]["rank"], other, "{pairing}");
+                assert_eq!(pairing["served"][0]["rank"], other, "{pairing}");
+                let net: Vec<&Value> = h["records"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|r| r["id"].as_str().unwrap().starts_with("net."))
+                    .collect();
+                assert_eq!(net.len(), 2, "rank {rank}");
+                for r in net {
+                    assert_eq!(r["status"], "ok", "rank {rank}: {r}");
+                    let notes = r["notes"].to_string();
+                    assert!(
+                        notes.contains(&format!(
+                            "cross-host (--net-pairs pairwise): measured against the server of rank {other} (host "
+                        )),
+                        "rank {rank}: {notes}"
+                    );
+                }
                 (
                     c["rank"].as_u64().unwrap(),
                     c["node"].as_str().unwrap().to_string(),

@@ -226,7 +226,12 @@ pub fn detect(
                 (text("PMIX_NAMESPACE"), None, None)
             }
             Launcher::Kubernetes => (None, None, None),
-            Launcher::Env => (text("TORCHELASTIC_RUN_ID"), None, None),
+            // torchrun without --rdzv-id says `none`: no job id.
+            Launcher::Env => (
+                text("TORCHELASTIC_RUN_ID").filter(|v| v.trim() != "none"),
+                None,
+                None,
+            ),
         };
         return Ok(Some(Cluster {
             launcher,
@@ -380,6 +385,17 @@ mod tests {
             (c.launcher, c.rank, c.world_size, c.local_rank),
             (Launcher::Env, 1, 2, Some(1))
         );
+        // torchrun without --rdzv-id: `none` is no job id.
+        let run_id = |id: &str| {
+            let vars = [
+                ("RANK", "0"),
+                ("WORLD_SIZE", "2"),
+                ("TORCHELASTIC_RUN_ID", id),
+            ];
+            detect(env(&vars), None).unwrap().unwrap().job
+        };
+        assert_eq!(run_id("none"), None);
+        assert_eq!(run_id("train-7").as_deref(), Some("train-7"));
     }
 
     #[test]

@@ -57,6 +57,18 @@ pub struct Fleet {
     pub hosts: Vec<Report>,
 }
 
+/// What a report file holds ([`Fleet::read_file`]).
+// Made once per file read and matched at once: boxing the report would
+// only add a step for every user.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReportFile {
+    /// One host's report.
+    Report(Report),
+    /// A fleet report's host reports, as merged.
+    Fleet(Vec<Report>),
+}
+
 /// Why reports cannot form one fleet.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FleetError {
@@ -126,6 +138,15 @@ impl Fleet {
     /// The host reports in the file at `path`: a report, or every host of
     /// a fleet report (so fleets merge with more hosts).
     pub fn read_hosts(path: &Path) -> Result<Vec<Report>, ReportError> {
+        Ok(match Fleet::read_file(path)? {
+            ReportFile::Report(r) => vec![r],
+            ReportFile::Fleet(hosts) => hosts,
+        })
+    }
+
+    /// What the JSON file at `path` holds: one report, or a fleet report's
+    /// host reports (a document with `hosts`).
+    pub fn read_file(path: &Path) -> Result<ReportFile, ReportError> {
         let p = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
             path: p.clone(),
@@ -138,7 +159,7 @@ impl Fleet {
         }
         let is_fleet = serde_json::from_str::<Probe>(&text).is_ok_and(|x| x.hosts.is_some());
         if !is_fleet {
-            return Report::from_json(&text, &p).map(|r| vec![r]);
+            return Report::from_json(&text, &p).map(ReportFile::Report);
         }
         let fleet: Fleet = serde_json::from_str(&text).map_err(|source| ReportError::Parse {
             path: p.clone(),
@@ -155,7 +176,7 @@ impl Fleet {
                 });
             }
         }
-        Ok(fleet.hosts)
+        Ok(ReportFile::Fleet(fleet.hosts))
     }
 
     /// Serialises as pretty JSON.

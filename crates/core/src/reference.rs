@@ -5,10 +5,17 @@
 //! A [`Reference`] is plain data made by
 //! [`Benchmark::reference`](crate::Benchmark::reference): the exact command
 //! line, an optional server to start first, the metric it corresponds to
-//! and a parser for the tool's output. Nothing here runs a process, so a
+//! and a parser for the tool's output. Making one runs no process, so a
 //! test can check the command line of every point without the tool
-//! installed; `benchsuite reference` runs them. A record then carries a
-//! [`ReferenceResult`].
+//! installed; `benchsuite reference` runs them, each in a process group of
+//! its own ([`ToolProcess`]), so a timeout or Ctrl-C stops the tool and
+//! everything it forked (`perf bench`, `ip netns exec`, iperf3). A record
+//! then carries a [`ReferenceResult`].
+
+use std::io;
+use std::process::{Child, Command, ExitStatus};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -48,7 +55,32 @@ pub struct Reference {
     /// A known reason the tool's number may mislead on this point; the
     /// record carries it.
     pub note: Option<String>,
+    /// Environment variables set for the tool (`OPENBLAS_NUM_THREADS=2`),
+    /// on top of benchsuite's own environment.
+    pub env: Vec<(String, String)>,
+    /// Input files (name, contents) written into a fresh scratch directory
+    /// before each run; when there are any, the tool runs in that
+    /// directory, which is removed after the run (hpcc reads
+    /// `hpccinf.txt` from where it runs).
+    pub inputs: Vec<(String, String)>,
+    /// A file in the scratch directory the tool writes its results to
+    /// (hpcc's `hpccoutf.txt`). When set, the parser gets that file's
+    /// text followed by the tool's standard output and standard error
+    /// (where a library it loads says what it picked: OpenBLAS's
+    /// `Core: Zen`), instead of the standard output alone.
+    pub output_file: Option<&'static str>,
+    /// Why the tool cannot give a meaningful number on this machine (hpcc
+    /// linked to the unoptimised netlib BLAS): the tool is not run, and the
+    /// record says this instead of giving a ratio.
+    pub unusable: Option<String>,
+    /// How long one run may take before the tool (and what it forked) is
+    /// stopped. The default is [`REFERENCE_SECS`] + [`TOOL_GRACE`].
+    pub timeout: Duration,
 }
+
+/// How long a tool may run past [`REFERENCE_SECS`] before it is stopped,
+/// unless its [`Reference::timeout`] says otherwise.
+pub const TOOL_GRACE: Duration = Duration::from_secs(60);
 
 impl Reference {
     /// A reference with no server, no files to clean up and no note.
@@ -69,12 +101,29 @@ impl Reference {
             parse,
             cleanup: Vec::new(),
             note: None,
+            env: Vec::new(),
+            inputs: Vec::new(),
+            output_file: None,
+            unusable: None,
+            timeout: Duration::from_secs(REFERENCE_SECS) + TOOL_GRACE,
         }
     }
 
-    /// The command line as one shell-quoted string, for reports.
+    /// The command line as one shell-quoted string, for reports: the
+    /// environment it sets first (`OPENBLAS_NUM_THREADS=2 hpcc`), and the
+    /// input files it reads (`(in a scratch directory with hpccinf.txt)`).
     pub fn command(&self) -> String {
-        shell_join(&self.argv)
+        let mut parts: Vec<String> = self.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        parts.extend(self.argv.iter().cloned());
+        let mut line = shell_join(&parts);
+        if !self.inputs.is_empty() {
+            let names: Vec<&str> = self.inputs.iter().map(|(n, _)| n.as_str()).collect();
+            line.push_str(&format!(
+                " (in a scratch directory with {})",
+                names.join(", ")
+            ));
+        }
+        line
     }
 }
 
@@ -172,6 +221,165 @@ pub fn number_after(text: &str, key: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("no number after `{key}` in: {}", line.trim()))
 }
 
+/// The process groups of the tools running now, so that leaving in a
+/// hurry ([`kill_running_tools`]) stops them too.
+static RUNNING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// A reference tool (or its server) started in a process group of its own,
+/// whose ID is the tool's PID. Stopping it ([`ToolProcess::kill`], a
+/// timeout or cancel in [`ToolProcess::wait`], or dropping it) sends
+/// SIGKILL to the whole group, so processes the tool forked go with it,
+/// then reaps the tool. The group is signalled only while the tool is
+/// not yet reaped, so its ID cannot have been reused by another group.
+///
+/// The tool's own group also means a Ctrl-C typed at the terminal reaches
+/// benchsuite only: benchsuite decides (through `cancelled`) when the tool
+/// is stopped.
+#[derive(Debug)]
+pub struct ToolProcess {
+    child: Child,
+    /// The exit status, once reaped.
+    status: Option<ExitStatus>,
+}
+
+/// Why [`ToolProcess::wait`] stopped the tool before it finished.
+#[derive(Debug)]
+pub enum Stopped {
+    /// It ran past its deadline.
+    TimedOut,
+    /// `cancelled` turned true (Ctrl-C).
+    Cancelled,
+    /// Waiting for it failed.
+    Wait(io::Error),
+}
+
+impl ToolProcess {
+    /// Spawns `command` as the leader of a new process group.
+    pub fn spawn(mut command: Command) -> io::Result<ToolProcess> {
+        use std::os::unix::process::CommandExt;
+        command.process_group(0);
+        let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+        let child = command.spawn()?;
+        running.push(pid_of(&child));
+        Ok(ToolProcess {
+            child,
+            status: None,
+        })
+    }
+
+    /// The tool's PID (also its process group's ID).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The child, to take its pipes.
+    pub fn child_mut(&mut self) -> &mut Child {
+        &mut self.child
+    }
+
+    /// Waits until the tool exits, polling every 20 ms; past `deadline`,
+    /// or once `cancelled()` is true, stops the whole group. After the tool
+    /// exits by itself, whatever it left running in its group is stopped
+    /// too.
+    pub fn wait(
+        &mut self,
+        deadline: Instant,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<ExitStatus, Stopped> {
+        loop {
+            match self.exited() {
+                Ok(true) => {
+                    return self.kill().map_err(Stopped::Wait);
+                }
+                Ok(false) if cancelled() => {
+                    let _ = self.kill();
+                    return Err(Stopped::Cancelled);
+                }
+                Ok(false) if Instant::now() >= deadline => {
+                    let _ = self.kill();
+                    return Err(Stopped::TimedOut);
+                }
+                Ok(false) => std::thread::sleep(Duration::from_millis(20)),
+                Err(e) => {
+                    let _ = self.kill();
+                    return Err(Stopped::Wait(e));
+                }
+            }
+        }
+    }
+
+    /// Sends SIGKILL to the tool's process group (unless the tool is
+    /// reaped already) and reaps the tool; returns its exit status.
+    pub fn kill(&mut self) -> io::Result<ExitStatus> {
+        if let Some(s) = self.status {
+            return Ok(s);
+        }
+        let pgid = pid_of(&self.child);
+        // SAFETY: killpg only sends a signal. The group's leader is our
+        // child, not yet reaped (a zombie at worst), so the group ID still
+        // names the group we created.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+        let status = self.child.wait()?;
+        self.status = Some(status);
+        let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+        running.retain(|&g| g != pgid);
+        Ok(status)
+    }
+
+    /// Whether the tool has exited, without reaping it (so its group ID
+    /// stays ours until [`ToolProcess::kill`]).
+    fn exited(&self) -> io::Result<bool> {
+        if self.status.is_some() {
+            return Ok(true);
+        }
+        // SAFETY: siginfo_t is plain data, valid when zeroed.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is a valid siginfo_t for waitid to fill; the PID
+        // is our child, not yet reaped. WNOWAIT leaves it waitable, WNOHANG
+        // returns at once.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                self.child.id(),
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: after a successful waitid, si_pid is 0 when no child
+        // changed state, else the child's PID.
+        Ok(unsafe { info.si_pid() } != 0)
+    }
+}
+
+impl Drop for ToolProcess {
+    fn drop(&mut self) {
+        let _ = self.kill();
+    }
+}
+
+fn pid_of(child: &Child) -> i32 {
+    i32::try_from(child.id()).unwrap_or(i32::MAX)
+}
+
+/// Sends SIGKILL to the process group of every tool started with
+/// [`ToolProcess::spawn`] and not yet reaped: for a process about to exit
+/// without unwinding (a second Ctrl-C), which would leave them running.
+pub fn kill_running_tools() {
+    let running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+    for &pgid in running.iter() {
+        // SAFETY: only sends a signal; each group's leader is an unreaped
+        // child of this process, so the ID still names that group.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,5 +406,88 @@ mod tests {
     fn shell_join_quotes_what_needs_it() {
         let a = argv(["fio", "--name=x y", "--bs=4096", "it's"]);
         assert_eq!(shell_join(&a), r"fio '--name=x y' --bs=4096 'it'\''s'");
+    }
+
+    /// Whether a process is gone: no /proc entry, or a zombie (dead,
+    /// waiting for whoever reaps orphans in this PID namespace).
+    fn gone(pid: u32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(stat) => stat
+                .rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
+        }
+    }
+
+    fn wait_gone(pid: u32) -> bool {
+        let until = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < until {
+            if gone(pid) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+
+    /// A fake tool that forks a sleeping child, prints its PID and sleeps
+    /// past any deadline.
+    fn forking_tool() -> Command {
+        let mut c = Command::new("sh");
+        c.args(["-c", "sleep 300 & echo $!; sleep 300"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped());
+        c
+    }
+
+    fn child_pid(t: &mut ToolProcess) -> u32 {
+        use std::io::BufRead;
+        let out = t.child_mut().stdout.take().unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(out).read_line(&mut line).unwrap();
+        line.trim().parse().unwrap()
+    }
+
+    #[test]
+    fn a_timeout_stops_the_tool_and_what_it_forked() {
+        let mut t = ToolProcess::spawn(forking_tool()).unwrap();
+        let (tool, forked) = (t.id(), child_pid(&mut t));
+        assert!(!gone(forked) && !gone(tool));
+        let deadline = Instant::now() + Duration::from_millis(200);
+        let r = t.wait(deadline, &|| false);
+        assert!(matches!(r, Err(Stopped::TimedOut)), "{r:?}");
+        // The tool is reaped: no /proc entry at all.
+        assert!(!std::path::Path::new(&format!("/proc/{tool}")).exists());
+        assert!(wait_gone(forked), "the forked sleep {forked} still runs");
+        assert!(!RUNNING.lock().unwrap().contains(&(tool as i32)));
+    }
+
+    #[test]
+    fn cancel_and_drop_stop_the_group_too() {
+        let mut t = ToolProcess::spawn(forking_tool()).unwrap();
+        let forked = child_pid(&mut t);
+        let r = t.wait(Instant::now() + Duration::from_secs(60), &|| true);
+        assert!(matches!(r, Err(Stopped::Cancelled)), "{r:?}");
+        assert!(wait_gone(forked), "the forked sleep {forked} still runs");
+
+        let mut t = ToolProcess::spawn(forking_tool()).unwrap();
+        let (tool, forked) = (t.id(), child_pid(&mut t));
+        drop(t);
+        assert!(!std::path::Path::new(&format!("/proc/{tool}")).exists());
+        assert!(wait_gone(forked), "the forked sleep {forked} still runs");
+    }
+
+    #[test]
+    fn a_tool_that_exits_leaves_nothing_behind() {
+        // The tool exits at once, leaving its forked child running.
+        let mut c = Command::new("sh");
+        c.args(["-c", "sleep 300 & echo $!"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped());
+        let mut t = ToolProcess::spawn(c).unwrap();
+        let forked = child_pid(&mut t);
+        let status = t.wait(Instant::now() + Duration::from_secs(60), &|| false);
+        assert!(status.unwrap().success());
+        assert!(wait_gone(forked), "the forked sleep {forked} still runs");
     }
 }

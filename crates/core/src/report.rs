@@ -60,7 +60,9 @@
 //! 1.5 also added `record.reference` (only in reports of `benchsuite
 //! reference`): `{tool, version, command, metric, median, unit, ratio,
 //! rounds, note}`, a reference tool run beside the record (see
-//! [`ReferenceResult`]); absent elsewhere.
+//! [`ReferenceResult`]); absent elsewhere. 1.5 also added `record.phase`,
+//! the plan-file phase (`run -f plan.toml`) the record was measured in;
+//! absent outside plan files.
 
 use std::collections::BTreeMap;
 
@@ -197,6 +199,10 @@ pub struct Record {
     /// Facts that help read it (clock source, what one operation includes).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The plan-file phase it was measured in (`run -f plan.toml`); the
+    /// HTML report draws each phase's sweeps apart. Absent outside plans.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
     /// The reference tool run beside this record by `benchsuite reference`
     /// (fio, iperf3...): its command, median and the ratio to ours.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -217,6 +223,7 @@ impl Record {
             peak: None,
             warnings: Vec::new(),
             notes: Vec::new(),
+            phase: None,
             reference: None,
         }
     }

@@ -165,9 +165,12 @@ impl Kernel {
 
 /// Constant operands: bytes 0..64 and 64..128 are two vectors, every lane
 /// holding the same value.
+#[cfg(target_arch = "x86_64")]
 #[repr(C, align(64))]
 pub(crate) struct Consts(pub(crate) [u8; 128]);
 
+/// Where a kernel stores its accumulators, so they are not elided.
+#[cfg(target_arch = "x86_64")]
 #[repr(C, align(64))]
 struct Out([u8; 64]);
 

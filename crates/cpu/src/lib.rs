@@ -116,6 +116,8 @@
 //! has events/s and per-event latency percentiles, directly comparable with
 //! `sysbench cpu --cpu-max-prime=20000 --threads=N run`.
 
+#[cfg(feature = "linpack")]
+mod hpcc;
 mod likwid;
 #[cfg(feature = "linpack")]
 mod linpack;

@@ -106,6 +106,12 @@ impl Benchmark for Linpack {
         Ok(())
     }
 
+    /// hpcc's HPL on the system's BLAS, one MPI process with `threads`
+    /// BLAS threads, at the same N (see `hpcc.rs`).
+    fn reference(&self, _ctx: &Context, point: &Point) -> Option<benchsuite_core::Reference> {
+        crate::hpcc::hpcc(point, crate::hpcc::active_blas().as_deref())
+    }
+
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         let n = point.u64("n")? as usize;
         let threads = point.u64("threads")? as usize;

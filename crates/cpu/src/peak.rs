@@ -16,8 +16,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use benchsuite_core::team::{Placement, Team};
-use benchsuite_core::{BenchError, Peak, PeakInput, Work};
+use benchsuite_core::team::Placement;
+use benchsuite_core::{BenchError, Peak, PeakInput};
+#[cfg(target_arch = "x86_64")]
+use benchsuite_core::{Work, team::Team};
 
 use crate::kernel::{Kernel, PeakModel};
 

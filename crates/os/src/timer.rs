@@ -1,6 +1,6 @@
 //! `os.timer`: the cost of reading a clock, and the clock's resolution.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use benchsuite_core::{
     About, BenchError, Benchmark, Case, Context, Direction, Finished, Meta, MetricSource,
@@ -22,7 +22,8 @@ choice_enum! {
 }
 
 /// How long `prepare` compares the TSC with `Instant` to find its frequency.
-const TSC_CALIBRATION: Duration = Duration::from_millis(20);
+#[cfg(target_arch = "x86_64")]
+const TSC_CALIBRATION: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Cost per clock read; see the crate docs.
 #[derive(Debug, Default)]

@@ -30,6 +30,10 @@
 //! Reports without any pair are an error ([`CompareError::NothingInCommon`])
 //! unless the new one ran nothing (then the gate fails).
 //!
+//! Two fleet reports (`benchsuite merge`) compare host by host
+//! ([`compare_fleets`], see [`fleet`]): each host against the same host of
+//! the baseline fleet, one gate over all.
+//!
 //! # Verdicts
 //!
 //! Each metric (and each latency tail, `NAME.p99` and `NAME.p99_9`, where
@@ -78,11 +82,13 @@ use crate::param::Point;
 use crate::report::{Metric, Record, Report, Status, schema_major};
 
 mod context;
+pub mod fleet;
 pub mod interval;
 mod judge;
 mod model;
 pub mod rules;
 
+pub use fleet::{FleetComparison, HostComparison, compare_fleets, write_fleet_comparison};
 pub use model::*;
 pub use rules::{ThresholdRule, Tolerance};
 
@@ -99,6 +105,15 @@ pub fn compare(
     new: &Report,
     options: &CompareOptions,
 ) -> Result<Comparison, CompareError> {
+    check_schema(base, new)?;
+    check_options(options)?;
+    let records: Vec<&Record> = base.records.iter().chain(&new.records).collect();
+    check_rules(&records, &options.rules)?;
+    compare_checked(base, new, options)
+}
+
+/// Both reports of one major schema version.
+fn check_schema(base: &Report, new: &Report) -> Result<(), CompareError> {
     let (bm, nm) = (
         schema_major(&base.schema_version),
         schema_major(&new.schema_version),
@@ -109,6 +124,11 @@ pub fn compare(
             new: new.schema_version.clone(),
         });
     }
+    Ok(())
+}
+
+/// `alpha` in (0, 0.5), thresholds finite and not negative.
+fn check_options(options: &CompareOptions) -> Result<(), CompareError> {
     if !(options.alpha > 0.0 && options.alpha < 0.5) {
         return Err(CompareError::Alpha(options.alpha));
     }
@@ -120,8 +140,15 @@ pub fn compare(
     {
         return Err(CompareError::Threshold);
     }
-    check_rules(base, new, &options.rules)?;
+    Ok(())
+}
 
+/// [`compare`] once the schemas, options and rules are checked.
+fn compare_checked(
+    base: &Report,
+    new: &Report,
+    options: &CompareOptions,
+) -> Result<Comparison, CompareError> {
     let mut out = Comparison {
         base_schema_version: base.schema_version.clone(),
         new_schema_version: new.schema_version.clone(),
@@ -227,23 +254,18 @@ pub fn compare(
     Ok(out)
 }
 
-/// Every rule must cover some metric of a record in either report, and an
-/// absolute one must be in the unit of every metric it covers.
-fn check_rules(base: &Report, new: &Report, rules: &[ThresholdRule]) -> Result<(), CompareError> {
+/// Every rule must cover some metric of a record in either report (of
+/// `all`, the records of both), and an absolute one must be in the unit of
+/// every metric it covers.
+fn check_rules(all: &[&Record], rules: &[ThresholdRule]) -> Result<(), CompareError> {
     for rule in rules {
-        let records: Vec<&Record> = base
-            .records
+        let records: Vec<&Record> = all
             .iter()
-            .chain(&new.records)
+            .copied()
             .filter(|r| rule.matches_id(&r.id))
             .collect();
         if records.is_empty() {
-            let mut ids: Vec<&str> = base
-                .records
-                .iter()
-                .chain(&new.records)
-                .map(|r| r.id.as_str())
-                .collect();
+            let mut ids: Vec<&str> = all.iter().map(|r| r.id.as_str()).collect();
             ids.sort_unstable();
             ids.dedup();
             return Err(CompareError::RuleMatchesNothing {

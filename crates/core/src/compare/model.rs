@@ -109,6 +109,24 @@ pub enum CompareError {
     /// A threshold that is negative or not a number.
     #[error("a threshold must be a finite number, 0 or more")]
     Threshold,
+    /// Two fleet reports without a host in common.
+    #[error(
+        "the two fleets have no host in common (base: {base}; new: {new}): compare fleets of the same hosts"
+    )]
+    NoHostInCommon {
+        /// The baseline's host labels.
+        base: String,
+        /// The new fleet's host labels.
+        new: String,
+    },
+    /// One host of two fleets could not be compared.
+    #[error("host {host}: {why}")]
+    Host {
+        /// The host's label in the baseline.
+        host: String,
+        /// Why (printed as part of this message, not as a cause).
+        why: Box<CompareError>,
+    },
 }
 
 /// The verdict on one metric.

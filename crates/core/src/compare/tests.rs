@@ -40,6 +40,7 @@ fn record(id: &str, threads: u64, metrics: Vec<Metric>) -> Record {
         peak: None,
         warnings: Vec::new(),
         notes: Vec::new(),
+        phase: None,
         reference: None,
     }
 }
@@ -722,4 +723,173 @@ fn context_differences_name_what_can_move_the_numbers() {
     new.host.memory_bytes = Some(32 << 30);
     let d = run(&base, &new).context_differences.join("\n");
     assert!(d.contains("memory: 64GiB → 32GiB"), "{d}");
+}
+
+// ---------------------------------------------------------------------------
+// Fleets: host by host.
+
+/// A host's report: `pair(bw, lat)` on `name`, at `rank` under a launcher.
+fn host(name: &str, rank: Option<u64>, bw: f64, lat: f64) -> Report {
+    let mut r = pair(bw, lat);
+    r.host.hostname = Some(name.into());
+    r.cluster = rank.map(|rank| crate::cluster::Cluster {
+        launcher: crate::cluster::Launcher::Slurm,
+        job: Some("7".into()),
+        step: None,
+        rank,
+        world_size: 2,
+        node: Some(name.into()),
+        local_rank: Some(0),
+    });
+    r
+}
+
+fn fleet_of(hosts: &[(&str, f64)]) -> Vec<Report> {
+    hosts
+        .iter()
+        .map(|(n, bw)| host(n, None, *bw, 1.0))
+        .collect()
+}
+
+#[test]
+fn fleets_compare_host_by_host_and_fail_where_one_host_regressed() {
+    let base = fleet_of(&[("node1", 1.0), ("node2", 1.0), ("node3", 1.0)]);
+    let same = compare_fleets(&base, &base, &CompareOptions::default()).unwrap();
+    assert!(same.passed(), "{}", same.summary());
+    assert_eq!(same.summary(), "fleet gate passed: 3 hosts compared");
+    // node2 loses 30% of its bandwidth: that host, and only it, fails.
+    let new = fleet_of(&[("node1", 1.0), ("node2", 0.7), ("node3", 1.0)]);
+    let c = compare_fleets(&base, &new, &CompareOptions::default()).unwrap();
+    assert!(!c.passed());
+    let failed: Vec<&str> = c.failed_hosts().map(|h| h.host.as_str()).collect();
+    assert_eq!(failed, ["node2"]);
+    let node2 = &c.hosts[1].comparison;
+    assert_eq!(
+        verdicts(node2),
+        [
+            ("bandwidth", Verdict::Regressed),
+            ("time_per_op", Verdict::Unchanged)
+        ]
+    );
+    assert_eq!(
+        c.summary(),
+        "fleet gate FAILED: 3 hosts compared, 1 failed (node2)"
+    );
+    assert!(
+        c.gate_lines()[0].starts_with("FAIL node2: gate FAILED: 1 regressed"),
+        "{:?}",
+        c.gate_lines()
+    );
+    // The host order of the new fleet does not matter.
+    let mut shuffled = new.clone();
+    shuffled.reverse();
+    let c2 = compare_fleets(&base, &shuffled, &CompareOptions::default()).unwrap();
+    assert_eq!(c2, c);
+}
+
+#[test]
+fn a_missing_host_fails_the_fleet_gate_unless_allowed_an_added_one_is_listed() {
+    let base = fleet_of(&[("node1", 1.0), ("node2", 1.0)]);
+    let new = fleet_of(&[("node1", 1.0), ("node9", 1.0)]);
+    let c = compare_fleets(&base, &new, &CompareOptions::default()).unwrap();
+    assert!(!c.passed());
+    assert_eq!(
+        (c.missing.clone(), c.added.clone()),
+        (vec!["node2".to_string()], vec!["node9".to_string()])
+    );
+    assert_eq!(
+        c.gate_lines(),
+        ["FAIL node2: missing in new: in the base fleet, absent from the new one"]
+    );
+    let mut options = CompareOptions::default();
+    options.allow.missing = true;
+    let c = compare_fleets(&base, &new, &options).unwrap();
+    assert!(c.passed(), "{}", c.summary());
+    assert_eq!(
+        c.summary(),
+        "fleet gate passed: 1 host compared, 1 missing in new (node2), allowed, 1 added in new (node9)"
+    );
+    // No host in common at all: an error naming both sides' hosts.
+    let other = fleet_of(&[("node7", 1.0)]);
+    let e = compare_fleets(&base, &other, &CompareOptions::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the two fleets have no host in common (base: node1, node2; new: node7): compare fleets of the same hosts"
+    );
+}
+
+#[test]
+fn hosts_pair_by_label_then_by_name_when_the_launcher_renumbered_them() {
+    // Same node names, ranks swapped between the two jobs.
+    let base = vec![host("a", Some(0), 1.0, 1.0), host("b", Some(1), 1.0, 1.0)];
+    let new = vec![host("b", Some(0), 1.0, 1.0), host("a", Some(1), 0.7, 1.0)];
+    let c = compare_fleets(&base, &new, &CompareOptions::default()).unwrap();
+    let names: Vec<String> = c.hosts.iter().map(HostComparison::name).collect();
+    assert_eq!(names, ["a-r0 (new: a-r1)", "b-r1 (new: b-r0)"]);
+    // The slow one is a, wherever its rank went.
+    let failed: Vec<&str> = c.failed_hosts().map(|h| h.host.as_str()).collect();
+    assert_eq!(failed, ["a-r0"]);
+    // Two tasks of one node on a side: labels only, no guessing.
+    let base = vec![host("a", Some(0), 1.0, 1.0), host("a", Some(1), 1.0, 1.0)];
+    let new = vec![host("a", Some(2), 1.0, 1.0), host("a", Some(1), 1.0, 1.0)];
+    let c = compare_fleets(&base, &new, &CompareOptions::default()).unwrap();
+    assert_eq!((c.hosts.len(), c.missing.len(), c.added.len()), (1, 1, 1));
+}
+
+#[test]
+fn a_host_pair_that_cannot_be_compared_is_an_error_naming_the_host() {
+    let base = fleet_of(&[("node1", 1.0), ("node2", 1.0)]);
+    let mut new = base.clone();
+    new[1].schema_version = "2.0".into();
+    let e = compare_fleets(&base, &new, &CompareOptions::default()).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("host node2: cannot compare schema version 1.2 with 2.0"),
+        "{e}"
+    );
+    // A rule is checked against every host: one that covers what only one
+    // host ran is fine.
+    let mut new = base.clone();
+    new[0].records[1].id = "os.fork".into();
+    let mut options = CompareOptions {
+        rules: vec![ThresholdRule::parse("os.fork=10%").unwrap()],
+        ..CompareOptions::default()
+    };
+    assert!(compare_fleets(&base, &new, &options).is_ok());
+    options.rules = vec![ThresholdRule::parse("disk.*=10%").unwrap()];
+    assert!(compare_fleets(&base, &new, &options).is_err());
+}
+
+#[test]
+fn a_fleet_comparison_is_written_as_table_json_and_markdown() {
+    let base = fleet_of(&[("node1", 1.0), ("node2", 1.0)]);
+    let new = fleet_of(&[("node1", 1.0), ("node2", 0.7)]);
+    let c = compare_fleets(&base, &new, &CompareOptions::default()).unwrap();
+    let text = |f| {
+        let mut out = Vec::new();
+        write_fleet_comparison(f, &c, &mut out).map(|_| String::from_utf8(out).unwrap())
+    };
+    let t = text(crate::export::Format::Table).unwrap();
+    let lines: Vec<&str> = t.lines().collect();
+    assert!(lines[0].starts_with("FAIL node2: gate FAILED"), "{t}");
+    let h1 = t.find("== host node1 ==").unwrap();
+    let h2 = t.find("== host node2 ==").unwrap();
+    assert!(h1 < h2, "{t}");
+    // Each host's own table, its regression under its own name.
+    assert!(t[h2..].contains("]  regressed"), "{t}");
+    assert!(!t[h1..h2].contains("]  regressed"), "{t}");
+    assert_eq!(
+        *lines.last().unwrap(),
+        "fleet gate FAILED: 2 hosts compared, 1 failed (node2)"
+    );
+    let j = text(crate::export::Format::Json).unwrap();
+    let back: FleetComparison = serde_json::from_str(&j).unwrap();
+    assert_eq!(back, c);
+    let m = text(crate::export::Format::Markdown).unwrap();
+    assert!(
+        m.starts_with("**❌ fleet gate FAILED") && m.contains("\n### node2\n"),
+        "{m}"
+    );
+    let e = text(crate::export::Format::Csv).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
 }

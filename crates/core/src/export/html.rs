@@ -11,10 +11,12 @@
 //! - with two or more reports, the change of each metric of every later
 //!   report against the first, judged by [`crate::compare::compare`]
 //!   (regressions in red);
-//! - one chart per sweep: for each benchmark, each numeric parameter that
-//!   varies while the others stay put, the headline metric's median against
-//!   it (log2 axis when it spans more than 8×), the p5–p95 spread as a
-//!   band, one series per value of the other parameters (and per report),
+//! - one chart per sweep: for each benchmark (and plan phase), each
+//!   numeric parameter that varies while the others stay put, the headline
+//!   metric's median against it (log2 axis when it spans more than 8×), the
+//!   p5–p95 spread as a band, one series per value of the other parameters
+//!   (and per report; past six combinations, one chart per value of the
+//!   parameter with the fewest values),
 //!   the record's theoretical peak dashed, and cache sizes marked on size
 //!   sweeps;
 //! - the latency ladder (p50…p99.99, max) of latency metrics and the
@@ -29,7 +31,10 @@ use crate::compare::{CompareOptions, Tolerance, Verdict, compare};
 use crate::report::{Metric, Record, Report, Status};
 use crate::units::{format_size, format_value};
 
+mod fleet;
 mod svg;
+
+pub use fleet::render_fleet;
 
 use svg::{Axis, ChangeRow, Chart, Line, Pt, color, escape};
 
@@ -42,7 +47,18 @@ pub fn write_html(reports: &[(String, Report)], out: &mut dyn Write) -> io::Resu
     out.write_all(render(reports).as_bytes())
 }
 
-/// Reads back the reports embedded in a page written by [`write_html`].
+/// Writes the fleet page of a merged fleet report (`benchsuite merge`),
+/// shown under `label`: see [`render_fleet`].
+pub fn write_fleet_html(
+    label: &str,
+    fleet: &crate::fleet::Fleet,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    out.write_all(render_fleet(label, fleet).as_bytes())
+}
+
+/// Reads back the reports embedded in a page written by [`write_html`] or
+/// [`write_fleet_html`] (a fleet's host reports).
 pub fn read_embedded(html: &str) -> Option<Result<Vec<Report>, serde_json::Error>> {
     let open = format!(r#"<script type="application/json" id="{DATA_ID}">"#);
     let start = html.find(&open)? + open.len();
@@ -84,18 +100,29 @@ fn headline(r: &Record) -> Option<&Metric> {
     r.metrics.first()
 }
 
-/// Finds every sweep of the ok records of `reports`.
+/// At most this many series (other-parameter combinations) share a
+/// chart; past it the sweep is split into one chart per value of the
+/// parameter with the fewest values (a facet), until each fits.
+const MAX_SERIES: usize = 6;
+
+/// Finds every sweep of the ok records of `reports`: per benchmark and
+/// plan phase (a plan's phases are separate experiments), per numeric
+/// parameter.
 pub(crate) fn sweeps(reports: &[(String, Report)]) -> Vec<Sweep<'_>> {
-    let mut by_id: BTreeMap<&str, Vec<(usize, &Record)>> = BTreeMap::new();
+    type Experiment<'a> = (&'a str, Option<&'a str>);
+    let mut by_id: BTreeMap<Experiment<'_>, Vec<(usize, &Record)>> = BTreeMap::new();
     for (i, (_, rep)) in reports.iter().enumerate() {
         for r in &rep.records {
             if r.status == Status::Ok && headline(r).is_some() {
-                by_id.entry(r.id.as_str()).or_default().push((i, r));
+                by_id
+                    .entry((r.id.as_str(), r.phase.as_deref()))
+                    .or_default()
+                    .push((i, r));
             }
         }
     }
     let mut found = Vec::new();
-    for (id, recs) in by_id {
+    for ((id, phase), recs) in by_id {
         let metric = headline(recs[0].1).expect("filtered");
         let (mname, unit) = (metric.name.clone(), metric.unit.clone());
         let names: BTreeSet<&str> = recs
@@ -135,75 +162,140 @@ pub(crate) fn sweeps(reports: &[(String, Report)]) -> Vec<Sweep<'_>> {
             if groups.is_empty() {
                 continue;
             }
-            // Other parameters that differ between the series name them.
-            let all: Vec<Vec<(String, String)>> = groups.keys().map(|(_, o)| o.clone()).collect();
-            let varying: BTreeSet<String> = all
-                .iter()
-                .flat_map(|o| o.iter())
-                .filter(|(k, v)| {
-                    all.iter()
-                        .any(|o2| o2.iter().find(|(k2, _)| k2 == k).map(|(_, v2)| v2) != Some(v))
-                })
-                .map(|(k, _)| k.clone())
-                .collect();
-            let fixed = all[0]
-                .iter()
-                .filter(|(k, _)| !varying.contains(k))
-                .map(|(k, v)| format!("{k}={}", show_param(k, v)))
-                .collect::<Vec<_>>()
-                .join(" ");
-            // Series in numeric order of their parameters (threads 1, 2, 4).
-            let mut groups: Vec<_> = groups.into_iter().collect();
-            groups.sort_by(|((a, ao), _), ((b, bo), _)| {
-                let key = |o: &Vec<(String, String)>| -> Vec<(f64, String)> {
-                    o.iter()
-                        .map(|(_, v)| (v.parse::<f64>().unwrap_or(f64::INFINITY), v.clone()))
-                        .collect()
-                };
-                a.cmp(b).then_with(|| {
-                    key(ao)
-                        .partial_cmp(&key(bo))
-                        .unwrap_or(std::cmp::Ordering::Equal)
-                })
-            });
-            let series = groups
-                .into_iter()
-                .map(|((i, others), mut pts)| {
-                    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-                    let mut label = others
-                        .iter()
-                        .filter(|(k, _)| varying.contains(k))
-                        .map(|(k, v)| format!("{k}={}", show_param(k, v)))
-                        .collect::<Vec<_>>()
-                        .join(" ");
-                    if reports.len() > 1 {
-                        label = format!(
-                            "{}{}{label}",
-                            reports[i].0,
-                            if label.is_empty() { "" } else { ": " }
-                        );
-                    }
-                    if label.is_empty() {
-                        label = mname.clone();
-                    }
-                    (label, i, pts)
-                })
-                .collect();
-            found.push(Sweep {
-                id: id.to_string(),
+            let sweep = Sweep {
+                id: match phase {
+                    Some(ph) => format!("{id} [{ph}]"),
+                    None => id.to_string(),
+                },
                 param: p.to_string(),
                 metric: mname.clone(),
                 unit: unit.clone(),
-                fixed,
-                series,
-            });
+                fixed: String::new(),
+                series: Vec::new(),
+            };
+            facet(sweep, groups.into_iter().collect(), reports, &mut found);
         }
     }
     found
 }
 
+/// The parameters whose value differs between the series of `groups`,
+/// each with its number of distinct values.
+fn varying(groups: &[(SeriesKey, Points<'_>)]) -> BTreeMap<String, usize> {
+    let mut values: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for ((_, others), _) in groups {
+        for (k, v) in others {
+            values.entry(k).or_default().insert(v);
+        }
+    }
+    values
+        .into_iter()
+        .filter(|(_, v)| v.len() > 1)
+        .map(|(k, v)| (k.to_string(), v.len()))
+        .collect()
+}
+
+/// Finishes `sweep` from `groups` (its series), first splitting it into
+/// one chart per value of a parameter while more than [`MAX_SERIES`]
+/// combinations of the other parameters would share one chart.
+fn facet<'a>(
+    sweep: Sweep<'a>,
+    mut groups: Vec<(SeriesKey, Points<'a>)>,
+    reports: &[(String, Report)],
+    found: &mut Vec<Sweep<'a>>,
+) {
+    let varying = varying(&groups);
+    let combos: BTreeSet<&Vec<(String, String)>> = groups.iter().map(|((_, o), _)| o).collect();
+    if combos.len() > MAX_SERIES
+        && let Some((split, _)) = varying.iter().min_by_key(|(k, n)| (**n, k.as_str()))
+    {
+        let value = |o: &Vec<(String, String)>| {
+            o.iter()
+                .find(|(k, _)| k == split)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()
+        };
+        let mut parts: BTreeMap<String, Vec<(SeriesKey, Points<'a>)>> = BTreeMap::new();
+        for g in groups {
+            parts.entry(value(&g.0.1)).or_default().push(g);
+        }
+        let mut parts: Vec<_> = parts.into_iter().collect();
+        parts.sort_by(|(a, _), (b, _)| numeric_order(a, b));
+        for (_, part) in parts {
+            let sub = Sweep {
+                series: Vec::new(),
+                fixed: String::new(),
+                id: sweep.id.clone(),
+                param: sweep.param.clone(),
+                metric: sweep.metric.clone(),
+                unit: sweep.unit.clone(),
+            };
+            facet(sub, part, reports, found);
+        }
+        return;
+    }
+    let fixed = groups[0]
+        .0
+        .1
+        .iter()
+        .filter(|(k, _)| !varying.contains_key(k))
+        .map(|(k, v)| format!("{k}={}", show_param(k, v)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    // Series in numeric order of their parameters (threads 1, 2, 4).
+    groups.sort_by(|((a, ao), _), ((b, bo), _)| {
+        a.cmp(b).then_with(|| {
+            ao.iter()
+                .zip(bo)
+                .map(|((_, x), (_, y))| numeric_order(x, y))
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        })
+    });
+    let series = groups
+        .into_iter()
+        .map(|((i, others), mut pts)| {
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let mut label = others
+                .iter()
+                .filter(|(k, _)| varying.contains_key(k))
+                .map(|(k, v)| format!("{k}={}", show_param(k, v)))
+                .collect::<Vec<_>>()
+                .join(" ");
+            if reports.len() > 1 {
+                label = format!(
+                    "{}{}{label}",
+                    reports[i].0,
+                    if label.is_empty() { "" } else { ": " }
+                );
+            }
+            if label.is_empty() {
+                label = sweep.metric.clone();
+            }
+            (label, i, pts)
+        })
+        .collect();
+    found.push(Sweep {
+        fixed,
+        series,
+        ..sweep
+    });
+}
+
+/// Numbers in numeric order, before any text, text in text order.
+fn numeric_order(a: &str, b: &str) -> std::cmp::Ordering {
+    match (a.parse::<f64>(), b.parse::<f64>()) {
+        (Ok(x), Ok(y)) => x.total_cmp(&y),
+        (Ok(_), Err(_)) => std::cmp::Ordering::Less,
+        (Err(_), Ok(_)) => std::cmp::Ordering::Greater,
+        (Err(_), Err(_)) => a.cmp(b),
+    }
+}
+
 fn show_param(k: &str, v: &str) -> String {
     match v.parse::<u64>() {
+        // A zero size asks for the benchmark's automatic one.
+        Ok(0) if size_like(k) => "auto".into(),
         Ok(n) if size_like(k) => format_size(n),
         _ => v.to_string(),
     }
@@ -300,8 +392,16 @@ fn sweep_chart(s: &Sweep<'_>, reports: &[(String, Report)]) -> String {
         });
         if !peak.is_empty() {
             let best = effs.iter().cloned().fold(0f64, f64::max);
+            // A network peak is the link's line rate: say so, with the rate.
+            let what = pts
+                .iter()
+                .find_map(|(_, r)| r.peak.as_ref()?.inputs.get("link_speed"))
+                .map_or_else(
+                    || "peak".to_string(),
+                    |l| format!("link {} {}", num(l.value), l.unit),
+                );
             lines.push(Line {
-                name: format!("peak {label} (best {:.0}%)", best * 100.0),
+                name: format!("{what} {label} (best {:.0}%)", best * 100.0),
                 color: c,
                 points: peak,
                 dashed: true,
@@ -311,8 +411,9 @@ fn sweep_chart(s: &Sweep<'_>, reports: &[(String, Report)]) -> String {
         }
     }
     let mut marks = Vec::new();
-    // Cache sizes on working-set sweeps (the memory benchmarks).
-    if sizes && log && s.id.starts_with("mem.") {
+    // Cache sizes on working-set sweeps (the memory benchmarks' `size`; a
+    // block size is not a working set).
+    if s.param == "size" && log && s.id.starts_with("mem.") {
         let host = &reports[s.series[0].1].1.host;
         for c in &host.cpu.caches {
             if c.kind != "Instruction" {

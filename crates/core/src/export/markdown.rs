@@ -1,11 +1,14 @@
 //! Markdown: GitHub-flavoured tables with the same headline columns as the
-//! terminal table, for pull-request comments and job summaries.
+//! terminal table, for pull-request comments and job summaries. A report of
+//! `benchsuite reference` adds a `vs reference` column (`0.98×`, above 1
+//! means benchsuite did better) and lists each tool and its command line.
 
 use std::io::{self, Write};
 
 use crate::compare::Comparison;
 use crate::report::Report;
 
+use super::table::{line_records, reference_cell, reference_text};
 use super::{
     COMPARISON_HEADER, Line, REPORT_HEADER, comparison_notes, comparison_rows, gate_lines,
     note_lines, report_lines, warning_lines,
@@ -13,18 +16,30 @@ use super::{
 
 /// Writes the report as a table, then its warnings and notes as lists.
 pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<()> {
-    let right = [false, false, true, true, true, true, true];
-    write_header(out, &REPORT_HEADER, &right)?;
-    for line in report_lines(report) {
-        match line {
-            Line::Metric { cells, .. } => write_row(out, &cells)?,
+    // `benchsuite reference` reports add the ratio to the tool.
+    let with_ref = report.records.iter().any(|r| r.reference.is_some());
+    let mut header = REPORT_HEADER.to_vec();
+    let mut right = vec![false, false, true, true, true, true, true];
+    if with_ref {
+        header.push("vs reference");
+        right.push(true);
+    }
+    write_header(out, &header, &right)?;
+    for (line, r) in report_lines(report).into_iter().zip(line_records(report)) {
+        let mut cells = match line {
+            Line::Metric { cells, .. } => cells.to_vec(),
             Line::NotRun { key, note } => {
-                let mut cells: [String; 7] = Default::default();
+                let mut cells = vec![String::new(); REPORT_HEADER.len()];
                 cells[0] = key;
                 cells[1] = note;
-                write_row(out, &cells)?;
+                cells
             }
+        };
+        if with_ref {
+            let metric = cells[1].clone();
+            cells.push(reference_cell(r, &metric));
         }
+        write_row(out, &cells)?;
     }
     let warnings = warning_lines(report);
     if !warnings.is_empty() {
@@ -38,6 +53,19 @@ pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<(
         writeln!(out, "\n**Notes**\n")?;
         for n in notes {
             writeln!(out, "- {}", escape(&n))?;
+        }
+    }
+    if with_ref {
+        writeln!(out, "\n**Reference tools**\n")?;
+        for r in &report.records {
+            if let Some(x) = &r.reference {
+                writeln!(
+                    out,
+                    "- {}: {}",
+                    escape(&r.key()),
+                    escape(&reference_text(x))
+                )?;
+            }
         }
     }
     Ok(())
@@ -167,6 +195,38 @@ mod tests {
         assert_eq!(rows[5][1], "skipped: driver a|b");
         assert!(
             t.contains("- os.syscall call=getppid: vDSO, not a real syscall"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn a_reference_report_has_a_ratio_column_and_the_commands() {
+        let mut r = fixtures::report();
+        let rows = table_rows(&text(|o| write_report(&r, o)));
+        assert!(rows.iter().all(|r| r.len() == 7));
+        r.records[1].reference = Some(crate::reference::ReferenceResult {
+            tool: "likwid-bench".into(),
+            version: None,
+            command: "likwid-bench -t copy -w S0:1GB".into(),
+            metric: "bandwidth".into(),
+            median: Some(2e9),
+            unit: "B/s".into(),
+            ratio: Some(1.25),
+            rounds: vec![2e9],
+            note: Some("a|b".into()),
+        });
+        let t = text(|o| write_report(&r, o));
+        let rows = table_rows(&t);
+        assert!(rows.iter().all(|r| r.len() == 8), "{t}");
+        assert_eq!(rows[0][7], "vs reference");
+        assert_eq!(rows[3][7], "1.25×");
+        // Not on the latency row, nor on the other records.
+        assert_eq!(rows[4][7], "");
+        assert_eq!(rows[2][7], "");
+        assert!(
+            t.ends_with(
+                "**Reference tools**\n\n- mem.bandwidth block=4096 op=copy: reference: likwid-bench: likwid-bench -t copy -w S0:1GB; a\\|b\n"
+            ),
             "{t}"
         );
     }

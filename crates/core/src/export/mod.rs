@@ -70,11 +70,14 @@ pub enum Format {
     /// OpenMetrics text exposition (also Prometheus text 0.0.4), for
     /// node_exporter's textfile collector and GitLab metrics reports.
     OpenMetrics,
+    /// One self-contained HTML page of charts with the report embedded as
+    /// JSON (see [`html`]); the default for `-o FILE.html`.
+    Html,
 }
 
 impl Format {
     /// Every format, in the order they are listed in help texts.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::Table,
         Format::Json,
         Format::Csv,
@@ -82,6 +85,7 @@ impl Format {
         Format::Bmf,
         Format::Gha,
         Format::OpenMetrics,
+        Format::Html,
     ];
 
     /// The canonical name, as accepted by [`FromStr`].
@@ -94,12 +98,13 @@ impl Format {
             Format::Bmf => "bmf",
             Format::Gha => "gha",
             Format::OpenMetrics => "openmetrics",
+            Format::Html => "html",
         }
     }
 
     /// The format `-o FILE` implies when no `--format` is given, where the
     /// extension names one: `.json`, `.csv`, `.md`, `.prom` (the name
-    /// node_exporter's textfile collector reads). BMF and GHA files are
+    /// node_exporter's textfile collector reads), `.html`. BMF and GHA files are
     /// JSON too, so they need `--format`.
     pub fn from_extension(ext: &str) -> Option<Format> {
         match ext.to_ascii_lowercase().as_str() {
@@ -107,6 +112,7 @@ impl Format {
             "csv" => Some(Format::Csv),
             "md" | "markdown" => Some(Format::Markdown),
             "prom" => Some(Format::OpenMetrics),
+            "html" | "htm" => Some(Format::Html),
             _ => None,
         }
     }
@@ -136,7 +142,7 @@ impl fmt::Display for Format {
 /// An unknown `--format` value; its message lists the valid choices.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown output format `{given}`: expected one of table, json, csv, markdown (or md), bmf, gha, openmetrics"
+    "unknown output format `{given}`: expected one of table, json, csv, markdown (or md), bmf, gha, openmetrics, html"
 )]
 pub struct UnknownFormat {
     /// The text that was given.
@@ -156,6 +162,7 @@ impl FromStr for Format {
             "bmf" | "bencher" => Ok(Format::Bmf),
             "gha" => Ok(Format::Gha),
             "openmetrics" | "prometheus" => Ok(Format::OpenMetrics),
+            "html" => Ok(Format::Html),
             _ => Err(UnknownFormat {
                 given: s.to_string(),
             }),
@@ -177,7 +184,14 @@ pub fn write_report(format: Format, report: &Report, out: &mut dyn Write) -> io:
             gha::NEEDS_FILES,
         )),
         Format::OpenMetrics => openmetrics::write_report(report, out),
+        Format::Html => html::write_html(&[(html_label(report), report.clone())], out),
     }
+}
+
+/// The label a single report is shown under in its HTML page: the run's
+/// start time (a file name is not known here).
+fn html_label(report: &Report) -> String {
+    format!("run {}", report.started_at)
 }
 
 /// Writes `report` to `out` in `format`, the `table` format with
@@ -212,10 +226,10 @@ pub fn write_comparison(
         Format::Json => json::write_comparison(comparison, out),
         Format::Csv => csv::write_comparison(comparison, out),
         Format::Markdown => markdown::write_comparison(comparison, out),
-        Format::Bmf | Format::Gha | Format::OpenMetrics => Err(io::Error::new(
+        Format::Bmf | Format::Gha | Format::OpenMetrics | Format::Html => Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!(
-                "the {format} format is for reports; a comparison is written as table, json, csv or markdown"
+                "the {format} format is for reports (`benchsuite report BASE.json NEW.json` draws a comparison); a comparison is written as table, json, csv or markdown"
             ),
         )),
     }
@@ -534,6 +548,7 @@ pub(crate) mod fixtures {
             peak: None,
             warnings: vec!["vDSO, not a real syscall".into()],
             notes: Vec::new(),
+            phase: None,
             reference: None,
         };
         syscall.params.set("call", Value::Str("getppid".into()));
@@ -579,6 +594,7 @@ pub(crate) mod fixtures {
             }),
             warnings: Vec::new(),
             notes: Vec::new(),
+            phase: None,
             reference: None,
         };
 

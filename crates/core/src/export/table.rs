@@ -4,10 +4,14 @@
 //! A report shows one line per record × metric: the benchmark key (on the
 //! first metric of a record only), the metric, the median in human units,
 //! the half-width of the 95% confidence interval of the mean as a
-//! percentage of the mean, the range of the samples, the latency p99 and
-//! the efficiency against the theoretical peak (those last two columns only
-//! when some record has them). A record that did not run shows its status
-//! and reason.
+//! percentage of the mean, the range of the samples, the latency p99, the
+//! efficiency against the theoretical peak and, in a report of `benchsuite
+//! reference`, the ratio to the reference tool (`0.98×`, above 1 means
+//! benchsuite did better; on the row of the metric the tool measured; the
+//! column costs 8 characters, so the tool's name is with the notes).
+//! Those last three columns appear only when some record has them. A record
+//! that did not run shows its status and reason. The tool's command line,
+//! version and note are listed with the notes.
 //!
 //! The key shows only what tells records apart ([`short_keys`]): the
 //! parameters that vary between the records of one benchmark, and those
@@ -22,7 +26,8 @@ use std::io::{self, Write};
 
 use crate::compare::Comparison;
 use crate::param::Value;
-use crate::report::Report;
+use crate::reference::ReferenceResult;
+use crate::report::{Record, Report, Status};
 
 use super::{
     COMPARISON_HEADER, Line, TableOptions, comparison_notes, comparison_rows, gate_lines,
@@ -44,7 +49,7 @@ const KEY_MAX: usize = 40;
 
 /// Header of the report columns (shorter than the Markdown one's, so the
 /// table fits [`WIDTH`]).
-const HEADER: [&str; 7] = [
+const HEADER: [&str; 8] = [
     "benchmark",
     "metric",
     "median",
@@ -52,6 +57,7 @@ const HEADER: [&str; 7] = [
     "min .. max",
     "p99",
     "% peak",
+    "vs ref",
 ];
 
 /// Writes the report as an aligned table followed by its warnings and notes.
@@ -63,19 +69,24 @@ pub(super) fn write_report(
     let keys = short_keys(report);
     let rows: Vec<Row> = report_lines_keyed(report, &keys)
         .into_iter()
-        .map(|l| match l {
+        .zip(line_records(report))
+        .map(|(l, r)| match l {
             Line::Metric { mut cells, first } => {
                 if !first {
                     cells[0].clear();
                 }
                 cells[4] = one_unit_range(&cells[4]);
-                Row::Cells(cells.to_vec())
+                let reference = reference_cell(r, &cells[1]);
+                let mut cells = cells.to_vec();
+                cells.push(reference);
+                Row::Cells(cells)
             }
             Line::NotRun { key, note } => Row::Note(key, note),
         })
         .collect();
-    // Columns 0 and 1 are text, the others numbers.
-    let right = [false, false, true, true, true, true, true];
+    // Columns 0 and 1 are text, the others numbers. An empty column (no
+    // latency, no peak, no reference) is dropped.
+    let right = [false, false, true, true, true, true, true, true];
     for line in render(&HEADER, &rows, &right) {
         writeln!(out, "{line}")?;
     }
@@ -116,7 +127,7 @@ pub(super) fn write_report(
             .records
             .iter()
             .zip(&keys)
-            .map(|(r, k)| (k.as_str(), r.notes.clone())),
+            .map(|(r, k)| (k.as_str(), record_notes(r))),
         true,
     );
     if options.verbose && !notes.is_empty() {
@@ -137,9 +148,68 @@ fn note_count(report: &Report) -> usize {
     report
         .records
         .iter()
-        .flat_map(|r| &r.notes)
+        .flat_map(record_notes)
         .collect::<BTreeSet<_>>()
         .len()
+}
+
+/// A record's notes, then what its reference tool ran (`reference: fio
+/// 3.33: fio --name=... ; note`), for the notes of the table.
+fn record_notes(r: &Record) -> Vec<String> {
+    let mut notes = r.notes.clone();
+    if let Some(x) = &r.reference {
+        notes.push(reference_text(x));
+    }
+    notes
+}
+
+/// `reference: TOOL VERSION: COMMAND` and its note, one line.
+pub(super) fn reference_text(x: &ReferenceResult) -> String {
+    let mut s = format!("reference: {}", x.tool);
+    if let Some(v) = &x.version {
+        // Most tools print their name in their version line.
+        if v.starts_with(&x.tool) {
+            s = format!("reference: {v}");
+        } else {
+            s.push_str(&format!(" ({v})"));
+        }
+    }
+    s.push_str(&format!(": {}", x.command));
+    if let Some(n) = &x.note {
+        s.push_str(&format!("; {n}"));
+    }
+    s
+}
+
+/// The record each line of [`report_lines_keyed`] comes from, in the same
+/// order: one line for a record that did not run, one per metric of one
+/// that did.
+pub(super) fn line_records(report: &Report) -> Vec<&Record> {
+    report
+        .records
+        .iter()
+        .flat_map(|r| {
+            let n = if r.status != Status::Ok || r.metrics.is_empty() {
+                1
+            } else {
+                r.metrics.len()
+            };
+            std::iter::repeat_n(r, n)
+        })
+        .collect()
+}
+
+/// The reference cell of a record's row for `metric`: `0.98×` on the row
+/// of the metric the tool measured (`-` where there is no ratio: the tool
+/// is missing or failed; the notes say why), empty elsewhere.
+pub(super) fn reference_cell(r: &Record, metric: &str) -> String {
+    match &r.reference {
+        Some(x) if x.metric == metric => match x.ratio {
+            Some(v) => format!("{v:.2}×"),
+            None => "-".to_string(),
+        },
+        _ => String::new(),
+    }
 }
 
 /// Each record's key, showing only what distinguishes it: a parameter
@@ -654,6 +724,75 @@ mod tests {
             skipped.starts_with(' ') && !skipped.contains("param11"),
             "{t}"
         );
+    }
+
+    fn reference(metric: &str, ratio: Option<f64>, note: Option<&str>) -> ReferenceResult {
+        ReferenceResult {
+            tool: "fio".into(),
+            version: Some("fio-3.33".into()),
+            command: "fio --name=x --rw=read".into(),
+            metric: metric.into(),
+            median: ratio.map(|_| 2e9),
+            unit: "B/s".into(),
+            ratio,
+            rounds: Vec::new(),
+            note: note.map(String::from),
+        }
+    }
+
+    #[test]
+    fn the_reference_ratio_is_a_column_on_the_tools_metric() {
+        let mut r = fixtures::report();
+        assert!(!table(&r, false).contains("vs ref"));
+        r.records[1].reference = Some(reference("bandwidth", Some(1.25), None));
+        r.records[0].reference = Some(reference(
+            "time_per_op",
+            None,
+            Some("not installed: apt install fio"),
+        ));
+        let t = table(&r, false);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].ends_with("vs ref"), "{t}");
+        // On the bandwidth row, not on the latency row of the same record.
+        assert!(lines[3].ends_with(" 1.25×"), "{t}");
+        assert!(!lines[4].contains('×'), "{t}");
+        // No ratio: a dash, and the reason with the notes.
+        assert!(lines[2].ends_with(" -"), "{t}");
+        assert!(t.ends_with("\n2 notes, -v to show\n"), "{t}");
+        let t = table(&r, true);
+        assert!(
+            t.contains(
+                "    reference: fio-3.33: fio --name=x --rw=read; not installed: apt install fio"
+            ),
+            "{t}"
+        );
+        // The column's right edge lines up.
+        let w = lines[0].chars().count();
+        assert_eq!(lines[2].chars().count(), w, "{t}");
+        assert_eq!(lines[3].chars().count(), w, "{t}");
+    }
+
+    #[test]
+    fn the_reference_column_costs_eight_characters() {
+        let mut r = quick_pass();
+        // The rule under the header is as wide as the columns.
+        let rule = |t: &str| t.lines().nth(1).unwrap().len();
+        let plain = rule(&table(&r, false));
+        for rec in r.records.iter_mut().filter(|r| !r.metrics.is_empty()) {
+            let m = rec.metrics[0].name.clone();
+            let mut x = reference(&m, Some(0.987), None);
+            x.tool = "likwid-bench".into();
+            rec.reference = Some(x);
+        }
+        let t = table(&r, false);
+        assert!(t.contains(" 0.99×\n"), "{t}");
+        assert_eq!(rule(&t), plain + GAP.len() + "vs ref".len(), "{t}");
+        // The quick pass's widest row is UDP's datagram rate
+        // (`134.650 .. 227.204 kdatagram/s`); without it a reference
+        // report of every other benchmark fits.
+        r.records.retain(|r| r.id != "net.udp_throughput");
+        let t = table(&r, false);
+        assert!(widest(&t) <= WIDTH, "{}:\n{t}", widest(&t));
     }
 
     #[test]

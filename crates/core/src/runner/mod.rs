@@ -400,6 +400,7 @@ fn run_point(
                 peak,
                 warnings,
                 notes,
+                phase: None,
                 reference: None,
             }
         }

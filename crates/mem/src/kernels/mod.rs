@@ -167,7 +167,9 @@ benchsuite_core::choice_enum! {
 }
 
 impl Op {
-    /// The kernel whose discriminant is `v` (`Triad` for anything above).
+    /// The kernel whose discriminant is `v` (`Triad` for anything above):
+    /// the x86 kernels take the operation as a const generic `u8`.
+    #[cfg(target_arch = "x86_64")]
     pub const fn from_u8(v: u8) -> Op {
         match v {
             0 => Op::Read,

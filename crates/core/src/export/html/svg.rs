@@ -71,7 +71,7 @@ pub struct Chart {
     pub marks: Vec<(f64, String)>,
 }
 
-const W: f64 = 820.0;
+const W: f64 = 940.0;
 const H: f64 = 360.0;
 const L: f64 = 110.0;
 const R: f64 = 590.0;
@@ -368,7 +368,7 @@ impl Chart {
                 },
                 R + 44.0,
                 y + 4.0,
-                escape(&truncate(&l.name, 34))
+                escape(&truncate(&l.name, LEGEND_CHARS))
             );
         }
         if self.lines.len() > 18 {
@@ -384,6 +384,11 @@ impl Chart {
         out
     }
 }
+
+/// The legend's room in characters (12 px sans-serif, ~6.7 px a
+/// character): what fits between the plot and the right edge. A longer
+/// name is cut with `…`; the line's `<title>` has it whole.
+const LEGEND_CHARS: usize = ((W - R - 48.0) / 6.7) as usize;
 
 fn truncate(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
@@ -541,6 +546,91 @@ pub fn change_chart(title: &str, rows: &[ChangeRow]) -> String {
         r#"<text x="{}" y="{}" text-anchor="middle" font-size="11">change of the median, new vs base (bar), with its interval (whisker)</text></svg>"#,
         f((l + r) / 2.0),
         b + 30.0
+    );
+    out
+}
+
+/// One row of a strip chart: a record's hosts as dots on a shared axis.
+pub struct StripRow {
+    pub label: String,
+    /// (x, colour, tooltip) per host.
+    pub dots: Vec<(f64, &'static str, String)>,
+    /// Where the outlier threshold lies on the axis, if judged.
+    pub threshold: Option<f64>,
+}
+
+/// A strip chart: one row per record, one dot per host at its value
+/// relative to its group's median (x = 0), better to the right; the
+/// outlier threshold as a red tick. `x_label` names the axis.
+pub fn strip_chart(title: &str, x_label: &str, rows: &[StripRow]) -> String {
+    let row_h = 22.0;
+    let (l, r, t) = (330.0, 900.0, 44.0);
+    let h = t + rows.len() as f64 * row_h + 44.0;
+    let mut out = String::new();
+    header(&mut out, title, W, h);
+    let mut span: f64 = 0.05;
+    for row in rows {
+        for (x, _, _) in &row.dots {
+            if x.is_finite() {
+                span = span.max(x.abs());
+            }
+        }
+        if let Some(x) = row.threshold {
+            span = span.max(x.abs());
+        }
+    }
+    let span = span.min(2.0) * 1.1;
+    let sx = Scale::new(-span, span, false, l, r);
+    let b = t + rows.len() as f64 * row_h;
+    for tk in sx.ticks(false, false) {
+        let x = f(sx.map(tk));
+        let _ = write!(
+            out,
+            r##"<line x1="{x}" y1="{t}" x2="{x}" y2="{b}" stroke="{}"/><text x="{x}" y="{}" text-anchor="middle" font-size="10">{:+.0}%</text>"##,
+            if tk == 0.0 { "#333333" } else { "#dddddd" },
+            b + 14.0,
+            tk * 100.0
+        );
+    }
+    let clamp = |v: f64| v.clamp(-span, span);
+    for (i, row) in rows.iter().enumerate() {
+        let y = t + i as f64 * row_h + row_h / 2.0;
+        let _ = write!(
+            out,
+            r##"<text x="{}" y="{}" text-anchor="end" font-size="11">{}<title>{}</title></text><line x1="{l}" y1="{y}" x2="{r}" y2="{y}" stroke="#f0f0f0"/>"##,
+            l - 6.0,
+            f(y + 4.0),
+            escape(&truncate(&row.label, 48)),
+            escape(&row.label)
+        );
+        if let Some(th) = row.threshold {
+            let x = f(sx.map(clamp(th)));
+            let _ = write!(
+                out,
+                r##"<line x1="{x}" y1="{}" x2="{x}" y2="{}" stroke="#c00000" stroke-width="2"><title>outlier threshold</title></line>"##,
+                f(y - row_h / 2.0 + 2.0),
+                f(y + row_h / 2.0 - 2.0)
+            );
+        }
+        for (x, c, tip) in &row.dots {
+            if !x.is_finite() {
+                continue;
+            }
+            let _ = write!(
+                out,
+                r#"<circle cx="{}" cy="{}" r="4" fill="{c}" fill-opacity="0.75"><title>{}</title></circle>"#,
+                f(sx.map(clamp(*x))),
+                f(y),
+                escape(tip)
+            );
+        }
+    }
+    let _ = write!(
+        out,
+        r#"<text x="{}" y="{}" text-anchor="middle" font-size="11">{}</text></svg>"#,
+        f((l + r) / 2.0),
+        b + 32.0,
+        escape(x_label)
     );
     out
 }

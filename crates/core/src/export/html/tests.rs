@@ -315,8 +315,8 @@ fn one_chart_per_sweep() {
     // threads.
     assert!(html.contains("block (bytes), log2 scale"));
     assert!(!html.contains("threads, log2 scale"));
-    // Cache sizes marked on the block sweep.
-    assert!(html.contains("L2 512KiB"));
+    // A block size is not a working set: no cache marks on its sweep.
+    assert!(!html.contains("L2 512KiB"));
 }
 
 #[test]
@@ -392,4 +392,137 @@ fn a_sweep_keeps_points_whose_auto_values_resolved_differently() {
     assert_eq!(found[0].param, "size");
     assert_eq!(found[0].series.len(), 1);
     assert_eq!(found[0].series[0].2.len(), 3, "the 64 MiB point stays");
+}
+
+/// A plan's phases are drawn apart, and a sweep with more than
+/// `MAX_SERIES` combinations of other parameters is split into one chart
+/// per value of the parameter with the fewest values.
+#[test]
+fn phases_apart_and_crowded_sweeps_faceted() {
+    let mut rep = base();
+    rep.records.clear();
+    // Phase `grid`: block × op (2) × pattern (2) × threads (4): 16
+    // combinations → split on op (2 values; pattern also has 2, op sorts
+    // first), then on pattern: 4 charts of 4 series (threads).
+    for op in ["read", "copy"] {
+        for pattern in ["seq", "random"] {
+            for t in [1u64, 2, 4, 8] {
+                for b in [64u64, 1024, 1 << 20] {
+                    let mut r = record(
+                        "mem.bandwidth",
+                        &[
+                            ("op", Value::Str(op.into())),
+                            ("pattern", Value::Str(pattern.into())),
+                            ("threads", Value::Int(t)),
+                            ("block", Value::Int(b)),
+                        ],
+                        1e9 * t as f64,
+                        "B/s",
+                    );
+                    r.phase = Some("grid".into());
+                    rep.records.push(r);
+                }
+            }
+        }
+    }
+    // Phase `dense`: the same benchmark and parameter names, one series.
+    for b in [1u64, 2, 4, 8] {
+        let mut r = record(
+            "mem.bandwidth",
+            &[
+                ("op", Value::Str("read".into())),
+                ("pattern", Value::Str("seq".into())),
+                ("threads", Value::Int(1)),
+                ("block", Value::Int(b)),
+            ],
+            1e8 * b as f64,
+            "B/s",
+        );
+        r.phase = Some("dense".into());
+        rep.records.push(r);
+    }
+    // Phase `ws`: a working-set sweep, which gets the cache sizes marked.
+    for kib in [4u64, 64, 1024, 4096] {
+        let mut r = record(
+            "mem.bandwidth",
+            &[("size", Value::Int(kib << 10))],
+            1e10 / kib as f64,
+            "B/s",
+        );
+        r.phase = Some("ws".into());
+        rep.records.push(r);
+    }
+    let reports = vec![("p.json".to_string(), rep)];
+    let html = render(&reports);
+    let ws = svgs(&html)
+        .into_iter()
+        .find(|s| s.contains("[ws]"))
+        .expect("the ws phase's chart");
+    assert!(ws.contains("L2 512KiB"), "{ws}");
+    let found = sweeps(&reports);
+    let by_block: Vec<(&str, &str, usize)> = found
+        .iter()
+        .filter(|s| s.param == "block")
+        .map(|s| (s.id.as_str(), s.fixed.as_str(), s.series.len()))
+        .collect();
+    assert_eq!(
+        by_block,
+        vec![
+            ("mem.bandwidth [dense]", "op=read pattern=seq threads=1", 1),
+            ("mem.bandwidth [grid]", "op=copy pattern=random", 4),
+            ("mem.bandwidth [grid]", "op=copy pattern=seq", 4),
+            ("mem.bandwidth [grid]", "op=read pattern=random", 4),
+            ("mem.bandwidth [grid]", "op=read pattern=seq", 4),
+        ],
+        "{by_block:?}"
+    );
+    // Threads 1, 2, 4, 8 in numeric order, named by what varies.
+    let grid = found
+        .iter()
+        .find(|s| s.param == "block" && s.id.ends_with("[grid]"))
+        .unwrap();
+    let labels: Vec<&str> = grid.series.iter().map(|(l, _, _)| l.as_str()).collect();
+    assert_eq!(labels, ["threads=1", "threads=2", "threads=4", "threads=8"]);
+    // Over threads: op × pattern × block = 12 combinations → faceted too,
+    // and no chart holds more than MAX_SERIES series.
+    assert!(found.iter().all(|s| s.series.len() <= MAX_SERIES));
+    assert!(found.iter().filter(|s| s.param == "threads").count() >= 2);
+}
+
+/// A network peak is drawn as the link's line rate, named so.
+#[test]
+fn a_link_speed_peak_is_named_with_its_rate() {
+    let mut rep = base();
+    rep.records.clear();
+    for b in [1024u64, 65536] {
+        let mut r = record(
+            "net.tcp_throughput",
+            &[("block", Value::Int(b))],
+            9e8,
+            "B/s",
+        );
+        let mut inputs = std::collections::BTreeMap::new();
+        inputs.insert(
+            "link_speed".to_string(),
+            crate::report::PeakInput {
+                value: 10000.0,
+                unit: "Mb/s".into(),
+                source: "sysfs /sys/class/net/eth0/speed".into(),
+            },
+        );
+        r.peak = Some(Peak {
+            metric: "bandwidth".into(),
+            value: 1.25e9,
+            unit: "B/s".into(),
+            formula: "link speed × 10^6 / 8".into(),
+            inputs,
+            efficiency: Some(0.72),
+        });
+        rep.records.push(r);
+    }
+    let html = render(&[("n.json".to_string(), rep)]);
+    assert!(
+        html.contains("link 10000 Mb/s bandwidth (best 72%)"),
+        "{html}"
+    );
 }

@@ -1,0 +1,1507 @@
+//! Network benchmarks between a launcher's ranks (`run --net-pairs`), with
+//! no `benchsuite serve` to start by hand.
+//!
+//! Under a launcher, `net.*` benchmarks run after every other benchmark, in
+//! a phase of their own. Ranks meet through files in the rendezvous
+//! directory `DIR/JOB/.rendezvous/STEP/` of `--output-dir` (a file system
+//! all ranks share; STEP gets `.restartN` for a requeued Slurm job,
+//! `SLURM_RESTART_COUNT`), each written to a temporary file and renamed:
+//!
+//! 0. as soon as the rank knows it pairs (before its other benchmarks), it
+//!    picks a random nonce for this run and rewrites its heartbeat
+//!    `rR.alive` (the nonce and a counter) about every second (a quarter
+//!    of `--rendezvous-timeout` if that is shorter) until it exits;
+//! 1. every measuring rank starts a server (`--net-bind`, an ephemeral
+//!    port, a fresh random token) and publishes it: its token in
+//!    `rR-NONCE.token` (mode 0600), its address, its nonce and a hash of
+//!    its schedule (mode, rounds, benchmarks and points) in `rR.json`; a
+//!    rank idle on purpose (one task per node) publishes `rR.json` saying
+//!    so;
+//! 2. every rank waits for the `rR.json` of all ranks (the barrier). A
+//!    rank's `rR.json` counts only when it is this run's: its nonce is the
+//!    one of a heartbeat seen changing during this wait, or the file lists
+//!    the reader's own nonce among the ranks its writer met (each rank
+//!    rewrites its `rR.json` with `met` after the barrier, so a rank that
+//!    already left still counts). Ranks whose schedules differ stop at once
+//!    (both named). Idle ranks leave after the barrier. Then every rank
+//!    computes the same schedule from the measuring ranks `M` (sorted):
+//!    - `pairwise` (a bisection): `M[i]` with `M[i + n/2]`; in round 1 the
+//!      upper rank of every pair measures the lower one's server, in
+//!      round 2 the other way, so every rank's report holds cross-host
+//!      records; with an odd `n` the last rank has no partner (its net
+//!      records are skipped, saying so);
+//!    - `fan-in`: `M[0]` serves, all others measure it at once (one round);
+//!      each client's records are its own result, `M[0]`'s are skipped;
+//! 3. within a round, the clients start each benchmark point together
+//!    (each writes `rR-NONCE.ready-ROUND-STEP` and waits for the others'),
+//!    so the pairs (or the fan-in's clients) load the network at once;
+//!    after its last point a client writes `rR-NONCE.done-ROUND`, and every
+//!    rank waits for all clients' before the next round (and a server
+//!    before it stops).
+//!
+//! A rank that ends without finishing its part (an error, even before its
+//! other benchmarks, Ctrl-C, a panic; not `kill -9` or a second Ctrl-C)
+//! writes `rR.failed` (with its nonce) before its server stops; a rank
+//! waiting for it, or measuring its server, stops at once and records its
+//! remaining network benchmarks as failed with that reason (and writes its
+//! own `rR.failed`, so that nobody waits for it either). A failure marker
+//! counts when its nonce is the heartbeat's or the barrier's, or when it
+//! was written after the reader started (by the clocks of both); an
+//! earlier run's markers are ignored. A rank that is waited for while its
+//! heartbeat does not change for `--rendezvous-timeout` (10 minutes by
+//! default) is given up on, naming the rank and its files; a rank that is
+//! alive (busy with its other benchmarks, or a long net record) is waited
+//! for. Two runs into one rendezvous directory must not overlap (a job id
+//! keeps them apart; `TORCHELASTIC_RUN_ID=none` is no job id). The token
+//! files are removed when their server stops.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashSet};
+use std::fs;
+use std::io::{self, Read as _, Write as _};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs as _, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use benchsuite::cluster::Launcher;
+use benchsuite::report::RunProgress;
+use benchsuite::runner::{Observer, Plan, PlannedBench};
+use benchsuite::{Benchmark, Host, Point, Record, Registry, Report, RunConfig};
+use serde_json::{Value, json};
+
+use crate::fleet::{ClusterArgs, Placement, file_part};
+use crate::planfile::PlannedPhase;
+
+/// `run --net-pairs`: how network benchmarks measure under a launcher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum NetPairs {
+    /// `pairwise` under a launcher with `--output-dir`, a world size of 2
+    /// or more and a net benchmark selected; `off` otherwise.
+    Auto,
+    /// Each rank measures its own loopback (an in-process server).
+    Off,
+    /// Rank pairs i <-> i + N/2 (bisection), each way in turn.
+    Pairwise,
+    /// All ranks measure the first one at once.
+    FanIn,
+}
+
+/// The pairing that runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Pairwise,
+    FanIn,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Pairwise => "pairwise",
+            Mode::FanIn => "fan-in",
+        }
+    }
+}
+
+/// A run's phases (none from a plan file here) and their plans.
+pub type Phases<'r> = (Vec<(Option<PlannedPhase>, RunConfig)>, Vec<Plan<'r>>);
+
+/// `--rendezvous-timeout` when not given.
+const DEFAULT_TIMEOUT: &str = "10m";
+
+/// How often a rank rewrites its heartbeat at most.
+const BEAT: Duration = Duration::from_secs(1);
+
+/// One round: who measures whom, as (client, server) rank pairs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Round {
+    pairs: Vec<(u64, u64)>,
+}
+
+impl Round {
+    fn clients(&self) -> Vec<u64> {
+        self.pairs.iter().map(|p| p.0).collect()
+    }
+}
+
+/// The rounds for the measuring ranks `m` (sorted), and the rank left
+/// without a partner (pairwise with an odd count).
+fn schedule(mode: Mode, m: &[u64]) -> (Vec<Round>, Option<u64>) {
+    let n = m.len();
+    if n < 2 {
+        return (Vec::new(), None);
+    }
+    match mode {
+        Mode::Pairwise => {
+            let h = n / 2;
+            let up = Round {
+                pairs: (0..h).map(|i| (m[i + h], m[i])).collect(),
+            };
+            let down = Round {
+                pairs: (0..h).map(|i| (m[i], m[i + h])).collect(),
+            };
+            (vec![up, down], (n % 2 == 1).then(|| m[n - 1]))
+        }
+        Mode::FanIn => (
+            vec![Round {
+                pairs: m[1..].iter().map(|&c| (c, m[0])).collect(),
+            }],
+            None,
+        ),
+    }
+}
+
+/// What every rank must agree on: the mode, the rounds, and the steps
+/// (benchmark ids and points), as a 64-bit FNV-1a hash in hex.
+fn schedule_hash(mode: Mode, rounds: usize, steps: &[(&dyn Benchmark, Point)]) -> String {
+    let mut text = format!("{}|{rounds}", mode.name());
+    for (bench, point) in steps {
+        text.push('|');
+        text.push_str(bench.meta().id);
+        text.push_str(&serde_json::to_string(point).unwrap_or_default());
+    }
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// What a rank published in `rR.json`.
+#[derive(Debug, Clone)]
+struct Peer {
+    rank: u64,
+    host: String,
+    /// Its server; `None` for a rank that does not measure.
+    address: Option<SocketAddr>,
+    nonce: String,
+}
+
+/// What this rank saw of another's heartbeat `rQ.alive`.
+#[derive(Debug)]
+struct Beat {
+    /// The file's text when last read.
+    text: Option<String>,
+    /// When it last changed (or when this rank began to look).
+    since: Instant,
+    /// The nonce of a heartbeat seen changing: a live process.
+    live: Option<String>,
+}
+
+/// The network phase of a run under a launcher, from the moment the rank
+/// knows it pairs. Its heartbeat runs while it lives; dropped without
+/// having finished its part, it writes this rank's `rR.failed`.
+pub struct Pairing {
+    mode: Mode,
+    /// `--net-pairs auto`: a net phase that cannot be planned against
+    /// another rank's server falls back to loopback.
+    auto: bool,
+    rank: u64,
+    world: u64,
+    host: String,
+    dir: PathBuf,
+    nonce: String,
+    bind: IpAddr,
+    bind_from: &'static str,
+    timeout: Duration,
+    /// When this rank started (ms since the epoch, its clock).
+    started_ms: u128,
+    cancel: Arc<AtomicBool>,
+    completed: Cell<bool>,
+    heartbeat: Option<Heartbeat>,
+    beats: RefCell<BTreeMap<u64, Beat>>,
+    /// The nonces of the ranks met at the barrier.
+    met: RefCell<BTreeMap<u64, String>>,
+    /// `host.extra.net.pairing` of the report.
+    facts: RefCell<Value>,
+}
+
+impl std::fmt::Debug for Pairing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pairing")
+            .field("mode", &self.mode)
+            .field("rank", &self.rank)
+            .field("dir", &self.dir)
+            .finish()
+    }
+}
+
+fn now_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
+}
+
+/// `n` random bytes from the system, as hex.
+fn random_hex(n: usize) -> io::Result<String> {
+    let mut b = vec![0u8; n];
+    fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+/// Writes `path` atomically (a temporary file renamed over it); a
+/// `private` file is readable by this user only; `sync`ed to disk before
+/// the rename.
+fn publish(path: &Path, text: &str, private: bool, sync: bool) -> Result<(), String> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let write = || -> io::Result<()> {
+        let mut o = fs::OpenOptions::new();
+        o.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        if private {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            o.mode(0o600);
+        }
+        let mut f = o.open(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        if sync {
+            f.sync_all()?;
+        }
+        fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        format!("cannot write {}: {e}", path.display())
+    })
+}
+
+/// A thread rewriting `rR.alive` (the nonce and a counter) every `every`
+/// until dropped.
+struct Heartbeat {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Heartbeat {
+    fn start(path: PathBuf, nonce: String, every: Duration) -> Heartbeat {
+        let stop = Arc::new(AtomicBool::new(false));
+        let halt = stop.clone();
+        let beat = move || {
+            let mut n: u64 = 0;
+            while !halt.load(Ordering::SeqCst) {
+                n += 1;
+                let v = json!({"nonce": nonce, "beat": n, "pid": std::process::id()});
+                // A missed beat is only late: the next one comes.
+                let _ = publish(&path, &v.to_string(), false, false);
+                let next = Instant::now() + every;
+                while !halt.load(Ordering::SeqCst) && Instant::now() < next {
+                    std::thread::sleep(every.min(Duration::from_millis(50)));
+                }
+            }
+        };
+        let thread = std::thread::Builder::new()
+            .name("rendezvous-heartbeat".into())
+            .spawn(beat)
+            .ok();
+        Heartbeat { stop, thread }
+    }
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// `--rendezvous-timeout` and `--net-bind`, checked.
+fn checked_flags(args: &ClusterArgs) -> Result<(Duration, Option<IpAddr>)> {
+    let given = args
+        .rendezvous_timeout
+        .as_deref()
+        .unwrap_or(DEFAULT_TIMEOUT);
+    let timeout = benchsuite::units::parse_duration(given)
+        .ok()
+        .filter(|t| !t.is_zero())
+        .ok_or_else(|| {
+            anyhow!(
+                "invalid value `{given}` for --rendezvous-timeout: give a positive duration, e.g. 10m or 90s"
+            )
+        })?;
+    if let Some(ip) = args.net_bind
+        && (ip.is_unspecified() || ip.is_multicast())
+    {
+        bail!(
+            "--net-bind {ip}: give the address of one interface that the other ranks can reach (the rank publishes it), not an unspecified or multicast address"
+        );
+    }
+    Ok((timeout, args.net_bind))
+}
+
+/// Says that `--net-bind` / `--rendezvous-timeout` given do nothing here.
+fn note_ignored(args: &ClusterArgs, why: &str) {
+    let given: Vec<&str> = [
+        args.net_bind.is_some().then_some("--net-bind"),
+        args.rendezvous_timeout
+            .is_some()
+            .then_some("--rendezvous-timeout"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !given.is_empty() {
+        eprintln!(
+            "note: {} ignored: the ranks do not pair up for network benchmarks ({why})",
+            given.join(" and ")
+        );
+    }
+}
+
+/// The address to serve on: `--net-bind`, else the host name's first
+/// non-loopback address (IPv4 first), else the source address of the
+/// default route (found by connecting a UDP socket: nothing is sent),
+/// else loopback.
+fn bind_address(given: Option<IpAddr>, hostname: Option<&str>) -> (IpAddr, &'static str) {
+    if let Some(ip) = given {
+        return (ip, "--net-bind");
+    }
+    if let Some(name) = hostname {
+        let mut ips: Vec<IpAddr> = (name, 0)
+            .to_socket_addrs()
+            .map(|a| a.map(|s| s.ip()).collect())
+            .unwrap_or_default();
+        ips.retain(|ip| !ip.is_loopback() && !ip.is_unspecified());
+        ips.sort_by_key(|ip| ip.is_ipv6());
+        if let Some(ip) = ips.first() {
+            return (*ip, "the host name's address");
+        }
+    }
+    let routed = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).and_then(|s| {
+        // TEST-NET-2: only the route lookup matters.
+        s.connect((Ipv4Addr::new(198, 51, 100, 1), 9))?;
+        s.local_addr()
+    });
+    match routed {
+        Ok(a) if !a.ip().is_unspecified() && !a.ip().is_loopback() => {
+            (a.ip(), "the default route's source address")
+        }
+        _ => (
+            Ipv4Addr::LOCALHOST.into(),
+            "loopback: no other address found; reachable from this host only (--net-bind ADDR)",
+        ),
+    }
+}
+
+/// This host's name, as the report's `host.hostname` reads it.
+fn hostname() -> Option<String> {
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .find_map(|f| fs::read_to_string(f).ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+impl Pairing {
+    /// The pairing for this run, or `None` when net benchmarks measure on
+    /// loopback as without a launcher (`--net-pairs off`, or `auto` where
+    /// pairing cannot apply). `--net-pairs pairwise|fan-in` where it cannot
+    /// apply is an error naming the missing piece. Called as soon as the
+    /// placement is known: from here on this rank's heartbeat runs, and an
+    /// error leaves its failure marker for the other ranks.
+    pub fn new(
+        args: &ClusterArgs,
+        placement: &Placement,
+        cfg: &RunConfig,
+        registry: &Registry,
+        plan_file: bool,
+    ) -> Result<Option<Pairing>> {
+        let flags = checked_flags(args);
+        let explicit = match args.net_pairs {
+            NetPairs::Off => {
+                flags?;
+                note_ignored(args, "--net-pairs off");
+                return Ok(None);
+            }
+            NetPairs::Auto => None,
+            NetPairs::Pairwise => Some(Mode::Pairwise),
+            NetPairs::FanIn => Some(Mode::FanIn),
+        };
+        let net_selected = registry.select(&cfg.selectors).is_ok_and(|b| {
+            b.iter()
+                .any(|b| b.meta().module() == benchsuite_net::MODULE)
+        });
+        let cluster = placement.cluster();
+        let why_not = if plan_file {
+            Some("not available with -f (a plan file); select the benchmarks on the command line")
+        } else if cfg.options.contains_key("peer") {
+            Some("--peer names the server already; give one or the other")
+        } else if !net_selected {
+            Some("no net benchmark is selected (e.g. `net` or `net.tcp_throughput`)")
+        } else if cluster.is_none() {
+            Some(
+                "needs a launcher's rank and world size (SLURM_PROCID and SLURM_NTASKS, OMPI_COMM_WORLD_*, PMI_*, RANK and WORLD_SIZE, or JOB_COMPLETION_INDEX with --world-size) and not --no-cluster",
+            )
+        } else if cluster.is_some_and(|c| c.world_size < 2) {
+            Some("needs a world size of 2 or more")
+        } else if placement.dir().is_none() {
+            Some(
+                "needs --output-dir DIR on a file system all ranks share (the ranks find each other's servers there)",
+            )
+        } else {
+            None
+        };
+        let mode = match (explicit, why_not) {
+            (Some(m), Some(why)) => bail!("--net-pairs {}: {why}", m.name()),
+            (None, Some(why)) => {
+                flags?;
+                if net_selected
+                    && placement.dir().is_none()
+                    && !plan_file
+                    && !cfg.options.contains_key("peer")
+                    && cluster.is_some_and(|c| c.world_size >= 2)
+                {
+                    eprintln!(
+                        "note: net benchmarks measure each rank's own loopback: give --output-dir DIR on a shared file system to measure between ranks (--net-pairs)"
+                    );
+                }
+                note_ignored(args, &format!("--net-pairs auto: {why}"));
+                return Ok(None);
+            }
+            (m, None) => m.unwrap_or(Mode::Pairwise),
+        };
+        let (Some(c), Some(job_dir)) = (cluster, placement.dir()) else {
+            return Ok(None); // checked above
+        };
+        let mut step = c.step.as_deref().map_or_else(|| "run".into(), file_part);
+        // A requeued Slurm job keeps its id, and its step ids start again.
+        if c.launcher == Launcher::Slurm
+            && let Some(n) = std::env::var("SLURM_RESTART_COUNT")
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .filter(|&n| n > 0)
+        {
+            step = format!("{step}.restart{n}");
+        }
+        let dir = job_dir.join(".rendezvous").join(step);
+        fs::create_dir_all(&dir).with_context(|| {
+            format!(
+                "--output-dir: cannot create the rendezvous directory {}",
+                dir.display()
+            )
+        })?;
+        let rank = c.rank;
+        // An earlier run's files of this rank (same job and step).
+        for name in [format!("r{rank}.json"), format!("r{rank}.failed")] {
+            match fs::remove_file(dir.join(&name)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                    return Err(e).with_context(|| {
+                        format!("--output-dir: cannot remove {}", dir.join(&name).display())
+                    });
+                }
+                _ => {}
+            }
+        }
+        let nonce = random_hex(8).context("--net-pairs: cannot read /dev/urandom")?;
+        let name = hostname();
+        let mut p = Pairing {
+            mode,
+            auto: explicit.is_none(),
+            rank,
+            world: c.world_size,
+            host: name
+                .clone()
+                .or_else(|| c.node.clone())
+                .unwrap_or_else(|| "unknown-host".into()),
+            dir,
+            nonce,
+            bind: Ipv4Addr::LOCALHOST.into(),
+            bind_from: "",
+            timeout: Duration::MAX,
+            started_ms: now_ms(),
+            cancel: cfg.cancel.clone(),
+            completed: Cell::new(false),
+            heartbeat: None,
+            beats: RefCell::new(BTreeMap::new()),
+            met: RefCell::new(BTreeMap::new()),
+            facts: RefCell::new(Value::Null),
+        };
+        // Dropped on an error from here on: the failure marker.
+        let (timeout, given) = flags?;
+        p.timeout = timeout;
+        (p.bind, p.bind_from) = bind_address(given, name.as_deref());
+        p.heartbeat = Some(Heartbeat::start(
+            p.dir.join(format!("r{rank}.alive")),
+            p.nonce.clone(),
+            p.beat_period(),
+        ));
+        Ok(Some(p))
+    }
+
+    /// How often this rank's heartbeat beats, and others' are read.
+    fn beat_period(&self) -> Duration {
+        (self.timeout / 4).clamp(Duration::from_millis(50), BEAT)
+    }
+
+    /// How often a waiting rank reads the others' heartbeats: often
+    /// enough to see them change well within the timeout, seldom enough
+    /// for a large world on a shared file system.
+    fn look_every(&self) -> Duration {
+        (self.timeout / 8).clamp(self.beat_period() / 2, Duration::from_secs(2))
+    }
+
+    /// Splits the run into its other benchmarks (if any) and the net
+    /// phase, which goes last; each phase keeps the parameters and options
+    /// its benchmarks take. The net phase is planned against a stand-in
+    /// server (so what cannot run against another host's server is refused
+    /// now); [`Pairing::run`] gives it the partner's. `None` where `auto`
+    /// falls back to loopback (said on stderr): the run goes on unsplit,
+    /// without this pairing.
+    pub fn split<'r>(
+        &self,
+        registry: &'r Registry,
+        cfg: &RunConfig,
+        host: &Host,
+    ) -> Result<Option<Phases<'r>>> {
+        let selected = registry.select(&cfg.selectors)?;
+        let (net, other): (Vec<&dyn Benchmark>, Vec<&dyn Benchmark>) = selected
+            .into_iter()
+            .partition(|b| b.meta().module() == benchsuite_net::MODULE);
+        let phase = |benches: &[&dyn Benchmark]| {
+            let mut c = cfg.clone();
+            c.selectors = benches.iter().map(|b| b.meta().id.to_string()).collect();
+            c.sweep
+                .retain(|k, _| benches.iter().any(|b| b.meta().param(k).is_some()));
+            c.options.retain(|k, _| {
+                benches
+                    .iter()
+                    .any(|b| b.options().iter().any(|o| o.name == k))
+            });
+            c
+        };
+        let mut configs = Vec::new();
+        if !other.is_empty() {
+            configs.push(phase(&other));
+        }
+        let mut net_cfg = phase(&net);
+        net_cfg.options.insert(
+            "peer".into(),
+            format!("{}:{}", self.bind, benchsuite_net::DEFAULT_PORT),
+        );
+        net_cfg.options.insert("token".into(), "stand-in".into());
+        configs.push(net_cfg);
+        let mut plans = Vec::new();
+        for c in &configs {
+            match benchsuite::runner::plan_on(registry, c, host.clone()) {
+                Ok(p) => plans.push(p),
+                Err(e) if self.auto => {
+                    eprintln!(
+                        "note: net benchmarks measure each rank's own loopback: they cannot measure another rank's server ({e}); --net-pairs pairwise says so as an error"
+                    );
+                    self.completed.set(true);
+                    return Ok(None);
+                }
+                Err(e) => bail!(
+                    "--net-pairs {}: the net benchmarks measure another rank's server: {e} (--net-pairs off measures each rank's loopback)",
+                    self.mode.name()
+                ),
+            }
+        }
+        Ok(Some((
+            configs.into_iter().map(|c| (None, c)).collect(),
+            plans,
+        )))
+    }
+
+    /// An idle rank (another task of its node measures): says so in the
+    /// rendezvous, so that the measuring ranks do not wait for it, and
+    /// stays until all ranks met (the barrier), so that they can tell its
+    /// file from an earlier run's.
+    pub fn announce_idle(&self) -> Result<()> {
+        self.publish_join(None, "")
+            .map_err(|e| anyhow!("--output-dir: {e}"))?;
+        eprintln!(
+            "rank {}: --net-pairs {}: idle; staying until every rank reaches the network phase (in {})",
+            self.rank,
+            self.mode.name(),
+            self.dir.display()
+        );
+        match self.join_all(None, "") {
+            Ok(_) => {
+                // Now with the ranks met: final.
+                if let Err(e) = self.publish_join(None, "") {
+                    eprintln!("rank {}: --net-pairs: {e}", self.rank);
+                }
+            }
+            Err(why) => {
+                eprintln!(
+                    "rank {}: --net-pairs {}: {why}",
+                    self.rank,
+                    self.mode.name()
+                );
+                self.write_failed(&why);
+            }
+        }
+        self.completed.set(true);
+        Ok(())
+    }
+
+    /// Runs the net phase: serves, meets the other ranks, measures its
+    /// partner's server. Never fails: what cannot be measured becomes
+    /// failed (or, without a partner, skipped) records saying why.
+    pub fn run(&self, plan: &Plan<'_>, cfg: &RunConfig, observer: &mut dyn Observer) -> Report {
+        let steps: Vec<(&dyn Benchmark, Point)> = plan
+            .benches
+            .iter()
+            .flat_map(|pb| pb.points.iter().map(move |p| (pb.bench, p.clone())))
+            .collect();
+        let rounds = cfg.rounds.max(1);
+        observer.start(steps.len() * rounds);
+        let mut acc = Acc {
+            base: None,
+            records: Vec::new(),
+        };
+        if let Err(why) = self.phase(plan, cfg, &steps, observer, &mut acc) {
+            let cancelled = self.cancel.load(Ordering::SeqCst);
+            eprintln!(
+                "rank {}: --net-pairs {}: {why}",
+                self.rank,
+                self.mode.name()
+            );
+            if !cancelled {
+                for (bench, point) in &steps[acc.records.len().min(steps.len())..] {
+                    let id = bench.meta().id;
+                    let r = Record::failed(
+                        id,
+                        point.clone(),
+                        format!("--net-pairs {}: {why}", self.mode.name()),
+                    );
+                    observer.record_start(id, point);
+                    observer.record_done(&r);
+                    acc.records.push(r);
+                }
+            }
+        }
+        self.completed.set(true);
+        let mut report = match acc.base {
+            Some(r) => r,
+            None => {
+                let empty = Plan {
+                    benches: Vec::new(),
+                    ctx: plan.ctx.clone(),
+                };
+                benchsuite::runner::run_plan(&empty, cfg, &mut benchsuite::runner::Silent)
+            }
+        };
+        let done = acc.records.len() * rounds;
+        report.records = acc.records;
+        report.progress = (done < steps.len() * rounds).then_some(RunProgress {
+            done,
+            planned: steps.len() * rounds,
+        });
+        report
+    }
+
+    /// The report as the user asked for it (selectors and parameters as
+    /// given, not split), with `host.extra.net.pairing`: the mode, this
+    /// rank's role, whom it measured and who measured it.
+    pub fn finish(&self, report: &mut Report, cfg: &RunConfig) {
+        report.config.selectors = cfg.selectors.clone();
+        report.config.params = cfg.sweep.clone();
+        // The partner's address and token were the pairing's, not
+        // options given; the options given are all shown (secrets
+        // redacted), whichever phase took them.
+        let options = &mut report.config.options;
+        options.remove("peer");
+        options.remove("token");
+        for (k, v) in &cfg.options {
+            options.entry(k.clone()).or_insert_with(|| {
+                if benchsuite::bench::is_secret_key(k) {
+                    benchsuite::bench::REDACTED.to_string()
+                } else {
+                    v.clone()
+                }
+            });
+        }
+        let facts = self.facts.borrow().clone();
+        if !facts.is_null() {
+            let net = report
+                .host
+                .extra
+                .entry(benchsuite_net::MODULE.to_string())
+                .or_insert_with(|| json!({}));
+            if !net.is_object() {
+                *net = json!({});
+            }
+            net["pairing"] = facts;
+        }
+    }
+
+    /// Serves, then meets and measures; a failure is marked (`rR.failed`)
+    /// while the server still runs, so that its clients learn it first.
+    fn phase(
+        &self,
+        plan: &Plan<'_>,
+        cfg: &RunConfig,
+        steps: &[(&dyn Benchmark, Point)],
+        observer: &mut dyn Observer,
+        acc: &mut Acc,
+    ) -> Result<(), String> {
+        let started = (|| -> Result<_, String> {
+            let token = random_hex(32).map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
+            let server = self.start_server(&token)?;
+            let token_file = TokenFile(
+                self.dir
+                    .join(format!("r{}-{}.token", self.rank, self.nonce)),
+            );
+            publish(&token_file.0, &token, true, true)?;
+            Ok((server, token_file))
+        })();
+        match started {
+            Ok((server, token_file)) => {
+                let addr = server.local_addr();
+                let r = self.meet_and_measure(plan, cfg, steps, observer, acc, addr);
+                if let Err(why) = &r {
+                    self.write_failed(why);
+                }
+                server.shutdown();
+                drop(token_file);
+                r
+            }
+            Err(why) => {
+                self.write_failed(&why);
+                Err(why)
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn meet_and_measure(
+        &self,
+        plan: &Plan<'_>,
+        cfg: &RunConfig,
+        steps: &[(&dyn Benchmark, Point)],
+        observer: &mut dyn Observer,
+        acc: &mut Acc,
+        addr: SocketAddr,
+    ) -> Result<(), String> {
+        let hash = schedule_hash(self.mode, cfg.rounds.max(1), steps);
+        self.publish_join(Some(addr), &hash)?;
+        eprintln!(
+            "rank {}: --net-pairs {}: serving on {addr} ({}); waiting for the other {} rank(s) in {}",
+            self.rank,
+            self.mode.name(),
+            self.bind_from,
+            self.world - 1,
+            self.dir.display()
+        );
+        let peers = self.join_all(Some(addr), &hash)?;
+        // Now with the ranks met: a rank that comes late and finds this
+        // rank gone still knows the file is this run's.
+        self.publish_join(Some(addr), &hash)?;
+        let measuring: Vec<u64> = peers
+            .values()
+            .filter(|p| p.address.is_some())
+            .map(|p| p.rank)
+            .collect();
+        let (rounds, odd) = schedule(self.mode, &measuring);
+        let peer_json = |q: u64| {
+            let p = &peers[&q];
+            json!({"rank": q, "host": p.host, "address": p.address.map(|a| a.to_string())})
+        };
+        let served: Vec<Value> = rounds
+            .iter()
+            .flat_map(|r| r.pairs.iter())
+            .filter(|(_, s)| *s == self.rank)
+            .map(|(c, _)| peer_json(*c))
+            .collect();
+        let against: Vec<Value> = rounds
+            .iter()
+            .flat_map(|r| r.pairs.iter())
+            .filter(|(c, _)| *c == self.rank)
+            .map(|(_, s)| peer_json(*s))
+            .collect();
+        *self.facts.borrow_mut() = json!({
+            "mode": self.mode.name(),
+            "rank": self.rank,
+            "address": addr.to_string(),
+            "measuring_ranks": measuring,
+            "measured_against": against.first(),
+            "served": served,
+            "rendezvous": self.dir.display().to_string(),
+        });
+        let mut measured = false;
+        for (i, round) in rounds.iter().enumerate() {
+            let tag = i + 1;
+            let clients = round.clients();
+            if let Some(&(_, srv)) = round.pairs.iter().find(|(c, _)| *c == self.rank) {
+                let p = &peers[&srv];
+                let note = match self.mode {
+                    Mode::Pairwise => format!(
+                        "cross-host (--net-pairs pairwise): measured against the server of rank {srv} (host {}) at {}; bisection round {tag} of {}, {} pair(s) measuring at once",
+                        p.host,
+                        p.address.map(|a| a.to_string()).unwrap_or_default(),
+                        rounds.len(),
+                        round.pairs.len()
+                    ),
+                    Mode::FanIn => format!(
+                        "cross-host (--net-pairs fan-in): one of {} clients measuring the server of rank {srv} (host {}) at {} at once; this client's own result",
+                        round.pairs.len(),
+                        p.host,
+                        p.address.map(|a| a.to_string()).unwrap_or_default()
+                    ),
+                };
+                self.measure(
+                    plan, cfg, steps, observer, acc, p, &clients, &peers, tag, &note,
+                )?;
+                measured = true;
+            }
+            self.wait_markers(
+                &clients,
+                &[],
+                &peers,
+                &format!("done-{tag}"),
+                &format!("to finish round {tag}"),
+            )?;
+        }
+        if !measured {
+            let why = match (self.mode, odd) {
+                _ if measuring.len() < 2 => format!(
+                    "no partner: rank {} is the only one that measures (the others are idle: one task per node; --per-task makes every task measure)",
+                    self.rank
+                ),
+                (Mode::Pairwise, Some(_)) => format!(
+                    "no partner: {} ranks measure, an odd number, and rank {} is the one left out of the bisection pairs",
+                    measuring.len(),
+                    self.rank
+                ),
+                _ => format!(
+                    "this rank served the fan-in ({} clients at once); their reports hold the results",
+                    measuring.len() - 1
+                ),
+            };
+            eprintln!(
+                "rank {}: --net-pairs {}: {why}",
+                self.rank,
+                self.mode.name()
+            );
+            for (bench, point) in steps {
+                let id = bench.meta().id;
+                let r = Record::skipped(
+                    id,
+                    point.clone(),
+                    format!("--net-pairs {}: {why}", self.mode.name()),
+                );
+                observer.record_start(id, point);
+                observer.record_done(&r);
+                acc.records.push(r);
+            }
+        }
+        Ok(())
+    }
+
+    /// Measures `server` point by point, the round's `clients` starting
+    /// each point together; stops when the server's rank failed.
+    #[allow(clippy::too_many_arguments)]
+    fn measure(
+        &self,
+        plan: &Plan<'_>,
+        cfg: &RunConfig,
+        steps: &[(&dyn Benchmark, Point)],
+        observer: &mut dyn Observer,
+        acc: &mut Acc,
+        server: &Peer,
+        clients: &[u64],
+        peers: &BTreeMap<u64, Peer>,
+        round: usize,
+        note: &str,
+    ) -> Result<(), String> {
+        let addr = server
+            .address
+            .ok_or_else(|| format!("rank {} published no address", server.rank))?;
+        let token_path = self
+            .dir
+            .join(format!("r{}-{}.token", server.rank, server.nonce));
+        let token = fs::read_to_string(&token_path).map_err(|e| {
+            format!(
+                "cannot read rank {}'s token {}: {e}",
+                server.rank,
+                token_path.display()
+            )
+        })?;
+        let mut ctx = plan.ctx.clone();
+        ctx.options.insert("peer".into(), addr.to_string());
+        ctx.options.insert("token".into(), token.trim().to_string());
+        let total = steps.len() * cfg.rounds.max(1);
+        for (k, (bench, point)) in steps.iter().enumerate() {
+            let tag = format!("ready-{round}-{}", k + 1);
+            if let Some(why) = self.failed_now(server.rank) {
+                return Err(why);
+            }
+            self.marker(&tag)?;
+            self.wait_markers(
+                clients,
+                &[server.rank],
+                peers,
+                &tag,
+                &format!("to start step {} of round {round}", k + 1),
+            )?;
+            let step = Plan {
+                benches: vec![PlannedBench {
+                    bench: *bench,
+                    points: vec![point.clone()],
+                }],
+                ctx: ctx.clone(),
+            };
+            let mut r = benchsuite::runner::run_plan(&step, cfg, &mut Steps { inner: observer });
+            for rec in &mut r.records {
+                rec.notes.push(note.to_string());
+            }
+            acc.records.append(&mut r.records);
+            if acc.base.is_none() {
+                acc.base = Some(r);
+            }
+            if observer.wants_checkpoints()
+                && let Some(base) = &acc.base
+            {
+                let mut so_far = base.clone();
+                so_far.records = acc.records.clone();
+                so_far.progress = Some(RunProgress {
+                    done: acc.records.len() * cfg.rounds.max(1),
+                    planned: total,
+                });
+                observer.checkpoint(&so_far);
+            }
+            if self.cancel.load(Ordering::SeqCst) {
+                return Err("interrupted (Ctrl-C)".into());
+            }
+        }
+        self.marker(&format!("done-{round}"))
+    }
+
+    /// This rank's server on `--net-bind`, an ephemeral port, with room
+    /// for every other rank measuring it at once (fan-in).
+    fn start_server(&self, token: &str) -> Result<benchsuite_net::Server, String> {
+        let world = usize::try_from(self.world).unwrap_or(usize::MAX);
+        let mut c = benchsuite_net::ServerConfig::new(
+            SocketAddr::new(self.bind, 0),
+            Some(token.to_string()),
+        );
+        c.max_connections = c.max_connections.max(world.saturating_mul(16));
+        c.max_per_address = c.max_per_address.max(world.saturating_mul(8));
+        c.max_data_threads = c.max_data_threads.max(world.saturating_mul(8));
+        benchsuite_net::Server::start(c).map_err(|e| {
+            format!(
+                "cannot start this rank's server on {} ({}): {}",
+                self.bind,
+                self.bind_from,
+                benchsuite::error_chain(&e)
+            )
+        })
+    }
+
+    /// `rR.json`: this rank's server (`None`: idle), nonce and schedule
+    /// hash, and the nonces of the ranks it met (once it did).
+    fn publish_join(&self, address: Option<SocketAddr>, schedule: &str) -> Result<(), String> {
+        let met: serde_json::Map<String, Value> = self
+            .met
+            .borrow()
+            .iter()
+            .map(|(q, n)| (q.to_string(), Value::from(n.as_str())))
+            .collect();
+        let v = json!({
+            "rank": self.rank,
+            "host": self.host,
+            "role": if address.is_some() { "measure" } else { "idle" },
+            "address": address.map(|a| a.to_string()),
+            "nonce": self.nonce,
+            "mode": self.mode.name(),
+            "schedule": schedule,
+            "met": met,
+            "written_at_ms": now_ms() as u64,
+            "pid": std::process::id(),
+        });
+        publish(
+            &self.dir.join(format!("r{}.json", self.rank)),
+            &v.to_string(),
+            false,
+            true,
+        )
+    }
+
+    /// An empty marker file `rR-NONCE.TAG`.
+    fn marker(&self, tag: &str) -> Result<(), String> {
+        publish(
+            &self
+                .dir
+                .join(format!("r{}-{}.{tag}", self.rank, self.nonce)),
+            "",
+            false,
+            true,
+        )
+    }
+
+    fn write_failed(&self, why: &str) {
+        let v = json!({
+            "rank": self.rank,
+            "host": self.host,
+            "nonce": self.nonce,
+            "reason": why,
+            "written_at_ms": now_ms() as u64,
+        });
+        let _ = publish(
+            &self.dir.join(format!("r{}.failed", self.rank)),
+            &v.to_string(),
+            false,
+            true,
+        );
+    }
+
+    /// Why rank `q` failed, if it wrote so in this run: the marker's nonce
+    /// is the one met or seen beating, or it was written after this rank
+    /// started.
+    fn failed(&self, q: u64) -> Option<String> {
+        let text = fs::read_to_string(self.dir.join(format!("r{q}.failed"))).ok()?;
+        let v: Value = serde_json::from_str(&text).ok()?;
+        let nonce = v["nonce"].as_str();
+        let known = nonce.is_some_and(|n| {
+            self.met.borrow().get(&q).is_some_and(|m| m == n)
+                || self
+                    .beats
+                    .borrow()
+                    .get(&q)
+                    .and_then(|b| b.live.as_deref())
+                    .is_some_and(|l| l == n)
+        });
+        let after = v["written_at_ms"]
+            .as_u64()
+            .is_some_and(|w| u128::from(w) >= self.started_ms);
+        (known || after).then(|| {
+            format!(
+                "rank {q} (host {}) failed: {}",
+                v["host"].as_str().unwrap_or("?"),
+                v["reason"].as_str().unwrap_or("no reason given")
+            )
+        })
+    }
+
+    /// [`Pairing::failed`], looked up through a listing.
+    fn failed_now(&self, q: u64) -> Option<String> {
+        self.listing()
+            .contains(&format!("r{q}.failed"))
+            .then(|| self.failed(q))
+            .flatten()
+    }
+
+    /// The names in the rendezvous directory now. A listing, not a look-up
+    /// per file: on NFS a failed look-up may be cached for many seconds,
+    /// while a listing is revalidated when the directory changed.
+    fn listing(&self) -> HashSet<String> {
+        fs::read_dir(&self.dir)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Reads rank `q`'s heartbeat: a change since the last look is a sign
+    /// of life (and tells its nonce).
+    fn look(&self, q: u64, names: &HashSet<String>) {
+        let name = format!("r{q}.alive");
+        let text = names
+            .contains(&name)
+            .then(|| fs::read_to_string(self.dir.join(&name)).ok())
+            .flatten()
+            .filter(|t| !t.is_empty());
+        let mut beats = self.beats.borrow_mut();
+        let Some(b) = beats.get_mut(&q) else {
+            beats.insert(
+                q,
+                Beat {
+                    text,
+                    since: Instant::now(),
+                    live: None,
+                },
+            );
+            return;
+        };
+        if text.is_some() && text != b.text {
+            b.live = text
+                .as_deref()
+                .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                .and_then(|v| v["nonce"].as_str().map(str::to_string));
+            b.since = Instant::now();
+        }
+        if text.is_some() {
+            b.text = text;
+        }
+    }
+
+    /// Why rank `q` counts as gone: its heartbeat has not changed for
+    /// `--rendezvous-timeout`.
+    fn gone(&self, q: u64) -> Option<String> {
+        let beats = self.beats.borrow();
+        let b = beats.get(&q)?;
+        if b.since.elapsed() < self.timeout {
+            return None;
+        }
+        let file = format!("r{q}.alive");
+        Some(match (&b.text, &b.live) {
+            (None, _) => format!(
+                "rank {q} shows no sign of life ({file} absent: it never started, or not with this --output-dir)"
+            ),
+            (Some(_), None) => format!(
+                "rank {q}'s heartbeat {file} has not changed in {} (an earlier run's, or this run's rank {q} ended or hangs)",
+                humantime_secs(self.timeout)
+            ),
+            (Some(_), Some(_)) => format!(
+                "rank {q}'s heartbeat {file} stopped {} ago (killed, or its host is down)",
+                humantime_secs(b.since.elapsed())
+            ),
+        })
+    }
+
+    /// Waits until `ready(q, listing)` for every rank `q` of `ranks` but
+    /// this one; stops early when `ready` says why not, when one of them
+    /// (or of `watch`) failed, and when one's heartbeat did not change for
+    /// `--rendezvous-timeout`. Looks every 10 ms at first, every 250 ms at
+    /// most.
+    fn wait_all(
+        &self,
+        ranks: &[u64],
+        watch: &[u64],
+        what: &str,
+        file: impl Fn(u64) -> String,
+        mut ready: impl FnMut(u64, &HashSet<String>) -> Result<bool, String>,
+    ) -> Result<(), String> {
+        let mut pause = Duration::from_millis(10);
+        let mut looked: Option<Instant> = None;
+        let mut left: Vec<u64> = ranks.iter().copied().filter(|&q| q != self.rank).collect();
+        let watch: Vec<u64> = watch.iter().copied().filter(|&q| q != self.rank).collect();
+        loop {
+            let names = self.listing();
+            if looked.is_none_or(|t| t.elapsed() >= self.look_every()) {
+                for &q in left.iter().chain(&watch) {
+                    self.look(q, &names);
+                }
+                looked = Some(Instant::now());
+            }
+            let mut stop = None;
+            left.retain(|&q| match ready(q, &names) {
+                Ok(done) => !done,
+                Err(why) => {
+                    stop.get_or_insert(why);
+                    true
+                }
+            });
+            if let Some(why) = stop {
+                return Err(why);
+            }
+            if left.is_empty() {
+                return Ok(());
+            }
+            if let Some(why) = left
+                .iter()
+                .chain(&watch)
+                .filter(|q| names.contains(&format!("r{q}.failed")))
+                .find_map(|&q| self.failed(q))
+            {
+                return Err(why);
+            }
+            if self.cancel.load(Ordering::SeqCst) {
+                return Err("interrupted (Ctrl-C)".into());
+            }
+            if let Some((q, why)) = left
+                .iter()
+                .chain(&watch)
+                .find_map(|&q| self.gone(q).map(|w| (q, w)))
+            {
+                let awaited = if left.contains(&q) {
+                    format!("{} absent in {}", file(q), self.dir.display())
+                } else {
+                    format!("its server measured, in {}", self.dir.display())
+                };
+                return Err(format!(
+                    "gave up waiting for rank {q} {what} ({awaited}): {why}; --rendezvous-timeout sets the wait"
+                ));
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 3 / 2).min(Duration::from_millis(250));
+        }
+    }
+
+    /// The barrier: every rank's `rR.json` of this run (this one serving
+    /// on `addr`, or idle), with the same `schedule` where both measure.
+    fn join_all(
+        &self,
+        addr: Option<SocketAddr>,
+        schedule: &str,
+    ) -> Result<BTreeMap<u64, Peer>, String> {
+        let mut peers = BTreeMap::new();
+        let all: Vec<u64> = (0..self.world).collect();
+        let name = |q: u64| format!("r{q}.json");
+        self.wait_all(&all, &[], "to reach the network phase", name, |q, names| {
+            if !names.contains(&name(q)) {
+                return Ok(false);
+            }
+            let Ok(text) = fs::read_to_string(self.dir.join(name(q))) else {
+                return Ok(false);
+            };
+            let Ok(v) = serde_json::from_str::<Value>(&text) else {
+                return Ok(false);
+            };
+            let nonce = v["nonce"].as_str().unwrap_or_default();
+            let live = self
+                .beats
+                .borrow()
+                .get(&q)
+                .and_then(|b| b.live.clone())
+                .is_some_and(|l| l == nonce);
+            let met_me = v["met"][self.rank.to_string()].as_str() == Some(self.nonce.as_str());
+            if !(live || met_me) {
+                return Ok(false);
+            }
+            let address = v["address"].as_str().and_then(|a| a.parse().ok());
+            let host = v["host"].as_str().unwrap_or("?").to_string();
+            if addr.is_some() && address.is_some() && v["schedule"].as_str() != Some(schedule) {
+                let theirs = v["mode"].as_str().unwrap_or("?");
+                return Err(if theirs == self.mode.name() {
+                    format!(
+                        "rank {q} (host {host}) and rank {} (host {}) would measure different net steps (benchmarks, parameters or --rounds differ); give every rank the same command",
+                        self.rank, self.host
+                    )
+                } else {
+                    format!(
+                        "rank {q} (host {host}) runs --net-pairs {theirs} and rank {} (host {}) --net-pairs {}; give every rank the same command",
+                        self.rank,
+                        self.host,
+                        self.mode.name()
+                    )
+                });
+            }
+            peers.insert(
+                q,
+                Peer {
+                    rank: q,
+                    host,
+                    address,
+                    nonce: nonce.to_string(),
+                },
+            );
+            Ok(true)
+        })?;
+        peers.insert(
+            self.rank,
+            Peer {
+                rank: self.rank,
+                host: self.host.clone(),
+                address: addr,
+                nonce: self.nonce.clone(),
+            },
+        );
+        *self.met.borrow_mut() = peers.iter().map(|(q, p)| (*q, p.nonce.clone())).collect();
+        Ok(peers)
+    }
+
+    fn wait_markers(
+        &self,
+        ranks: &[u64],
+        watch: &[u64],
+        peers: &BTreeMap<u64, Peer>,
+        tag: &str,
+        what: &str,
+    ) -> Result<(), String> {
+        let name = |q: u64| {
+            format!(
+                "r{q}-{}.{tag}",
+                peers.get(&q).map_or("", |p| p.nonce.as_str())
+            )
+        };
+        self.wait_all(ranks, watch, what, name, |q, names| {
+            Ok(names.contains(&name(q)))
+        })
+    }
+}
+
+fn humantime_secs(d: Duration) -> String {
+    benchsuite::units::format_seconds(d.as_secs_f64())
+}
+
+impl Drop for Pairing {
+    fn drop(&mut self) {
+        if !self.completed.get() {
+            self.write_failed(if std::thread::panicking() {
+                "it panicked before its network phase ended"
+            } else {
+                "it ended before its network phase (an error or Ctrl-C; see its log)"
+            });
+        }
+    }
+}
+
+/// The net phase's records so far, and the report of its first step.
+struct Acc {
+    base: Option<Report>,
+    records: Vec<Record>,
+}
+
+/// A token file, removed when its server stops (or on an error).
+struct TokenFile(PathBuf);
+
+impl Drop for TokenFile {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.0);
+    }
+}
+
+/// Passes one step's progress to the run's observer; the net phase
+/// started the progress and writes its own checkpoints.
+struct Steps<'a> {
+    inner: &'a mut dyn Observer,
+}
+
+impl Observer for Steps<'_> {
+    fn record_start(&mut self, id: &str, point: &Point) {
+        self.inner.record_start(id, point);
+    }
+
+    fn record_done(&mut self, record: &Record) {
+        self.inner.record_done(record);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairwise_is_a_bisection_each_way() {
+        let (r, odd) = schedule(Mode::Pairwise, &[0, 1, 2, 3]);
+        assert_eq!(r[0].pairs, [(2, 0), (3, 1)]);
+        assert_eq!(r[1].pairs, [(0, 2), (1, 3)]);
+        assert_eq!(odd, None);
+        let (r, odd) = schedule(Mode::Pairwise, &[0, 2, 4]);
+        assert_eq!(r[0].pairs, [(2, 0)]);
+        assert_eq!(r[1].pairs, [(0, 2)]);
+        assert_eq!(odd, Some(4));
+        assert_eq!(schedule(Mode::Pairwise, &[5]), (Vec::new(), None));
+    }
+
+    #[test]
+    fn fan_in_has_every_other_rank_measure_the_first() {
+        let (r, odd) = schedule(Mode::FanIn, &[1, 3, 4]);
+        assert_eq!(
+            r,
+            [Round {
+                pairs: vec![(3, 1), (4, 1)]
+            }]
+        );
+        assert_eq!(odd, None);
+    }
+
+    /// A pairing of rank 0 in a world of 2 meeting in `dir`, started now.
+    fn pairing(dir: &Path) -> Pairing {
+        Pairing {
+            mode: Mode::Pairwise,
+            auto: false,
+            rank: 0,
+            world: 2,
+            host: "h0".into(),
+            dir: dir.to_path_buf(),
+            nonce: "00000000000000aa".into(),
+            bind: Ipv4Addr::LOCALHOST.into(),
+            bind_from: "--net-bind",
+            timeout: Duration::from_secs(60),
+            started_ms: now_ms(),
+            cancel: Arc::new(AtomicBool::new(false)),
+            completed: Cell::new(true),
+            heartbeat: None,
+            beats: RefCell::new(BTreeMap::new()),
+            met: RefCell::new(BTreeMap::new()),
+            facts: RefCell::new(Value::Null),
+        }
+    }
+
+    #[test]
+    fn the_token_file_is_private() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("r0-abc.token");
+        publish(&path, "secret", true, true).unwrap();
+        let mode = fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "secret");
+        let names: Vec<_> = fs::read_dir(tmp.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "no temporary file left");
+    }
+
+    #[test]
+    fn an_earlier_runs_failure_marker_does_not_count() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = pairing(tmp.path());
+        let failed = |nonce: &str, at: u128| {
+            let v = json!({"rank": 1, "host": "h1", "nonce": nonce, "reason": "boom", "written_at_ms": at as u64});
+            fs::write(tmp.path().join("r1.failed"), v.to_string()).unwrap();
+        };
+        // Written before this rank started, by a nonce never met.
+        failed("00000000000000bb", p.started_ms - 1);
+        assert_eq!(p.failed(1), None);
+        // The same marker, by the nonce met at the barrier.
+        p.met.borrow_mut().insert(1, "00000000000000bb".into());
+        assert_eq!(
+            p.failed(1).as_deref(),
+            Some("rank 1 (host h1) failed: boom")
+        );
+        // Written after this rank started.
+        p.met.borrow_mut().clear();
+        failed("00000000000000cc", now_ms() + 1);
+        assert!(p.failed(1).is_some());
+    }
+
+    #[test]
+    fn a_heartbeat_counts_once_it_changes_and_is_gone_once_it_stops() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut p = pairing(tmp.path());
+        p.timeout = Duration::from_millis(300);
+        let beat = |n: u64| {
+            let v = json!({"nonce": "00000000000000bb", "beat": n});
+            fs::write(tmp.path().join("r1.alive"), v.to_string()).unwrap();
+        };
+        beat(1);
+        p.look(1, &p.listing());
+        assert_eq!(p.beats.borrow()[&1].live, None, "maybe an earlier run's");
+        beat(2);
+        p.look(1, &p.listing());
+        assert_eq!(
+            p.beats.borrow()[&1].live.as_deref(),
+            Some("00000000000000bb")
+        );
+        assert_eq!(p.gone(1), None);
+        std::thread::sleep(Duration::from_millis(350));
+        p.look(1, &p.listing());
+        let why = p.gone(1).unwrap();
+        assert!(why.contains("heartbeat r1.alive stopped"), "{why}");
+    }
+
+    #[test]
+    fn the_schedule_hash_tells_modes_and_steps_apart() {
+        let registry = benchsuite::registry();
+        let bench = |id: &str| registry.benchmarks().find(|b| b.meta().id == id).unwrap();
+        let tcp = bench("net.tcp_throughput");
+        let one = [(tcp, Point::default())];
+        let h = schedule_hash(Mode::Pairwise, 1, &one);
+        assert_eq!(h, schedule_hash(Mode::Pairwise, 1, &one));
+        assert_ne!(h, schedule_hash(Mode::FanIn, 1, &one));
+        assert_ne!(h, schedule_hash(Mode::Pairwise, 2, &one));
+        let mut point = Point::default();
+        point
+            .0
+            .insert("block".into(), benchsuite::param::Value::Int(1024));
+        assert_ne!(h, schedule_hash(Mode::Pairwise, 1, &[(tcp, point)]));
+    }
+
+    #[test]
+    fn the_bind_address_is_the_flag_else_never_unspecified() {
+        let ip: IpAddr = "10.1.2.3".parse().unwrap();
+        assert_eq!(bind_address(Some(ip), Some("x")), (ip, "--net-bind"));
+        let (ip, _) = bind_address(None, Some("localhost"));
+        assert!(!ip.is_unspecified());
+    }
+}
