@@ -30,20 +30,24 @@
 //! ## `net.tcp_throughput` — `block`, `threads`, `direction`, `nodelay`
 //!
 //! `threads` (the `--threads` flag) is the number of parallel streams,
-//! each a TCP connection with one client thread and one server thread
-//! (iperf3 `-P`). One iteration is one `block`-sized `write()` per stream;
-//! the receiver `read()`s in `block`-sized pieces too, as iperf3 `-l` does
-//! on both ends. A batch of `n` iterations sends an 8-byte length, then
-//! `n × block` bytes, and ends when **the receiver** has counted them all
-//! (for `up` the server answers with its count; for `down` this host
-//! counts), so the bytes are receiver-side and no socket buffer full of
-//! unsent data is mistaken for throughput. With `nodelay=off` the batch's
-//! last short segment is pushed out (a `TCP_NODELAY` toggle) so Nagle +
-//! delayed-ACK cannot stall each batch by 40 ms. Metrics: `throughput`
-//! (total, B/s; the headline), `throughput_bits` (the same in bit/s, as
-//! iperf3 prints it), `stream_min` / `stream_max` (the slowest and fastest
-//! stream, each timed from its first write to its receiver's count). When
-//! the case finishes, the server's totals must equal the client's, or the
+//! each a TCP connection with its own client and server threads (iperf3
+//! `-P`). The streams run continuously from setup to teardown, as
+//! iperf3's do, writing `block`-sized `write()`s; the receiver `read()`s
+//! in `block`-sized pieces too, as iperf3 `-l` does on both ends. A sample
+//! is an interval of that flow (no round trip between samples, so a long
+//! path is not idle for an RTT per sample): it lasts until the receivers
+//! have counted `n × block` more bytes per stream, and counts **the
+//! receiver's** bytes, so no socket buffer full of unsent data is mistaken
+//! for throughput: for `down` this host counts what it reads; for `up` the
+//! server reports its count with its own timestamp every millisecond and a
+//! stream's rate is the server's bytes over the server's time between the
+//! reports that bracket the sample (protocol version 3, see
+//! [`proto::STREAM`]). Metrics: `throughput` (total, B/s; the headline),
+//! `throughput_bits` (the same in bit/s, as iperf3 prints it),
+//! `stream_min` / `stream_max` (the slowest and fastest stream's
+//! receiver-side rate in the sample). At the end each stream stops cleanly
+//! (the sender shuts its side down; a `down` stream is told with a byte),
+//! and the server's totals must equal the client's to the byte, or the
 //! record fails verification.
 //!
 //! ## `net.udp_throughput` — `block`, `threads`, `rate`

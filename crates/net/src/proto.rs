@@ -1,7 +1,7 @@
 //! The control protocol between a client (`benchsuite run net ...`) and a
 //! server (`benchsuite serve`, or the in-process one on loopback).
 //!
-//! # Wire format (protocol version 2)
+//! # Wire format (protocol version 3)
 //!
 //! Every TCP connection starts with the 4 bytes [`MAGIC`] (`BSNT`) from each
 //! side, followed by *frames*: a 4-byte big-endian length `n`
@@ -24,7 +24,7 @@
 //!                                    ←     Welcome ...                          |  Error
 //! Start {spec}                       →
 //!                                    ←     Ready {session, udp_ports}           |  Error
-//!   ... data connections attach, data flows, per-batch UdpBatch → UdpStats ...
+//!   ... data connections attach, data flows (TCP: see Role), per-batch UdpBatch → UdpStats ...
 //! Stop                               →
 //!                                    ←     Stopped {tcp_received, tcp_sent}
 //! (Start ... Stop again, one test at a time)
@@ -82,8 +82,9 @@ use serde::{Deserialize, Serialize};
 /// The protocol version this build speaks. Bumped on any incompatible
 /// change; peers with different versions refuse each other and both name
 /// the two versions. Version 2 replaced the token in the hello with a
-/// challenge and response.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// challenge and response; version 3 added continuous TCP streams
+/// ([`STREAM`]: count reports from a sink, a stop byte to a source).
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// The 4 bytes each side sends first on every connection.
 pub const MAGIC: [u8; 4] = *b"BSNT";
@@ -101,6 +102,7 @@ pub const NONCE_LEN: usize = 32;
 
 /// What the authentication MAC covers before the nonce (domain
 /// separation: a MAC made with the token for anything else never passes).
+/// It names the authentication scheme, unchanged since protocol version 2.
 pub const AUTH_CONTEXT: &[u8] = b"benchsuite-net v2 auth";
 
 /// The most data streams (TCP connections plus UDP sockets) one test may use.
@@ -133,6 +135,39 @@ pub const DEFAULT_PORT: u16 = 5301;
 /// the connection closes" (the background stream of `net.latency load=tcp`).
 pub const UNBOUNDED: u64 = u64::MAX;
 
+/// A batch length of `u64::MAX − 1` on a sink or source connection starts a
+/// continuous stream with a clean end (`net.tcp_throughput`): the bytes
+/// flow without pauses between the client's samples, and the client counts
+/// each sample from the receiver's side. See [`Role`] for each end.
+pub const STREAM: u64 = u64::MAX - 1;
+
+/// Bytes of one count report a sink sends back on a [`STREAM`]: the bytes
+/// it has received on the connection, then the nanoseconds since it read
+/// the stream's header (its own monotonic clock), two big-endian `u64`s.
+pub const REPORT_LEN: usize = 16;
+
+/// How often a [`STREAM`] sink reports its count while bytes arrive (at
+/// most once per interval, checked after each read), and how often a
+/// [`STREAM`] source looks for the client's stop byte.
+pub const REPORT_INTERVAL: Duration = Duration::from_millis(1);
+
+/// Encodes a [`STREAM`] count report.
+pub fn encode_report(bytes: u64, ns: u64) -> [u8; REPORT_LEN] {
+    let mut r = [0u8; REPORT_LEN];
+    r[..8].copy_from_slice(&bytes.to_be_bytes());
+    r[8..].copy_from_slice(&ns.to_be_bytes());
+    r
+}
+
+/// Decodes a [`STREAM`] count report: (bytes, nanoseconds).
+pub fn decode_report(r: &[u8; REPORT_LEN]) -> (u64, u64) {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&r[..8]);
+    let mut n = [0u8; 8];
+    n.copy_from_slice(&r[8..]);
+    (u64::from_be_bytes(b), u64::from_be_bytes(n))
+}
+
 /// What a data connection does after `Attached`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -140,10 +175,21 @@ pub enum Role {
     /// Client → server. Per batch the client sends an 8-byte big-endian
     /// length `L` then `L` bytes; the server reads them in `block`-sized
     /// reads and answers with the 8-byte count it received. `L =
-    /// UNBOUNDED`: read until the connection closes, no answer.
+    /// UNBOUNDED`: read until the connection closes, no answer. `L =`
+    /// [`STREAM`]: the client sends until it shuts down its write side;
+    /// the server reads in `block`-sized reads and, at most every
+    /// [`REPORT_INTERVAL`] while bytes arrive, sends a count report
+    /// ([`REPORT_LEN`] bytes: the bytes received so far and the time since
+    /// the header, in its own nanoseconds), at once (`TCP_NODELAY` on its
+    /// end, whatever the spec's `nodelay`); at the end of file it sends a
+    /// last report with the total and shuts down its write side.
     Sink,
     /// Server → client. Per batch the client sends an 8-byte length `L`;
-    /// the server sends `L` bytes in `block`-sized writes.
+    /// the server sends `L` bytes in `block`-sized writes. `L =
+    /// UNBOUNDED`: until the connection closes. `L =` [`STREAM`]: until the
+    /// client sends any byte (looked for every [`REPORT_INTERVAL`]); then
+    /// the server shuts down its write side, so the client, reading to the
+    /// end of file, has received exactly what the server counts as sent.
     Source,
     /// Ping-pong: the server reads `block` bytes and writes them back,
     /// until the connection closes.
@@ -521,6 +567,40 @@ pub fn read_exact_by(r: &mut impl Read, mut buf: &mut [u8], deadline: Instant) -
     Ok(())
 }
 
+/// How long a continuous sender's write waits for room in its socket
+/// buffer before it tries again (the socket's write timeout while it
+/// streams; the kernel rounds it up to one clock tick, 4 ms at HZ=250).
+/// The kernel wakes a writer blocked on a full TCP send buffer only once a
+/// third of the buffer is free again; on a long path, where the bytes in
+/// flight are bounded by that buffer, waiting for that leaves the pipe
+/// short of full for much of each cycle. Trying again after this long
+/// tops the buffer up as soon as there is room, as a sender that polls for
+/// it does (iperf3).
+pub const SEND_WAIT: Duration = Duration::from_millis(1);
+
+/// `write_all` on a stream whose write timeout is short ([`SEND_WAIT`]):
+/// a timeout means "try again", until nothing could be written for `idle`.
+pub fn write_all_retrying(w: &mut impl Write, mut buf: &[u8], idle: Duration) -> io::Result<()> {
+    let mut progress = Instant::now();
+    while !buf.is_empty() {
+        match w.write(buf) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                buf = &buf[n..];
+                progress = Instant::now();
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if is_timeout(&e) => {
+                if progress.elapsed() >= idle {
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// True for the errors a socket read timeout produces.
 pub fn is_timeout(e: &io::Error) -> bool {
     matches!(
@@ -699,6 +779,15 @@ mod tests {
         // The token is nowhere in what goes on the wire.
         let auth = encode(&answer_challenge("s3cret-token", &to_hex(&nonce), "sw").unwrap());
         assert!(!String::from_utf8_lossy(&auth).contains("s3cret"));
+    }
+
+    #[test]
+    fn count_reports_round_trip() {
+        for (b, n) in [(0, 0), (1, u64::MAX), (u64::MAX, 7)] {
+            assert_eq!(decode_report(&encode_report(b, n)), (b, n));
+        }
+        assert_eq!(encode_report(1, 2)[7], 1);
+        assert_eq!(encode_report(1, 2)[15], 2);
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! The server's TCP data path: attaching a data connection to its test
 //! (checks, a reserved data thread, the switch from the async socket to a
 //! blocking std one) and the loops that thread runs — `sink` (count and
-//! acknowledge each batch), `source` (send each batch asked for) and
-//! `echo` (the ping-pong). One blocking system call per block, no
-//! executor in between.
+//! acknowledge each batch, or a continuous stream with count reports),
+//! `source` (send each batch asked for, or a continuous stream until the
+//! client's stop byte) and `echo` (the ping-pong). One blocking system
+//! call per block, no executor in between.
 
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream as StdTcpStream};
+use std::net::{Shutdown, SocketAddr, TcpStream as StdTcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -14,7 +15,9 @@ use std::time::Instant;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use crate::proto::{self, ErrorCode, IO_TIMEOUT, MAGIC, Message, Role, UNBOUNDED};
+use crate::proto::{
+    self, ErrorCode, IO_TIMEOUT, MAGIC, Message, REPORT_INTERVAL, Role, STREAM, UNBOUNDED,
+};
 
 use super::control::refuse;
 use super::session::{Session, pin_data_thread};
@@ -178,6 +181,9 @@ fn read_header(s: &mut StdTcpStream) -> io::Result<Option<u64>> {
 fn sink(s: &mut StdTcpStream, ctx: &DataCtx) -> io::Result<()> {
     let mut buf = vec![0u8; ctx.block];
     while let Some(len) = read_header(s)? {
+        if len == STREAM {
+            return sink_stream(s, ctx, &mut buf);
+        }
         let mut left = len;
         let mut reads: u32 = 0;
         while left > 0 {
@@ -206,9 +212,50 @@ fn sink(s: &mut StdTcpStream, ctx: &DataCtx) -> io::Result<()> {
     Ok(())
 }
 
+/// A continuous sink ([`STREAM`]): counts what arrives, reports the count
+/// with its time at most every [`REPORT_INTERVAL`], and at the end of file
+/// reports the total and shuts its write side down.
+fn sink_stream(s: &mut StdTcpStream, ctx: &DataCtx, buf: &mut [u8]) -> io::Result<()> {
+    // Only reports travel this way: each goes out at once. With Nagle on,
+    // every report would wait for the previous one's ACK (a round trip),
+    // and the client would see them in clumps an RTT apart.
+    s.set_nodelay(true)?;
+    let t0 = Instant::now();
+    let mut last = t0;
+    let mut total: u64 = 0;
+    let report = |s: &mut StdTcpStream, total: u64, at: Instant| {
+        let ns = at.duration_since(t0).as_nanos() as u64;
+        s.write_all(&proto::encode_report(total, ns))
+    };
+    loop {
+        let n = match s.read(buf) {
+            Ok(0) => break,
+            Ok(n) => n as u64,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        // The time is read after the read returned: the report's bytes
+        // had all arrived by then.
+        let now = Instant::now();
+        total += n;
+        ctx.received.fetch_add(n, Ordering::Relaxed);
+        if now.duration_since(last) >= REPORT_INTERVAL {
+            report(s, total, now)?;
+            last = now;
+            ctx.touch();
+        }
+    }
+    report(s, total, Instant::now())?;
+    ctx.touch();
+    s.shutdown(Shutdown::Write)
+}
+
 fn source(s: &mut StdTcpStream, ctx: &DataCtx) -> io::Result<()> {
     let buf = vec![0x5au8; ctx.block];
     while let Some(len) = read_header(s)? {
+        if len == STREAM {
+            return source_stream(s, ctx, &buf);
+        }
         let mut left = len;
         let mut writes: u32 = 0;
         while left > 0 {
@@ -226,13 +273,41 @@ fn source(s: &mut StdTcpStream, ctx: &DataCtx) -> io::Result<()> {
         }
         if !ctx.nodelay {
             // Push the batch's last short segment now instead of after the
-            // client's delayed ACK (see `tcp::push`).
+            // client's delayed ACK (Nagle would hold it until then): an
+            // artefact of batching, not of the stream.
             s.set_nodelay(true)?;
             s.set_nodelay(false)?;
         }
         ctx.touch();
     }
     Ok(())
+}
+
+/// A continuous source ([`STREAM`]): sends until the client sends a byte
+/// (looked for every [`REPORT_INTERVAL`]), then shuts its write side down;
+/// the client reads to the end of file, so both count the same bytes.
+fn source_stream(s: &mut StdTcpStream, ctx: &DataCtx, buf: &[u8]) -> io::Result<()> {
+    // The connection's idle limit stays the bound on a write that makes no
+    // progress; the socket's own timeout becomes the retry interval.
+    let idle = s.write_timeout()?.unwrap_or(proto::DATA_IDLE);
+    s.set_write_timeout(Some(proto::SEND_WAIT))?;
+    let mut last = Instant::now();
+    loop {
+        proto::write_all_retrying(s, buf, idle)?;
+        ctx.sent.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        let now = Instant::now();
+        if now.duration_since(last) >= REPORT_INTERVAL {
+            last = now;
+            ctx.touch();
+            if crate::sys::pending(s).is_some_and(|n| n > 0) {
+                // Consumed (it is there, so this does not block), so the
+                // final close does not reset the connection over it.
+                let _ = s.read(&mut [0u8; 64]);
+                break;
+            }
+        }
+    }
+    s.shutdown(Shutdown::Write)
 }
 
 fn echo(s: &mut StdTcpStream, ctx: &DataCtx) -> io::Result<()> {
@@ -255,5 +330,88 @@ fn echo(s: &mut StdTcpStream, ctx: &DataCtx) -> io::Result<()> {
         if n.is_multiple_of(1024) {
             ctx.touch();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpListener;
+
+    use super::*;
+
+    fn ctx(block: usize) -> DataCtx {
+        DataCtx {
+            block,
+            nodelay: false,
+            activity: Arc::new(AtomicU64::new(0)),
+            epoch: Instant::now(),
+            received: Arc::new(AtomicU64::new(0)),
+            sent: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// A connected pair on loopback: (client, server).
+    fn pair() -> (StdTcpStream, StdTcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = StdTcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        (c, s)
+    }
+
+    #[test]
+    fn a_sink_stream_reports_its_count_and_ends_with_the_total() {
+        let (mut c, mut s) = pair();
+        let ctx = ctx(1000);
+        let received = ctx.received.clone();
+        let server = std::thread::spawn(move || sink(&mut s, &ctx));
+        c.write_all(&STREAM.to_be_bytes()).unwrap();
+        let chunk = vec![7u8; 4096];
+        let mut sent = 0u64;
+        for i in 0..200 {
+            c.write_all(&chunk).unwrap();
+            sent += chunk.len() as u64;
+            if i % 50 == 0 {
+                // Pauses longer than the report interval: reports come.
+                std::thread::sleep(REPORT_INTERVAL * 3);
+            }
+        }
+        c.shutdown(Shutdown::Write).unwrap();
+        let mut reports = Vec::new();
+        let mut r = [0u8; proto::REPORT_LEN];
+        while proto::read_exact_by(&mut c, &mut r, Instant::now() + IO_TIMEOUT).is_ok() {
+            reports.push(proto::decode_report(&r));
+        }
+        server.join().unwrap().unwrap();
+        assert!(reports.len() >= 2, "{reports:?}");
+        assert!(
+            reports
+                .windows(2)
+                .all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1)
+        );
+        assert_eq!(reports.last().unwrap().0, sent);
+        assert_eq!(received.load(Ordering::SeqCst), sent);
+    }
+
+    #[test]
+    fn a_source_stream_stops_at_the_clients_byte_and_both_count_the_same() {
+        let (mut c, mut s) = pair();
+        let ctx = ctx(64 * 1024);
+        let sent = ctx.sent.clone();
+        let server = std::thread::spawn(move || source(&mut s, &ctx));
+        c.write_all(&STREAM.to_be_bytes()).unwrap();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut got = 0u64;
+        while got < 1 << 20 {
+            got += c.read(&mut buf).unwrap() as u64;
+        }
+        c.write_all(&[1]).unwrap();
+        loop {
+            match c.read(&mut buf).unwrap() {
+                0 => break,
+                n => got += n as u64,
+            }
+        }
+        server.join().unwrap().unwrap();
+        assert_eq!(sent.load(Ordering::SeqCst), got);
     }
 }
