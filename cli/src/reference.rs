@@ -32,6 +32,15 @@ const DEFAULT_ROUNDS: usize = 3;
 /// How long a tool's server gets to start listening.
 const SERVER_START: Duration = Duration::from_millis(500);
 
+/// How long a tool's output may stay open after the tool exited.
+const PIPE_GRACE: Duration = Duration::from_secs(5);
+
+/// Prefixes of a job launcher's environment variables (Slurm, PMI/PMIx,
+/// Open MPI, MPICH/Hydra, Intel MPI), removed from a tool's environment.
+const LAUNCHER_ENV: [&str; 7] = [
+    "SLURM_", "PMI_", "PMIX_", "OMPI_", "MPICH_", "HYDRA_", "I_MPI_",
+];
+
 /// Runs `benchsuite reference`.
 pub fn cmd_reference(args: &RunArgs) -> Result<i32> {
     if args.format.as_deref() == Some("gha") {
@@ -325,11 +334,25 @@ fn find_program(program: &str) -> Option<PathBuf> {
 /// Removes the tool's scratch files when dropped.
 struct Cleanup<'a>(&'a [PathBuf]);
 
+impl<'a> Cleanup<'a> {
+    fn new(files: &'a [PathBuf]) -> Cleanup<'a> {
+        SCRATCH
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(files.iter().cloned());
+        Cleanup(files)
+    }
+}
+
 impl Drop for Cleanup<'_> {
     fn drop(&mut self) {
         for f in self.0 {
             let _ = std::fs::remove_file(f);
         }
+        SCRATCH
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|d| !self.0.contains(d));
     }
 }
 
@@ -339,7 +362,7 @@ impl Drop for Cleanup<'_> {
 /// the round ends.
 fn run_tool(r: &Reference, cancelled: &dyn Fn() -> bool) -> Result<String, String> {
     // Dropped in reverse order: the server is stopped, then the files go.
-    let _cleanup = Cleanup(&r.cleanup);
+    let _cleanup = Cleanup::new(&r.cleanup);
     let _server = match &r.server_argv {
         Some(s) => {
             let mut c = Command::new(&s[0]);
@@ -368,28 +391,47 @@ fn run_tool(r: &Reference, cancelled: &dyn Fn() -> bool) -> Result<String, Strin
     if let Some(dir) = &scratch {
         c.current_dir(&dir.0);
     }
+    // A tool started under a launcher must not join its job (hpcc calls
+    // MPI_Init, which reads these): it runs alone, as it would by hand.
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy();
+        if LAUNCHER_ENV.iter().any(|p| k.starts_with(p)) {
+            c.env_remove(k.as_ref());
+        }
+    }
     for (k, v) in &r.env {
         c.env(k, v);
     }
     let mut child =
         ToolProcess::spawn(c).map_err(|e| format!("cannot start {}: {e}", r.argv[0]))?;
-    // Read both pipes on threads so a chatty tool never blocks.
-    let mut out_pipe = child.child_mut().stdout.take();
-    let mut err_pipe = child.child_mut().stderr.take();
-    let out_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(p) = out_pipe.as_mut() {
-            let _ = p.read_to_string(&mut s);
-        }
-        s
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(p) = err_pipe.as_mut() {
-            let _ = p.read_to_string(&mut s);
-        }
-        s
-    });
+    // Read both pipes on threads so a chatty tool never blocks; a process
+    // that left the tool's group (a daemon) may keep a pipe open after the
+    // tool is gone, so the reads are awaited for a bounded time.
+    let reader = |pipe: Option<Box<dyn Read + Send>>| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_string(&mut s);
+            }
+            let _ = tx.send(s);
+        });
+        rx
+    };
+    let out_t = reader(
+        child
+            .child_mut()
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err_t = reader(
+        child
+            .child_mut()
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
     let deadline = Instant::now() + r.timeout;
     let status = match child.wait(deadline, cancelled) {
         Ok(s) => s,
@@ -402,8 +444,16 @@ fn run_tool(r: &Reference, cancelled: &dyn Fn() -> bool) -> Result<String, Strin
         Err(Stopped::Cancelled) => return Err(format!("{} stopped: interrupted", r.tool)),
         Err(Stopped::Wait(e)) => return Err(format!("waiting for {}: {e}", r.tool)),
     };
-    let out = out_t.join().unwrap_or_default();
-    let err = err_t.join().unwrap_or_default();
+    let drained = |rx: std::sync::mpsc::Receiver<String>| {
+        rx.recv_timeout(PIPE_GRACE).map_err(|_| {
+            format!(
+                "{} exited, but a process it started outside its process group keeps its output open",
+                r.tool
+            )
+        })
+    };
+    let out = drained(out_t)?;
+    let err = drained(err_t)?;
     if !status.success() {
         let tail: String = err
             .lines()
@@ -427,19 +477,43 @@ fn run_tool(r: &Reference, cancelled: &dyn Fn() -> bool) -> Result<String, Strin
 /// everything in it when dropped.
 struct Scratch(PathBuf);
 
+/// The reference tools' scratch directories and files that exist now:
+/// removed by [`remove_scratch`] when the process exits without unwinding
+/// (a second Ctrl-C).
+static SCRATCH: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Removes every reference scratch directory and file that still exists.
+pub fn remove_scratch() {
+    let paths = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
+    for p in paths.iter() {
+        if std::fs::remove_file(p).is_err() {
+            let _ = std::fs::remove_dir_all(p);
+        }
+    }
+}
+
 impl Scratch {
-    /// Creates `benchsuite-ref-PID-N` in the temporary directory and
-    /// writes the reference's input files into it.
+    /// Creates `benchsuite-ref-PID-N-NONCE` in the temporary directory
+    /// (the nonce so that a directory left by a killed run with the same
+    /// PID is never in the way) and writes the reference's input files
+    /// into it.
     fn new(r: &Reference) -> Result<Scratch, String> {
         use std::sync::atomic::{AtomicUsize, Ordering};
         static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let nonce = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
         let dir = std::env::temp_dir().join(format!(
-            "benchsuite-ref-{}-{}",
+            "benchsuite-ref-{}-{}-{nonce:x}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
         std::fs::create_dir(&dir)
             .map_err(|e| format!("cannot create the scratch directory {}: {e}", dir.display()))?;
+        SCRATCH
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(dir.clone());
         let scratch = Scratch(dir);
         for (name, text) in &r.inputs {
             let path = scratch.0.join(name);
@@ -453,6 +527,10 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+        SCRATCH
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|d| *d != self.0);
     }
 }
 
@@ -468,14 +546,17 @@ fn summary_table(report: &Report) -> String {
     ]];
     for r in &report.records {
         let Some(x) = &r.reference else {
-            rows.push([
-                r.key(),
-                String::new(),
-                headline(r, None),
-                "-".into(),
-                "-".into(),
-                "(no reference for this point)".into(),
-            ]);
+            // The value in its column; a skip's or failure's reason with the
+            // notes, so that it does not widen the value column.
+            let (metric, value, note) = match (r.status, r.metrics.first()) {
+                (Status::Ok, Some(m)) => (
+                    m.name.clone(),
+                    format_value(m.summary.median, &m.unit),
+                    "(no reference for this point)".to_string(),
+                ),
+                _ => (String::new(), "-".into(), headline(r, None)),
+            };
+            rows.push([r.key(), metric, value, "-".into(), "-".into(), note]);
             continue;
         };
         let ours = r
@@ -515,4 +596,38 @@ fn summary_table(report: &Report) -> String {
         s.push('\n');
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A skipped record's reason goes with the notes: it must not widen
+    /// the value column of every row.
+    #[test]
+    fn a_skip_reason_does_not_widen_the_value_column() {
+        let text = include_str!("../../crates/core/src/export/testdata/quick-pass.json");
+        let mut report = Report::from_json(text, "quick-pass.json").unwrap();
+        let long = "no CUDA driver: ".to_string() + &"x".repeat(200);
+        report.records[0].status = Status::Skipped;
+        report.records[0].reason = Some(long.clone());
+        report.records[0].metrics.clear();
+        let table = summary_table(&report);
+        let header = table.lines().nth(2).unwrap();
+        let before_notes = header.find("tool command / note").unwrap();
+        let key_width = report
+            .records
+            .iter()
+            .map(|r| r.key().chars().count())
+            .max()
+            .unwrap();
+        assert!(
+            before_notes < key_width + 60,
+            "the value columns are {} wide:\n{table}",
+            before_notes - key_width
+        );
+        let skipped = table.lines().find(|l| l.contains(&long)).unwrap();
+        assert!(skipped.trim_end().ends_with(&long), "{skipped}");
+        assert!(table.contains("(no reference for this point)"));
+    }
 }

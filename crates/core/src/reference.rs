@@ -315,16 +315,26 @@ impl ToolProcess {
             return Ok(s);
         }
         let pgid = pid_of(&self.child);
+        // The lock is held from the signal until the leader is reaped and
+        // its group ID unlisted, so `kill_running_tools` (a second Ctrl-C,
+        // on another thread) never signals an ID freed in between; and an
+        // ID no longer listed (a failed reap) is never signalled again.
+        let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+        if !running.contains(&pgid) {
+            return Err(io::Error::other(
+                "the tool was already reaped (or could not be)",
+            ));
+        }
         // SAFETY: killpg only sends a signal. The group's leader is our
         // child, not yet reaped (a zombie at worst), so the group ID still
         // names the group we created.
         unsafe {
             libc::killpg(pgid, libc::SIGKILL);
         }
-        let status = self.child.wait()?;
-        self.status = Some(status);
-        let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+        let reaped = self.child.wait();
         running.retain(|&g| g != pgid);
+        let status = reaped?;
+        self.status = Some(status);
         Ok(status)
     }
 

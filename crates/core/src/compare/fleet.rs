@@ -161,8 +161,13 @@ pub fn compare_fleets(
         .collect();
     check_rules(&all, &options.rules)?;
 
+    for (side, hosts) in [("base", base), ("new", new)] {
+        if hosts.is_empty() {
+            return Err(CompareError::EmptyFleet { side });
+        }
+    }
     let pairs = pair_hosts(base, new);
-    if pairs.iter().all(Option::is_none) && !base.is_empty() {
+    if pairs.iter().all(Option::is_none) {
         let labels = |f: &[Report]| f.iter().map(host_label).collect::<Vec<_>>().join(", ");
         return Err(CompareError::NoHostInCommon {
             base: labels(base),

@@ -119,6 +119,15 @@ pub enum CompareError {
         /// The new fleet's host labels.
         new: String,
     },
+    /// A fleet report without hosts: nothing to gate against, or nothing
+    /// measured.
+    #[error(
+        "the {side} fleet report has no hosts: merge the hosts' reports first (`benchsuite merge DIR/*.json -o fleet.json`)"
+    )]
+    EmptyFleet {
+        /// `base` or `new`.
+        side: &'static str,
+    },
     /// One host of two fleets could not be compared.
     #[error("host {host}: {why}")]
     Host {

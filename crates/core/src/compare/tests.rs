@@ -816,6 +816,14 @@ fn a_missing_host_fails_the_fleet_gate_unless_allowed_an_added_one_is_listed() {
         e.to_string(),
         "the two fleets have no host in common (base: node1, node2; new: node7): compare fleets of the same hosts"
     );
+    // An empty fleet on either side is an error, never a passed gate.
+    for (b, n, side) in [(&[][..], &base[..], "base"), (&base[..], &[][..], "new")] {
+        let e = compare_fleets(b, n, &CompareOptions::default()).unwrap_err();
+        assert!(
+            matches!(e, CompareError::EmptyFleet { side: s } if s == side),
+            "{e}"
+        );
+    }
 }
 
 #[test]

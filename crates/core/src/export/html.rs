@@ -15,8 +15,8 @@
 //!   numeric parameter that varies while the others stay put, the headline
 //!   metric's median against it (log2 axis when it spans more than 8×), the
 //!   p5–p95 spread as a band, one series per value of the other parameters
-//!   (and per report; past six combinations, one chart per value of the
-//!   parameter with the fewest values),
+//!   (and per report; past six combinations of several parameters, one
+//!   chart per value of the parameter with the fewest values),
 //!   the record's theoretical peak dashed, and cache sizes marked on size
 //!   sweeps;
 //! - the latency ladder (p50…p99.99, max) of latency metrics and the
@@ -100,9 +100,11 @@ fn headline(r: &Record) -> Option<&Metric> {
     r.metrics.first()
 }
 
-/// At most this many series (other-parameter combinations) share a
-/// chart; past it the sweep is split into one chart per value of the
-/// parameter with the fewest values (a facet), until each fits.
+/// At most this many series (combinations of two or more other
+/// parameters) share a chart; past it the sweep is split into one chart
+/// per value of the parameter with the fewest values (a facet), until each
+/// fits. Series of one parameter alone (blocks 1 KiB … 100 MiB) stay
+/// together up to one per palette colour.
 const MAX_SERIES: usize = 6;
 
 /// Finds every sweep of the ok records of `reports`: per benchmark and
@@ -206,9 +208,12 @@ fn facet<'a>(
 ) {
     let varying = varying(&groups);
     let combos: BTreeSet<&Vec<(String, String)>> = groups.iter().map(|((_, o), _)| o).collect();
-    if combos.len() > MAX_SERIES
-        && let Some((split, _)) = varying.iter().min_by_key(|(k, n)| (**n, k.as_str()))
-    {
+    let crowded = match varying.len() {
+        0 => false,
+        1 => combos.len() > svg::PALETTE.len(),
+        _ => combos.len() > MAX_SERIES,
+    };
+    if crowded && let Some((split, _)) = varying.iter().min_by_key(|(k, n)| (**n, k.as_str())) {
         let value = |o: &Vec<(String, String)>| {
             o.iter()
                 .find(|(k, _)| k == split)

@@ -77,8 +77,10 @@ pub fn render_fleet(label: &str, fleet: &Fleet) -> String {
         h.push_str("</table>\n");
     }
 
-    // Each host's headline median per (record key, group).
-    let mut values: BTreeMap<(String, usize), Vec<(String, f64)>> = BTreeMap::new();
+    // Each host's headline median per (record key, group, metric): a host
+    // whose first metric is another one is not drawn against this row.
+    type Cell = (String, usize, String);
+    let mut values: BTreeMap<Cell, Vec<(String, f64)>> = BTreeMap::new();
     let group_of: BTreeMap<String, usize> = view
         .groups
         .iter()
@@ -89,9 +91,9 @@ pub fn render_fleet(label: &str, fleet: &Fleet) -> String {
         let host = host_label(r);
         let g = group_of.get(&host).copied().unwrap_or(0);
         for rec in r.records.iter().filter(|x| x.status == Status::Ok) {
-            if let Some(m) = rec.metrics.first() {
+            if let Some(m) = rec.metrics.first().filter(|m| m.summary.median.is_finite()) {
                 values
-                    .entry((rec.requested_key(), g))
+                    .entry((rec.requested_key(), g, m.name.clone()))
                     .or_default()
                     .push((host.clone(), m.summary.median));
             }
@@ -102,7 +104,10 @@ pub fn render_fleet(label: &str, fleet: &Fleet) -> String {
         let rows: Vec<&FleetRow> = view.rows.iter().filter(|r| r.group == g).collect();
         let strips: Vec<StripRow> = rows
             .iter()
-            .map(|r| strip(r, values.get(&(r.key.clone(), g)).map_or(&[][..], |v| v)))
+            .map(|r| {
+                let cell = (r.key.clone(), g, r.metric.clone());
+                strip(r, values.get(&cell).map_or(&[][..], |v| v))
+            })
             .collect();
         for (n, chunk) in strips.chunks(ROWS_PER_CHART).enumerate() {
             let part = if strips.len() > ROWS_PER_CHART {

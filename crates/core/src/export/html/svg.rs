@@ -22,8 +22,9 @@ pub fn escape(text: &str) -> String {
 }
 
 /// Series colours (colour-blind friendly, Okabe–Ito).
-pub const PALETTE: [&str; 8] = [
+pub const PALETTE: [&str; 10] = [
     "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
+    "#882255", "#999999",
 ];
 
 /// A colour for series `i`.

@@ -483,10 +483,33 @@ fn phases_apart_and_crowded_sweeps_faceted() {
         .unwrap();
     let labels: Vec<&str> = grid.series.iter().map(|(l, _, _)| l.as_str()).collect();
     assert_eq!(labels, ["threads=1", "threads=2", "threads=4", "threads=8"]);
-    // Over threads: op × pattern × block = 12 combinations → faceted too,
-    // and no chart holds more than MAX_SERIES series.
+    // Over threads: op × pattern × block = 12 combinations → faceted on
+    // op, 6 series each; no chart holds more than MAX_SERIES series of
+    // several parameters.
     assert!(found.iter().all(|s| s.series.len() <= MAX_SERIES));
-    assert!(found.iter().filter(|s| s.param == "threads").count() >= 2);
+    assert_eq!(found.iter().filter(|s| s.param == "threads").count(), 2);
+    // One varying parameter keeps its series together, up to a palette's
+    // worth: 9 block sizes in one chart, not 9 charts.
+    let mut rep = base();
+    rep.records.clear();
+    for b in 0..9u64 {
+        for t in [1u64, 2, 4] {
+            rep.records.push(record(
+                "disk.io",
+                &[("block", Value::Int(1024 << b)), ("threads", Value::Int(t))],
+                1e8 * t as f64,
+                "B/s",
+            ));
+        }
+    }
+    let reports = vec![("d.json".to_string(), rep)];
+    let found = sweeps(&reports);
+    let by_threads: Vec<usize> = found
+        .iter()
+        .filter(|s| s.param == "threads")
+        .map(|s| s.series.len())
+        .collect();
+    assert_eq!(by_threads, [9]);
 }
 
 /// A network peak is drawn as the link's line rate, named so.
