@@ -12,11 +12,20 @@
 //! are never counted as moved. Consecutive samples share their boundary
 //! marks, so they tile each stream's time. Senders keep their socket
 //! buffer topped up ([`proto::SEND_WAIT`]): on a long path the bytes in
-//! flight are bounded by it.
+//! flight are bounded by it, and the reports are read between partial
+//! writes.
+//!
+//! Nothing the server says is taken on trust: a report may not count more
+//! than was sent on its stream, nor go back, and its time must advance and
+//! stay within this host's clock since the stream began (plus
+//! [`CLOCK_SLACK`]). A stream that counts nothing for [`DATA_TIMEOUT`]
+//! fails the sample, naming it, even while the others flow; one the server
+//! does not end within [`DATA_TIMEOUT`] of the stop is shut down and fails
+//! the record.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
@@ -176,15 +185,15 @@ impl Benchmark for TcpThroughput {
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
+/// How far a report's time may run ahead of this host's clock since the
+/// stream began: the two clocks tick alike, the server's starts later.
+const CLOCK_SLACK: Duration = Duration::from_secs(1);
 
 /// What the streams' threads share with the thread that takes samples.
 struct Meter {
-    /// Receiver-side bytes of every stream, as known here (for `up`, as of
-    /// the server's latest report).
-    total: AtomicU64,
-    /// The sampler waiting in [`Meter::wait_for`] is woken when `total`
-    /// reaches this (`u64::MAX`: nobody waits).
-    wake_at: AtomicU64,
+    /// Streams still short of their share of the sample being waited for:
+    /// the stream that brings it to 0 wakes the sampler.
+    short: AtomicUsize,
     waiter: Mutex<Option<Thread>>,
     /// The first stream failure; the next sample (or the finish) fails
     /// with it.
@@ -192,25 +201,20 @@ struct Meter {
     failed: AtomicBool,
     /// Set at the end: the streams stop.
     stop: AtomicBool,
+    /// How long a stream may go without progress, and how long it may take
+    /// to end after the stop ([`DATA_TIMEOUT`]; shorter in tests).
+    idle: Duration,
 }
 
 impl Meter {
-    fn new() -> Meter {
+    fn new(idle: Duration) -> Meter {
         Meter {
-            total: AtomicU64::new(0),
-            wake_at: AtomicU64::new(u64::MAX),
+            short: AtomicUsize::new(0),
             waiter: Mutex::new(None),
             failure: Mutex::new(None),
             failed: AtomicBool::new(false),
             stop: AtomicBool::new(false),
-        }
-    }
-
-    /// `n` more bytes reached a receiver.
-    fn add(&self, n: u64) {
-        let now = self.total.fetch_add(n, Ordering::SeqCst) + n;
-        if now >= self.wake_at.load(Ordering::SeqCst) {
-            self.wake();
+            idle,
         }
     }
 
@@ -237,69 +241,75 @@ impl Meter {
             .take()
             .unwrap_or_else(|| BenchError::Other("a data stream failed".into()))
     }
+}
 
-    /// Waits until `total` reaches `target` and `ready()` holds (every
-    /// stream has moved its share), or a stream fails, or no byte arrives
-    /// for [`DATA_TIMEOUT`]. A stream that stalls while the others flow
-    /// fails on its own socket's timeout.
-    fn wait_for(&self, target: u64, ready: impl Fn() -> bool) -> Result<(), BenchError> {
-        *lock(&self.waiter) = Some(thread::current());
-        self.wake_at.store(target, Ordering::SeqCst);
-        let mut seen = self.total.load(Ordering::SeqCst);
-        let mut progress = Instant::now();
-        let result = loop {
-            if self.failed.load(Ordering::SeqCst) {
-                break Err(self.take_failure());
-            }
-            let total = self.total.load(Ordering::SeqCst);
-            if total >= target && ready() {
-                break Ok(());
-            }
-            if total != seen {
-                seen = total;
-                progress = Instant::now();
-            } else if progress.elapsed() >= DATA_TIMEOUT {
-                break Err(BenchError::Other(format!(
-                    "no data arrived for {} s (is the path to the server still up?)",
-                    DATA_TIMEOUT.as_secs()
-                )));
-            }
-            // Past the total, the slowest stream is polled for; before it,
-            // the streams wake this thread when the total is reached.
-            thread::park_timeout(if total >= target {
-                Duration::from_micros(200)
-            } else {
-                Duration::from_millis(50)
-            });
-        };
-        self.wake_at.store(u64::MAX, Ordering::SeqCst);
-        result
-    }
+/// `d` for a message: "30 s", "0.5 s".
+fn secs(d: Duration) -> String {
+    format!("{} s", d.as_secs_f64())
 }
 
 /// A stream's receiver-side count as known here.
-#[derive(Default)]
 struct Count {
     /// `down`: the bytes read here so far.
     read: AtomicU64,
     /// `up`: the server's latest report (bytes, its nanoseconds).
     report: Mutex<(u64, u64)>,
+    /// The count at which the stream has its share of the sample being
+    /// waited for (`u64::MAX`: none, or already reached).
+    target: AtomicU64,
+}
+
+impl Default for Count {
+    fn default() -> Count {
+        Count {
+            read: AtomicU64::new(0),
+            report: Mutex::new((0, 0)),
+            target: AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
+impl Count {
+    /// The stream's count is now `now`: if that reaches its target, the
+    /// target is claimed (once, by this thread or the sampler) and the last
+    /// stream to get there wakes the sampler.
+    fn reached(&self, now: u64, meter: &Meter) {
+        let t = self.target.load(Ordering::SeqCst);
+        if t != u64::MAX
+            && now >= t
+            && self
+                .target
+                .compare_exchange(t, u64::MAX, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            && meter.short.fetch_sub(1, Ordering::SeqCst) == 1
+        {
+            meter.wake();
+        }
+    }
 }
 
 /// A stream's count at one instant: the bytes its receiver had counted
 /// and when, on the receiver's clock (`up`: the server's nanoseconds since
 /// the stream began, from its report; `down`: this host's, since
 /// [`Streams::epoch`]).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct Mark {
     bytes: u64,
     ns: u64,
+}
+
+/// Who a stream's messages name: its number and the server's address.
+#[derive(Clone)]
+struct Who {
+    index: usize,
+    server: String,
 }
 
 /// One data connection and the thread that drives it: for `up` a sender
 /// that also reads the server's reports, for `down` a receiver.
 struct Stream {
     role: Role,
+    who: Who,
     /// A handle on the connection: the stop byte (`down`), and the
     /// shutdown that unblocks the thread when dropped unfinished.
     sock: TcpStream,
@@ -312,34 +322,66 @@ struct Stream {
 impl Stream {
     fn open(
         dialer: &Dialer,
+        index: usize,
         role: Role,
         block: usize,
         nodelay: bool,
         meter: &Arc<Meter>,
     ) -> Result<Stream, BenchError> {
+        let sock = dialer.attach(role, nodelay)?;
+        Stream::start(sock, index, role, block, meter)
+    }
+
+    /// Starts the stream on an attached connection.
+    fn start(
+        mut sock: TcpStream,
+        index: usize,
+        role: Role,
+        block: usize,
+        meter: &Arc<Meter>,
+    ) -> Result<Stream, BenchError> {
         let io = |what: &str, e| BenchError::io(format!("{what} (data connection)"), e);
-        let mut sock = dialer.attach(role, nodelay)?;
+        let who = Who {
+            index,
+            server: match sock.peer_addr() {
+                Ok(a) => format!("the server at {a}"),
+                Err(_) => "the server".into(),
+            },
+        };
+        sock.set_read_timeout(Some(meter.idle))
+            .map_err(|e| io("setting up the stream", e))?;
+        // Before the server's clock for the stream starts.
+        let started = Instant::now();
         sock.write_all(&STREAM.to_be_bytes())
             .map_err(|e| io("starting the stream", e))?;
         let count = Arc::new(Count::default());
         let handle = sock.try_clone().map_err(|e| io("cloning", e))?;
-        let (c, m) = (count.clone(), meter.clone());
+        let (c, m, w) = (count.clone(), meter.clone(), who.clone());
         let worker = match role {
             Role::Sink => thread::Builder::new()
                 .name("benchsuite-net-send".into())
-                .spawn(move || send(sock, block, &c, &m)),
+                .spawn(move || send(sock, block, &c, &m, Reports::new(w, started))),
             Role::Source => thread::Builder::new()
                 .name("benchsuite-net-recv".into())
-                .spawn(move || receive(sock, block, &c, &m)),
+                .spawn(move || receive(sock, block, &c, &m, &w)),
             Role::Echo => return Err(BenchError::Other("echo is not a throughput role".into())),
         }
         .map_err(|e| BenchError::io("spawning a stream thread", e))?;
         Ok(Stream {
             role,
+            who,
             sock: handle,
             count,
             worker: Some(worker),
         })
+    }
+
+    /// The receiver's count as known here.
+    fn current(&self) -> u64 {
+        match self.role {
+            Role::Sink => lock(&self.count.report).0,
+            _ => self.count.read.load(Ordering::SeqCst),
+        }
     }
 
     fn mark(&self, epoch: Instant) -> Mark {
@@ -379,19 +421,41 @@ impl Drop for Stream {
 }
 
 /// The server's count reports as they arrive on an `up` stream: whole
-/// ones go to the stream's [`Count`] and the meter.
-#[derive(Default)]
+/// ones are checked and go to the stream's [`Count`].
 struct Reports {
+    who: Who,
+    /// When this host started the stream (before the server's clock for
+    /// it started).
+    started: Instant,
     /// A report's first bytes, when a read ended inside one.
     part: [u8; REPORT_LEN],
     filled: usize,
-    /// The server's latest count.
+    /// The server's latest count and its time.
     last: u64,
+    last_ns: u64,
 }
 
 impl Reports {
-    /// Takes `bytes` of the report stream.
-    fn feed(&mut self, mut bytes: &[u8], count: &Count, meter: &Meter) -> Result<(), BenchError> {
+    fn new(who: Who, started: Instant) -> Reports {
+        Reports {
+            who,
+            started,
+            part: [0; REPORT_LEN],
+            filled: 0,
+            last: 0,
+            last_ns: 0,
+        }
+    }
+
+    /// Takes `bytes` of the report stream; `sent` is what this host has
+    /// written on the stream so far.
+    fn feed(
+        &mut self,
+        mut bytes: &[u8],
+        sent: u64,
+        count: &Count,
+        meter: &Meter,
+    ) -> Result<(), BenchError> {
         while !bytes.is_empty() {
             let n = (REPORT_LEN - self.filled).min(bytes.len());
             self.part[self.filled..self.filled + n].copy_from_slice(&bytes[..n]);
@@ -402,15 +466,43 @@ impl Reports {
             }
             self.filled = 0;
             let (got, ns) = proto::decode_report(&self.part);
-            if got < self.last {
-                return Err(BenchError::Verify(format!(
-                    "the server's count went back from {} to {got} bytes",
-                    self.last
-                )));
-            }
+            self.check(got, ns, sent)?;
             *lock(&count.report) = (got, ns);
-            meter.add(got - self.last);
             self.last = got;
+            self.last_ns = ns;
+            count.reached(got, meter);
+        }
+        Ok(())
+    }
+
+    /// A report must count no more than was sent, no less than the last
+    /// one, and come later than it, but not later than this host's clock
+    /// allows.
+    fn check(&self, got: u64, ns: u64, sent: u64) -> Result<(), BenchError> {
+        let Who { index, server } = &self.who;
+        if got > sent {
+            return Err(BenchError::Verify(format!(
+                "{server} reported {got} bytes for stream {index} but only {sent} were sent"
+            )));
+        }
+        if got < self.last {
+            return Err(BenchError::Verify(format!(
+                "{server}'s count for stream {index} went back from {} to {got} bytes",
+                self.last
+            )));
+        }
+        if ns <= self.last_ns {
+            return Err(BenchError::Verify(format!(
+                "{server}'s clock for stream {index} did not advance: a report at {ns} ns came after one at {} ns",
+                self.last_ns
+            )));
+        }
+        let limit = self.started.elapsed() + CLOCK_SLACK;
+        if u128::from(ns) > limit.as_nanos() {
+            return Err(BenchError::Verify(format!(
+                "{server} reported a time of {ns} ns for stream {index}, more than the {} since the stream began here",
+                secs(limit)
+            )));
         }
         Ok(())
     }
@@ -419,6 +511,7 @@ impl Reports {
     fn poll(
         &mut self,
         sock: &mut TcpStream,
+        sent: u64,
         count: &Count,
         meter: &Meter,
     ) -> Result<(), BenchError> {
@@ -433,26 +526,42 @@ impl Reports {
             if n == 0 {
                 break;
             }
-            self.feed(&buf[..n], count, meter)?;
+            self.feed(&buf[..n], sent, count, meter)?;
             waiting -= n.min(waiting);
         }
         Ok(())
     }
 
     /// Reads the reports to the server's end of file (after our shutdown):
-    /// the server's total.
+    /// the server's total. A server that has not ended the stream
+    /// [`Meter::idle`] after the stop has its connection shut down.
     fn finish(
         mut self,
         sock: &mut TcpStream,
+        sent: u64,
         count: &Count,
         meter: &Meter,
     ) -> Result<u64, BenchError> {
+        let deadline = Instant::now() + meter.idle;
         let mut buf = [0u8; 64 * REPORT_LEN];
         loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let _ = sock.shutdown(Shutdown::Both);
+                return Err(BenchError::Other(format!(
+                    "{} did not end stream {} within {} of the stop (no end of file after the last count)",
+                    self.who.server,
+                    self.who.index,
+                    secs(meter.idle)
+                )));
+            }
+            sock.set_read_timeout(Some(left)).map_err(|e| {
+                BenchError::io("reading the server's last count (data connection)", e)
+            })?;
             match sock.read(&mut buf) {
                 Ok(0) => break,
-                Ok(n) => self.feed(&buf[..n], count, meter)?,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Ok(n) => self.feed(&buf[..n], sent, count, meter)?,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted || proto::is_timeout(&e) => {}
                 Err(e) => {
                     return Err(BenchError::io(
                         "reading the server's last count (data connection)",
@@ -462,44 +571,66 @@ impl Reports {
             }
         }
         if self.filled != 0 {
-            return Err(BenchError::Other(
-                "the server closed the data connection inside a count report".into(),
-            ));
+            return Err(BenchError::Other(format!(
+                "{} closed stream {} inside a count report",
+                self.who.server, self.who.index
+            )));
         }
         Ok(self.last)
     }
 }
 
 /// `up`: writes `block`-sized pieces until the stop, reading the server's
-/// count reports as they come (every [`proto::REPORT_INTERVAL`]), then
-/// shuts the write side down and reads the reports to the end: the
-/// server's total, which must be every byte written.
-fn send(mut sock: TcpStream, block: usize, count: &Count, meter: &Meter) -> Option<u64> {
+/// count reports as they come (every [`proto::REPORT_INTERVAL`], between
+/// partial writes too: a block may take long on a slow path), then shuts
+/// the write side down and reads the reports to the end: the server's
+/// total, which must be every byte written.
+fn send(
+    mut sock: TcpStream,
+    block: usize,
+    count: &Count,
+    meter: &Meter,
+    mut reports: Reports,
+) -> Option<u64> {
     let run = |sock: &mut TcpStream| -> Result<u64, BenchError> {
         let io = |what: &str, e| BenchError::io(format!("{what} (data connection)"), e);
         // Non-zero contents, so nothing on the way can treat the buffer as
         // a special (zero) page.
         let buf = vec![0xa5u8; block];
-        let mut sent: u64 = 0;
-        let mut reports = Reports::default();
+        let (mut sent, mut at): (u64, usize) = (0, 0);
         // A short write timeout, retried: see `proto::SEND_WAIT`.
         sock.set_write_timeout(Some(proto::SEND_WAIT))
             .map_err(|e| io("setting up the stream", e))?;
-        let mut polled = Instant::now();
+        let (mut progress, mut polled) = (Instant::now(), Instant::now());
         while !meter.stop.load(Ordering::Relaxed) {
-            proto::write_all_retrying(sock, &buf, DATA_TIMEOUT).map_err(|e| io("sending", e))?;
-            sent += block as u64;
+            match sock.write(&buf[at..]) {
+                Ok(0) => return Err(io("sending", io::ErrorKind::WriteZero.into())),
+                Ok(n) => {
+                    sent += n as u64;
+                    at = (at + n) % block;
+                    progress = Instant::now();
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if proto::is_timeout(&e) => {
+                    if progress.elapsed() >= meter.idle {
+                        return Err(io("sending", e));
+                    }
+                }
+                Err(e) => return Err(io("sending", e)),
+            }
             if polled.elapsed() >= proto::REPORT_INTERVAL {
                 polled = Instant::now();
-                reports.poll(sock, count, meter)?;
+                reports.poll(sock, sent, count, meter)?;
             }
         }
         sock.shutdown(Shutdown::Write)
             .map_err(|e| io("ending the stream", e))?;
-        let counted = reports.finish(sock, count, meter)?;
+        let who = reports.who.clone();
+        let counted = reports.finish(sock, sent, count, meter)?;
         if counted != sent {
             return Err(BenchError::Verify(format!(
-                "sent {sent} bytes on a stream, the server counted {counted}"
+                "sent {sent} bytes on stream {}, {} counted {counted}",
+                who.index, who.server
             )));
         }
         Ok(counted)
@@ -508,32 +639,89 @@ fn send(mut sock: TcpStream, block: usize, count: &Count, meter: &Meter) -> Opti
 }
 
 /// `down`: reads in `block`-sized reads, counting, until the server's end
-/// of file (after the stop byte). The bytes read.
-fn receive(mut sock: TcpStream, block: usize, count: &Count, meter: &Meter) -> Option<u64> {
+/// of file (after the stop byte). The bytes read. A server that has not
+/// ended the stream [`Meter::idle`] after the stop has its connection shut
+/// down.
+fn receive(
+    mut sock: TcpStream,
+    block: usize,
+    count: &Count,
+    meter: &Meter,
+    who: &Who,
+) -> Option<u64> {
     let mut buf = vec![0u8; block];
     let mut got: u64 = 0;
+    let mut stopping: Option<Instant> = None;
     loop {
+        if stopping.is_none() && meter.stop.load(Ordering::SeqCst) {
+            stopping = Some(Instant::now());
+        }
+        if let Some(t) = stopping
+            && t.elapsed() >= meter.idle
+        {
+            let _ = sock.shutdown(Shutdown::Both);
+            meter.fail(BenchError::Other(format!(
+                "{} did not end stream {} within {} of the stop (it kept sending)",
+                who.server,
+                who.index,
+                secs(meter.idle)
+            )));
+            return None;
+        }
         match sock.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
                 got += n as u64;
-                count.read.fetch_add(n as u64, Ordering::SeqCst);
-                meter.add(n as u64);
+                let now = count.read.fetch_add(n as u64, Ordering::SeqCst) + n as u64;
+                count.reached(now, meter);
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => {
-                meter.fail(BenchError::io("receiving (data connection)", e));
+                meter.fail(BenchError::io(
+                    format!("receiving on stream {} from {}", who.index, who.server),
+                    e,
+                ));
                 return None;
             }
         }
     }
     if !meter.stop.load(Ordering::SeqCst) {
-        meter.fail(BenchError::Other(
-            "the server closed the data connection in the middle of the test".into(),
-        ));
+        meter.fail(BenchError::Other(format!(
+            "{} closed stream {} in the middle of the test",
+            who.server, who.index
+        )));
         return None;
     }
     Some(got)
+}
+
+/// Each stream's rate over a sample (bytes over its receiver's time
+/// between the marks) and the sample's time (the streams' mean interval).
+fn tally(before: &[Mark], after: &[Mark]) -> Result<(Vec<f64>, f64), BenchError> {
+    let (mut rates, mut secs) = (Vec::with_capacity(before.len()), Vec::new());
+    for (i, (b, a)) in before.iter().zip(after).enumerate() {
+        let bytes = a.bytes.saturating_sub(b.bytes);
+        let ns = a.ns.saturating_sub(b.ns);
+        if ns == 0 {
+            if bytes > 0 {
+                return Err(BenchError::Verify(format!(
+                    "stream {i} counted {bytes} bytes in no time on its receiver's clock"
+                )));
+            }
+            rates.push(0.0);
+        } else {
+            let t = ns as f64 * 1e-9;
+            rates.push(bytes as f64 / t);
+            secs.push(t);
+        }
+    }
+    let time = secs.iter().sum::<f64>() / secs.len().max(1) as f64;
+    if !(time > 0.0 && time.is_finite()) {
+        return Err(BenchError::Other(
+            "a sample took no time on any stream's clock: it has no rate".into(),
+        ));
+    }
+    Ok((rates, time))
 }
 
 /// The test's streams, flowing from [`Streams::open`] to
@@ -551,29 +739,95 @@ struct Streams {
 }
 
 impl Streams {
+    fn new(block: usize, idle: Duration) -> Streams {
+        Streams {
+            meter: Arc::new(Meter::new(idle)),
+            list: Vec::new(),
+            block: block as u64,
+            epoch: Instant::now(),
+            last: None,
+        }
+    }
+
     fn open(
         dialer: Dialer,
         roles: &[Role],
         block: usize,
         nodelay: bool,
     ) -> Result<Streams, BenchError> {
-        let mut s = Streams {
-            meter: Arc::new(Meter::new()),
-            list: Vec::with_capacity(roles.len()),
-            block: block as u64,
-            epoch: Instant::now(),
-            last: None,
-        };
-        for &role in roles {
+        let mut s = Streams::new(block, DATA_TIMEOUT);
+        for (i, &role) in roles.iter().enumerate() {
             // On an error the streams opened so far are stopped by the drop.
-            s.list
-                .push(Stream::open(&dialer, role, block, nodelay, &s.meter)?);
+            let stream = Stream::open(&dialer, i, role, block, nodelay, &s.meter)?;
+            s.list.push(stream);
         }
         Ok(s)
     }
 
     fn marks(&self) -> Vec<Mark> {
         self.list.iter().map(|s| s.mark(self.epoch)).collect()
+    }
+
+    /// Waits until every stream's receiver has counted `share` bytes past
+    /// `before`, or a stream fails, or one counts nothing for
+    /// [`Meter::idle`] (while the others may flow).
+    fn wait(&self, before: &[Mark], share: u64) -> Result<(), BenchError> {
+        let meter = &*self.meter;
+        *lock(&meter.waiter) = Some(thread::current());
+        // Disarmed, counted, then armed: a stream claims its target at most
+        // once, and only after `short` counts it.
+        for s in &self.list {
+            s.count.target.store(u64::MAX, Ordering::SeqCst);
+        }
+        meter.short.store(self.list.len(), Ordering::SeqCst);
+        let targets: Vec<u64> = before
+            .iter()
+            .map(|b| b.bytes.saturating_add(share))
+            .collect();
+        for (s, &t) in self.list.iter().zip(&targets) {
+            s.count.target.store(t, Ordering::SeqCst);
+        }
+        for s in &self.list {
+            s.count.reached(s.current(), meter);
+        }
+        let mut seen: Vec<(u64, Instant)> = self
+            .list
+            .iter()
+            .map(|s| (s.current(), Instant::now()))
+            .collect();
+        let result = 'wait: loop {
+            if meter.failed.load(Ordering::SeqCst) {
+                break Err(meter.take_failure());
+            }
+            if meter.short.load(Ordering::SeqCst) == 0 {
+                break Ok(());
+            }
+            for ((s, &t), (last, at)) in self.list.iter().zip(&targets).zip(&mut seen) {
+                let now = s.current();
+                if now >= t {
+                    continue;
+                }
+                if now != *last {
+                    (*last, *at) = (now, Instant::now());
+                } else if at.elapsed() >= meter.idle {
+                    break 'wait Err(BenchError::Other(format!(
+                        "stream {} ({}) moved no data for {} (is the path to {} still up?)",
+                        s.who.index,
+                        if s.role == Role::Sink {
+                            "up: no count from the server advanced"
+                        } else {
+                            "down: nothing arrived"
+                        },
+                        secs(meter.idle),
+                        s.who.server
+                    )));
+                }
+            }
+            // The last stream to reach its share wakes this thread.
+            thread::park_timeout(meter.idle.min(Duration::from_millis(50)));
+        };
+        *lock(&meter.waiter) = None;
+        result
     }
 
     /// One sample: from where the last one ended until every stream's
@@ -584,40 +838,18 @@ impl Streams {
     /// that time.
     fn sample(&mut self, iters: u64) -> Result<Work, BenchError> {
         let n = self.list.len() as u64;
-        let share = iters.checked_mul(self.block);
-        let want = share
-            .and_then(|b| b.checked_mul(n))
+        let share = iters
+            .checked_mul(self.block)
+            .filter(|b| b.checked_mul(n).is_some())
             .ok_or_else(|| BenchError::Other(format!("a batch of {iters} blocks is too large")))?;
-        let share = share.unwrap_or(u64::MAX);
         let before = match self.last.take() {
             Some(m) => m,
             None => self.marks(),
         };
-        let start: u64 = before.iter().map(|m| m.bytes).sum();
-        self.meter.wait_for(start.saturating_add(want), || {
-            self.list.iter().zip(&before).all(|(s, b)| {
-                let now = match s.role {
-                    Role::Sink => lock(&s.count.report).0,
-                    _ => s.count.read.load(Ordering::SeqCst),
-                };
-                now.saturating_sub(b.bytes) >= share
-            })
-        })?;
+        self.wait(&before, share)?;
         let after = self.marks();
-        let (mut rates, mut secs) = (Vec::with_capacity(before.len()), Vec::new());
-        for (b, a) in before.iter().zip(&after) {
-            let t = a.ns.saturating_sub(b.ns) as f64 * 1e-9;
-            if t > 0.0 {
-                rates.push(a.bytes.saturating_sub(b.bytes) as f64 / t);
-                secs.push(t);
-            } else {
-                // Cannot happen (each stream counted more bytes, so time
-                // passed on its receiver's clock); nothing is claimed.
-                rates.push(0.0);
-            }
-        }
+        let (rates, time) = tally(&before, &after)?;
         self.last = Some(after);
-        let time = secs.iter().sum::<f64>() / secs.len().max(1) as f64;
         let rate: f64 = rates.iter().sum();
         let mut w = Work::ops_bytes(iters * n, (rate * time).round() as u64);
         w.elapsed = Some(Duration::from_secs_f64(time));
@@ -647,8 +879,8 @@ impl Streams {
         let (mut up, mut down) = (0u64, 0u64);
         for s in &mut list {
             match (s.role, s.join(&meter)) {
-                (Role::Sink, Some(counted)) => up += counted,
-                (Role::Source, Some(got)) => down += got,
+                (Role::Sink, Some(counted)) => up = up.saturating_add(counted),
+                (Role::Source, Some(got)) => down = down.saturating_add(got),
                 _ => {}
             }
         }
@@ -658,7 +890,6 @@ impl Streams {
         Ok((up, down))
     }
 }
-
 impl Drop for Streams {
     fn drop(&mut self) {
         // Unfinished: each stream's drop shuts it down and joins it.
@@ -708,29 +939,319 @@ impl Case for TcpCase {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::TcpListener;
+
+    /// A connected pair on loopback: (this host's end, the fake server's).
+    fn pair() -> (TcpStream, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
+        (c, s)
+    }
+
+    fn who() -> Who {
+        Who {
+            index: 3,
+            server: "the server at test".into(),
+        }
+    }
+
+    /// Reads the stream's start word.
+    fn started(s: &mut TcpStream) {
+        let mut w = [0u8; 8];
+        s.read_exact(&mut w).unwrap();
+        assert_eq!(u64::from_be_bytes(w), STREAM);
+    }
+
+    /// A fake server on its own thread.
+    fn serve(mut s: TcpStream, f: impl FnOnce(&mut TcpStream) + Send + 'static) -> JoinHandle<()> {
+        thread::spawn(move || {
+            started(&mut s);
+            f(&mut s);
+        })
+    }
+
+    /// `down`: sends until the write fails; the stop byte is ignored.
+    fn flood(s: &mut TcpStream) {
+        let buf = [0x5au8; 16 << 10];
+        while s.write_all(&buf).is_ok() {}
+    }
+
+    /// `down`, well behaved: sends until the stop byte, then ends.
+    fn source(s: &mut TcpStream) {
+        let mut r = s.try_clone().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let st = stop.clone();
+        let t = thread::spawn(move || {
+            let _ = r.read(&mut [0u8; 1]);
+            st.store(true, Ordering::SeqCst);
+        });
+        let buf = [0x5au8; 16 << 10];
+        while !stop.load(Ordering::SeqCst) && s.write_all(&buf).is_ok() {}
+        let _ = s.shutdown(Shutdown::Write);
+        t.join().unwrap();
+    }
+
+    /// `up`, well behaved: counts, reports after every read, and at the
+    /// end of file reports the total and ends.
+    fn sink(s: &mut TcpStream) {
+        let t0 = Instant::now();
+        let (mut buf, mut total) = (vec![0u8; 64 << 10], 0u64);
+        let mut ns = 0;
+        loop {
+            let n = s.read(&mut buf).unwrap();
+            total += n as u64;
+            ns = (t0.elapsed().as_nanos() as u64).max(ns + 1);
+            s.write_all(&proto::encode_report(total, ns)).unwrap();
+            if n == 0 {
+                break;
+            }
+        }
+        s.shutdown(Shutdown::Write).unwrap();
+    }
 
     #[test]
     fn reports_split_anywhere_are_reassembled_and_counted_once() {
-        let (count, meter) = (Count::default(), Meter::new());
+        let (count, meter) = (Count::default(), Meter::new(DATA_TIMEOUT));
         let mut wire = Vec::new();
         for (bytes, ns) in [(10, 1_000), (25, 2_000), (25, 3_000), (90, 4_000)] {
             wire.extend(proto::encode_report(bytes, ns));
         }
-        let mut r = Reports::default();
+        let mut r = Reports::new(who(), Instant::now());
         // Pieces of 1, 7, 20 and the rest: every boundary inside a report.
         let mut rest = &wire[..];
         for cut in [1, 7, 20] {
-            r.feed(&rest[..cut], &count, &meter).unwrap();
+            r.feed(&rest[..cut], 100, &count, &meter).unwrap();
             rest = &rest[cut..];
         }
-        r.feed(rest, &count, &meter).unwrap();
+        r.feed(rest, 100, &count, &meter).unwrap();
         assert_eq!(*lock(&count.report), (90, 4_000));
-        assert_eq!(meter.total.load(Ordering::SeqCst), 90);
         assert_eq!((r.last, r.filled), (90, 0));
         // A count that goes back is a verification failure.
         let e = r
-            .feed(&proto::encode_report(89, 5_000), &count, &meter)
+            .feed(&proto::encode_report(89, 5_000), 100, &count, &meter)
             .unwrap_err();
         assert!(matches!(e, BenchError::Verify(_)), "{e}");
+    }
+
+    #[test]
+    fn reports_that_overcount_or_misstate_the_time_are_rejected() {
+        let (count, meter) = (Count::default(), Meter::new(DATA_TIMEOUT));
+        let fresh = || {
+            let mut r = Reports::new(who(), Instant::now());
+            r.feed(&proto::encode_report(10, 1_000), 10, &count, &meter)
+                .unwrap();
+            r
+        };
+        let bad = |r: &mut Reports, bytes: u64, ns: u64, sent: u64| {
+            let e = r
+                .feed(&proto::encode_report(bytes, ns), sent, &count, &meter)
+                .unwrap_err();
+            assert!(matches!(e, BenchError::Verify(_)), "{e}");
+            e.to_string()
+        };
+        // More than was sent, a huge count among them (no wrap, no panic).
+        let e = bad(&mut fresh(), 11, 2_000, 10);
+        assert!(
+            e.contains("the server at test reported 11 bytes for stream 3 but only 10 were sent"),
+            "{e}"
+        );
+        bad(&mut fresh(), u64::MAX, 2_000, 10);
+        // A time that does not advance, or runs ahead of this host's clock.
+        bad(&mut fresh(), 10, 1_000, 10);
+        bad(&mut fresh(), 10, 999, 10);
+        let e = bad(&mut fresh(), 10, u64::MAX, 10);
+        assert!(e.contains("since the stream began"), "{e}");
+        bad(&mut fresh(), 10, 5_000_000_000, 10);
+        // A report at 0 ns: no time passed since the stream began.
+        let mut r = Reports::new(who(), Instant::now());
+        bad(&mut r, 0, 0, 0);
+        // Within the slack: fine.
+        fresh()
+            .feed(&proto::encode_report(10, 500_000_000), 10, &count, &meter)
+            .unwrap();
+    }
+
+    #[test]
+    fn the_last_stream_to_reach_its_share_wakes_the_sampler_once() {
+        let meter = Meter::new(DATA_TIMEOUT);
+        *lock(&meter.waiter) = Some(thread::current());
+        let (a, b) = (Count::default(), Count::default());
+        meter.short.store(2, Ordering::SeqCst);
+        a.target.store(100, Ordering::SeqCst);
+        b.target.store(50, Ordering::SeqCst);
+        a.reached(99, &meter);
+        assert_eq!(meter.short.load(Ordering::SeqCst), 2);
+        a.reached(100, &meter);
+        a.reached(200, &meter);
+        assert_eq!(meter.short.load(Ordering::SeqCst), 1);
+        // Not armed: no effect, even at the largest count.
+        Count::default().reached(u64::MAX, &meter);
+        assert_eq!(meter.short.load(Ordering::SeqCst), 1);
+        let waker = thread::scope(|s| s.spawn(|| b.reached(60, &meter)).join());
+        waker.unwrap();
+        assert_eq!(meter.short.load(Ordering::SeqCst), 0);
+        // The unpark came: this returns at once, not after the timeout.
+        let t = Instant::now();
+        thread::park_timeout(Duration::from_secs(30));
+        assert!(t.elapsed() < Duration::from_secs(20));
+    }
+
+    #[test]
+    fn a_sample_with_no_time_is_an_error_not_a_nan() {
+        let m = |bytes, ns| Mark { bytes, ns };
+        let e = tally(&[m(0, 5)], &[m(0, 5)]).unwrap_err();
+        assert!(e.to_string().contains("no time"), "{e}");
+        let e = tally(&[m(0, 5)], &[m(7, 5)]).unwrap_err();
+        assert!(e.to_string().contains("stream 0 counted 7 bytes"), "{e}");
+        let (rates, time) = tally(&[m(0, 0), m(0, 0)], &[m(1000, 1_000_000), m(0, 0)]).unwrap();
+        assert_eq!(time, 1e-3);
+        assert_eq!(rates, vec![1e6, 0.0]);
+    }
+
+    /// Streams on fake servers: each `(role, server)` gets a connection.
+    #[allow(clippy::type_complexity)]
+    fn streams(
+        block: usize,
+        idle: Duration,
+        servers: Vec<(Role, Box<dyn FnOnce(&mut TcpStream) + Send>)>,
+    ) -> (Streams, Vec<JoinHandle<()>>) {
+        let mut s = Streams::new(block, idle);
+        let mut fakes = Vec::new();
+        for (i, (role, f)) in servers.into_iter().enumerate() {
+            let (c, srv) = pair();
+            fakes.push(serve(srv, f));
+            s.list
+                .push(Stream::start(c, i, role, block, &s.meter).unwrap());
+        }
+        (s, fakes)
+    }
+
+    #[test]
+    fn well_behaved_servers_give_finite_samples_and_a_clean_stop() {
+        let (mut s, fakes) = streams(
+            4 << 10,
+            Duration::from_secs(10),
+            vec![
+                (Role::Sink, Box::new(sink)),
+                (Role::Source, Box::new(source)),
+                (Role::Sink, Box::new(sink)),
+            ],
+        );
+        for _ in 0..3 {
+            let w = s.sample(8).unwrap();
+            let t = w.elapsed.unwrap();
+            assert!(t > Duration::ZERO);
+            let min = w.values["stream_min"];
+            assert!(min.is_finite() && min > 0.0, "{min}");
+        }
+        let (up, down) = s.stop().unwrap();
+        assert!(up >= 2 * 3 * 8 * (4 << 10), "{up}");
+        assert!(down >= 3 * 8 * (4 << 10), "{down}");
+        for f in fakes {
+            f.join().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_stream_that_stops_counting_fails_the_sample_naming_it() {
+        // Stream 0 flows; stream 1's server takes the bytes but never
+        // reports a count.
+        let (mut s, fakes) = streams(
+            1 << 10,
+            Duration::from_secs(1),
+            vec![
+                (Role::Source, Box::new(flood)),
+                (
+                    Role::Sink,
+                    Box::new(|s: &mut TcpStream| {
+                        let mut buf = vec![0u8; 64 << 10];
+                        while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
+                    }),
+                ),
+            ],
+        );
+        let e = s.sample(4).unwrap_err().to_string();
+        assert!(e.contains("stream 1 (up"), "{e}");
+        drop(s);
+        for f in fakes {
+            f.join().unwrap();
+        }
+    }
+
+    #[test]
+    fn stop_ends_when_a_server_ignores_it() {
+        // `down`: the server keeps sending after the stop byte; `up`: it
+        // keeps reporting after our end of file and never ends its own.
+        let (mut s, fakes) = streams(
+            1 << 10,
+            Duration::from_secs(1),
+            vec![
+                (Role::Source, Box::new(flood)),
+                (
+                    Role::Sink,
+                    Box::new(|s: &mut TcpStream| {
+                        s.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
+                        let (t0, mut total) = (Instant::now(), 0u64);
+                        let mut buf = vec![0u8; 64 << 10];
+                        loop {
+                            match s.read(&mut buf) {
+                                // Our end of file: reports go on regardless.
+                                Ok(0) => thread::sleep(Duration::from_millis(1)),
+                                Ok(n) => total += n as u64,
+                                Err(e) if proto::is_timeout(&e) => {}
+                                Err(_) => return,
+                            }
+                            let ns = t0.elapsed().as_nanos() as u64;
+                            if s.write_all(&proto::encode_report(total, ns)).is_err() {
+                                return;
+                            }
+                        }
+                    }),
+                ),
+            ],
+        );
+        s.sample(4).unwrap();
+        let e = s.stop().unwrap_err().to_string();
+        assert!(e.contains("did not end stream"), "{e}");
+        for f in fakes {
+            f.join().unwrap();
+        }
+    }
+
+    #[test]
+    fn reports_are_read_while_a_block_is_still_being_written() {
+        // A block far larger than the socket buffers: its write cannot
+        // finish, as on a slow path. The server reads 1 MiB, reports it
+        // and stops reading; the report must still be seen.
+        let held = Arc::new(AtomicBool::new(true));
+        let h = held.clone();
+        let (s, fakes) = streams(
+            64 << 20,
+            Duration::from_secs(20),
+            vec![(
+                Role::Sink,
+                Box::new(move |s: &mut TcpStream| {
+                    let mut buf = vec![0u8; 1 << 20];
+                    s.read_exact(&mut buf).unwrap();
+                    s.write_all(&proto::encode_report(1 << 20, 1_000)).unwrap();
+                    while h.load(Ordering::SeqCst) {
+                        thread::sleep(Duration::from_millis(5));
+                    }
+                }),
+            )],
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while s.list[0].current() == 0 && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(*lock(&s.list[0].count.report), (1 << 20, 1_000));
+        held.store(false, Ordering::SeqCst);
+        drop(s);
+        for f in fakes {
+            f.join().unwrap();
+        }
     }
 }

@@ -12,7 +12,11 @@
 //! benchsuite's median (1 s samples) must reach 0.8× iperf3's (1 s
 //! intervals) in one of up to three interleaved rounds, each way: with a
 //! round trip per sample (protocol version 2) it read a few per cent of
-//! the path's rate.
+//! the path's rate. It must also not claim more than the path carried: in
+//! every round its median stays within [`OVER`]× the bytes the receiving
+//! namespace's interfaces took in during the run (headers included) over
+//! the run's whole time — ground truth that over-counting (bytes left in a
+//! socket buffer, a server's inflated report) would exceed.
 //!
 //! Needs root, `ip`, `tc` (only with netem) and `iperf3`; without them it
 //! skips with the reason. `BENCHSUITE_NETEM_COMPARE_BIN=/path/to/benchsuite`
@@ -47,6 +51,11 @@ const SECS: u64 = 4;
 const TOKEN: &str = "netem-test-token-0123456789abcdef";
 /// Interleaved rounds (benchsuite, then iperf3) tried before failing.
 const ROUNDS: usize = 3;
+/// How far benchsuite's median may exceed the receiving side's average
+/// over the run: that average includes the setup, the slow start and the
+/// teardown, so it is below the steady rate; an over-count of half the
+/// rate or more is caught.
+const OVER: f64 = 1.5;
 
 /// Runs a command; its stderr (or why it could not start) on failure.
 fn cmd(args: &[&str]) -> Result<String, String> {
@@ -306,9 +315,34 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// The bytes the interfaces of namespace `ns` (but its loopback) have
+/// received so far.
+fn rx_bytes(ns: &Netns) -> Result<u64, String> {
+    let text = ns.ip(&["-s", "-j", "link", "show"])?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("`ip -s -j link show`: {e}"))?;
+    let links = v.as_array().ok_or("`ip -s -j link show`: not a list")?;
+    let mut total = 0;
+    for l in links.iter().filter(|l| l["ifname"] != "lo") {
+        total += l["stats64"]["rx"]["bytes"]
+            .as_u64()
+            .ok_or_else(|| format!("`ip -s -j link show`: no rx bytes for {}", l["ifname"]))?;
+    }
+    Ok(total)
+}
+
 /// benchsuite's median throughput in bit/s over the path (server in its
-/// namespace, client in the other, both in this process).
-fn benchsuite(p: &Path, direction: &str) -> Result<f64, String> {
+/// namespace, client in the other, both in this process), and what the
+/// receiving namespace took in over the whole run in bit/s (`None`, with
+/// the reason printed, where its counters cannot be read).
+fn benchsuite(p: &Path, direction: &str) -> Result<(f64, Option<f64>), String> {
+    let receiver = if direction == "up" {
+        &p.server
+    } else {
+        &p.client
+    };
+    let rx0 = rx_bytes(receiver);
+    let t0 = Instant::now();
     let bind = format!("{SERVER_IP}:0").parse().unwrap();
     let server = p.server.run(move || {
         let cfg = ServerConfig::new(bind, Some(TOKEN.to_string()));
@@ -334,6 +368,14 @@ fn benchsuite(p: &Path, direction: &str) -> Result<f64, String> {
         runner::run(&registry, &cfg, &mut Silent).map(|r| r.records)
     });
     server.shutdown();
+    let elapsed = t0.elapsed().as_secs_f64();
+    let carried = match (rx0, rx_bytes(receiver)) {
+        (Ok(a), Ok(b)) => Some(b.saturating_sub(a) as f64 * 8.0 / elapsed),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("skipping the upper bound: cannot read the interface counters: {e}");
+            None
+        }
+    };
     let records = records?.map_err(|e| e.to_string())?;
     let r = records.first().ok_or("no record")?;
     if r.status != Status::Ok {
@@ -352,7 +394,7 @@ fn benchsuite(p: &Path, direction: &str) -> Result<f64, String> {
             .map(|s| (s * 8e-6).round())
             .collect::<Vec<_>>()
     );
-    Ok(m.summary.median * 8.0)
+    Ok((m.summary.median * 8.0, carried))
 }
 
 /// iperf3's median interval in bit/s over the path (the first second
@@ -497,7 +539,19 @@ fn a_30_ms_round_trip_reads_at_least_0_8_of_iperf3() {
         let mut seen = Vec::new();
         let mut passed = false;
         for round in 1..=ROUNDS {
-            let ours = benchsuite(&p, direction).unwrap();
+            let (ours, carried) = benchsuite(&p, direction).unwrap();
+            if let Some(carried) = carried {
+                eprintln!(
+                    "{direction} (round {round}): the receiving side took in {:.0} Mbit/s over the run",
+                    carried * 1e-6
+                );
+                assert!(
+                    ours <= OVER * carried,
+                    "{direction}: benchsuite claimed {:.0} Mbit/s, more than {OVER} × the {:.0} Mbit/s the receiving side took in over the run (over-counting)",
+                    ours * 1e-6,
+                    carried * 1e-6
+                );
+            }
             let theirs = iperf3(&p, direction).unwrap();
             eprintln!(
                 "{direction} (round {round}): benchsuite {:.0} Mbit/s, iperf3 {:.0} Mbit/s, ratio {:.2}",

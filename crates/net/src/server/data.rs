@@ -223,9 +223,12 @@ fn sink_stream(s: &mut StdTcpStream, ctx: &DataCtx, buf: &mut [u8]) -> io::Resul
     let t0 = Instant::now();
     let mut last = t0;
     let mut total: u64 = 0;
-    let report = |s: &mut StdTcpStream, total: u64, at: Instant| {
-        let ns = at.duration_since(t0).as_nanos() as u64;
-        s.write_all(&proto::encode_report(total, ns))
+    // Each report's time is later than the one before (the client rejects
+    // a clock that does not advance), even where the clock's reading is not.
+    let mut last_ns: u64 = 0;
+    let mut report = |s: &mut StdTcpStream, total: u64, at: Instant| {
+        last_ns = (at.duration_since(t0).as_nanos() as u64).max(last_ns + 1);
+        s.write_all(&proto::encode_report(total, last_ns))
     };
     loop {
         let n = match s.read(buf) {
@@ -386,8 +389,10 @@ mod tests {
         assert!(
             reports
                 .windows(2)
-                .all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1)
+                .all(|w| w[0].0 <= w[1].0 && w[0].1 < w[1].1),
+            "counts must not go back and times must advance: {reports:?}"
         );
+        assert!(reports[0].1 > 0, "{reports:?}");
         assert_eq!(reports.last().unwrap().0, sent);
         assert_eq!(received.load(Ordering::SeqCst), sent);
     }
