@@ -63,13 +63,18 @@ pub fn render_fleet(label: &str, fleet: &Fleet) -> String {
                 let o = r.outliers.iter().find(|o| o.host == *host).expect("listed");
                 let _ = write!(
                     h,
-                    "<tr class=\"regressed\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td><td>{:.1}</td></tr>",
+                    "<tr class=\"regressed\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td></tr>",
                     escape(host),
                     escape(&r.key),
                     escape(&r.metric),
                     escape(&format_value(o.value, &r.unit)),
                     escape(&format_value(r.median, &r.unit)),
-                    o.gap_percent,
+                    // A group median of zero has no relative gap.
+                    if o.gap_percent.is_finite() {
+                        format!("{:.1}%", o.gap_percent)
+                    } else {
+                        "-".into()
+                    },
                     o.mads
                 );
             }

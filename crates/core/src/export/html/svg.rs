@@ -477,6 +477,21 @@ pub fn bar_chart(title: &str, bars: &[(String, f64)], format: &dyn Fn(f64) -> St
     out
 }
 
+/// Vertical grid lines at `sx`'s ticks from `t` to `b`, labelled in signed
+/// percent below (the zero line darker): the change and strip charts' axis.
+fn percent_grid(out: &mut String, sx: &Scale, t: f64, b: f64) {
+    for tk in sx.ticks(false, false) {
+        let x = f(sx.map(tk));
+        let _ = write!(
+            out,
+            r##"<line x1="{x}" y1="{t}" x2="{x}" y2="{b}" stroke="{}"/><text x="{x}" y="{}" text-anchor="middle" font-size="10">{:+.0}%</text>"##,
+            if tk == 0.0 { "#333333" } else { "#dddddd" },
+            b + 14.0,
+            tk * 100.0
+        );
+    }
+}
+
 /// One row of the change chart.
 pub struct ChangeRow {
     pub label: String,
@@ -505,16 +520,7 @@ pub fn change_chart(title: &str, rows: &[ChangeRow]) -> String {
     let span = span.min(10.0) * 1.1;
     let sx = Scale::new(-span, span, false, l, r);
     let b = t + rows.len() as f64 * row_h;
-    for tk in sx.ticks(false, false) {
-        let x = f(sx.map(tk));
-        let _ = write!(
-            out,
-            r##"<line x1="{x}" y1="{t}" x2="{x}" y2="{b}" stroke="{}"/><text x="{x}" y="{}" text-anchor="middle" font-size="10">{:+.0}%</text>"##,
-            if tk == 0.0 { "#333333" } else { "#dddddd" },
-            b + 14.0,
-            tk * 100.0
-        );
-    }
+    percent_grid(&mut out, &sx, t, b);
     let clamp = |v: f64| v.clamp(-span, span);
     for (i, row) in rows.iter().enumerate() {
         let y = t + i as f64 * row_h;
@@ -583,16 +589,7 @@ pub fn strip_chart(title: &str, x_label: &str, rows: &[StripRow]) -> String {
     let span = span.min(2.0) * 1.1;
     let sx = Scale::new(-span, span, false, l, r);
     let b = t + rows.len() as f64 * row_h;
-    for tk in sx.ticks(false, false) {
-        let x = f(sx.map(tk));
-        let _ = write!(
-            out,
-            r##"<line x1="{x}" y1="{t}" x2="{x}" y2="{b}" stroke="{}"/><text x="{x}" y="{}" text-anchor="middle" font-size="10">{:+.0}%</text>"##,
-            if tk == 0.0 { "#333333" } else { "#dddddd" },
-            b + 14.0,
-            tk * 100.0
-        );
-    }
+    percent_grid(&mut out, &sx, t, b);
     let clamp = |v: f64| v.clamp(-span, span);
     for (i, row) in rows.iter().enumerate() {
         let y = t + i as f64 * row_h + row_h / 2.0;

@@ -549,3 +549,47 @@ fn a_link_speed_peak_is_named_with_its_rate() {
         "{html}"
     );
 }
+
+/// The fleet page of odd fleets (one host; every median zero; a host
+/// whose headline metric is another) renders well-formed charts.
+#[test]
+fn fleet_pages_of_odd_fleets_are_well_formed() {
+    let host = |name: &str, median: f64, metric: &str| {
+        let mut rep = base();
+        rep.records.clear();
+        rep.host.hostname = Some(name.into());
+        let mut r = record("mem.read", &[("block", Value::Int(64))], median, "B/s");
+        r.metrics[0].name = metric.into();
+        rep.records.push(r);
+        rep
+    };
+    let fleets = [
+        vec![host("a", 1e9, "bandwidth")],
+        vec![
+            host("a", 0.0, "bandwidth"),
+            host("b", 0.0, "bandwidth"),
+            host("c", 0.0, "bandwidth"),
+        ],
+        vec![
+            host("a", 1e9, "bandwidth"),
+            host("b", 1e9, "bandwidth"),
+            host("c", 5e8, "other"),
+        ],
+    ];
+    for hosts in fleets {
+        let n = hosts.len();
+        let fleet = crate::fleet::Fleet {
+            schema_version: crate::report::SCHEMA_VERSION.into(),
+            tool_version: "test".into(),
+            hosts,
+        };
+        let page = render_fleet("f.json", &fleet);
+        assert!(page.contains(&format!("<p>{n} hosts")), "{page}");
+        for s in svgs(&page) {
+            if let Err(e) = well_formed(s) {
+                panic!("{e}\n{s}");
+            }
+            assert!(!s.contains("NaN") && !s.contains("inf"), "{s}");
+        }
+    }
+}
