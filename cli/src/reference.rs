@@ -110,7 +110,12 @@ pub fn cmd_reference(args: &RunArgs) -> Result<i32> {
                     }],
                     ctx: plan.ctx.clone(),
                 };
-                let mut report = benchsuite::runner::run_plan(&single, &cfg, &mut Silent);
+                let mut report = match reference.as_ref().and_then(|r| r.same_cpu) {
+                    Some(cpu) => on_cpu(cpu, || {
+                        benchsuite::runner::run_plan(&single, &cfg, &mut Silent)
+                    }),
+                    None => benchsuite::runner::run_plan(&single, &cfg, &mut Silent),
+                };
                 if let Some(r) = report.records.pop() {
                     let shown = headline(&r, reference.as_ref().map(|x| x.metric));
                     eprintln!("    round {round}/{rounds}: benchsuite {shown}");
@@ -203,6 +208,20 @@ fn headline(r: &Record, metric: Option<&str>) -> String {
     m.map_or_else(String::new, |m| {
         format!("{} {}", m.name, format_value(m.summary.median, &m.unit))
     })
+}
+
+/// Runs `f` with the calling thread pinned to `cpu` (where the tool runs
+/// too: [`Reference::same_cpu`]), then restores the thread's CPUs. If the
+/// pin fails, `f` runs where it would have, and the ratio says so no
+/// better than before.
+fn on_cpu<T>(cpu: usize, f: impl FnOnce() -> T) -> T {
+    let before = benchsuite::team::allowed_cpus();
+    let pinned = benchsuite::team::pin_current_thread(cpu).is_ok();
+    let out = f();
+    if pinned && !before.is_empty() {
+        let _ = benchsuite::team::set_current_thread_cpus(&before);
+    }
+    out
 }
 
 /// The tool's side of one record: its version, its value per round, and

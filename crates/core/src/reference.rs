@@ -49,6 +49,12 @@ pub struct Reference {
     pub parse: ParseFn,
     /// A command line that prints the tool's version.
     pub version_argv: Vec<String>,
+    /// Run both sides on this one CPU: the tool under `taskset -c CPU`
+    /// (already in `argv`), ours on the calling thread pinned to it for its
+    /// rounds. For single-threaded points whose speed depends on which CPU
+    /// runs them (a virtual machine's vCPUs need not be alike), so the
+    /// ratio compares code, not placement.
+    pub same_cpu: Option<usize>,
     /// Files the tool creates that must be removed after each run (fio's
     /// scratch files).
     pub cleanup: Vec<std::path::PathBuf>,
@@ -100,6 +106,7 @@ impl Reference {
             metric,
             parse,
             cleanup: Vec::new(),
+            same_cpu: None,
             note: None,
             env: Vec::new(),
             inputs: Vec::new(),

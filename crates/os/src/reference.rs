@@ -8,20 +8,29 @@ use benchsuite_core::reference::{Reference, argv};
 /// Debian's package for `perf`.
 const PERF_PACKAGE: &str = "linux-perf";
 
-/// `perf bench syscall basic -l LOOPS` for `call=getppid` (its getppid()
-/// loop); None for `call=write_devnull`, which perf has no bench for.
-pub fn syscall(point: &Point) -> Option<Reference> {
+/// `taskset -c CPU perf bench syscall basic -l LOOPS` for `call=getppid`
+/// (its getppid() loop), with ours pinned to the same CPU (`same_cpu`, the
+/// first of `allowed`): the two vCPUs of a virtual machine can differ in
+/// speed for minutes at a time (measured: 202–210 ns on one, 280–288 ns on
+/// the other), and an unpinned pair compares where each side landed. None
+/// for `call=write_devnull`, which perf has no bench for.
+pub fn syscall(point: &Point, allowed: &[usize]) -> Option<Reference> {
     if point.get("call")?.as_str()? != "getppid" {
         return None;
     }
-    let mut r = Reference::new(
-        "perf",
-        PERF_PACKAGE,
-        argv(["perf", "bench", "syscall", "basic", "-l", "10000000"]),
-        "time_per_op",
-        |out| usecs_per_op(out).map(|us| us * 1e-6),
-    );
+    let cpu = *allowed.first()?;
+    let mut a = argv(["taskset", "-c", &cpu.to_string()]);
+    a.extend(argv([
+        "perf", "bench", "syscall", "basic", "-l", "10000000",
+    ]));
+    let mut r = Reference::new("perf", PERF_PACKAGE, a, "time_per_op", |out| {
+        usecs_per_op(out).map(|us| us * 1e-6)
+    });
     r.version_argv = argv(["perf", "--version"]);
+    r.same_cpu = Some(cpu);
+    r.note = Some(format!(
+        "both sides on CPU {cpu}: perf under taskset, ours pinned there for its rounds"
+    ));
     Some(r)
 }
 
@@ -87,13 +96,19 @@ mod tests {
     #[test]
     fn perf_bench_syscall_for_getppid_only() {
         let b = crate::syscall::Syscall;
-        let r = syscall(&point(&b, &[])).unwrap();
-        assert_eq!(r.command(), "perf bench syscall basic -l 10000000");
+        let r = syscall(&point(&b, &[]), &[2, 5]).unwrap();
+        assert_eq!(
+            r.command(),
+            "taskset -c 2 perf bench syscall basic -l 10000000"
+        );
+        // Ours runs pinned to the same CPU.
+        assert_eq!(r.same_cpu, Some(2));
         assert_eq!(
             (r.tool, r.package, r.metric),
             ("perf", "linux-perf", "time_per_op")
         );
-        assert!(syscall(&point(&b, &[("call", "write_devnull")])).is_none());
+        assert!(syscall(&point(&b, &[("call", "write_devnull")]), &[0]).is_none());
+        assert!(syscall(&point(&b, &[]), &[]).is_none(), "no CPU to pin to");
         let out = "# Executed 10000000 getppid() calls\n     Total time: 2.639 [sec]\n\n       0.263922 usecs/op\n        3788992 ops/sec\n";
         assert!(((r.parse)(out).unwrap() - 0.263922e-6).abs() < 1e-15);
     }

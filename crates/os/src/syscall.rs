@@ -53,7 +53,8 @@ impl Benchmark for Syscall {
 
     /// `perf bench syscall basic` for `call=getppid`.
     fn reference(&self, _ctx: &Context, point: &Point) -> Option<benchsuite_core::Reference> {
-        crate::reference::syscall(point)
+        let allowed = sys::thread_affinity().ok()?.cpus();
+        crate::reference::syscall(point, &allowed)
     }
 }
 
