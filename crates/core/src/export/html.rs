@@ -104,7 +104,8 @@ fn headline(r: &Record) -> Option<&Metric> {
 /// parameters) share a chart; past it the sweep is split into one chart
 /// per value of the parameter with the fewest values (a facet), until each
 /// fits. Series of one parameter alone (blocks 1 KiB … 100 MiB) stay
-/// together up to one per palette colour.
+/// together up to one per palette colour; more share out over as few
+/// charts as that takes, consecutive values together.
 const MAX_SERIES: usize = 6;
 
 /// Finds every sweep of the ok records of `reports`: per benchmark and
@@ -226,7 +227,23 @@ fn facet<'a>(
         }
         let mut parts: Vec<_> = parts.into_iter().collect();
         parts.sort_by(|(a, _), (b, _)| numeric_order(a, b));
-        for (_, part) in parts {
+        let mut parts: Vec<Vec<(SeriesKey, Points<'a>)>> =
+            parts.into_iter().map(|(_, p)| p).collect();
+        if varying.len() == 1 {
+            // One parameter with too many values for one chart (blocks
+            // 1 B … 64 KiB): consecutive values share a chart, up to a
+            // palette's worth each, in as few charts as that takes.
+            let per = parts
+                .len()
+                .div_ceil(parts.len().div_ceil(svg::PALETTE.len()));
+            let mut merged = Vec::new();
+            let mut it = parts.into_iter().peekable();
+            while it.peek().is_some() {
+                merged.push(it.by_ref().take(per).flatten().collect());
+            }
+            parts = merged;
+        }
+        for part in parts {
             let sub = Sweep {
                 series: Vec::new(),
                 fixed: String::new(),

@@ -510,6 +510,31 @@ fn phases_apart_and_crowded_sweeps_faceted() {
         .map(|s| s.series.len())
         .collect();
     assert_eq!(by_threads, [9]);
+    // 17 values (1 B … 64 KiB): two charts of 9 and 8 consecutive values,
+    // not 17 charts of one.
+    let mut rep = base();
+    rep.records.clear();
+    for b in 0..17u64 {
+        for t in [1u64, 2] {
+            rep.records.push(record(
+                "net.tcp_throughput",
+                &[("block", Value::Int(1 << b)), ("threads", Value::Int(t))],
+                1e8 * t as f64,
+                "B/s",
+            ));
+        }
+    }
+    let reports = vec![("n.json".to_string(), rep)];
+    let found = sweeps(&reports);
+    let by_threads: Vec<Vec<&str>> = found
+        .iter()
+        .filter(|s| s.param == "threads")
+        .map(|s| s.series.iter().map(|(l, _, _)| l.as_str()).collect())
+        .collect();
+    assert_eq!(by_threads.len(), 2, "{by_threads:?}");
+    assert_eq!((by_threads[0].len(), by_threads[1].len()), (9, 8));
+    assert_eq!(by_threads[0][0], "block=1B");
+    assert_eq!(by_threads[1][0], "block=512B");
 }
 
 /// A network peak is drawn as the link's line rate, named so.
