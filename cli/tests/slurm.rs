@@ -198,11 +198,30 @@ fn run_for(cmd: &mut Command, limit: Duration) -> (Option<ExitStatus>, String, S
     )
 }
 
-/// `n` TCP ports free right now (held together while chosen, so distinct).
+/// `n` TCP ports free right now (held together while chosen, so distinct),
+/// below Linux's ephemeral range (32768–60999 by default): a port the
+/// kernel hands out for `bind(0)` or an outgoing connection could be taken
+/// by a test running beside this one between our check and slurmd's bind.
 fn free_ports(n: usize) -> Vec<u16> {
-    let ls: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a free port"))
-        .collect();
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos() as u64)
+        ^ (u64::from(std::process::id()) << 16);
+    let mut ls: Vec<TcpListener> = Vec::new();
+    for _ in 0..10_000 {
+        if ls.len() == n {
+            break;
+        }
+        // xorshift: a port in 20000..32000.
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let port = 20_000 + (seed % 12_000) as u16;
+        if let Ok(l) = TcpListener::bind(("127.0.0.1", port)) {
+            ls.push(l);
+        }
+    }
+    assert_eq!(ls.len(), n, "no {n} free ports in 20000..32000");
     ls.iter().map(|l| l.local_addr().unwrap().port()).collect()
 }
 
