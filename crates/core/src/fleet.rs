@@ -43,6 +43,12 @@ pub const MAD_SCALE: f64 = 1.4826;
 pub const OUTLIER_MADS: f64 = 3.0;
 /// The smallest spread used, relative to the median.
 pub const MIN_RELATIVE_SPREAD: f64 = 0.005;
+/// The smallest gap, relative to the group median, that makes an outlier
+/// (`compare`'s default threshold): hosts whose medians sit within a
+/// fraction of a percent of each other have a tiny MAD, and 3 of them is
+/// then run-to-run noise (a host 2.5% slower at one syscall), not a slow
+/// host.
+pub const MIN_GAP: f64 = 0.05;
 /// The fewest hosts in a group for its outliers to be judged.
 pub const MIN_HOSTS: usize = 3;
 
@@ -407,7 +413,7 @@ impl FleetRow {
                 Direction::Higher => self.median - x,
                 Direction::Lower => x - self.median,
             };
-            if worse > OUTLIER_MADS * scale {
+            if worse > OUTLIER_MADS * scale && worse >= MIN_GAP * self.median.abs() {
                 self.outliers.push(Outlier {
                     host: host.clone(),
                     value: *x,
@@ -529,18 +535,20 @@ impl FleetView {
         if flagged.is_empty() {
             writeln!(
                 out,
-                "no outlier host: none is beyond {OUTLIER_MADS} scaled MADs (1.4826 × MAD) of its group's median in the bad direction"
+                "no outlier host: none is beyond {OUTLIER_MADS} scaled MADs (1.4826 × MAD) of its group's median and at least {:.0}% worse",
+                MIN_GAP * 100.0
             )?;
         } else {
             for (host, rows) in &flagged {
                 writeln!(
                     out,
-                    "outlier: {host} is slow in {} of {} rows of its group (beyond {OUTLIER_MADS} scaled MADs of the group median)",
+                    "outlier: {host} is slow in {} of {} rows of its group (beyond {OUTLIER_MADS} scaled MADs of the group median and at least {:.0}% worse)",
                     rows.len(),
                     self.rows
                         .iter()
                         .filter(|r| r.group == rows[0].group)
-                        .count()
+                        .count(),
+                    MIN_GAP * 100.0
                 )?;
             }
         }
@@ -654,6 +662,32 @@ mod tests {
         v.truncate(5);
         v.push(("fast.json".into(), host("fast", 9, 0.6)));
         assert!(Fleet::merge(v).unwrap().view().outlier_hosts().is_empty());
+    }
+
+    /// Hosts within a fraction of a percent of each other have a tiny MAD:
+    /// a host 3% slower is beyond 3 of them, but it is noise, not a slow
+    /// host; 8% slower is one.
+    #[test]
+    fn a_gap_under_min_gap_is_not_an_outlier() {
+        let tight = [1.0, 1.001, 0.999, 1.0005, 0.9995];
+        let with = |slow: f64| {
+            let mut v: Vec<(String, Report)> = tight
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (format!("n{i}.json"), host(&format!("n{i}"), i as u64, *f)))
+                .collect();
+            v.push(("slow.json".into(), host("slow", 5, slow)));
+            Fleet::merge(v).unwrap().view()
+        };
+        let view = with(1.03);
+        // 3% is beyond 3 scaled MADs here, so only MIN_GAP keeps it out.
+        let row = &view.rows[0];
+        let scale = row.spread.max(MIN_RELATIVE_SPREAD * row.median.abs());
+        assert!(0.03 * row.median.abs() / 1.03 > OUTLIER_MADS * scale * 0.9);
+        assert!(view.outlier_hosts().is_empty(), "{:?}", view.outlier_hosts());
+        let view = with(1.08);
+        let flagged: Vec<&str> = view.outlier_hosts().keys().copied().collect();
+        assert_eq!(flagged, ["slow-r5"]);
     }
 
     #[test]

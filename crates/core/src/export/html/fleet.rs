@@ -15,7 +15,9 @@ use std::fmt::Write as _;
 use super::svg::{StripRow, color, escape, strip_chart};
 use super::{DATA_ID, STYLE};
 use crate::bench::Direction;
-use crate::fleet::{Fleet, FleetRow, MIN_HOSTS, MIN_RELATIVE_SPREAD, OUTLIER_MADS, host_label};
+use crate::fleet::{
+    Fleet, FleetRow, MIN_GAP, MIN_HOSTS, MIN_RELATIVE_SPREAD, OUTLIER_MADS, host_label,
+};
 use crate::report::Status;
 use crate::units::format_value;
 
@@ -34,10 +36,11 @@ pub fn render_fleet(label: &str, fleet: &Fleet) -> String {
     );
     let _ = writeln!(
         h,
-        "<p>{} hosts in {} group{} (hosts differing in CPU model, microcode, kernel, memory size or governor are grouped apart; outliers are judged within a group of at least {MIN_HOSTS}: beyond {OUTLIER_MADS} scaled MADs of the group's median, in the bad direction).</p>",
+        "<p>{} hosts in {} group{} (hosts differing in CPU model, microcode, kernel, memory size or governor are grouped apart; outliers are judged within a group of at least {MIN_HOSTS}: beyond {OUTLIER_MADS} scaled MADs of the group's median in the bad direction, and at least {:.0}% worse).</p>",
         fleet.hosts.len(),
         view.groups.len(),
-        if view.groups.len() == 1 { "" } else { "s" }
+        if view.groups.len() == 1 { "" } else { "s" },
+        MIN_GAP * 100.0
     );
     h.push_str("<table><tr><th>group</th><th>hosts</th><th>facts</th></tr>");
     for (i, g) in view.groups.iter().enumerate() {
@@ -178,7 +181,7 @@ fn strip(r: &FleetRow, hosts: &[(String, f64)]) -> StripRow {
         .collect();
     let threshold = (r.hosts >= MIN_HOSTS && r.median != 0.0).then(|| {
         let scale = r.spread.max(MIN_RELATIVE_SPREAD * r.median.abs());
-        -OUTLIER_MADS * scale / r.median.abs()
+        -(OUTLIER_MADS * scale).max(MIN_GAP * r.median.abs()) / r.median.abs()
     });
     StripRow {
         label: format!("{} {}", r.key, r.metric),
