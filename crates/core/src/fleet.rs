@@ -684,7 +684,11 @@ mod tests {
         let row = &view.rows[0];
         let scale = row.spread.max(MIN_RELATIVE_SPREAD * row.median.abs());
         assert!(0.03 * row.median.abs() / 1.03 > OUTLIER_MADS * scale * 0.9);
-        assert!(view.outlier_hosts().is_empty(), "{:?}", view.outlier_hosts());
+        assert!(
+            view.outlier_hosts().is_empty(),
+            "{:?}",
+            view.outlier_hosts()
+        );
         let view = with(1.08);
         let flagged: Vec<&str> = view.outlier_hosts().keys().copied().collect();
         assert_eq!(flagged, ["slow-r5"]);
