@@ -664,17 +664,8 @@ impl Pairing {
                 self.mode.name()
             );
             if !cancelled {
-                for (bench, point) in &steps[acc.records.len().min(steps.len())..] {
-                    let id = bench.meta().id;
-                    let r = Record::failed(
-                        id,
-                        point.clone(),
-                        format!("--net-pairs {}: {why}", self.mode.name()),
-                    );
-                    observer.record_start(id, point);
-                    observer.record_done(&r);
-                    acc.records.push(r);
-                }
+                let left = &steps[acc.records.len().min(steps.len())..];
+                self.record_unmeasured(left, Record::failed, &why.to_string(), observer, &mut acc);
             }
         }
         self.completed.set(true);
@@ -880,19 +871,32 @@ impl Pairing {
                 self.rank,
                 self.mode.name()
             );
-            for (bench, point) in steps {
-                let id = bench.meta().id;
-                let r = Record::skipped(
-                    id,
-                    point.clone(),
-                    format!("--net-pairs {}: {why}", self.mode.name()),
-                );
-                observer.record_start(id, point);
-                observer.record_done(&r);
-                acc.records.push(r);
-            }
+            self.record_unmeasured(steps, Record::skipped, &why, observer, acc);
         }
         Ok(())
+    }
+
+    /// One record per step this rank does not measure (`make`: skipped or
+    /// failed), with `why`, reported to the observer as it goes.
+    fn record_unmeasured(
+        &self,
+        steps: &[(&dyn Benchmark, Point)],
+        make: fn(&str, Point, String) -> Record,
+        why: &str,
+        observer: &mut dyn Observer,
+        acc: &mut Acc,
+    ) {
+        for (bench, point) in steps {
+            let id = bench.meta().id;
+            let r = make(
+                id,
+                point.clone(),
+                format!("--net-pairs {}: {why}", self.mode.name()),
+            );
+            observer.record_start(id, point);
+            observer.record_done(&r);
+            acc.records.push(r);
+        }
     }
 
     /// Measures `server` point by point, the round's `clients` starting
