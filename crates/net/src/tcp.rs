@@ -650,6 +650,7 @@ fn receive(
     who: &Who,
 ) -> Option<u64> {
     let mut buf = vec![0u8; block];
+    let mut low = crate::sys::LowWater::for_block(block);
     let mut got: u64 = 0;
     let mut stopping: Option<Instant> = None;
     loop {
@@ -671,6 +672,7 @@ fn receive(
         match sock.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
+                low.tick(&sock);
                 got += n as u64;
                 let now = count.read.fetch_add(n as u64, Ordering::SeqCst) + n as u64;
                 count.reached(now, meter);

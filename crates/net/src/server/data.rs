@@ -230,6 +230,7 @@ fn sink_stream(s: &mut StdTcpStream, ctx: &DataCtx, buf: &mut [u8]) -> io::Resul
         last_ns = (at.duration_since(t0).as_nanos() as u64).max(last_ns + 1);
         s.write_all(&proto::encode_report(total, last_ns))
     };
+    let mut low = crate::sys::LowWater::for_block(buf.len());
     loop {
         let n = match s.read(buf) {
             Ok(0) => break,
@@ -237,6 +238,7 @@ fn sink_stream(s: &mut StdTcpStream, ctx: &DataCtx, buf: &mut [u8]) -> io::Resul
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
+        low.tick(s);
         // The time is read after the read returned: the report's bytes
         // had all arrived by then.
         let now = Instant::now();
