@@ -80,8 +80,9 @@ pub struct Uarch {
     /// scalar, 128, 256, 512 bits. Cores with extra FP adders exceed the
     /// FMA unit count here.
     pub muladd_per_cycle: [u32; 4],
-    /// Integer SIMD instruction throughput (instructions per cycle per
-    /// core) by kernel key; an instruction not listed gets no peak.
+    /// Integer instruction throughput (register-to-register instructions per
+    /// cycle per core, the reciprocal of the reciprocal throughput) by
+    /// `cpu.iops` kernel key; an instruction not listed gets no peak.
     pub int_per_cycle: &'static [(&'static str, f64)],
 }
 
@@ -92,6 +93,19 @@ pub struct Uarch {
 /// cores (the Intrinsics Guide's CPI): multiplies and dot products on both
 /// 512-bit pipes (CPI 0.5); `vpmulld` is 2 µops (CPI 1), `vpmullq` 3 µops
 /// (CPI 1.5); scalar `imul` runs on port 1 only.
+///
+/// LLVM's models disagree in two places; Intel's figures are kept. The Ice
+/// Lake model (llvm/lib/Target/X86/X86SchedIceLake.td, one model for client
+/// and server Ice Lake) puts `vpmullq zmm` on port 0 only, reciprocal
+/// throughput 3.00 (llvm/test/tools/llvm-mca/X86/IceLakeServer/
+/// resources-avx512dq.s); the rest matches (`vpdpbusd zmm` 0.50 on ports 0
+/// and 5, resources-avx512vnni.s). The Sapphire Rapids model
+/// (X86SchedSapphireRapids.td, inferred from measurements) puts its 512-bit
+/// FMA class (WriteFMAZ) and `vpdpbusd zmm` on port 0 only (1.00,
+/// SapphireRapids/resources-avx512vnni.s), i.e. it describes one 512-bit unit,
+/// not the two of a Xeon; its AVX-VNNI `vpdpbusd ymm` (0.50 on ports 0 and 1,
+/// resources-avxvnni.s) matches. Ice Lake-SP has no AVX-VNNI, so its `ymm`
+/// dot-product entries are never looked up.
 const INTEL_SERVER_INT: &[(&str, f64)] = &[
     ("vpdpbusd zmm", 2.0),
     ("vpdpwssd zmm", 2.0),
@@ -131,6 +145,37 @@ const ICX: Uarch = Uarch {
     muladd_per_cycle: [2, 2, 2, 2],
     ..SPR
 };
+
+/// Skylake-SP / Cascade Lake / Cooper Lake integer throughputs, from LLVM's
+/// Skylake server scheduling model (llvm/lib/Target/X86/
+/// X86SchedSkylakeServer.td): 512-bit multiplies and multiply-adds
+/// (WriteVecIMulZ: `vpmaddwd`, `vpmaddubsw`, and the Cascade Lake VNNI dot
+/// products, which LLVM's Ice Lake model, with the same ports, also runs
+/// there) issue on ports 0 and 5, 2 per cycle; `vpmulld zmm` (WritePMULLDZ) is 2 µops on
+/// them, 1 per cycle; `vpmullq zmm` is 3 µops, reciprocal throughput 1.50
+/// (llvm/test/tools/llvm-mca/X86/SkylakeServer/resources-avx512dq.s); 256-
+/// and 128-bit multiplies (WriteVecIMulX/Y) issue on ports 0 and 1, 2 per
+/// cycle, `vpmulld ymm` 2 µops, 1 per cycle; `imul r32`/`imul r64`
+/// (WriteIMul32Reg/WriteIMul64Reg) 1 per cycle on port 1. Skylake-SP has no
+/// AVX512-VNNI, so its dot-product entries are looked up on Cascade and Cooper
+/// Lake only. Port 5's 512-bit unit is the second FMA unit of the Gold 6000 and
+/// Platinum SKUs; LLVM models those, and on the one-unit SKUs the `zmm` rates
+/// here are too high (`--opt fma-ports` does not apply to this table).
+const SKX_INT: &[(&str, f64)] = &[
+    ("vpdpbusd zmm", 2.0),
+    ("vpdpwssd zmm", 2.0),
+    ("vpmaddubsw zmm", 2.0),
+    ("vpmaddwd zmm", 2.0),
+    ("vpmulld zmm", 1.0),
+    ("vpmullq zmm", 2.0 / 3.0),
+    ("vpmaddubsw ymm", 2.0),
+    ("vpmaddwd ymm", 2.0),
+    ("vpmulld ymm", 1.0),
+    ("pmaddwd xmm", 2.0),
+    ("imul r32", 1.0),
+    ("imul r64", 1.0),
+];
+
 /// Skylake-SP, Cascade Lake and Cooper Lake Xeon (family 6 model 0x55):
 /// two 512-bit FMA units (port 0+1 fused, and port 5) on the Gold 6000 and
 /// Platinum SKUs; Bronze, Silver and some Gold 5000 SKUs enable only one,
@@ -142,15 +187,73 @@ const SKX: Uarch = Uarch {
     name: "Skylake-SP/Cascade Lake/Cooper Lake Xeon: 2 × 512-bit FMA units (Gold 6000/Platinum; --opt fma-ports=1 for one-FMA SKUs)",
     fma_per_cycle: [2, 2, 2, 2],
     muladd_per_cycle: [2, 2, 2, 2],
-    int_per_cycle: &[],
+    int_per_cycle: SKX_INT,
 };
-/// Haswell to Comet Lake client/workstation cores: 2 × 256-bit FMA units.
+
+/// Haswell and Broadwell integer throughputs, from LLVM's scheduling models
+/// (llvm/lib/Target/X86/X86SchedHaswell.td and X86SchedBroadwell.td, the
+/// same figures): vector integer multiplies and multiply-adds (WriteVecIMulX/Y)
+/// issue on port 0 only, 1 per cycle; `vpmulld` (WritePMULLD/Y) is 2 µops on
+/// port 0, one every 2 cycles; `imul r32`/`imul r64` 1 per cycle on port 1.
+/// OSACA's Haswell table (RRZE-HPC/OSACA osaca/data/hsw.yml) agrees.
+const HSW_INT: &[(&str, f64)] = &[
+    ("vpmaddubsw ymm", 1.0),
+    ("vpmaddwd ymm", 1.0),
+    ("vpmulld ymm", 0.5),
+    ("pmaddwd xmm", 1.0),
+    ("imul r32", 1.0),
+    ("imul r64", 1.0),
+];
+
+/// Haswell and Broadwell cores (client, Haswell-E/EP, Broadwell-E/EP/DE):
+/// 2 × 256-bit FMA units.
 const HSW_CLIENT: Uarch = Uarch {
-    name: "Haswell..Comet Lake core: 2 × 256-bit FMA units",
+    name: "Haswell/Broadwell core: 2 × 256-bit FMA units",
     fma_per_cycle: [2, 2, 2, 0],
     muladd_per_cycle: [2, 2, 2, 0],
-    int_per_cycle: &[],
+    int_per_cycle: HSW_INT,
 };
+
+/// Skylake to Comet Lake client integer throughputs, from LLVM's Skylake
+/// client model (llvm/lib/Target/X86/X86SchedSkylakeClient.td): vector
+/// integer multiplies and multiply-adds (WriteVecIMulX/Y) issue on ports 0
+/// and 1, 2 per cycle; `vpmulld` (WritePMULLD/Y) is 2 µops on them, 1 per
+/// cycle; `imul r32`/`imul r64` 1 per cycle on port 1. Twice Haswell's vector
+/// rate, hence a separate entry.
+const SKL_CLIENT_INT: &[(&str, f64)] = &[
+    ("vpmaddubsw ymm", 2.0),
+    ("vpmaddwd ymm", 2.0),
+    ("vpmulld ymm", 1.0),
+    ("pmaddwd xmm", 2.0),
+    ("imul r32", 1.0),
+    ("imul r64", 1.0),
+];
+
+/// Skylake, Kaby Lake, Coffee Lake and Comet Lake client cores: 2 × 256-bit
+/// FMA units, as Haswell.
+const SKL_CLIENT: Uarch = Uarch {
+    name: "Skylake..Comet Lake client core: 2 × 256-bit FMA units",
+    int_per_cycle: SKL_CLIENT_INT,
+    ..HSW_CLIENT
+};
+
+/// Zen 2 integer throughputs, from LLVM's Zen 2 scheduling model
+/// (llvm/lib/Target/X86/X86ScheduleZnver2.td): vector integer multiplies and
+/// multiply-adds (WriteVecIMulX/Y) issue on FP pipe 0 only, 1 per cycle;
+/// `vpmulld` (WritePMULLD/Y) holds that pipe 2 cycles; `imul r32`/`imul r64`
+/// 1 per cycle on the multiplier (ALU1). OSACA's measured Zen 2 table
+/// (RRZE-HPC/OSACA osaca/data/zen2.yml) agrees for `pmaddwd`, `vpmaddwd` and
+/// `vpmaddubsw` (pipe 0, reciprocal throughput 1.0) and has no `vpmulld` or
+/// `imul` entry.
+const ZEN2_INT: &[(&str, f64)] = &[
+    ("vpmaddubsw ymm", 1.0),
+    ("vpmaddwd ymm", 1.0),
+    ("vpmulld ymm", 0.5),
+    ("pmaddwd xmm", 1.0),
+    ("imul r32", 1.0),
+    ("imul r64", 1.0),
+];
+
 /// Zen 2: four 256-bit FP pipes, two of them FMA/multiply and two add
 /// (AMD Software Optimization Guide for Family 17h Models 30h and Greater,
 /// pub. 56305, "Floating-Point Unit"): 2 FMAs per cycle, and a
@@ -159,8 +262,27 @@ const ZEN2: Uarch = Uarch {
     name: "AMD Zen 2: 2 × 256-bit FMA pipes",
     fma_per_cycle: [2, 2, 2, 0],
     muladd_per_cycle: [4, 4, 4, 0],
-    int_per_cycle: &[],
+    int_per_cycle: ZEN2_INT,
 };
+
+/// Zen 3 integer throughputs, from LLVM's Zen 3 scheduling model
+/// (llvm/lib/Target/X86/X86ScheduleZnver3.td, written from llvm-exegesis
+/// measurements and pub. 56665, not contributed by AMD: reviews.llvm.org/
+/// D94395): vector
+/// integer multiplies, multiply-adds and `vpmulld` (WriteVecIMulX/Y,
+/// WritePMULLD/Y) issue on FP pipes 0 and 3, 2 per cycle; `imul r32`/`imul
+/// r64` (WriteIMul32Reg/WriteIMul64Reg) 1 per cycle on ALU1. OSACA's Zen 3
+/// table (RRZE-HPC/OSACA osaca/data/zen3.yml) agrees for `vpmulld ymm` (pipes
+/// 0 and 3, 0.5) and `imul` (1.0) and has no multiply-add entry.
+const ZEN3_INT: &[(&str, f64)] = &[
+    ("vpmaddubsw ymm", 2.0),
+    ("vpmaddwd ymm", 2.0),
+    ("vpmulld ymm", 2.0),
+    ("pmaddwd xmm", 2.0),
+    ("imul r32", 1.0),
+    ("imul r64", 1.0),
+];
+
 /// Zen 3: 2 × 256-bit FMA pipes, plus 2 FP add pipes (a multiply/add mix
 /// issues 4 per cycle; Software Optimization Guide for Family 19h, pub.
 /// 56665).
@@ -168,8 +290,35 @@ const ZEN3: Uarch = Uarch {
     name: "AMD Zen 3: 2 × 256-bit FMA pipes",
     fma_per_cycle: [2, 2, 2, 0],
     muladd_per_cycle: [4, 4, 4, 0],
-    int_per_cycle: &[],
+    int_per_cycle: ZEN3_INT,
 };
+
+/// Zen 4 integer throughputs, from LLVM's Zen 4 scheduling model
+/// (llvm/lib/Target/X86/X86ScheduleZnver4.td, based on pub. 57647 per its
+/// header): vector integer multiplies, multiply-adds and `vpmulld` issue on FP
+/// pipes 0 and 3, 2 per cycle up to 256 bits and 1 per cycle at 512 bits
+/// (WriteVecIMulZ, WritePMULLDZ: both pipes for 2 cycles); `vpmullq zmm` 1 per
+/// cycle (llvm/test/tools/llvm-mca/X86/Znver4/resources-avx512dq.s: 1.00);
+/// `imul r32`/`imul r64` 1 per cycle on ALU1. No second source gives these.
+///
+/// Not listed: `vpdpbusd zmm` and `vpdpwssd zmm`. The model gives their
+/// register form a reciprocal throughput of 2.00 (an override holding FP
+/// pipes 0/1 for 4 cycles) but the memory form of the same instruction 1.00
+/// (Znver4/resources-avx512vnni.s); both cannot hold, and without a vendor
+/// figure there is no peak. Zen 4 has no AVX-VNNI (VEX) `ymm` form.
+const ZEN4_INT: &[(&str, f64)] = &[
+    ("vpmaddubsw zmm", 1.0),
+    ("vpmaddwd zmm", 1.0),
+    ("vpmulld zmm", 1.0),
+    ("vpmullq zmm", 1.0),
+    ("vpmaddubsw ymm", 2.0),
+    ("vpmaddwd ymm", 2.0),
+    ("vpmulld ymm", 2.0),
+    ("pmaddwd xmm", 2.0),
+    ("imul r32", 1.0),
+    ("imul r64", 1.0),
+];
+
 /// Zen 4: 2 × 256-bit FMA pipes; a 512-bit FMA occupies both (1 per cycle)
 /// (Software Optimization Guide for Family 19h Models 10h and later, pub.
 /// 57647).
@@ -177,8 +326,38 @@ const ZEN4: Uarch = Uarch {
     name: "AMD Zen 4: 2 × 256-bit FMA pipes (one 512-bit FMA per cycle)",
     fma_per_cycle: [2, 2, 2, 1],
     muladd_per_cycle: [4, 4, 4, 2],
-    int_per_cycle: &[],
+    int_per_cycle: ZEN4_INT,
 };
+
+/// Zen 5 integer throughputs, from LLVM's Zen 5 scheduling model
+/// (llvm/lib/Target/X86/X86ScheduleZnver5.td, based on pub. 58455 per its
+/// header) and its llvm-mca tables (llvm/test/tools/llvm-mca/X86/Znver5/):
+/// `pmaddwd`, `vpmaddwd`, `vpmaddubsw` at every width, `vpmullq zmm` and the
+/// AVX-VNNI `vpdpbusd`/`vpdpwssd ymm` issue on FP pipes 0 and 1, 2 per cycle;
+/// `vpmulld` (WritePMULLD/Y/Z) on pipes 0, 1 and 3: 3 per cycle at 256 bits
+/// (resources-avx2.s: 0.33), 1.5 at 512 (2 cycles each); `imul r32`/`imul r64`
+/// 3 per cycle on ALU0-2. OSACA's Zen 5 table (RRZE-HPC/OSACA
+/// osaca/data/zen5.yml) agrees except `vpmulld`, 2 per cycle at both widths
+/// there; the LLVM figures are used.
+///
+/// Not listed: `vpdpbusd zmm` and `vpdpwssd zmm`. The model gives their
+/// register form 2.00 (0.5 per cycle) but the memory form 0.67
+/// (Znver5/resources-avx512vnni.s), and OSACA gives 0.5 (2 per cycle); with the
+/// primary source contradicting itself and no vendor figure, there is no peak.
+const ZEN5_INT: &[(&str, f64)] = &[
+    ("vpmaddubsw zmm", 2.0),
+    ("vpmaddwd zmm", 2.0),
+    ("vpmulld zmm", 1.5),
+    ("vpmullq zmm", 2.0),
+    ("vpdpbusd ymm", 2.0),
+    ("vpdpwssd ymm", 2.0),
+    ("vpmaddubsw ymm", 2.0),
+    ("vpmaddwd ymm", 2.0),
+    ("vpmulld ymm", 3.0),
+    ("pmaddwd xmm", 2.0),
+    ("imul r32", 3.0),
+    ("imul r64", 3.0),
+];
 
 /// Zen 5 with the full 512-bit data path (EPYC 9005 "Turin", Ryzen 9000
 /// "Granite Ridge"): 2 × 512-bit FMA pipes and 2 FP add pipes (Software
@@ -187,18 +366,34 @@ const ZEN5: Uarch = Uarch {
     name: "AMD Zen 5: 2 × 512-bit FMA pipes",
     fma_per_cycle: [2, 2, 2, 2],
     muladd_per_cycle: [4, 4, 4, 4],
-    int_per_cycle: &[],
+    int_per_cycle: ZEN5_INT,
 };
+
+/// Zen 5 with the 256-bit data path: LLVM has one model for every Zen 5 part,
+/// so the `ymm`, `xmm` and scalar figures are those of [`ZEN5_INT`]; it does
+/// not model the halved 512-bit rate, so no `zmm` key is listed.
+const ZEN5_256_INT: &[(&str, f64)] = &[
+    ("vpdpbusd ymm", 2.0),
+    ("vpdpwssd ymm", 2.0),
+    ("vpmaddubsw ymm", 2.0),
+    ("vpmaddwd ymm", 2.0),
+    ("vpmulld ymm", 3.0),
+    ("pmaddwd xmm", 2.0),
+    ("imul r32", 3.0),
+    ("imul r64", 3.0),
+];
+
 /// Zen 5 mobile ("Strix Point"): the 256-bit data path of Zen 4, a 512-bit
 /// FMA taking both pipes.
 const ZEN5_256: Uarch = Uarch {
     name: "AMD Zen 5 (Strix Point, 256-bit data path): 2 × 256-bit FMA pipes",
+    int_per_cycle: ZEN5_256_INT,
     ..ZEN4
 };
 
-/// The table entry for this CPU, if known. Integer throughputs are listed
-/// only where a vendor document gives them (the Intel server cores);
-/// elsewhere `cpu.iops` says it has no peak rather than guess one.
+/// The table entry for this CPU, if known. Integer throughputs come from the
+/// sources cited at each table; an instruction no source gives is left out,
+/// and `cpu.iops` then says it has no peak rather than guess one.
 pub fn uarch(id: &CpuId) -> Option<Uarch> {
     match (id.vendor.as_str(), id.family, id.model) {
         ("GenuineIntel", 6, 0x8F) => Some(SPR),
@@ -206,12 +401,10 @@ pub fn uarch(id: &CpuId) -> Option<Uarch> {
         ("GenuineIntel", 6, 0xAD | 0xAE) => Some(GNR),
         ("GenuineIntel", 6, 0x6A | 0x6C) => Some(ICX),
         ("GenuineIntel", 6, 0x55) => Some(SKX),
-        (
-            "GenuineIntel",
-            6,
-            0x3C | 0x3F | 0x45 | 0x46 | 0x3D | 0x47 | 0x4F | 0x56 | 0x4E | 0x5E | 0x8E | 0x9E
-            | 0xA5 | 0xA6,
-        ) => Some(HSW_CLIENT),
+        ("GenuineIntel", 6, 0x3C | 0x3F | 0x45 | 0x46 | 0x3D | 0x47 | 0x4F | 0x56) => {
+            Some(HSW_CLIENT)
+        }
+        ("GenuineIntel", 6, 0x4E | 0x5E | 0x8E | 0x9E | 0xA5 | 0xA6) => Some(SKL_CLIENT),
         ("AuthenticAMD", 0x17, 0x30..=0x3F | 0x47 | 0x60..=0x7F | 0x90..=0xAF) => Some(ZEN2),
         ("AuthenticAMD", 0x19, m) if m <= 0x0F || (0x20..=0x5F).contains(&m) => Some(ZEN3),
         ("AuthenticAMD", 0x19, m)
@@ -606,6 +799,195 @@ mod tests {
         }
         // Zen and Zen+ (128-bit units) are not: no peak rather than a wrong one.
         assert!(uarch(&id("AuthenticAMD", 0x17, 0x08)).is_none());
+    }
+
+    /// The `cpu.iops` kernel keys (`kernel::pick_iops`), by the ISA a core
+    /// needs to run them.
+    const BASE_KEYS: [&str; 3] = ["pmaddwd xmm", "imul r32", "imul r64"];
+    const AVX2_KEYS: [&str; 3] = ["vpmaddubsw ymm", "vpmaddwd ymm", "vpmulld ymm"];
+    const AVX_VNNI_KEYS: [&str; 2] = ["vpdpbusd ymm", "vpdpwssd ymm"];
+    const AVX512_KEYS: [&str; 4] = [
+        "vpmaddubsw zmm",
+        "vpmaddwd zmm",
+        "vpmulld zmm",
+        "vpmullq zmm",
+    ];
+    const AVX512_VNNI_KEYS: [&str; 2] = ["vpdpbusd zmm", "vpdpwssd zmm"];
+
+    /// What a table entry's cores can run, and the keys its table leaves
+    /// out on purpose (each table's doc comment says why).
+    struct IsaSpec {
+        uarch: Uarch,
+        avx512: bool,
+        avx512_vnni: bool,
+        avx_vnni: bool,
+        unsourced: &'static [&'static str],
+    }
+
+    fn spec(
+        uarch: Uarch,
+        avx512: bool,
+        avx512_vnni: bool,
+        avx_vnni: bool,
+        unsourced: &'static [&'static str],
+    ) -> IsaSpec {
+        IsaSpec {
+            uarch,
+            avx512,
+            avx512_vnni,
+            avx_vnni,
+            unsourced,
+        }
+    }
+
+    fn isa_specs() -> Vec<IsaSpec> {
+        vec![
+            spec(SPR, true, true, true, &[]),
+            spec(EMR, true, true, true, &[]),
+            spec(GNR, true, true, true, &[]),
+            spec(ICX, true, true, false, &[]),
+            // Cascade and Cooper Lake have AVX512-VNNI; Skylake-SP never
+            // looks those keys up.
+            spec(SKX, true, true, false, &[]),
+            spec(HSW_CLIENT, false, false, false, &[]),
+            spec(SKL_CLIENT, false, false, false, &[]),
+            spec(ZEN2, false, false, false, &[]),
+            spec(ZEN3, false, false, false, &[]),
+            // LLVM's register and memory forms contradict each other.
+            spec(ZEN4, true, true, false, &AVX512_VNNI_KEYS),
+            spec(ZEN5, true, true, true, &AVX512_VNNI_KEYS),
+            // No source for the 256-bit data path's 512-bit rate.
+            spec(
+                ZEN5_256,
+                true,
+                true,
+                true,
+                &[
+                    "vpdpbusd zmm",
+                    "vpdpwssd zmm",
+                    "vpmaddubsw zmm",
+                    "vpmaddwd zmm",
+                    "vpmulld zmm",
+                    "vpmullq zmm",
+                ],
+            ),
+        ]
+    }
+
+    /// Every distinct entry `uarch` returns, over every model number of the
+    /// families it knows.
+    fn every_table_entry() -> Vec<Uarch> {
+        let mut seen: Vec<Uarch> = Vec::new();
+        for (vendor, family) in [
+            ("GenuineIntel", 6),
+            ("AuthenticAMD", 0x17),
+            ("AuthenticAMD", 0x19),
+            ("AuthenticAMD", 0x1A),
+        ] {
+            for model in 0..=0xFF {
+                let id = CpuId {
+                    vendor: vendor.into(),
+                    family,
+                    model,
+                };
+                if let Some(u) = uarch(&id)
+                    && !seen.contains(&u)
+                {
+                    seen.push(u);
+                }
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn int_tables_cover_every_kernel_key_the_core_runs() {
+        let specs = isa_specs();
+        let entries = every_table_entry();
+        assert_eq!(entries.len(), specs.len(), "one ISA spec per table entry");
+        let known: Vec<&str> = BASE_KEYS
+            .iter()
+            .chain(&AVX2_KEYS)
+            .chain(&AVX_VNNI_KEYS)
+            .chain(&AVX512_KEYS)
+            .chain(&AVX512_VNNI_KEYS)
+            .copied()
+            .collect();
+        for u in entries {
+            let s = specs
+                .iter()
+                .find(|s| s.uarch == u)
+                .unwrap_or_else(|| panic!("{}: no ISA spec in this test", u.name));
+            let mut required: Vec<&str> = BASE_KEYS.iter().chain(&AVX2_KEYS).copied().collect();
+            if s.avx_vnni {
+                required.extend(AVX_VNNI_KEYS);
+            }
+            if s.avx512 {
+                required.extend(AVX512_KEYS);
+            }
+            if s.avx512_vnni {
+                required.extend(AVX512_VNNI_KEYS);
+            }
+            let has = |key: &str| u.int_per_cycle.iter().any(|(k, _)| *k == key);
+            for key in required {
+                if s.unsourced.contains(&key) {
+                    assert!(!has(key), "{}: {key} is listed as unsourced", u.name);
+                } else {
+                    assert!(has(key), "{}: no throughput for {key}", u.name);
+                }
+            }
+            for (i, (key, v)) in u.int_per_cycle.iter().enumerate() {
+                assert!(known.contains(key), "{}: unknown key {key}", u.name);
+                assert!(
+                    v.is_finite() && *v > 0.0 && *v <= 4.0,
+                    "{}: {key} = {v}",
+                    u.name
+                );
+                assert!(
+                    !u.int_per_cycle[..i].iter().any(|(k, _)| k == key),
+                    "{}: {key} twice",
+                    u.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn int_throughputs_follow_their_sources() {
+        let id = |vendor: &str, family, model| CpuId {
+            vendor: vendor.into(),
+            family,
+            model,
+        };
+        let ipc = |cpu: &CpuId, key: &str| {
+            let u = uarch(cpu).unwrap_or_else(|| panic!("{cpu:?} is in the table"));
+            u.int_per_cycle
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| *v)
+        };
+        // (CPU, key, instructions per cycle; None = deliberately no peak).
+        for (cpu, key, want) in [
+            (id("AuthenticAMD", 0x17, 0x31), "vpmulld ymm", Some(0.5)), // Rome
+            (id("AuthenticAMD", 0x17, 0x31), "vpmaddwd ymm", Some(1.0)),
+            (id("AuthenticAMD", 0x19, 0x01), "vpmulld ymm", Some(2.0)), // Milan
+            (id("AuthenticAMD", 0x19, 0x01), "pmaddwd xmm", Some(2.0)),
+            (id("AuthenticAMD", 0x19, 0x01), "imul r64", Some(1.0)),
+            (id("AuthenticAMD", 0x19, 0x11), "vpmulld zmm", Some(1.0)), // Genoa
+            (id("AuthenticAMD", 0x19, 0x11), "vpdpbusd zmm", None),
+            (id("AuthenticAMD", 0x1A, 0x02), "vpmulld ymm", Some(3.0)), // Turin
+            (id("AuthenticAMD", 0x1A, 0x02), "vpdpbusd ymm", Some(2.0)),
+            (id("AuthenticAMD", 0x1A, 0x02), "imul r32", Some(3.0)),
+            (id("AuthenticAMD", 0x1A, 0x24), "vpmaddwd zmm", None), // Strix
+            (id("GenuineIntel", 6, 0x55), "vpmullq zmm", Some(2.0 / 3.0)),
+            (id("GenuineIntel", 6, 0x55), "vpdpwssd zmm", Some(2.0)),
+            (id("GenuineIntel", 6, 0x3F), "vpmulld ymm", Some(0.5)), // Haswell-EP
+            (id("GenuineIntel", 6, 0x4F), "pmaddwd xmm", Some(1.0)), // Broadwell-EP
+            (id("GenuineIntel", 6, 0x9E), "vpmulld ymm", Some(1.0)), // Coffee Lake
+            (id("GenuineIntel", 6, 0x9E), "pmaddwd xmm", Some(2.0)),
+        ] {
+            assert_eq!(ipc(&cpu, key), want, "{cpu:?} {key}");
+        }
     }
 
     #[test]
