@@ -94,12 +94,17 @@
 //! kernel shortfall (likwid-bench's `peakflops_avx512_fma` gets the same
 //! flop/s).
 //!
-//! ## `cpu.linpack` — `n` (default 2000), `threads`, `pin`
+//! ## `cpu.linpack` — `n` (default 2000), `threads`, `pin`, `solver`
 //!
 //! A random N×N system (entries uniform in [−0.5, 0.5), fixed seed) solved
-//! by faer's blocked, recursive LU with partial pivoting
-//! (`faer::linalg::lu::partial_pivoting`) and two triangular solves, on a
-//! rayon pool of `threads` threads. One iteration restores the matrix from a
+//! by LU with partial pivoting and two triangular solves: `solver=lapack`
+//! calls `dgetrf`/`dgetrs` of the system's optimised LAPACK (OpenBLAS or
+//! MKL, loaded at run time, on the library's own `threads` threads; as HPL
+//! runs on the vendor BLAS), `solver=faer` faer's recursive LU
+//! (`faer::linalg::lu::partial_pivoting`) on a rayon pool of `threads`
+//! threads, and `auto` (the default) the first where one loads, else the
+//! second; the record's notes say which ran and why (see `linpack.rs`).
+//! One iteration restores the matrix from a
 //! pristine copy (O(N²), **not timed**: the case reports the solve's own
 //! time through `Work::elapsed`), factors and solves (timed), then checks
 //! HPL's scaled residual `‖Ax−b‖∞ / (ε·(‖A‖∞‖x‖∞ + ‖b‖∞)·N) < 16` (not
@@ -118,6 +123,8 @@
 
 #[cfg(feature = "linpack")]
 mod hpcc;
+#[cfg(feature = "linpack")]
+mod lapack;
 mod likwid;
 #[cfg(feature = "linpack")]
 mod linpack;

@@ -1,18 +1,39 @@
 //! `cpu.linpack`: solve a dense random system Ax = b in f64 by LU with
-//! partial pivoting (faer), HPL-style GFLOPS and residual check.
+//! partial pivoting, HPL-style GFLOPS and residual check.
+//!
+//! `solver` picks the LU. `faer`: faer's blocked, recursive LU
+//! (`faer::linalg::lu::partial_pivoting`) and its triangular solves on a
+//! rayon pool of `threads` threads, pinned as `pin` says. `lapack`:
+//! `dgetrf`/`dgetrs` of the system's optimised LAPACK (OpenBLAS, else
+//! MKL), loaded at run time (`lapack.rs`; the generic `liblapack.so.3` is
+//! never used, as it may be the netlib reference), told to use `threads`
+//! threads; those threads are the library's own, so `pin=on` cannot place
+//! them and the record says so in a caveat. Without such a library a
+//! `solver=lapack` point is skipped with what was tried and
+//! `apt install libopenblas0-pthread`. `auto` (default) is `lapack` where
+//! such a library loads, else `faer`; a note says which ran and why, and
+//! names the library file and its version (`openblas_get_config()`).
+//! Both solvers share everything else: the matrix, the timing boundary
+//! (factor + solve timed; restoring A from a pristine copy and the residual
+//! check not) and HPL's residual check (computed with faer), so their
+//! records compare directly. For both, the working matrix's 2 MiB-aligned
+//! interior is advised as transparent huge pages (`MADV_HUGEPAGE`) before
+//! its first touch; a note says so, with the system's THP mode.
 
+use std::ffi::c_int;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use benchsuite_core::team::{Placement, pin_current_thread};
 use benchsuite_core::{
-    About, BenchError, Benchmark, Case, ConfigError, Context, Direction, Finished, Meta,
+    About, BenchError, Benchmark, Case, Choice, ConfigError, Context, Direction, Finished, Meta,
     MetricSource, MetricSpec, ParamSpec, Peak, Point, Value, Work, error_chain,
 };
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::lu::partial_pivoting::{factor, solve};
 use faer::{Accum, Mat, Par};
 
+use crate::lapack::Lapack;
 use crate::peak::{Overrides, cpus_used, kernel_peak};
 use crate::throughput::{cpu_count, pin_param, placement_caveats, threads_param};
 
@@ -26,6 +47,75 @@ const MAX_N: u64 = 200_000;
 /// Dense LU solve; see the crate docs.
 #[derive(Debug, Default)]
 pub struct Linpack;
+
+benchsuite_core::choice_enum! {
+    /// Values of the `solver` parameter.
+    pub(crate) enum Solver {
+        /// [`Solver::Lapack`] where an optimised LAPACK loads, else
+        /// [`Solver::Faer`].
+        Auto = "auto",
+        /// faer's LU on a rayon pool.
+        Faer = "faer",
+        /// `dgetrf`/`dgetrs` of the system's optimised LAPACK.
+        Lapack = "lapack",
+    }
+}
+
+/// The LU a case runs, with what it needs.
+enum Lu {
+    /// faer: its permutations and scratch.
+    Faer {
+        perm: Vec<usize>,
+        perm_inv: Vec<usize>,
+        buf: MemBuffer,
+    },
+    /// The system's LAPACK: its pivots, and the one unpinned thread with
+    /// a large stack that calls it ([`crate::lapack::CALLER_STACK`]).
+    Lapack {
+        lib: &'static Lapack,
+        ipiv: Vec<c_int>,
+        caller: rayon::ThreadPool,
+    },
+}
+
+/// The LU `solver` asks for, and the note saying which and why; a skip
+/// when `lapack` is asked for and none loads.
+fn resolve(
+    solver: Solver,
+    threads: usize,
+) -> Result<(Option<&'static Lapack>, String), BenchError> {
+    let faer = format!(
+        "solver: faer's recursive LU on a rayon pool of {threads} thread{}",
+        plural(threads)
+    );
+    let lapack = |lib: &Lapack, why: &str| {
+        let mut s = format!("solver: {}", lib.describe());
+        if let Some(v) = &lib.version {
+            s.push_str(&format!(", \"{v}\""));
+        }
+        s.push_str(&format!(
+            " ({why}); its {threads} thread{} are the library's own",
+            plural(threads)
+        ));
+        s
+    };
+    Ok(match (solver, crate::lapack::load()) {
+        (Solver::Faer, _) => (None, format!("{faer} (asked for)")),
+        (Solver::Lapack, Ok(lib)) => (Some(lib), lapack(lib, "asked for")),
+        (Solver::Lapack, Err(why)) => {
+            return Err(BenchError::Skip(format!("solver=lapack: {why}")));
+        }
+        (Solver::Auto, Ok(lib)) => (
+            Some(lib),
+            lapack(lib, "auto: an optimised LAPACK was found"),
+        ),
+        (Solver::Auto, Err(why)) => (None, format!("{faer} (auto: {why})")),
+    })
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
 
 /// HPL's operation count for one solve of order `n`: 2/3·n³ + 2·n².
 pub fn hpl_flops(n: u64) -> f64 {
@@ -56,7 +146,7 @@ impl Benchmark for Linpack {
     fn meta(&self) -> Meta {
         Meta {
             id: "cpu.linpack",
-            description: "dense f64 solve Ax=b by LU with partial pivoting (faer): HPL GFLOPS (2/3·N³ + 2·N²)/t, residual checked",
+            description: "dense f64 solve Ax=b by LU with partial pivoting (the system's optimised LAPACK, or faer): HPL GFLOPS (2/3·N³ + 2·N²)/t, residual checked",
             params: vec![
                 ParamSpec::count(
                     "n",
@@ -66,9 +156,14 @@ impl Benchmark for Linpack {
                     2000,
                 )
                 .with_smoke(Value::Int(96)),
+                ParamSpec::choice_of(
+                    "solver",
+                    "LU to run: lapack = dgetrf/dgetrs of the system's optimised LAPACK (OpenBLAS or MKL, loaded at run time; skipped where none is installed: apt install libopenblas0-pthread); faer = faer's pure-Rust LU; auto = lapack where one loads, else faer",
+                    Solver::Auto,
+                ),
                 threads_param(
                     cpu_count(),
-                    "threads of faer's rayon pool (default: every allowed CPU)",
+                    "threads of faer's rayon pool, or of the LAPACK library (default: every allowed CPU)",
                 ),
                 pin_param(true),
             ],
@@ -107,15 +202,26 @@ impl Benchmark for Linpack {
     }
 
     /// hpcc's HPL on the system's BLAS, one MPI process with `threads`
-    /// BLAS threads, at the same N (see `hpcc.rs`).
+    /// BLAS threads, at the same N (see `hpcc.rs`); its note says which
+    /// solver ours ran (`auto` resolved as `prepare` resolves it).
     fn reference(&self, _ctx: &Context, point: &Point) -> Option<benchsuite_core::Reference> {
-        crate::hpcc::hpcc(point, crate::hpcc::active_blas().as_deref())
+        let mut point = point.clone();
+        if let Ok(Solver::Auto) = point.choice::<Solver>("solver") {
+            let ran = if crate::lapack::load().is_ok() {
+                Solver::Lapack
+            } else {
+                Solver::Faer
+            };
+            point.set("solver", Value::Str(ran.name().into()));
+        }
+        crate::hpcc::hpcc(&point, crate::hpcc::active_blas().as_deref())
     }
 
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         let n = point.u64("n")? as usize;
         let threads = point.u64("threads")? as usize;
         let pin = point.bool("pin")?;
+        let (lapack, solver_note) = resolve(point.choice("solver")?, threads)?;
         let placement = if pin {
             Placement::Pinned
         } else {
@@ -135,6 +241,7 @@ impl Benchmark for Linpack {
         about.note(format!(
             "one operation = one flop of HPL's count 2/3·N³ + 2·N² per solve; time = LU factorisation + triangular solves only (restoring A from a pristine copy and the residual check are outside the timing); scaled residual ‖Ax−b‖∞ / (ε·(‖A‖∞·‖x‖∞ + ‖b‖∞)·N) must be below {RESIDUAL_THRESHOLD}, as HPL"
         ));
+        about.note(solver_note);
         placement_caveats(threads, pin, &mut about);
 
         let pin_errors = Arc::new(Mutex::new(Vec::<BenchError>::new()));
@@ -170,8 +277,37 @@ impl Benchmark for Linpack {
         } else {
             Par::Seq
         };
-        let scratch = factor::lu_in_place_scratch::<usize, f64>(n, n, par, Default::default())
-            .or(solve::solve_in_place_scratch::<usize, f64>(n, 1, par));
+        let (work, pages) = working_matrix(n);
+        about.note(pages);
+        let lu = match lapack {
+            Some(lib) => {
+                // Unpinned: threads the library creates (an OpenMP team,
+                // or OpenBLAS's when the count grows) inherit the
+                // creator's CPU mask, which a pinned thread would narrow
+                // to one CPU.
+                let caller = rayon::ThreadPoolBuilder::new()
+                    .num_threads(1)
+                    .stack_size(crate::lapack::CALLER_STACK)
+                    .thread_name(|_| "benchsuite-lapack".into())
+                    .build()
+                    .map_err(|e| BenchError::caused("starting the LAPACK caller thread", e))?;
+                let got = caller.install(|| lib.set_threads(threads));
+                lapack_caveats(lib, threads, pin, got, &mut about);
+                Lu::Lapack {
+                    lib,
+                    ipiv: vec![0; n],
+                    caller,
+                }
+            }
+            None => Lu::Faer {
+                perm: vec![0; n],
+                perm_inv: vec![0; n],
+                buf: MemBuffer::new(
+                    factor::lu_in_place_scratch::<usize, f64>(n, n, par, Default::default())
+                        .or(solve::solve_in_place_scratch::<usize, f64>(n, 1, par)),
+                ),
+            },
+        };
 
         about.peak = match select_peak(threads, placement, &overrides) {
             Ok(p) => Some(p),
@@ -192,16 +328,90 @@ impl Benchmark for Linpack {
             b,
             a_norm,
             b_norm,
-            work: Mat::zeros(n, n),
+            work,
             x: Mat::zeros(n, 1),
             r: Mat::zeros(n, 1),
-            perm: vec![0; n],
-            perm_inv: vec![0; n],
-            buf: MemBuffer::new(scratch),
+            lu,
+            threads,
             par,
             pool,
             about,
         }))
+    }
+}
+
+/// Transparent huge pages are 2 MiB on x86-64 (and on arm64 with 4 KiB
+/// base pages).
+const HUGE_PAGE: usize = 2 << 20;
+
+/// The n×n working matrix (zeros), its 2 MiB-aligned interior advised as
+/// transparent huge pages (`MADV_HUGEPAGE`) before the zeros first touch
+/// it, so the kernel can back it with 2 MiB pages; and the note saying so.
+fn working_matrix(n: usize) -> (Mat<f64>, String) {
+    // Allocated, not yet written: the advice applies from the first touch.
+    let mut work = Mat::<f64>::with_capacity(n, n);
+    let start = work.as_ptr() as usize;
+    let bytes = (work.col_stride().max(0) as usize)
+        .saturating_mul(n)
+        .saturating_mul(size_of::<f64>());
+    let lo = start.next_multiple_of(HUGE_PAGE);
+    let hi = (start.saturating_add(bytes)) / HUGE_PAGE * HUGE_PAGE;
+    let advised = if hi > lo {
+        // SAFETY: [lo, hi) lies inside the matrix's allocation (capacity
+        // n × col_stride f64s from `start`), which `work` owns; the advice
+        // only changes which page size backs it, not its contents.
+        let rc = unsafe { libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE) };
+        Some(if rc == 0 {
+            Ok(hi - lo)
+        } else {
+            Err(std::io::Error::last_os_error())
+        })
+    } else {
+        None
+    };
+    work.resize_with(n, n, |_, _| 0.0);
+    let thp = thp_mode().unwrap_or_else(|| "unknown".into());
+    let note = match advised {
+        Some(Ok(len)) => format!(
+            "working matrix: transparent huge pages requested (MADV_HUGEPAGE on its 2 MiB-aligned interior, {:.1} MiB, before first touch; THP `{thp}`); the pristine copy has default pages",
+            len as f64 / (1u64 << 20) as f64
+        ),
+        Some(Err(e)) => {
+            format!("working matrix: default pages (MADV_HUGEPAGE refused: {e}; THP `{thp}`)")
+        }
+        None => "working matrix: default pages (smaller than one 2 MiB huge page)".into(),
+    };
+    (work, note)
+}
+
+/// The THP mode: the bracketed word of
+/// `/sys/kernel/mm/transparent_hugepage/enabled` (`always`, `madvise`,
+/// `never`).
+fn thp_mode() -> Option<String> {
+    let text = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").ok()?;
+    let open = text.find('[')?;
+    let close = text[open..].find(']')? + open;
+    Some(text[open + 1..close].to_string())
+}
+
+/// What the record must say about the library's threads: pinning does not
+/// reach them, and `got` (what it says it runs) may not be `threads`.
+fn lapack_caveats(lib: &Lapack, threads: usize, pin: bool, got: Option<usize>, about: &mut About) {
+    let name = lib.vendor.name();
+    if pin {
+        about.caveat(format!(
+            "pin=on cannot pin {name}'s threads: they are the library's own, placed by the scheduler (the pinned pool only computes the untimed residual)"
+        ));
+    }
+    match got {
+        Some(got) if got != threads => about.caveat(format!(
+            "{name} runs {got} thread{}, not the {threads} asked for (a serial build, or more than its MAX_THREADS)",
+            plural(got)
+        )),
+        Some(_) => {}
+        None => about.caveat(format!(
+            "{name} does not say how many threads it runs; {threads} were asked for"
+        )),
     }
 }
 
@@ -246,9 +456,8 @@ struct LinpackCase {
     work: Mat<f64>,
     x: Mat<f64>,
     r: Mat<f64>,
-    perm: Vec<usize>,
-    perm_inv: Vec<usize>,
-    buf: MemBuffer,
+    lu: Lu,
+    threads: usize,
     par: Par,
     pool: rayon::ThreadPool,
     about: About,
@@ -259,28 +468,40 @@ impl LinpackCase {
     fn solve_once(&mut self) -> Result<(Duration, f64), BenchError> {
         self.work.copy_from(&self.a);
         self.x.copy_from(&self.b);
-        let (work, x, perm, perm_inv, buf, par) = (
-            &mut self.work,
-            &mut self.x,
-            &mut self.perm,
-            &mut self.perm_inv,
-            &mut self.buf,
-            self.par,
-        );
-        let elapsed = self.pool.install(|| {
-            let t0 = Instant::now();
-            let stack = MemStack::new(buf);
-            let (_, p) = factor::lu_in_place(
-                work.as_mut(),
+        let (work, x, par) = (&mut self.work, &mut self.x, self.par);
+        let elapsed = match &mut self.lu {
+            Lu::Faer {
                 perm,
                 perm_inv,
-                par,
-                stack,
-                Default::default(),
-            );
-            solve::solve_in_place(work.as_ref(), work.as_ref(), p, x.as_mut(), par, stack);
-            t0.elapsed()
-        });
+                buf,
+            } => self.pool.install(|| {
+                let t0 = Instant::now();
+                let stack = MemStack::new(buf);
+                let (_, p) = factor::lu_in_place(
+                    work.as_mut(),
+                    perm,
+                    perm_inv,
+                    par,
+                    stack,
+                    Default::default(),
+                );
+                solve::solve_in_place(work.as_ref(), work.as_ref(), p, x.as_mut(), par, stack);
+                t0.elapsed()
+            }),
+            Lu::Lapack { lib, ipiv, caller } => {
+                let threads = self.threads;
+                caller.install(|| {
+                    // Untimed; again each time, in case another case
+                    // changed it.
+                    lib.set_threads(threads);
+                    let t0 = Instant::now();
+                    lib.factor(work.as_mut(), ipiv)
+                        .and_then(|()| lib.solve(work.as_ref(), ipiv, x.as_mut()))
+                        .map_err(|e| BenchError::Failed(format!("{}: {e}", lib.vendor.name())))?;
+                    Ok::<_, BenchError>(t0.elapsed())
+                })?
+            }
+        };
         // r = A·x with the pristine A, then ‖r − b‖∞.
         let (r, a, x, par) = (&mut self.r, &self.a, &self.x, self.par);
         self.pool.install(|| {
@@ -354,21 +575,184 @@ mod tests {
         Linpack.validate(&ctx, &p).unwrap();
     }
 
-    #[test]
-    fn small_solve_passes_the_residual_check() {
-        let ctx = Context::new(std::sync::Arc::new(benchsuite_core::Host::default()));
+    fn point(n: u64, solver: &str, pin: bool) -> Point {
         let mut p = Point::default();
-        p.set("n", Value::Int(40));
+        p.set("n", Value::Int(n));
+        p.set("solver", Value::Str(solver.into()));
         p.set("threads", Value::Int(2));
-        p.set("pin", Value::Bool(false));
-        let mut case = Linpack.prepare(&ctx, &p).unwrap();
+        p.set("pin", Value::Bool(pin));
+        p
+    }
+
+    /// Runs two solves at `p`; the record's notes and caveats.
+    fn solve(p: &Point) -> (Vec<String>, Vec<String>) {
+        let ctx = Context::new(std::sync::Arc::new(benchsuite_core::Host::default()));
+        let n = p.u64("n").unwrap();
+        let mut case = Linpack.prepare(&ctx, p).unwrap();
         let w = case.run(2).unwrap();
-        assert_eq!(w.ops, (2.0 * hpl_flops(40)).round() as u64);
+        assert_eq!(w.ops, (2.0 * hpl_flops(n)).round() as u64);
         let res = w.values["residual"];
         assert!(res.is_finite() && res < RESIDUAL_THRESHOLD, "{res}");
         assert!(w.elapsed.unwrap() > Duration::ZERO);
         let finished = case.finish();
         assert!(finished.error.is_none(), "{:?}", finished.error);
-        assert!(finished.about.notes[0].starts_with("one operation = "));
+        let about = finished.about;
+        assert!(about.notes[0].starts_with("one operation = "));
+        assert!(
+            about
+                .notes
+                .iter()
+                .any(|n| n.starts_with("working matrix: ")),
+            "{:?}",
+            about.notes
+        );
+        let caveats = about.caveats.iter().map(|c| c.to_string()).collect();
+        (about.notes, caveats)
+    }
+
+    fn solver_note(notes: &[String]) -> &str {
+        notes
+            .iter()
+            .find(|n| n.starts_with("solver: "))
+            .expect("a note names the solver")
+    }
+
+    #[test]
+    fn small_solve_passes_the_residual_check() {
+        let (notes, _) = solve(&point(40, "faer", false));
+        let note = solver_note(&notes);
+        assert!(
+            note.starts_with("solver: faer's recursive LU") && note.ends_with("(asked for)"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn the_working_matrix_is_zeros_with_huge_pages_asked_for() {
+        let (work, note) = working_matrix(1000);
+        assert_eq!((work.nrows(), work.ncols()), (1000, 1000));
+        assert!(work.col_stride() >= 1000);
+        assert!((0..1000).all(|j| (0..1000).all(|i| work[(i, j)] == 0.0)));
+        // 8 MB holds at least one aligned 2 MiB page wherever it starts.
+        assert!(
+            note.starts_with("working matrix: transparent huge pages requested")
+                || note.contains("MADV_HUGEPAGE refused"),
+            "{note}"
+        );
+        let (_, note) = working_matrix(8);
+        assert!(note.contains("smaller than one 2 MiB huge page"), "{note}");
+    }
+
+    #[test]
+    fn the_solver_parameter_takes_auto_faer_or_lapack_only() {
+        let meta = Linpack.meta();
+        let spec = meta.params.iter().find(|p| p.name == "solver").unwrap();
+        assert_eq!(spec.default, Value::Str("auto".into()));
+        assert_eq!(spec.kind.describe(), "auto|faer|lapack");
+        for good in ["auto", "faer", "lapack"] {
+            assert_eq!(
+                spec.kind.parse("solver", good).unwrap(),
+                Value::Str(good.into())
+            );
+        }
+        for bad in ["openblas", "LAPACK", ""] {
+            let e = spec.kind.parse("solver", bad).unwrap_err().to_string();
+            assert!(
+                e.contains("`solver`") && e.contains("auto, faer, lapack"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_system_lapack_solves_and_is_named() {
+        let lib = match crate::lapack::load() {
+            Ok(l) => l,
+            Err(why) => {
+                eprintln!("skipping: {why}");
+                return;
+            }
+        };
+        let (notes, caveats) = solve(&point(200, "lapack", true));
+        let note = solver_note(&notes);
+        assert!(
+            note.contains(lib.vendor.name())
+                && note.contains(&lib.opened)
+                && note.contains("(asked for)"),
+            "{note}"
+        );
+        if lib.vendor == crate::lapack::Vendor::OpenBlas {
+            let v = lib.version.as_deref().unwrap_or_default();
+            assert!(v.starts_with("OpenBLAS ") && note.contains(v), "{note}");
+        }
+        assert!(
+            caveats.iter().any(|c| c.contains("pin=on cannot pin")),
+            "{caveats:?}"
+        );
+        // Unpinned, nothing to say about pinning.
+        let (_, caveats) = solve(&point(200, "lapack", false));
+        assert!(!caveats.iter().any(|c| c.contains("pin=on")), "{caveats:?}");
+    }
+
+    #[test]
+    fn auto_picks_the_system_lapack_where_one_loads() {
+        let (notes, _) = solve(&point(64, "auto", false));
+        let note = solver_note(&notes);
+        match crate::lapack::load() {
+            Ok(lib) => assert!(
+                note.contains(&lib.describe())
+                    && note.contains("(auto: an optimised LAPACK was found)"),
+                "{note}"
+            ),
+            Err(why) => {
+                assert!(
+                    note.starts_with("solver: faer") && note.contains(why),
+                    "{note}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn lapack_asked_for_without_a_library_is_skipped_with_what_to_install() {
+        let ctx = Context::new(std::sync::Arc::new(benchsuite_core::Host::default()));
+        match (
+            crate::lapack::load(),
+            Linpack.prepare(&ctx, &point(8, "lapack", false)),
+        ) {
+            (Ok(_), Ok(_)) => eprintln!("skipping: an optimised LAPACK is installed here"),
+            (Err(_), Err(BenchError::Skip(why))) => assert!(
+                why.starts_with(
+                    "solver=lapack: no optimised LAPACK found (tried libopenblasp.so.0"
+                ) && why.contains("apt install libopenblas0-pthread"),
+                "{why}"
+            ),
+            (loaded, prepared) => panic!("{:?} / {:?}", loaded.err(), prepared.err()),
+        }
+    }
+
+    #[test]
+    fn the_reference_note_says_which_solver_ours_ran() {
+        let ctx = Context::new(std::sync::Arc::new(benchsuite_core::Host::default()));
+        let note = |solver: &str, pin: bool| {
+            Linpack
+                .reference(&ctx, &point(2000, solver, pin))
+                .unwrap()
+                .note
+                .unwrap()
+        };
+        let faer = note("faer", true);
+        assert!(
+            faer.contains("ours: solver=faer; ours pins its threads"),
+            "{faer}"
+        );
+        assert!(note("lapack", true).contains("ours: solver=lapack"));
+        let auto = note("auto", false);
+        let want = if crate::lapack::load().is_ok() {
+            "lapack"
+        } else {
+            "faer"
+        };
+        assert!(auto.contains(&format!("ours: solver={want}")), "{auto}");
     }
 }

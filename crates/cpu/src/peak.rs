@@ -334,26 +334,27 @@ const ZEN4: Uarch = Uarch {
 /// header) and its llvm-mca tables (llvm/test/tools/llvm-mca/X86/Znver5/):
 /// `pmaddwd`, `vpmaddwd`, `vpmaddubsw` at every width, `vpmullq zmm` and the
 /// AVX-VNNI `vpdpbusd`/`vpdpwssd ymm` issue on FP pipes 0 and 1, 2 per cycle;
-/// `vpmulld` (WritePMULLD/Y/Z) on pipes 0, 1 and 3: 3 per cycle at 256 bits
-/// (resources-avx2.s: 0.33), 1.5 at 512 (2 cycles each); `imul r32`/`imul r64`
-/// 3 per cycle on ALU0-2. OSACA's Zen 5 table (RRZE-HPC/OSACA
-/// osaca/data/zen5.yml) agrees except `vpmulld`, 2 per cycle at both widths
-/// there; the LLVM figures are used.
+/// `imul r32`/`imul r64` 3 per cycle on ALU0-2. OSACA's Zen 5 table
+/// (RRZE-HPC/OSACA osaca/data/zen5.yml) agrees.
 ///
-/// Not listed: `vpdpbusd zmm` and `vpdpwssd zmm`. The model gives their
+/// Not listed: `vpmulld` at either width. LLVM puts it on pipes 0, 1 and 3:
+/// 3 per cycle at 256 bits (resources-avx2.s: 0.33) but 1.5 at 512 (the
+/// 2-cycle occupancy of Zen 4's double-pumped 512-bit ops, while the same
+/// model gives `vpmaddwd zmm` 2 per cycle on Zen 5's native 512-bit pipes),
+/// and OSACA gives 2 per cycle at both widths: no consistent figure.
+///
+/// Not listed either: `vpdpbusd zmm` and `vpdpwssd zmm`. The model gives their
 /// register form 2.00 (0.5 per cycle) but the memory form 0.67
 /// (Znver5/resources-avx512vnni.s), and OSACA gives 0.5 (2 per cycle); with the
 /// primary source contradicting itself and no vendor figure, there is no peak.
 const ZEN5_INT: &[(&str, f64)] = &[
     ("vpmaddubsw zmm", 2.0),
     ("vpmaddwd zmm", 2.0),
-    ("vpmulld zmm", 1.5),
     ("vpmullq zmm", 2.0),
     ("vpdpbusd ymm", 2.0),
     ("vpdpwssd ymm", 2.0),
     ("vpmaddubsw ymm", 2.0),
     ("vpmaddwd ymm", 2.0),
-    ("vpmulld ymm", 3.0),
     ("pmaddwd xmm", 2.0),
     ("imul r32", 3.0),
     ("imul r64", 3.0),
@@ -377,7 +378,6 @@ const ZEN5_256_INT: &[(&str, f64)] = &[
     ("vpdpwssd ymm", 2.0),
     ("vpmaddubsw ymm", 2.0),
     ("vpmaddwd ymm", 2.0),
-    ("vpmulld ymm", 3.0),
     ("pmaddwd xmm", 2.0),
     ("imul r32", 3.0),
     ("imul r64", 3.0),
@@ -713,9 +713,20 @@ pub fn kernel_peak(
                         describe(id.as_ref())
                     ))
                 })?;
+            // The 512-bit integer multipliers are the FMA units' (ports 0
+            // and 5 on Intel): a part with fewer of them, stated with
+            // `--opt fma-ports=N`, runs the table's 512-bit rate scaled down.
+            let table_units = table.map_or(0, |t| t.fma_per_cycle[3]);
+            let (ipc, src) = match ov.fma_ports {
+                Some(p) if kernel.width_bits == 512 && table_units > 0 => (
+                    ipc * f64::from(p.min(table_units)) / f64::from(table_units),
+                    "user",
+                ),
+                _ => (ipc, "table"),
+            };
             inputs.insert(
                 format!("{key} per cycle"),
-                input(ipc, "instructions/cycle", "table"),
+                input(ipc, "instructions/cycle", src),
             );
             inputs.insert(
                 "ops per instruction".into(),
@@ -727,8 +738,10 @@ pub fn kernel_peak(
             )
         }
     };
-    let formula = match (table, ov.fma_ports) {
-        (Some(t), None) => format!("{formula}; table entry: {}", t.name),
+    let formula = match (table, ov.fma_ports, &kernel.peak_model) {
+        (Some(t), None, _) | (Some(t), Some(_), PeakModel::Table(_)) => {
+            format!("{formula}; table entry: {}", t.name)
+        }
         _ => formula.to_string(),
     };
     let (ghz, src) = match ov.ghz {
@@ -855,7 +868,15 @@ mod tests {
             spec(ZEN3, false, false, false, &[]),
             // LLVM's register and memory forms contradict each other.
             spec(ZEN4, true, true, false, &AVX512_VNNI_KEYS),
-            spec(ZEN5, true, true, true, &AVX512_VNNI_KEYS),
+            // The same, and `vpmulld`: 3 per cycle at 256 bits but 1.5 at
+            // 512 in LLVM, 2 at both in OSACA.
+            spec(
+                ZEN5,
+                true,
+                true,
+                true,
+                &["vpdpbusd zmm", "vpdpwssd zmm", "vpmulld ymm", "vpmulld zmm"],
+            ),
             // No source for the 256-bit data path's 512-bit rate.
             spec(
                 ZEN5_256,
@@ -869,6 +890,7 @@ mod tests {
                     "vpmaddwd zmm",
                     "vpmulld zmm",
                     "vpmullq zmm",
+                    "vpmulld ymm",
                 ],
             ),
         ]
@@ -975,7 +997,8 @@ mod tests {
             (id("AuthenticAMD", 0x19, 0x01), "imul r64", Some(1.0)),
             (id("AuthenticAMD", 0x19, 0x11), "vpmulld zmm", Some(1.0)), // Genoa
             (id("AuthenticAMD", 0x19, 0x11), "vpdpbusd zmm", None),
-            (id("AuthenticAMD", 0x1A, 0x02), "vpmulld ymm", Some(3.0)), // Turin
+            (id("AuthenticAMD", 0x1A, 0x02), "vpmulld ymm", None), // Turin
+            (id("AuthenticAMD", 0x1A, 0x02), "vpmaddwd zmm", Some(2.0)),
             (id("AuthenticAMD", 0x1A, 0x02), "vpdpbusd ymm", Some(2.0)),
             (id("AuthenticAMD", 0x1A, 0x02), "imul r32", Some(3.0)),
             (id("AuthenticAMD", 0x1A, 0x24), "vpmaddwd zmm", None), // Strix

@@ -32,10 +32,13 @@ fn bound(id: &str, metric: &str) -> Range<f64> {
     lo..per_cpu * cpus()
 }
 
-/// Only a flops/iops point can skip: a precision or ISA this CPU has no
-/// kernel for (the reason says which).
+/// Only a flops/iops point can skip (a precision or ISA this CPU has no
+/// kernel for: the reason says which), and a LINPACK point that asks for
+/// the system's LAPACK where none is installed.
 fn may_skip(r: &Record) -> bool {
     matches!(r.id.as_str(), "cpu.flops" | "cpu.iops")
+        || (r.id == "cpu.linpack"
+            && r.params.get("solver").and_then(|v| v.as_str()) == Some("lapack"))
 }
 
 /// What one operation counts is a fact for reading the number (a note), not
