@@ -27,7 +27,7 @@
 //! connect (default 5 s). Server and client then share this machine's CPUs,
 //! as iperf3 and sockperf do on loopback.
 //!
-//! ## `net.tcp_throughput` — `block`, `threads`, `direction`, `nodelay`
+//! ## `net.tcp_throughput` — `block`, `threads`, `direction`, `nodelay`, `cpus`
 //!
 //! `threads` (the `--threads` flag) is the number of parallel streams,
 //! each a TCP connection with its own client and server threads (iperf3
@@ -49,6 +49,23 @@
 //! (the sender shuts its side down; a `down` stream is told with a byte),
 //! and the server's totals must equal the client's to the byte, or the
 //! record fails verification.
+//!
+//! A receiver asks to be woken only once half a block (at most 64 KiB) is
+//! queued (`SO_RCVLOWAT`, once the receive buffer has grown to eight times
+//! that; see `sys::LowWater`): a reader that drains faster than bytes come
+//! otherwise sleeps after every segment, and on a virtual machine each
+//! wakeup on another CPU is an interrupt the sender pays for.
+//!
+//! `cpus` places a stream's two ends: `split` runs this host's stream
+//! thread on the first CPU the process may use and the in-process server's
+//! on the second (iperf3 `-A 0,1`; `benchsuite reference` runs iperf3's
+//! client and server under `taskset` the same way, so both sides are
+//! measured with the same placement); `any` leaves them to the scheduler,
+//! which may put both on one CPU or move them during the run; `auto`, the
+//! default, is `split` with the in-process
+//! server, one stream and two CPUs or more, else `any`. `split` with
+//! `--peer` or `threads` > 1 is a usage error; on one CPU the record is
+//! skipped, saying so.
 //!
 //! ## `net.udp_throughput` — `block`, `threads`, `rate`
 //!

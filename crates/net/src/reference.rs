@@ -32,17 +32,29 @@ fn iperf3(
 }
 
 /// `net.tcp_throughput` → `iperf3 -c 127.0.0.1 -p PORT -l BLOCK -P THREADS
-/// [-R | --bidir] [-N] -J -t SECS` against `iperf3 -s -1 -p PORT`.
+/// [-R | --bidir] [-N] -J -t SECS` against `iperf3 -s -1 -p PORT`, each
+/// under `taskset -c` on the CPU of its side where ours splits them
+/// (`cpus=split`, or `auto` resolved to it).
 pub fn tcp(ctx: &Context, point: &Point) -> Option<Reference> {
-    tcp_on(ctx, point, free_port())
+    tcp_on(ctx, point, free_port(), &allowed_cpus())
 }
 
-fn tcp_on(ctx: &Context, point: &Point, port: u16) -> Option<Reference> {
+fn tcp_on(ctx: &Context, point: &Point, port: u16, cpus: &[usize]) -> Option<Reference> {
     if ctx.options.contains_key("peer") {
         return None;
     }
     let block = point.get("block")?.as_u64()?;
     let threads = point.get("threads")?.as_u64()?;
+    let split = match point.get("cpus").and_then(Value::as_str) {
+        Some(c) => crate::tcp::split_cpus(
+            <crate::tcp::StreamCpus as benchsuite_core::Choice>::from_name(c)?,
+            true,
+            threads,
+            cpus,
+        )
+        .ok()?,
+        None => None,
+    };
     let mut a = argv(["-l", &block.to_string(), "-P", &threads.to_string()]);
     let mut parse: fn(&str) -> Result<f64, String> = parse_tcp;
     match point.get("direction")?.as_str()? {
@@ -57,7 +69,22 @@ fn tcp_on(ctx: &Context, point: &Point, port: u16) -> Option<Reference> {
     if point.get("nodelay").and_then(Value::as_bool) == Some(true) {
         a.push("-N".into());
     }
-    Some(iperf3(port, a, "throughput", parse))
+    let mut r = iperf3(port, a, "throughput", parse);
+    if let Some((here, server)) = split {
+        r.argv = taskset(here, std::mem::take(&mut r.argv));
+        r.server_argv = r.server_argv.take().map(|s| taskset(server, s));
+        r.note = Some(format!(
+            "both sides split alike: iperf3's client on CPU {here}, its server on CPU {server} (taskset), as ours"
+        ));
+    }
+    Some(r)
+}
+
+/// `argv` run under `taskset -c CPU`.
+fn taskset(cpu: usize, mut argv_: Vec<String>) -> Vec<String> {
+    let mut a = argv(["taskset", "-c", &cpu.to_string()]);
+    a.append(&mut argv_);
+    a
 }
 
 /// `net.udp_throughput` → `iperf3 -c 127.0.0.1 -p PORT -u -b RATE -l
@@ -128,12 +155,8 @@ fn latency_on(ctx: &Context, point: &Point, port: u16, cpus: &[usize]) -> Option
         ("different", [a, b, ..]) => (Some(*a), Some(*b)),
         _ => return None,
     };
-    let pin = |cpu: Option<usize>, mut rest: Vec<String>| match cpu {
-        Some(c) => {
-            let mut a = argv(["taskset", "-c", &c.to_string()]);
-            a.append(&mut rest);
-            a
-        }
+    let pin = |cpu: Option<usize>, rest: Vec<String>| match cpu {
+        Some(c) => taskset(c, rest),
         None => rest,
     };
     // sockperf's smallest message is 14 bytes (its header).
@@ -239,7 +262,8 @@ mod tests {
     #[test]
     fn iperf3_tcp_command_lines() {
         let b = crate::tcp::TcpThroughput;
-        let r = tcp_on(&ctx(), &point(&b, &[]), 5400).unwrap();
+        // One CPU: `auto` cannot split, nothing is pinned.
+        let r = tcp_on(&ctx(), &point(&b, &[]), 5400, &[0]).unwrap();
         assert_eq!(
             r.command(),
             "iperf3 -c 127.0.0.1 -p 5400 -l 131072 -P 1 -J -t 4"
@@ -249,6 +273,19 @@ mod tests {
             Some(&argv(["iperf3", "-s", "-1", "-p", "5400"])[..])
         );
         assert_eq!(r.metric, "throughput");
+        // Two CPUs: `auto` splits one stream, iperf3 the same way.
+        let r = tcp_on(&ctx(), &point(&b, &[]), 5400, &[2, 5]).unwrap();
+        assert_eq!(
+            r.command(),
+            "taskset -c 2 iperf3 -c 127.0.0.1 -p 5400 -l 131072 -P 1 -J -t 4"
+        );
+        assert_eq!(
+            r.server_argv.as_deref(),
+            Some(&argv(["taskset", "-c", "5", "iperf3", "-s", "-1", "-p", "5400"])[..])
+        );
+        let any = point(&b, &[("cpus", s("any"))]);
+        let r = tcp_on(&ctx(), &any, 5400, &[2, 5]).unwrap();
+        assert!(r.command().starts_with("iperf3 "), "{}", r.command());
         let p = point(
             &b,
             &[
@@ -258,16 +295,17 @@ mod tests {
                 ("nodelay", Value::Bool(true)),
             ],
         );
-        let r = tcp_on(&ctx(), &p, 5401).unwrap();
+        // Four streams: not split.
+        let r = tcp_on(&ctx(), &p, 5401, &[0, 1]).unwrap();
         assert_eq!(
             r.command(),
             "iperf3 -c 127.0.0.1 -p 5401 -l 8192 -P 4 -R -N -J -t 4"
         );
-        let r = tcp_on(&ctx(), &point(&b, &[("direction", s("bidir"))]), 5402).unwrap();
+        let r = tcp_on(&ctx(), &point(&b, &[("direction", s("bidir"))]), 5402, &[0]).unwrap();
         assert!(r.command().contains("-P 1 --bidir -J"));
         let mut peer = ctx();
         peer.options.insert("peer".into(), "h:5301".into());
-        assert!(tcp_on(&peer, &point(&b, &[]), 5400).is_none());
+        assert!(tcp_on(&peer, &point(&b, &[]), 5400, &[0, 1]).is_none());
     }
 
     #[test]

@@ -31,8 +31,8 @@ use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
 use benchsuite_core::{
-    About, BenchError, Benchmark, Case, Context, Direction, Finished, Meta, MetricSource,
-    MetricSpec, ParamSpec, Point, Value, Work,
+    About, BenchError, Benchmark, Case, Choice, ConfigError, Context, Direction, Finished, Meta,
+    MetricSource, MetricSpec, ParamSpec, Point, Value, Work,
 };
 
 use crate::client::{DATA_TIMEOUT, Dialer, Link};
@@ -47,6 +47,46 @@ benchsuite_core::choice_enum! {
         Down = "down",
         /// Both at once (iperf3 --bidir).
         Bidir = "bidir",
+    }
+}
+
+benchsuite_core::choice_enum! {
+    /// Where a stream's two ends run (`cpus`).
+    pub(crate) enum StreamCpus {
+        /// `split` with the in-process server and one stream on a machine
+        /// with two CPUs or more, else `any`.
+        Auto = "auto",
+        /// Where the scheduler puts them.
+        Any = "any",
+        /// This host's stream threads on the first allowed CPU, the
+        /// in-process server's on the second.
+        Split = "split",
+    }
+}
+
+/// The CPUs of a stream's two ends (this host's, the in-process
+/// server's) for `cpus` (None: unpinned), or why `cpus` cannot be had.
+/// `allowed` is this process's CPUs, lowest first.
+pub(crate) fn split_cpus(
+    cpus: StreamCpus,
+    in_process: bool,
+    threads: u64,
+    allowed: &[usize],
+) -> Result<Option<(usize, usize)>, String> {
+    let possible = in_process && threads == 1 && allowed.len() >= 2;
+    match cpus {
+        StreamCpus::Any => Ok(None),
+        StreamCpus::Auto if !possible => Ok(None),
+        _ if !in_process => Err(
+            "with --peer the server is another process, not this one's to place: leave cpus=auto or any, and pin each end with taskset".into(),
+        ),
+        _ if threads != 1 => Err(format!(
+            "cpus=split places one stream's two ends; with threads={threads} use cpus=any"
+        )),
+        _ if allowed.len() < 2 => Err(format!(
+            "cpus=split needs two CPUs; this process may run on {allowed:?}"
+        )),
+        _ => Ok(Some((allowed[0], allowed[1]))),
     }
 }
 
@@ -89,6 +129,11 @@ impl Benchmark for TcpThroughput {
                     "TCP_NODELAY on both ends (disables Nagle's coalescing of small writes; iperf3 -N)",
                     false,
                 ),
+                ParamSpec::choice_of(
+                    "cpus",
+                    "where a stream's two ends run: split = this host's stream thread on the first allowed CPU, the in-process server's on the second (as iperf3 -A 0,1); any = where the scheduler puts them (they may share a CPU or move between CPUs during the run); auto = split with the in-process server, one stream and two CPUs or more, else any",
+                    StreamCpus::Auto,
+                ),
             ],
             metrics: vec![
                 MetricSpec::bytes_per_sec("throughput"),
@@ -118,6 +163,28 @@ impl Benchmark for TcpThroughput {
         Some(crate::host_facts(ctx))
     }
 
+    /// A `cpus=split` that cannot be had is refused before anything runs.
+    fn validate(&self, ctx: &Context, point: &Point) -> Result<(), ConfigError> {
+        let (Some(cpus), Some(threads)) = (
+            point
+                .get("cpus")
+                .and_then(Value::as_str)
+                .and_then(StreamCpus::from_name),
+            point.get("threads").and_then(Value::as_u64),
+        ) else {
+            return Ok(());
+        };
+        // What no machine could give; a machine with one CPU skips the
+        // record when it runs (as net.latency's cpus=different).
+        split_cpus(cpus, !ctx.options.contains_key("peer"), threads, &[0, 1])
+            .map(|_| ())
+            .map_err(|reason| ConfigError::InvalidValue {
+                param: "cpus".into(),
+                value: cpus.to_string(),
+                reason,
+            })
+    }
+
     /// The matching reference tool on loopback (none with `--peer`).
     fn reference(&self, ctx: &Context, point: &Point) -> Option<benchsuite_core::Reference> {
         crate::reference::tcp(ctx, point)
@@ -128,6 +195,15 @@ impl Benchmark for TcpThroughput {
         let threads = point.u64("threads")? as u32;
         let nodelay = point.bool("nodelay")?;
         let direction = point.choice::<Flow>("direction")?;
+        let cpus = point.choice::<StreamCpus>("cpus")?;
+        let allowed = benchsuite_core::team::allowed_cpus();
+        let split = split_cpus(
+            cpus,
+            !ctx.options.contains_key("peer"),
+            u64::from(threads),
+            &allowed,
+        )
+        .map_err(|reason| BenchError::Skip(format!("cpus={cpus}: {reason}")))?;
         let roles: Vec<Role> = match direction {
             Flow::Up => vec![Role::Sink; threads as usize],
             Flow::Down => vec![Role::Source; threads as usize],
@@ -148,14 +224,24 @@ impl Benchmark for TcpThroughput {
             udp_mode: UdpMode::Sink,
             nodelay,
         };
-        let link = Link::open(ctx, spec)?;
+        let link = Link::open_placed(ctx, spec, None, split.map(|(_, server)| server))?;
         let mut notes = Vec::new();
+        match split {
+            Some((here, server)) => notes.push(format!(
+                "cpus={cpus}: this host's stream threads ran on CPU {here}, the in-process server's on CPU {server}"
+            )),
+            None if link.target.is_local() => notes.push(format!(
+                "cpus={cpus}: the scheduler placed both ends (they may share a CPU or move between CPUs during the run; cpus=split fixes where each runs)"
+            )),
+            None => {}
+        }
         let peak = link.target.peak(
             "throughput",
             if direction == Flow::Bidir { 2 } else { 1 },
             &mut notes,
         );
-        let streams = match Streams::open(link.dialer, &roles, block, nodelay) {
+        let here = split.map(|(here, _)| here);
+        let streams = match Streams::open(link.dialer, &roles, block, nodelay, here) {
             Ok(s) => s,
             Err(e) => {
                 let _ = link.finish();
@@ -327,9 +413,10 @@ impl Stream {
         block: usize,
         nodelay: bool,
         meter: &Arc<Meter>,
+        cpu: Option<usize>,
     ) -> Result<Stream, BenchError> {
         let sock = dialer.attach(role, nodelay)?;
-        Stream::start(sock, index, role, block, meter)
+        Stream::start(sock, index, role, block, meter, cpu)
     }
 
     /// Starts the stream on an attached connection.
@@ -339,6 +426,7 @@ impl Stream {
         role: Role,
         block: usize,
         meter: &Arc<Meter>,
+        cpu: Option<usize>,
     ) -> Result<Stream, BenchError> {
         let io = |what: &str, e| BenchError::io(format!("{what} (data connection)"), e);
         let who = Who {
@@ -357,13 +445,26 @@ impl Stream {
         let count = Arc::new(Count::default());
         let handle = sock.try_clone().map_err(|e| io("cloning", e))?;
         let (c, m, w) = (count.clone(), meter.clone(), who.clone());
+        // The CPU was checked (it is one this process may run on); a
+        // failure to pin now leaves the thread where it is.
+        let pin = move || {
+            if let Some(cpu) = cpu {
+                let _ = benchsuite_core::team::pin_current_thread(cpu);
+            }
+        };
         let worker = match role {
             Role::Sink => thread::Builder::new()
                 .name("benchsuite-net-send".into())
-                .spawn(move || send(sock, block, &c, &m, Reports::new(w, started))),
+                .spawn(move || {
+                    pin();
+                    send(sock, block, &c, &m, Reports::new(w, started))
+                }),
             Role::Source => thread::Builder::new()
                 .name("benchsuite-net-recv".into())
-                .spawn(move || receive(sock, block, &c, &m, &w)),
+                .spawn(move || {
+                    pin();
+                    receive(sock, block, &c, &m, &w)
+                }),
             Role::Echo => return Err(BenchError::Other("echo is not a throughput role".into())),
         }
         .map_err(|e| BenchError::io("spawning a stream thread", e))?;
@@ -756,11 +857,12 @@ impl Streams {
         roles: &[Role],
         block: usize,
         nodelay: bool,
+        cpu: Option<usize>,
     ) -> Result<Streams, BenchError> {
         let mut s = Streams::new(block, DATA_TIMEOUT);
         for (i, &role) in roles.iter().enumerate() {
             // On an error the streams opened so far are stopped by the drop.
-            let stream = Stream::open(&dialer, i, role, block, nodelay, &s.meter)?;
+            let stream = Stream::open(&dialer, i, role, block, nodelay, &s.meter, cpu)?;
             s.list.push(stream);
         }
         Ok(s)
@@ -941,6 +1043,88 @@ impl Case for TcpCase {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `Cpus_allowed_list` of this process's threads named
+    /// "benchsuite-net-…" (client stream and server data threads alike:
+    /// names are cut to 15 bytes).
+    fn net_thread_cpus() -> Vec<String> {
+        let mut out = Vec::new();
+        for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+            if let (true, Some(l)) = (
+                comm.starts_with("benchsuite-net-"),
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Cpus_allowed_list:")),
+            ) {
+                out.push(l.trim().to_string());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn cpus_split_pins_the_two_ends_apart() {
+        let allowed = benchsuite_core::team::allowed_cpus();
+        if allowed.len() < 2 {
+            eprintln!("skipping: cpus=split needs two CPUs, this process has {allowed:?}");
+            return;
+        }
+        let ctx = Context::new(Arc::new(benchsuite_core::Host::default()));
+        let mut p = Point::default();
+        p.set("block", Value::Int(64 << 10));
+        p.set("threads", Value::Int(1));
+        p.set("direction", Value::Str("up".into()));
+        p.set("nodelay", Value::Bool(false));
+        p.set("cpus", Value::Str("split".into()));
+        let mut case = TcpThroughput.prepare(&ctx, &p).unwrap();
+        // 16 blocks' worth per stream.
+        let w = case.run(16).unwrap();
+        assert!(w.bytes > 0, "{w:?}");
+        let cpus = net_thread_cpus();
+        for c in [allowed[0], allowed[1]] {
+            assert!(cpus.contains(&c.to_string()), "CPU {c} in {cpus:?}");
+        }
+        let finished = case.finish();
+        assert!(finished.error.is_none(), "{:?}", finished.error);
+        let note = finished
+            .about
+            .notes
+            .iter()
+            .find(|n| n.starts_with("cpus=split"))
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            note.contains(&format!("CPU {}", allowed[0]))
+                && note.contains(&format!("CPU {}", allowed[1])),
+            "{note}"
+        );
+        // The caller's own thread was never pinned.
+        assert_eq!(benchsuite_core::team::allowed_cpus(), allowed);
+    }
+
+    #[test]
+    fn cpus_split_one_stream_on_two_cpus_and_say_why_not() {
+        use StreamCpus::{Any, Auto};
+        assert_eq!(split_cpus(Auto, true, 1, &[3, 7, 9]), Ok(Some((3, 7))));
+        assert_eq!(
+            split_cpus(StreamCpus::Split, true, 1, &[0, 1]),
+            Ok(Some((0, 1)))
+        );
+        // auto falls back to the scheduler; split says what is missing.
+        for (threads, cpus) in [(2, &[0usize, 1][..]), (1, &[0][..])] {
+            assert_eq!(split_cpus(Auto, true, threads, cpus), Ok(None));
+        }
+        assert_eq!(split_cpus(Auto, false, 1, &[0, 1]), Ok(None));
+        assert_eq!(split_cpus(Any, true, 1, &[0, 1]), Ok(None));
+        let why = |threads, cpus: &[usize], local| {
+            split_cpus(StreamCpus::Split, local, threads, cpus).unwrap_err()
+        };
+        assert!(why(2, &[0, 1], true).contains("threads=2"));
+        assert!(why(1, &[0], true).contains("two CPUs"));
+        assert!(why(1, &[0, 1], false).contains("--peer"));
+    }
     use std::net::TcpListener;
 
     /// A connected pair on loopback: (this host's end, the fake server's).
@@ -1126,7 +1310,7 @@ mod tests {
             let (c, srv) = pair();
             fakes.push(serve(srv, f));
             s.list
-                .push(Stream::start(c, i, role, block, &s.meter).unwrap());
+                .push(Stream::start(c, i, role, block, &s.meter, None).unwrap());
         }
         (s, fakes)
     }

@@ -26,11 +26,14 @@ fn harness() -> Conformance {
         })
         // Two pinned CPUs need two CPUs; anything else must run.
         .may_skip(|r| {
-            r.id == "net.latency"
-                && r.params.get("cpus").and_then(|v| v.as_str()) == Some("different")
-                && r.reason
-                    .as_deref()
-                    .is_some_and(|why| why.contains("needs two CPUs"))
+            let cpus = r.params.get("cpus").and_then(|v| v.as_str());
+            matches!(
+                (r.id.as_str(), cpus),
+                ("net.latency", Some("different")) | ("net.tcp_throughput", Some("split"))
+            ) && r
+                .reason
+                .as_deref()
+                .is_some_and(|why| why.contains("needs two CPUs"))
         })
         .check_each(check_each)
 }

@@ -161,6 +161,16 @@ impl Target {
     /// pinned to `echo_cpu` (an error with `--peer`: that server is not
     /// ours to place).
     pub fn from_ctx_pinned(ctx: &Context, echo_cpu: Option<usize>) -> Result<Target, BenchError> {
+        Self::from_ctx_placed(ctx, echo_cpu, None)
+    }
+
+    /// [`Target::from_ctx_pinned`], and the in-process server's stream
+    /// threads (sinks and sources) pinned to `stream_cpu`.
+    pub fn from_ctx_placed(
+        ctx: &Context,
+        echo_cpu: Option<usize>,
+        stream_cpu: Option<usize>,
+    ) -> Result<Target, BenchError> {
         let token = ctx.options.get("token").cloned().filter(|t| !t.is_empty());
         let connect_timeout = match ctx.options.get("connect-timeout") {
             Some(t) => parse_duration(t)
@@ -174,9 +184,8 @@ impl Target {
             None => DEFAULT_CONNECT_TIMEOUT,
         };
         match ctx.options.get("peer") {
-            Some(_) if echo_cpu.is_some() => Err(BenchError::Other(
-                "cannot pin the server's echo thread: with --peer the server is another process"
-                    .into(),
+            Some(_) if echo_cpu.is_some() || stream_cpu.is_some() => Err(BenchError::Other(
+                "cannot pin the server's threads: with --peer the server is another process".into(),
             )),
             Some(p) => Ok(Target {
                 addr: resolve_peer(p)?,
@@ -194,6 +203,7 @@ impl Target {
                 );
                 cfg.control_threads = 1;
                 cfg.echo_cpu = echo_cpu;
+                cfg.stream_cpu = stream_cpu;
                 let server = Server::start(cfg)?;
                 Ok(Target {
                     addr: server.local_addr(),
@@ -277,7 +287,18 @@ impl Link {
         spec: TestSpec,
         echo_cpu: Option<usize>,
     ) -> Result<Link, BenchError> {
-        let target = Target::from_ctx_pinned(ctx, echo_cpu)?;
+        Self::open_placed(ctx, spec, echo_cpu, None)
+    }
+
+    /// [`Link::open_pinned`], and the in-process server's stream threads
+    /// pinned to `stream_cpu` (see [`Target::from_ctx_placed`]).
+    pub fn open_placed(
+        ctx: &Context,
+        spec: TestSpec,
+        echo_cpu: Option<usize>,
+        stream_cpu: Option<usize>,
+    ) -> Result<Link, BenchError> {
+        let target = Target::from_ctx_placed(ctx, echo_cpu, stream_cpu)?;
         let mut control = target.control()?;
         let (session, udp_ports) = control.start(spec)?;
         Ok(Link {

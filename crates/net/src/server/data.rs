@@ -120,7 +120,10 @@ pub(super) async fn attach(
         sent: session.tcp_sent.clone(),
     };
     let count = session.data_threads.clone();
-    let cpu = shared.cfg.echo_cpu.filter(|_| role == Role::Echo);
+    let cpu = match role {
+        Role::Echo => shared.cfg.echo_cpu,
+        Role::Sink | Role::Source => shared.cfg.stream_cpu,
+    };
     let sh = shared.clone();
     let spawned = std::thread::Builder::new()
         .name("benchsuite-net-data".into())

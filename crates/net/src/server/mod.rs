@@ -130,6 +130,11 @@ pub struct ServerConfig {
     /// cpus=same|different` sets it on its in-process server, so the echo
     /// thread's CPU is known; it must be one this process may run on.
     pub echo_cpu: Option<usize>,
+    /// Pin every sink and source thread (the server's end of a throughput
+    /// stream) to this logical CPU. The default is `None`: not pinned.
+    /// `net.tcp_throughput --param cpus=split` sets it on its in-process
+    /// server; it must be one this process may run on.
+    pub stream_cpu: Option<usize>,
 }
 
 impl ServerConfig {
@@ -146,6 +151,7 @@ impl ServerConfig {
             io_timeout: IO_TIMEOUT,
             data_idle: DATA_IDLE,
             echo_cpu: None,
+            stream_cpu: None,
         }
     }
 
@@ -175,11 +181,12 @@ impl ServerConfig {
                 "server limits and thread counts must be positive".into(),
             ));
         }
-        if let Some(cpu) = self.echo_cpu {
+        for (cpu, what) in [(self.echo_cpu, "echo"), (self.stream_cpu, "stream")] {
+            let Some(cpu) = cpu else { continue };
             let allowed = benchsuite_core::team::allowed_cpus();
             if !allowed.contains(&cpu) {
                 return Err(NetError::Config(format!(
-                    "cannot pin the server's echo threads to CPU {cpu}: this process may run on CPUs {allowed:?}"
+                    "cannot pin the server's {what} threads to CPU {cpu}: this process may run on CPUs {allowed:?}"
                 )));
             }
         }
@@ -206,6 +213,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("io_timeout", &self.io_timeout)
             .field("data_idle", &self.data_idle)
             .field("echo_cpu", &self.echo_cpu)
+            .field("stream_cpu", &self.stream_cpu)
             .finish()
     }
 }
