@@ -320,12 +320,16 @@ mod tests {
         assert_eq!(s.local_addr().unwrap().ip(), from.ip());
     }
 
+    /// A connected loopback pair: (the accepted end, the connecting end).
+    fn tcp_pair() -> (std::net::TcpStream, std::net::TcpStream) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        (l.accept().unwrap().0, c)
+    }
+
     #[test]
     fn low_water_is_set_once_the_buffer_is_large_enough() {
-        use std::net::{TcpListener, TcpStream};
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let _c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (s, _) = l.accept().unwrap();
+        let (s, _c) = tcp_pair();
         let fd = s.as_raw_fd();
         let lowat = || get_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT).unwrap();
         assert_eq!(lowat(), 1);
@@ -345,10 +349,7 @@ mod tests {
 
     #[test]
     fn low_water_is_not_set_on_a_small_buffer() {
-        use std::net::{TcpListener, TcpStream};
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let _c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (s, _) = l.accept().unwrap();
+        let (s, _c) = tcp_pair();
         let fd = s.as_raw_fd();
         // 64 KiB asked, 128 KiB held: below 8 × the 64 KiB mark.
         assert!(set_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, 64 * 1024));
