@@ -197,6 +197,69 @@ fn a_host_missing_from_the_new_fleet_fails_unless_allowed() {
 }
 
 #[test]
+fn a_host_that_cannot_be_compared_fails_the_gate_and_the_others_are_judged() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = fleet(dir.path(), "base", THREE);
+    // node3 of the new fleet ran another benchmark: no record in common.
+    let mut paths = Vec::new();
+    for h in ["node1", "node2", "node3"] {
+        let mut r = host_report(h, 1.0);
+        if h == "node3" {
+            for rec in r["records"].as_array_mut().unwrap() {
+                rec["id"] = Value::from("os.other");
+            }
+        }
+        let p = dir.path().join(format!("new-{h}.json"));
+        std::fs::write(&p, r.to_string()).unwrap();
+        paths.push(p.to_string_lossy().into_owned());
+    }
+    let new = dir.path().join("new.json");
+    let mut args = vec!["merge"];
+    args.extend(paths.iter().map(String::as_str));
+    args.extend(["-o", new.to_str().unwrap()]);
+    let o = bench(&args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+
+    let o = compare(&base, &new, &[]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", text(&o.stderr));
+    let first = out.lines().next().unwrap();
+    assert!(
+        first.starts_with("FAIL node3: not comparable: ") && first.contains("os.other"),
+        "{out}"
+    );
+    for h in ["node1", "node2"] {
+        assert!(out.contains(&format!("== host {h} ==")), "{out}");
+    }
+    assert!(!out.contains("== host node3 =="), "{out}");
+    assert!(
+        out.ends_with("fleet gate FAILED: 2 hosts compared, 1 not comparable (node3)\n"),
+        "{out}"
+    );
+    let o = compare(&base, &new, &["--format", "json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let j: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["passed"], Value::Bool(false));
+    assert_eq!(j["incomparable"][0]["host"], "node3");
+
+    // When no host pair can be compared, that is a usage error naming one.
+    let o = compare(&new, &dir.path().join("new-node3.json"), &[]);
+    assert_eq!(o.status.code(), Some(2));
+    let only3 = dir.path().join("only3.json");
+    let o = bench(&[
+        "merge",
+        dir.path().join("new-node3.json").to_str().unwrap(),
+        "-o",
+        only3.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = compare(&base, &only3, &[]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}{}", text(&o.stdout));
+    assert!(err.starts_with("error: host node3: "), "{err}");
+}
+
+#[test]
 fn fleets_without_a_common_host_or_mixed_with_a_report_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
     let base = fleet(dir.path(), "base", THREE);

@@ -16,9 +16,11 @@
 //! no host of the baseline is missing from the new fleet. A missing host
 //! fails the gate as a missing record does (a node that vanished is not a
 //! node that passed); `--allow-missing` makes it a note. A host only in the
-//! new fleet is listed, not judged. Fleets without a host in common are an
-//! error ([`CompareError::NoHostInCommon`]), as are a host pair without a
-//! record in common or of different schema majors (named with the host).
+//! new fleet is listed, not judged. A host pair that cannot be compared (no
+//! record in common, or reports of different schema majors) fails the gate
+//! with the reason, and the other hosts are still judged; only when no
+//! host pair can be compared is that an error ([`CompareError::Host`]), as
+//! fleets without a host in common are ([`CompareError::NoHostInCommon`]).
 //! Threshold rules are checked once against every host's records, so a rule
 //! for benchmarks only some hosts ran is valid.
 
@@ -50,6 +52,22 @@ pub struct FleetComparison {
     pub missing_allowed: bool,
     /// Labels of the new fleet's hosts absent from the baseline.
     pub added: Vec<String>,
+    /// Paired hosts whose reports could not be compared; each fails the
+    /// gate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub incomparable: Vec<IncomparableHost>,
+}
+
+/// A host present in both fleets whose two reports cannot be compared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IncomparableHost {
+    /// The host's label in the baseline.
+    pub host: String,
+    /// Its label in the new fleet, where it differs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_label: Option<String>,
+    /// Why (e.g. no record in common).
+    pub why: String,
 }
 
 /// One host's comparison.
@@ -102,6 +120,14 @@ impl FleetComparison {
         if !failed.is_empty() {
             parts.push(format!("{} failed ({})", failed.len(), failed.join(", ")));
         }
+        if !self.incomparable.is_empty() {
+            let names: Vec<&str> = self.incomparable.iter().map(|h| h.host.as_str()).collect();
+            parts.push(format!(
+                "{} not comparable ({})",
+                names.len(),
+                names.join(", ")
+            ));
+        }
         if !self.missing.is_empty() {
             parts.push(format!(
                 "{} missing in new ({}){}",
@@ -131,6 +157,13 @@ impl FleetComparison {
             .failed_hosts()
             .map(|h| format!("FAIL {}: {}", h.name(), h.comparison.summary()))
             .collect();
+        for h in &self.incomparable {
+            let name = match &h.new_label {
+                Some(n) => format!("{} (new: {n})", h.host),
+                None => h.host.clone(),
+            };
+            lines.push(format!("FAIL {name}: not comparable: {}", h.why));
+        }
         let tag = if self.missing_allowed {
             "allowed"
         } else {
@@ -180,7 +213,9 @@ pub fn compare_fleets(
         missing: Vec::new(),
         missing_allowed: options.allow.missing,
         added: Vec::new(),
+        incomparable: Vec::new(),
     };
+    let mut first_error = None;
     let mut used = vec![false; new.len()];
     for (b, pair) in base.iter().zip(&pairs) {
         let host = host_label(b);
@@ -190,18 +225,30 @@ pub fn compare_fleets(
         };
         used[i] = true;
         let n = &new[i];
-        let within = |e: CompareError| CompareError::Host {
-            host: host.clone(),
-            why: Box::new(e),
-        };
-        check_schema(b, n).map_err(within)?;
-        let comparison = compare_checked(b, n, options).map_err(within)?;
         let new_label = Some(host_label(n)).filter(|l| *l != host);
-        out.hosts.push(HostComparison {
-            host,
-            new_label,
-            comparison,
-        });
+        match check_schema(b, n).and_then(|()| compare_checked(b, n, options)) {
+            Ok(comparison) => out.hosts.push(HostComparison {
+                host,
+                new_label,
+                comparison,
+            }),
+            Err(e) => {
+                out.incomparable.push(IncomparableHost {
+                    host: host.clone(),
+                    new_label,
+                    why: e.to_string(),
+                });
+                first_error.get_or_insert(CompareError::Host {
+                    host,
+                    why: Box::new(e),
+                });
+            }
+        }
+    }
+    if out.hosts.is_empty()
+        && let Some(e) = first_error
+    {
+        return Err(e);
     }
     out.added = new
         .iter()
@@ -210,6 +257,7 @@ pub fn compare_fleets(
         .map(|(n, _)| host_label(n))
         .collect();
     out.passed = out.hosts.iter().all(|h| h.comparison.passed())
+        && out.incomparable.is_empty()
         && (out.missing.is_empty() || options.allow.missing);
     Ok(out)
 }

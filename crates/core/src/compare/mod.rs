@@ -88,7 +88,9 @@ mod judge;
 mod model;
 pub mod rules;
 
-pub use fleet::{FleetComparison, HostComparison, compare_fleets, write_fleet_comparison};
+pub use fleet::{
+    FleetComparison, HostComparison, IncomparableHost, compare_fleets, write_fleet_comparison,
+};
 pub use model::*;
 pub use rules::{ThresholdRule, Tolerance};
 
