@@ -845,14 +845,32 @@ fn hosts_pair_by_label_then_by_name_when_the_launcher_renumbered_them() {
 }
 
 #[test]
-fn a_host_pair_that_cannot_be_compared_is_an_error_naming_the_host() {
+fn a_host_pair_that_cannot_be_compared_fails_the_gate_naming_the_host() {
     let base = fleet_of(&[("node1", 1.0), ("node2", 1.0)]);
     let mut new = base.clone();
     new[1].schema_version = "2.0".into();
+    let c = compare_fleets(&base, &new, &CompareOptions::default()).unwrap();
+    assert!(!c.passed());
+    assert_eq!(c.hosts.len(), 1);
+    assert_eq!(c.incomparable.len(), 1);
+    assert_eq!(c.incomparable[0].host, "node2");
+    assert!(
+        c.incomparable[0]
+            .why
+            .starts_with("cannot compare schema version 1.2 with 2.0"),
+        "{:?}",
+        c.incomparable
+    );
+    assert!(
+        c.summary()
+            .ends_with("1 host compared, 1 not comparable (node2)")
+    );
+    // No host pair comparable at all: an error naming the first host.
+    new[0].schema_version = "2.0".into();
     let e = compare_fleets(&base, &new, &CompareOptions::default()).unwrap_err();
     assert!(
         e.to_string()
-            .starts_with("host node2: cannot compare schema version 1.2 with 2.0"),
+            .starts_with("host node1: cannot compare schema version 1.2 with 2.0"),
         "{e}"
     );
     // A rule is checked against every host: one that covers what only one
