@@ -1,7 +1,7 @@
 //! Fleets: `run` under a launcher (`--output-dir`, `--per-task`,
 //! `--no-cluster`, `--world-size`, and the network benchmarks between
-//! ranks: `--net-pairs`, `--net-bind`, `--rendezvous-timeout`, see
-//! `pairing.rs`) and `benchsuite merge`.
+//! ranks: `--net-pairs`, `--net-bind`, `--rendezvous`,
+//! `--rendezvous-timeout`, see `pairing.rs`) and `benchsuite merge`.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -44,6 +44,16 @@ pub struct ClusterArgs {
     #[arg(long, value_name = "N")]
     pub world_size: Option<u64>,
 
+    /// The job's id, for launchers that put none in the environment (a
+    /// Kubernetes Indexed Job: pass its controller-uid from the downward
+    /// API; Open MPI or PMI without PMIx; RANK without a torchrun run id).
+    /// It names DIR/JOB of --output-dir (else `local`, shared by every run)
+    /// and the report's cluster.job, and keeps one run's reports and
+    /// rendezvous files apart from another's. It must agree with a job id
+    /// the launcher gives.
+    #[arg(long, value_name = "ID", conflicts_with = "no_cluster")]
+    pub job_id: Option<String>,
+
     /// How network benchmarks (net.*) measure under a launcher: between
     /// ranks, with no `benchsuite serve` to start. `pairwise`: the
     /// measuring ranks pair up (i with i + N/2, a bisection), all pairs at
@@ -53,10 +63,11 @@ pub struct ClusterArgs {
     /// first measuring rank serves and all the others measure it at once,
     /// each recording its own result. `off`: each rank measures its own
     /// loopback. `auto` (the default) is `pairwise` under a launcher with a
-    /// world size of 2 or more, --output-dir given and a net benchmark
-    /// selected (and no --peer, no -f), `off` otherwise. Net benchmarks run
+    /// world size of 2 or more, --output-dir (or --rendezvous) given and a
+    /// net benchmark selected (and no --peer, no -f), `off` otherwise. Net benchmarks run
     /// after all others; ranks find each other through files in
-    /// DIR/JOB/.rendezvous/ (DIR: --output-dir, shared by all ranks).
+    /// DIR/JOB/.rendezvous/ (DIR: --output-dir, shared by all ranks), or at
+    /// the --rendezvous meeting point.
     #[arg(long, value_name = "MODE", value_enum, default_value_t = crate::pairing::NetPairs::Auto)]
     pub net_pairs: crate::pairing::NetPairs,
 
@@ -71,14 +82,30 @@ pub struct ClusterArgs {
     pub net_bind: Option<std::net::IpAddr>,
 
     /// With --net-pairs: how long a rank waits for another whose
-    /// heartbeat (a file in the rendezvous directory, rewritten every
-    /// second while the rank runs) does not change, before giving up and
-    /// recording its network benchmarks as failed, naming that rank and
-    /// its files. A rank still busy with its other benchmarks, or with a
-    /// long net record, is alive and waited for. The default is 10m;
-    /// make it longer than a host's file system can lag or stall.
+    /// heartbeat (a file in the rendezvous directory, or an entry at the
+    /// --rendezvous meeting point, rewritten every second while the rank
+    /// runs) does not change, before giving up and recording its network
+    /// benchmarks as failed, naming that rank and its files; with
+    /// --rendezvous, also how long a rank waits for the meeting point to
+    /// answer. A rank still busy with its other benchmarks, or with a long
+    /// net record, is alive and waited for. The default is 10m; make it
+    /// longer than a host's file system can lag or stall.
     #[arg(long, value_name = "DURATION")]
     pub rendezvous_timeout: Option<String>,
+
+    /// Network benchmarks between ranks without a shared file system: the
+    /// ranks meet at HOST:PORT instead of a directory of --output-dir (as
+    /// torchrun's MASTER_ADDR:MASTER_PORT). Rank 0 serves the meeting point
+    /// there (HOST must name rank 0's own host, e.g. `benchsuite-0.benchsuite` of
+    /// a Kubernetes headless Service; not 0.0.0.0, :: or multicast) until
+    /// every rank has left; the others connect, waiting up to
+    /// --rendezvous-timeout for it. Every rank needs the same token
+    /// (BENCHSUITE_TOKEN or --token-file), which proves each connection
+    /// and guards each rank's server, and never crosses the network.
+    /// Turns --net-pairs auto into pairwise; reports go where they go
+    /// without it (-o, stdout, or a node-local --output-dir).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub rendezvous: Option<String>,
 }
 
 /// `benchsuite merge`'s arguments.
@@ -109,15 +136,23 @@ impl Placement {
     /// `cfg.cluster`, and checks that `--output-dir` can be written, before
     /// anything is measured.
     pub fn new(args: &ClusterArgs, cfg: &mut RunConfig) -> Result<Placement> {
-        let cluster = if args.no_cluster {
+        let mut cluster = if args.no_cluster {
             None
         } else {
             cluster::detect_env(args.world_size)?
         };
-        if cluster.is_none() && args.world_size.is_some() {
-            eprintln!(
-                "note: --world-size is ignored: no launcher variable (SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, JOB_COMPLETION_INDEX, RANK) is set"
-            );
+        for (flag, given) in [
+            ("--world-size", args.world_size.is_some()),
+            ("--job-id", args.job_id.is_some()),
+        ] {
+            if cluster.is_none() && given {
+                eprintln!(
+                    "note: {flag} is ignored: no launcher variable (SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, JOB_COMPLETION_INDEX, RANK) is set"
+                );
+            }
+        }
+        if let (Some(c), Some(id)) = (cluster.as_mut(), &args.job_id) {
+            c.job = Some(checked_job_id(id, c.job.as_deref())?);
         }
         cfg.cluster = cluster.clone();
         let dir = match &args.output_dir {
@@ -196,6 +231,24 @@ impl Placement {
             export::write_report(Format::Json, report, w)
         })?;
         Ok(format!("; written to {}", path.display()))
+    }
+}
+
+/// `--job-id ID`, checked: a short printable id that agrees with the
+/// launcher's own (`launcher`), if it gives one.
+fn checked_job_id(id: &str, launcher: Option<&str>) -> Result<String> {
+    let id = id.trim();
+    if id.is_empty() || id.len() > 128 || id.chars().any(char::is_control) {
+        return Err(anyhow!(
+            "--job-id `{}`: give 1 to 128 printable characters",
+            id.escape_debug()
+        ));
+    }
+    match launcher {
+        Some(l) if l != id => Err(anyhow!(
+            "--job-id {id} disagrees with the launcher's job id {l}"
+        )),
+        _ => Ok(id.to_string()),
     }
 }
 

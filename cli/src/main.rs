@@ -14,6 +14,7 @@ mod pairing;
 mod planfile;
 mod progress;
 mod reference;
+mod rendezvous;
 mod report_cmd;
 
 use std::io::ErrorKind;

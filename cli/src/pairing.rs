@@ -2,18 +2,22 @@
 //! no `benchsuite serve` to start by hand.
 //!
 //! Under a launcher, `net.*` benchmarks run after every other benchmark, in
-//! a phase of their own. Ranks meet through files in the rendezvous
-//! directory `DIR/JOB/.rendezvous/STEP/` of `--output-dir` (a file system
-//! all ranks share; STEP gets `.restartN` for a requeued Slurm job,
-//! `SLURM_RESTART_COUNT`), each written to a temporary file and renamed:
+//! a phase of their own. Ranks meet through named texts in a store
+//! (`rendezvous.rs`), each published atomically: the files of the
+//! rendezvous directory `DIR/JOB/.rendezvous/STEP/` of `--output-dir` (a
+//! file system all ranks share; STEP gets `.restartN` for a requeued Slurm
+//! job, `SLURM_RESTART_COUNT`), each written to a temporary file and
+//! renamed; or, with `--rendezvous HOST:PORT`, the entries of a meeting
+//! point that rank 0 serves there from its memory (see below). Either way:
 //!
 //! 0. as soon as the rank knows it pairs (before its other benchmarks), it
 //!    picks a random nonce for this run and rewrites its heartbeat
 //!    `rR.alive` (the nonce and a counter) about every second (a quarter
 //!    of `--rendezvous-timeout` if that is shorter) until it exits;
 //! 1. every measuring rank starts a server (`--net-bind`, an ephemeral
-//!    port, a fresh random token) and publishes it: its token in
-//!    `rR-NONCE.token` (mode 0600), its address, its nonce and a hash of
+//!    port, a fresh random token; with `--rendezvous`, the job's token)
+//!    and publishes it: its token in `rR-NONCE.token` (mode 0600; never
+//!    with `--rendezvous`), its address, its nonce and a hash of
 //!    its schedule (mode, rounds, benchmarks and points) in `rR.json`; a
 //!    rank idle on purpose (one task per node) publishes `rR.json` saying
 //!    so;
@@ -53,14 +57,25 @@
 //! alive (busy with its other benchmarks, or a long net record) is waited
 //! for. Two runs into one rendezvous directory must not overlap (a job id
 //! keeps them apart; `TORCHELASTIC_RUN_ID=none` is no job id). The token
-//! files are removed when their server stops.
+//! files are removed when their server stops. A rank that no longer reads
+//! the store (done, failed or falling back to loopback) writes
+//! `rR-NONCE.left` as it exits.
+//!
+//! With `--rendezvous HOST:PORT`, rank 0 binds HOST:PORT (an address of
+//! its own) as soon as it knows it pairs, idle or not, and the other ranks
+//! connect to it, each request trying again until the meeting point has
+//! not answered for `--rendezvous-timeout` (then their waits, and their
+//! remaining net records, fail naming it). Every connection proves the
+//! job-wide token both ways (HMAC challenge and response; the token never
+//! travels), and every rank's server takes that same token, so no token
+//! is published. Rank 0 keeps serving until every other rank has left, or
+//! its heartbeat has been silent for `--rendezvous-timeout`.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashSet};
 use std::fs;
-use std::io::{self, Read as _, Write as _};
+use std::io::{self, Read as _};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs as _, UdpSocket};
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -74,12 +89,14 @@ use serde_json::{Value, json};
 
 use crate::fleet::{ClusterArgs, Placement, file_part};
 use crate::planfile::PlannedPhase;
+use crate::rendezvous::{DirStore, MeetingPoint, Put, Remote, Rendezvous, Store};
 
 /// `run --net-pairs`: how network benchmarks measure under a launcher.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum NetPairs {
-    /// `pairwise` under a launcher with `--output-dir`, a world size of 2
-    /// or more and a net benchmark selected; `off` otherwise.
+    /// `pairwise` under a launcher with `--output-dir` (or `--rendezvous`),
+    /// a world size of 2 or more and a net benchmark selected; `off`
+    /// otherwise.
     Auto,
     /// Each rank measures its own loopback (an in-process server).
     Off,
@@ -202,7 +219,13 @@ pub struct Pairing {
     rank: u64,
     world: u64,
     host: String,
-    dir: PathBuf,
+    /// Where the ranks meet.
+    store: Arc<dyn Store>,
+    /// `--rendezvous`: the job's token, which every rank's server takes
+    /// (no token is published).
+    shared_token: Option<String>,
+    /// `--rendezvous` on rank 0: the meeting point it serves.
+    meeting: Option<MeetingPoint>,
     nonce: String,
     bind: IpAddr,
     bind_from: &'static str,
@@ -224,7 +247,7 @@ impl std::fmt::Debug for Pairing {
         f.debug_struct("Pairing")
             .field("mode", &self.mode)
             .field("rank", &self.rank)
-            .field("dir", &self.dir)
+            .field("rendezvous", &self.store.location())
             .finish()
     }
 }
@@ -242,33 +265,6 @@ fn random_hex(n: usize) -> io::Result<String> {
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
-/// Writes `path` atomically (a temporary file renamed over it); a
-/// `private` file is readable by this user only; `sync`ed to disk before
-/// the rename.
-fn publish(path: &Path, text: &str, private: bool, sync: bool) -> Result<(), String> {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let write = || -> io::Result<()> {
-        let mut o = fs::OpenOptions::new();
-        o.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        if private {
-            use std::os::unix::fs::OpenOptionsExt as _;
-            o.mode(0o600);
-        }
-        let mut f = o.open(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        if sync {
-            f.sync_all()?;
-        }
-        fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        format!("cannot write {}: {e}", path.display())
-    })
-}
-
 /// A thread rewriting `rR.alive` (the nonce and a counter) every `every`
 /// until dropped.
 struct Heartbeat {
@@ -277,7 +273,7 @@ struct Heartbeat {
 }
 
 impl Heartbeat {
-    fn start(path: PathBuf, nonce: String, every: Duration) -> Heartbeat {
+    fn start(store: Arc<dyn Store>, name: String, nonce: String, every: Duration) -> Heartbeat {
         let stop = Arc::new(AtomicBool::new(false));
         let halt = stop.clone();
         let beat = move || {
@@ -286,7 +282,7 @@ impl Heartbeat {
                 n += 1;
                 let v = json!({"nonce": nonce, "beat": n, "pid": std::process::id()});
                 // A missed beat is only late: the next one comes.
-                let _ = publish(&path, &v.to_string(), false, false);
+                let _ = store.put(&name, &v.to_string(), Put::Beat);
                 let next = Instant::now() + every;
                 while !halt.load(Ordering::SeqCst) && Instant::now() < next {
                     std::thread::sleep(every.min(Duration::from_millis(50)));
@@ -310,8 +306,15 @@ impl Drop for Heartbeat {
     }
 }
 
-/// `--rendezvous-timeout` and `--net-bind`, checked.
-fn checked_flags(args: &ClusterArgs) -> Result<(Duration, Option<IpAddr>)> {
+/// `--rendezvous-timeout`, `--net-bind` and `--rendezvous`, checked.
+struct Flags {
+    timeout: Duration,
+    bind: Option<IpAddr>,
+    rendezvous: Option<Rendezvous>,
+}
+
+/// `--rendezvous-timeout`, `--net-bind` and `--rendezvous`, checked.
+fn checked_flags(args: &ClusterArgs) -> Result<Flags> {
     let given = args
         .rendezvous_timeout
         .as_deref()
@@ -331,7 +334,17 @@ fn checked_flags(args: &ClusterArgs) -> Result<(Duration, Option<IpAddr>)> {
             "--net-bind {ip}: give the address of one interface that the other ranks can reach (the rank publishes it), not an unspecified or multicast address"
         );
     }
-    Ok((timeout, args.net_bind))
+    let rendezvous = args
+        .rendezvous
+        .as_deref()
+        .map(Rendezvous::parse)
+        .transpose()
+        .map_err(|e| anyhow!(e))?;
+    Ok(Flags {
+        timeout,
+        bind: args.net_bind,
+        rendezvous,
+    })
 }
 
 /// Says that `--net-bind` / `--rendezvous-timeout` given do nothing here.
@@ -412,9 +425,17 @@ impl Pairing {
         plan_file: bool,
     ) -> Result<Option<Pairing>> {
         let flags = checked_flags(args);
+        // `--rendezvous` asks for pairing as `--net-pairs pairwise` does:
+        // where it cannot apply, an error, not a note.
+        let rendezvous = args.rendezvous.is_some();
         let explicit = match args.net_pairs {
             NetPairs::Off => {
                 flags?;
+                if rendezvous {
+                    bail!(
+                        "--rendezvous: --net-pairs off measures each rank's own loopback, with no meeting point; give one or the other"
+                    );
+                }
                 note_ignored(args, "--net-pairs off");
                 return Ok(None);
             }
@@ -439,15 +460,19 @@ impl Pairing {
             )
         } else if cluster.is_some_and(|c| c.world_size < 2) {
             Some("needs a world size of 2 or more")
-        } else if placement.dir().is_none() {
+        } else if placement.dir().is_none() && !rendezvous {
             Some(
-                "needs --output-dir DIR on a file system all ranks share (the ranks find each other's servers there)",
+                "needs --output-dir DIR on a file system all ranks share (the ranks find each other's servers there), or --rendezvous HOST:PORT",
             )
         } else {
             None
         };
         let mode = match (explicit, why_not) {
             (Some(m), Some(why)) => bail!("--net-pairs {}: {why}", m.name()),
+            (None, Some(why)) if rendezvous => {
+                flags?;
+                bail!("--rendezvous: {why}")
+            }
             (None, Some(why)) => {
                 flags?;
                 if net_selected
@@ -457,7 +482,7 @@ impl Pairing {
                     && cluster.is_some_and(|c| c.world_size >= 2)
                 {
                     eprintln!(
-                        "note: net benchmarks measure each rank's own loopback: give --output-dir DIR on a shared file system to measure between ranks (--net-pairs)"
+                        "note: net benchmarks measure each rank's own loopback: give --output-dir DIR on a shared file system, or --rendezvous HOST:PORT, to measure between ranks (--net-pairs)"
                     );
                 }
                 note_ignored(args, &format!("--net-pairs auto: {why}"));
@@ -465,50 +490,80 @@ impl Pairing {
             }
             (m, None) => m.unwrap_or(Mode::Pairwise),
         };
-        let (Some(c), Some(job_dir)) = (cluster, placement.dir()) else {
+        let Some(c) = cluster else {
             return Ok(None); // checked above
         };
-        let mut step = c.step.as_deref().map_or_else(|| "run".into(), file_part);
-        // A requeued Slurm job keeps its id, and its step ids start again.
-        if c.launcher == Launcher::Slurm
-            && let Some(n) = std::env::var("SLURM_RESTART_COUNT")
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .filter(|&n| n > 0)
-        {
-            step = format!("{step}.restart{n}");
-        }
-        let dir = job_dir.join(".rendezvous").join(step);
-        fs::create_dir_all(&dir).with_context(|| {
-            format!(
-                "--output-dir: cannot create the rendezvous directory {}",
-                dir.display()
-            )
-        })?;
         let rank = c.rank;
-        // An earlier run's files of this rank (same job and step).
-        for name in [format!("r{rank}.json"), format!("r{rank}.failed")] {
-            match fs::remove_file(dir.join(&name)) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                    return Err(e).with_context(|| {
-                        format!("--output-dir: cannot remove {}", dir.join(&name).display())
-                    });
-                }
-                _ => {}
-            }
-        }
         let nonce = random_hex(8).context("--net-pairs: cannot read /dev/urandom")?;
         let name = hostname();
+        let (store, shared_token, meeting, flags): (Arc<dyn Store>, _, _, _) = if rendezvous {
+            // Checked before anything is served or published: no
+            // failure marker can be written without them.
+            let flags = flags?;
+            let Some(rdv) = flags.rendezvous.clone() else {
+                return Ok(None); // given, so parsed
+            };
+            let Some(token) = cfg.options.get("token").cloned() else {
+                bail!(
+                    "--rendezvous needs a token shared by every rank (it proves each connection to the meeting point and guards each rank's server; it never crosses the network): set {} or give --token-file PATH, the same on every rank",
+                    crate::config::TOKEN_ENV
+                );
+            };
+            if rank == 0 {
+                let mp =
+                    MeetingPoint::start(&rdv, &token, flags.timeout).map_err(|e| anyhow!(e))?;
+                eprintln!(
+                    "rank 0: --net-pairs {}: serving the meeting point on {} (--rendezvous {})",
+                    mode.name(),
+                    mp.local_addr(),
+                    rdv.given
+                );
+                (mp.store(), Some(token), Some(mp), Ok(flags))
+            } else {
+                let remote = Remote::new(rdv, &token, flags.timeout, cfg.cancel.clone());
+                (Arc::new(remote), Some(token), None, Ok(flags))
+            }
+        } else {
+            let Some(job_dir) = placement.dir() else {
+                return Ok(None); // checked above
+            };
+            let mut step = c.step.as_deref().map_or_else(|| "run".into(), file_part);
+            // A requeued Slurm job keeps its id, and its step ids start again.
+            if c.launcher == Launcher::Slurm
+                && let Some(n) = std::env::var("SLURM_RESTART_COUNT")
+                    .ok()
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .filter(|&n| n > 0)
+            {
+                step = format!("{step}.restart{n}");
+            }
+            let dir = job_dir.join(".rendezvous").join(step);
+            let store = DirStore::create(dir.clone()).with_context(|| {
+                format!(
+                    "--output-dir: cannot create the rendezvous directory {}",
+                    dir.display()
+                )
+            })?;
+            (Arc::new(store), None, None, flags)
+        };
+        // An earlier run's files of this rank (same job and step).
+        for name in [format!("r{rank}.json"), format!("r{rank}.failed")] {
+            store
+                .remove(&name)
+                .map_err(|e| anyhow!("{}: {e}", store.flag()))?;
+        }
         let mut p = Pairing {
             mode,
-            auto: explicit.is_none(),
+            auto: explicit.is_none() && !rendezvous,
             rank,
             world: c.world_size,
             host: name
                 .clone()
                 .or_else(|| c.node.clone())
                 .unwrap_or_else(|| "unknown-host".into()),
-            dir,
+            store,
+            shared_token,
+            meeting,
             nonce,
             bind: Ipv4Addr::LOCALHOST.into(),
             bind_from: "",
@@ -522,11 +577,12 @@ impl Pairing {
             facts: RefCell::new(Value::Null),
         };
         // Dropped on an error from here on: the failure marker.
-        let (timeout, given) = flags?;
-        p.timeout = timeout;
-        (p.bind, p.bind_from) = bind_address(given, name.as_deref());
+        let flags = flags?;
+        p.timeout = flags.timeout;
+        (p.bind, p.bind_from) = bind_address(flags.bind, name.as_deref());
         p.heartbeat = Some(Heartbeat::start(
-            p.dir.join(format!("r{rank}.alive")),
+            p.store.clone(),
+            format!("r{rank}.alive"),
             p.nonce.clone(),
             p.beat_period(),
         ));
@@ -614,12 +670,12 @@ impl Pairing {
     /// file from an earlier run's.
     pub fn announce_idle(&self) -> Result<()> {
         self.publish_join(None, "")
-            .map_err(|e| anyhow!("--output-dir: {e}"))?;
+            .map_err(|e| anyhow!("{}: {e}", self.store.flag()))?;
         eprintln!(
-            "rank {}: --net-pairs {}: idle; staying until every rank reaches the network phase (in {})",
+            "rank {}: --net-pairs {}: idle; staying until every rank reaches the network phase ({})",
             self.rank,
             self.mode.name(),
-            self.dir.display()
+            self.store.place()
         );
         match self.join_all(None, "") {
             Ok(_) => {
@@ -734,14 +790,19 @@ impl Pairing {
         acc: &mut Acc,
     ) -> Result<(), String> {
         let started = (|| -> Result<_, String> {
-            let token = random_hex(32).map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
-            let server = self.start_server(&token)?;
-            let token_file = TokenFile(
-                self.dir
-                    .join(format!("r{}-{}.token", self.rank, self.nonce)),
-            );
-            publish(&token_file.0, &token, true, true)?;
-            Ok((server, token_file))
+            // With --rendezvous, the job's token; else a fresh one,
+            // published for this rank's clients only.
+            let Some(token) = self.shared_token.clone() else {
+                let token = random_hex(32).map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
+                let server = self.start_server(&token)?;
+                let token_file = TokenFile {
+                    store: self.store.clone(),
+                    name: format!("r{}-{}.token", self.rank, self.nonce),
+                };
+                self.store.put(&token_file.name, &token, Put::Secret)?;
+                return Ok((server, Some(token_file)));
+            };
+            Ok((self.start_server(&token)?, None))
         })();
         match started {
             Ok((server, token_file)) => {
@@ -774,12 +835,12 @@ impl Pairing {
         let hash = schedule_hash(self.mode, cfg.rounds.max(1), steps);
         self.publish_join(Some(addr), &hash)?;
         eprintln!(
-            "rank {}: --net-pairs {}: serving on {addr} ({}); waiting for the other {} rank(s) in {}",
+            "rank {}: --net-pairs {}: serving on {addr} ({}); waiting for the other {} rank(s) {}",
             self.rank,
             self.mode.name(),
             self.bind_from,
             self.world - 1,
-            self.dir.display()
+            self.store.place()
         );
         let peers = self.join_all(Some(addr), &hash)?;
         // Now with the ranks met: a rank that comes late and finds this
@@ -814,7 +875,7 @@ impl Pairing {
             "measuring_ranks": measuring,
             "measured_against": against.first(),
             "served": served,
-            "rendezvous": self.dir.display().to_string(),
+            "rendezvous": self.store.location(),
         });
         let mut measured = false;
         for (i, round) in rounds.iter().enumerate() {
@@ -918,16 +979,13 @@ impl Pairing {
         let addr = server
             .address
             .ok_or_else(|| format!("rank {} published no address", server.rank))?;
-        let token_path = self
-            .dir
-            .join(format!("r{}-{}.token", server.rank, server.nonce));
-        let token = fs::read_to_string(&token_path).map_err(|e| {
-            format!(
-                "cannot read rank {}'s token {}: {e}",
-                server.rank,
-                token_path.display()
-            )
-        })?;
+        let token = match &self.shared_token {
+            Some(t) => t.clone(),
+            None => self
+                .store
+                .get(&format!("r{}-{}.token", server.rank, server.nonce))
+                .map_err(|e| format!("cannot read rank {}'s token {e}", server.rank))?,
+        };
         let mut ctx = plan.ctx.clone();
         ctx.options.insert("peer".into(), addr.to_string());
         ctx.options.insert("token".into(), token.trim().to_string());
@@ -1020,23 +1078,19 @@ impl Pairing {
             "written_at_ms": now_ms() as u64,
             "pid": std::process::id(),
         });
-        publish(
-            &self.dir.join(format!("r{}.json", self.rank)),
+        self.store.put(
+            &format!("r{}.json", self.rank),
             &v.to_string(),
-            false,
-            true,
+            Put::Durable,
         )
     }
 
     /// An empty marker file `rR-NONCE.TAG`.
     fn marker(&self, tag: &str) -> Result<(), String> {
-        publish(
-            &self
-                .dir
-                .join(format!("r{}-{}.{tag}", self.rank, self.nonce)),
+        self.store.put(
+            &format!("r{}-{}.{tag}", self.rank, self.nonce),
             "",
-            false,
-            true,
+            Put::Durable,
         )
     }
 
@@ -1048,11 +1102,10 @@ impl Pairing {
             "reason": why,
             "written_at_ms": now_ms() as u64,
         });
-        let _ = publish(
-            &self.dir.join(format!("r{}.failed", self.rank)),
+        let _ = self.store.put(
+            &format!("r{}.failed", self.rank),
             &v.to_string(),
-            false,
-            true,
+            Put::Durable,
         );
     }
 
@@ -1060,7 +1113,7 @@ impl Pairing {
     /// is the one met or seen beating, or it was written after this rank
     /// started.
     fn failed(&self, q: u64) -> Option<String> {
-        let text = fs::read_to_string(self.dir.join(format!("r{q}.failed"))).ok()?;
+        let text = self.store.get(&format!("r{q}.failed")).ok()?;
         let v: Value = serde_json::from_str(&text).ok()?;
         let nonce = v["nonce"].as_str();
         let known = nonce.is_some_and(|n| {
@@ -1087,22 +1140,16 @@ impl Pairing {
     /// [`Pairing::failed`], looked up through a listing.
     fn failed_now(&self, q: u64) -> Option<String> {
         self.listing()
+            .ok()?
             .contains(&format!("r{q}.failed"))
             .then(|| self.failed(q))
             .flatten()
     }
 
-    /// The names in the rendezvous directory now. A listing, not a look-up
-    /// per file: on NFS a failed look-up may be cached for many seconds,
-    /// while a listing is revalidated when the directory changed.
-    fn listing(&self) -> HashSet<String> {
-        fs::read_dir(&self.dir)
-            .map(|d| {
-                d.flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default()
+    /// The names in the store now (a listing: see [`Store::list`]); an
+    /// error when the meeting point is lost.
+    fn listing(&self) -> Result<HashSet<String>, String> {
+        self.store.list()
     }
 
     /// Reads rank `q`'s heartbeat: a change since the last look is a sign
@@ -1111,7 +1158,7 @@ impl Pairing {
         let name = format!("r{q}.alive");
         let text = names
             .contains(&name)
-            .then(|| fs::read_to_string(self.dir.join(&name)).ok())
+            .then(|| self.store.get(&name).ok())
             .flatten()
             .filter(|t| !t.is_empty());
         let mut beats = self.beats.borrow_mut();
@@ -1149,7 +1196,8 @@ impl Pairing {
         let file = format!("r{q}.alive");
         Some(match (&b.text, &b.live) {
             (None, _) => format!(
-                "rank {q} shows no sign of life ({file} absent: it never started, or not with this --output-dir)"
+                "rank {q} shows no sign of life ({file} absent: it never started, or not with this {})",
+                self.store.flag()
             ),
             (Some(_), None) => format!(
                 "rank {q}'s heartbeat {file} has not changed in {} (an earlier run's, or this run's rank {q} ended or hangs)",
@@ -1164,9 +1212,10 @@ impl Pairing {
 
     /// Waits until `ready(q, listing)` for every rank `q` of `ranks` but
     /// this one; stops early when `ready` says why not, when one of them
-    /// (or of `watch`) failed, and when one's heartbeat did not change for
-    /// `--rendezvous-timeout`. Looks every 10 ms at first, every 250 ms at
-    /// most.
+    /// (or of `watch`) failed, when one's heartbeat did not change for
+    /// `--rendezvous-timeout` (judged only while the store answers), and
+    /// when the store is lost (a meeting point silent for that long).
+    /// Looks every 10 ms at first, every 250 ms at most.
     fn wait_all(
         &self,
         ranks: &[u64],
@@ -1180,7 +1229,7 @@ impl Pairing {
         let mut left: Vec<u64> = ranks.iter().copied().filter(|&q| q != self.rank).collect();
         let watch: Vec<u64> = watch.iter().copied().filter(|&q| q != self.rank).collect();
         loop {
-            let names = self.listing();
+            let names = self.listing()?;
             if looked.is_none_or(|t| t.elapsed() >= self.look_every()) {
                 for &q in left.iter().chain(&watch) {
                     self.look(q, &names);
@@ -1215,15 +1264,21 @@ impl Pairing {
             if let Some((q, why)) = left
                 .iter()
                 .chain(&watch)
+                .filter(|_| self.store.answering())
                 .find_map(|&q| self.gone(q).map(|w| (q, w)))
             {
                 let awaited = if left.contains(&q) {
-                    format!("{} absent in {}", file(q), self.dir.display())
+                    format!("{} absent {}", file(q), self.store.place())
                 } else {
-                    format!("its server measured, in {}", self.dir.display())
+                    format!("its server measured, {}", self.store.place())
                 };
+                let trouble = self
+                    .store
+                    .trouble()
+                    .map(|t| format!("; {t}"))
+                    .unwrap_or_default();
                 return Err(format!(
-                    "gave up waiting for rank {q} {what} ({awaited}): {why}; --rendezvous-timeout sets the wait"
+                    "gave up waiting for rank {q} {what} ({awaited}): {why}{trouble}; --rendezvous-timeout sets the wait"
                 ));
             }
             std::thread::sleep(pause);
@@ -1245,7 +1300,7 @@ impl Pairing {
             if !names.contains(&name(q)) {
                 return Ok(false);
             }
-            let Ok(text) = fs::read_to_string(self.dir.join(name(q))) else {
+            let Ok(text) = self.store.get(&name(q)) else {
                 return Ok(false);
             };
             let Ok(v) = serde_json::from_str::<Value>(&text) else {
@@ -1337,6 +1392,15 @@ impl Drop for Pairing {
                 "it ended before its network phase (an error or Ctrl-C; see its log)"
             });
         }
+        // This rank reads the store no more.
+        let _ = self.store.put(
+            &format!("r{}-{}.left", self.rank, self.nonce),
+            "",
+            Put::Durable,
+        );
+        if let Some(m) = self.meeting.take() {
+            m.close(self.rank, self.world, self.timeout, &self.cancel);
+        }
     }
 }
 
@@ -1347,11 +1411,14 @@ struct Acc {
 }
 
 /// A token file, removed when its server stops (or on an error).
-struct TokenFile(PathBuf);
+struct TokenFile {
+    store: Arc<dyn Store>,
+    name: String,
+}
 
 impl Drop for TokenFile {
     fn drop(&mut self) {
-        let _ = fs::remove_file(&self.0);
+        let _ = self.store.remove(&self.name);
     }
 }
 
@@ -1401,14 +1468,16 @@ mod tests {
     }
 
     /// A pairing of rank 0 in a world of 2 meeting in `dir`, started now.
-    fn pairing(dir: &Path) -> Pairing {
+    fn pairing(dir: &std::path::Path) -> Pairing {
         Pairing {
             mode: Mode::Pairwise,
             auto: false,
             rank: 0,
             world: 2,
             host: "h0".into(),
-            dir: dir.to_path_buf(),
+            store: Arc::new(DirStore::create(dir.to_path_buf()).unwrap()),
+            shared_token: None,
+            meeting: None,
             nonce: "00000000000000aa".into(),
             bind: Ipv4Addr::LOCALHOST.into(),
             bind_from: "--net-bind",
@@ -1421,19 +1490,6 @@ mod tests {
             met: RefCell::new(BTreeMap::new()),
             facts: RefCell::new(Value::Null),
         }
-    }
-
-    #[test]
-    fn the_token_file_is_private() {
-        use std::os::unix::fs::PermissionsExt as _;
-        let tmp = tempfile::tempdir().unwrap();
-        let path = tmp.path().join("r0-abc.token");
-        publish(&path, "secret", true, true).unwrap();
-        let mode = fs::metadata(&path).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
-        assert_eq!(fs::read_to_string(&path).unwrap(), "secret");
-        let names: Vec<_> = fs::read_dir(tmp.path()).unwrap().collect();
-        assert_eq!(names.len(), 1, "no temporary file left");
     }
 
     #[test]
@@ -1469,17 +1525,17 @@ mod tests {
             fs::write(tmp.path().join("r1.alive"), v.to_string()).unwrap();
         };
         beat(1);
-        p.look(1, &p.listing());
+        p.look(1, &p.listing().unwrap());
         assert_eq!(p.beats.borrow()[&1].live, None, "maybe an earlier run's");
         beat(2);
-        p.look(1, &p.listing());
+        p.look(1, &p.listing().unwrap());
         assert_eq!(
             p.beats.borrow()[&1].live.as_deref(),
             Some("00000000000000bb")
         );
         assert_eq!(p.gone(1), None);
         std::thread::sleep(Duration::from_millis(350));
-        p.look(1, &p.listing());
+        p.look(1, &p.listing().unwrap());
         let why = p.gone(1).unwrap();
         assert!(why.contains("heartbeat r1.alive stopped"), "{why}");
     }

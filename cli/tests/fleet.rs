@@ -149,6 +149,47 @@ fn output_dir_under_a_launcher_one_task_per_node_and_the_cluster_section() {
     assert_eq!(r["cluster"]["launcher"], "kubernetes");
     assert_eq!(r["cluster"]["rank"], 3);
     assert_eq!(r["cluster"]["world_size"], 4);
+    assert!(r["cluster"]["job"].is_null(), "{}", r["cluster"]);
+
+    // ... with --job-id (its controller-uid): DIR/<id>/, cluster.job.
+    let o = run(
+        &args(&fast(&[
+            "--world-size",
+            "4",
+            "--job-id",
+            "5c1a-77/x",
+            "--output-dir",
+            out_s,
+        ])),
+        &[("JOB_COMPLETION_INDEX", "3")],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let file = the_only_file(&out.join("5c1a-77_x"));
+    assert!(file.to_str().unwrap().ends_with("-r3.json"), "{file:?}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(r["cluster"]["job"], "5c1a-77/x");
+    // The launcher's own id, given again, agrees.
+    let o = run(
+        &args(&fast(&[
+            "--per-task",
+            "--job-id",
+            "4242",
+            "--format",
+            "json",
+        ])),
+        SLURM_RANK1_LOCAL1,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["cluster"]["job"], "4242");
+    // Without a launcher it is ignored, saying so.
+    let o = run(&args(&fast(&["--job-id", "abc", "--format", "json"])), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("note: --job-id is ignored: no launcher variable"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 fn the_dir_is_empty(dir: &Path) -> bool {
@@ -203,6 +244,14 @@ fn bad_launches_exit_2_before_measuring() {
         &two,
     );
     assert_error(&o, "--net-pairs pairwise: no net benchmark is selected");
+    // A --job-id that disagrees with the launcher's, or is empty.
+    let o = run(&args(&fast(&["--job-id", "99"])), SLURM_RANK1_LOCAL1);
+    assert_error(&o, "--job-id 99 disagrees with the launcher's job id 4242");
+    let o = run(
+        &args(&fast(&["--job-id", " ", "--world-size", "2"])),
+        &[("JOB_COMPLETION_INDEX", "1")],
+    );
+    assert_error(&o, "--job-id ``: give 1 to 128 printable characters");
     let o = run(&args(&fast(&["--rendezvous-timeout", "soon"])), &[]);
     assert_error(&o, "invalid value `soon` for --rendezvous-timeout");
     // A --net-bind the other ranks cannot connect to.

@@ -1,0 +1,1695 @@
+//! Where the ranks of `run --net-pairs` meet (the protocol is in
+//! `pairing.rs`): a [`Store`] of small named texts, published atomically.
+//!
+//! - [`DirStore`]: the rendezvous directory of `--output-dir` on a file
+//!   system all ranks share; a name is a file, written to a temporary file
+//!   and renamed.
+//! - `--rendezvous HOST:PORT` (no shared file system): rank 0 serves a
+//!   [`MeetingPoint`] on HOST:PORT, an in-memory store, and the other
+//!   ranks reach it through a [`Remote`].
+//!
+//! # The meeting point's wire format (version 1)
+//!
+//! Over TCP, each side first sends the 4 bytes [`MAGIC`] (`BSRV`), then
+//! *frames*: a 4-byte big-endian length `n` and `n` bytes of UTF-8 JSON,
+//! one [`Msg`] tagged by `"op"`. The client speaks first:
+//!
+//! ```text
+//! rank                                     meeting point (rank 0)
+//! hello {version, nonce: Nc}         →
+//!                                    ←     challenge {nonce: Ns, proof}  |  error
+//! auth {mac}                         →
+//!                                    ←     welcome                       |  error
+//! put {name, text} | get {name} | remove {name} | list {since}   →
+//!                                    ←     ok | value {text} | names {version, names} | error
+//! ```
+//!
+//! A listing is sent whole only when a name came or went since the
+//! version the rank holds (`since`); heartbeats rewrite texts, so a rank
+//! waiting at a barrier mostly gets `names: null`.
+//!
+//! Both sides prove that they know the job's token, which never travels:
+//! with `K = auth_mac(token, 32 zero bytes, KEY_CONTEXT)` (the HMAC-SHA256
+//! of `benchsuite-net`'s protocol v2, [`benchsuite_net::proto::auth_mac`]),
+//! `proof = auth_mac(K, Nc, "meeting point")` and
+//! `mac = auth_mac(K, Ns, "rank")`, each compared in constant time; the
+//! nonces are 32 random bytes in hex. A rank checks the proof before it
+//! answers, so a meeting point that does not know the token learns nothing
+//! to guess it from; `K` is derived so that neither side answers anything
+//! a `benchsuite-net` server (which takes the same token) would accept.
+//!
+//! # Limits
+//!
+//! A frame above [`MAX_HANDSHAKE_FRAME`] before the `welcome` (above
+//! [`MAX_FRAME`] after) is refused from its length prefix, before anything
+//! is allocated; the handshake must end within [`HANDSHAKE`] of the
+//! accept, a request arrive within [`IDLE`]; at most [`MAX_PENDING`]
+//! connections await authentication (a new one closes the oldest of them,
+//! so idle or trickling clients cannot keep a rank out) and
+//! [`MAX_CONNECTIONS`] are open at once (past it, a new one is closed at
+//! once); a failed authentication is answered after [`REFUSAL_DELAY`].
+//! The store holds at most [`MAX_ENTRIES`] names of at most [`MAX_NAME`]
+//! bytes (`[A-Za-z0-9._-]`), each text at most [`MAX_VALUE`] bytes,
+//! [`MAX_BYTES`] in all. Each connection has a thread of its own, so a
+//! slow or hostile client stalls nobody else.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use benchsuite_net::proto::{NONCE_LEN, auth_mac, from_hex, is_timeout, to_hex};
+use serde::{Deserialize, Serialize};
+
+/// The 4 bytes each side sends first.
+pub const MAGIC: [u8; 4] = *b"BSRV";
+/// The meeting point's protocol version.
+pub const VERSION: u32 = 1;
+/// The largest frame before the `welcome` (hello, auth), in bytes.
+pub const MAX_HANDSHAKE_FRAME: usize = 1024;
+/// The largest request frame after the `welcome`, in bytes.
+pub const MAX_FRAME: usize = 1024 * 1024;
+/// The largest reply frame a rank reads (a listing), in bytes.
+pub const MAX_REPLY: usize = 16 * 1024 * 1024;
+/// The most names the store holds.
+pub const MAX_ENTRIES: usize = 65_536;
+/// The longest name, in bytes.
+pub const MAX_NAME: usize = 128;
+/// The longest text, in bytes.
+pub const MAX_VALUE: usize = 256 * 1024;
+/// The most bytes (names and texts) the store holds.
+pub const MAX_BYTES: usize = 64 * 1024 * 1024;
+/// The most connections awaiting authentication.
+pub const MAX_PENDING: usize = 32;
+/// The most connections open at once.
+pub const MAX_CONNECTIONS: usize = 1024;
+/// From the accept to the `welcome`.
+pub const HANDSHAKE: Duration = Duration::from_secs(5);
+/// The longest wait for an authenticated rank's next request.
+pub const IDLE: Duration = Duration::from_secs(120);
+/// The wait before a failed authentication is answered.
+pub const REFUSAL_DELAY: Duration = Duration::from_millis(200);
+/// The longest wait for a reply (a rank's side).
+const REPLY: Duration = Duration::from_secs(10);
+/// How often blocked reads look at the stop flag.
+const POLL: Duration = Duration::from_millis(200);
+/// What the key is derived with.
+const KEY_CONTEXT: &str = "benchsuite rendezvous v1 key";
+const SERVER_SAYS: &str = "meeting point";
+const RANK_SAYS: &str = "rank";
+
+/// How a text is published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Put {
+    /// A heartbeat: one try, not synced; a missed one is only late.
+    Beat,
+    /// Synced to disk (a directory), retried until the meeting point
+    /// answers or `--rendezvous-timeout` (a meeting point).
+    Durable,
+    /// A secret (a token): mode 0600 in a directory; never sent to a
+    /// meeting point.
+    Secret,
+}
+
+/// Where the ranks meet: named texts, each published atomically (a reader
+/// sees the old text or the new one).
+pub trait Store: Send + Sync {
+    /// Publishes `text` as `name`.
+    fn put(&self, name: &str, text: &str, how: Put) -> Result<(), String>;
+    /// The text of `name`; the error says why not (absent included).
+    fn get(&self, name: &str) -> Result<String, String>;
+    /// Removes `name`; an absent one is no error.
+    fn remove(&self, name: &str) -> Result<(), String>;
+    /// The names now; an error only when the store is lost for good.
+    fn list(&self) -> Result<HashSet<String>, String>;
+    /// Where, for messages: `in DIR`, `at the meeting point HOST:PORT`.
+    fn place(&self) -> String;
+    /// Where, for the report: DIR, or HOST:PORT.
+    fn location(&self) -> String;
+    /// The flag that sets it.
+    fn flag(&self) -> &'static str;
+    /// What is wrong with the store now, if anything (said along with a
+    /// rank given up on).
+    fn trouble(&self) -> Option<String> {
+        None
+    }
+    /// Whether it answered the last request: while it does not, the
+    /// other ranks' heartbeats cannot be seen, and nobody is given up on
+    /// for a silent one (the store's own timeout applies).
+    fn answering(&self) -> bool {
+        true
+    }
+}
+
+// ---------------------------------------------------------------------------
+// A shared directory
+// ---------------------------------------------------------------------------
+
+/// The rendezvous directory of `--output-dir`.
+#[derive(Debug)]
+pub struct DirStore {
+    dir: PathBuf,
+}
+
+impl DirStore {
+    /// The store in `dir`, created.
+    pub fn create(dir: PathBuf) -> io::Result<DirStore> {
+        fs::create_dir_all(&dir)?;
+        Ok(DirStore { dir })
+    }
+}
+
+impl Store for DirStore {
+    fn put(&self, name: &str, text: &str, how: Put) -> Result<(), String> {
+        publish(
+            &self.dir.join(name),
+            text,
+            how == Put::Secret,
+            how != Put::Beat,
+        )
+    }
+
+    fn get(&self, name: &str) -> Result<String, String> {
+        let path = self.dir.join(name);
+        fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    fn remove(&self, name: &str) -> Result<(), String> {
+        let path = self.dir.join(name);
+        match fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                Err(format!("cannot remove {}: {e}", path.display()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A listing, not a look-up per file: on NFS a failed look-up may be
+    /// cached for many seconds, while a listing is revalidated when the
+    /// directory changed. An unreadable directory lists nothing.
+    fn list(&self) -> Result<HashSet<String>, String> {
+        Ok(fs::read_dir(&self.dir)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    fn place(&self) -> String {
+        format!("in {}", self.dir.display())
+    }
+
+    fn location(&self) -> String {
+        self.dir.display().to_string()
+    }
+
+    fn flag(&self) -> &'static str {
+        "--output-dir"
+    }
+}
+
+/// Writes `path` atomically (a temporary file renamed over it); a
+/// `private` file is readable by this user only; `sync`ed to disk before
+/// the rename.
+pub fn publish(path: &Path, text: &str, private: bool, sync: bool) -> Result<(), String> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let write = || -> io::Result<()> {
+        let mut o = fs::OpenOptions::new();
+        o.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        if private {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            o.mode(0o600);
+        }
+        let mut f = o.open(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        if sync {
+            f.sync_all()?;
+        }
+        fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        format!("cannot write {}: {e}", path.display())
+    })
+}
+
+// ---------------------------------------------------------------------------
+// The wire
+// ---------------------------------------------------------------------------
+
+/// One message of the meeting point's protocol.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Msg {
+    Hello {
+        version: u32,
+        nonce: String,
+    },
+    Challenge {
+        nonce: String,
+        proof: String,
+    },
+    Auth {
+        mac: String,
+    },
+    Welcome,
+    Put {
+        name: String,
+        text: String,
+    },
+    Get {
+        name: String,
+    },
+    Remove {
+        name: String,
+    },
+    /// The names; `since`: the version of the names the rank has, to get
+    /// `names: null` while they are the same (a text rewritten, such as a
+    /// heartbeat, leaves them the same).
+    List {
+        #[serde(default)]
+        since: Option<u64>,
+    },
+    Ok,
+    Value {
+        text: Option<String>,
+    },
+    Names {
+        version: u64,
+        names: Option<Vec<String>>,
+    },
+    Error {
+        message: String,
+    },
+}
+
+/// Why a frame could not be read.
+#[derive(Debug)]
+pub enum FrameError {
+    Io(io::Error),
+    /// The length prefix is above the limit (nothing was allocated).
+    TooLarge {
+        len: u64,
+        max: usize,
+    },
+    Malformed(String),
+}
+
+impl std::fmt::Display for FrameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrameError::Io(e) => write!(f, "{e}"),
+            FrameError::TooLarge { len, max } => {
+                write!(f, "a frame of {len} bytes is above the limit of {max}")
+            }
+            FrameError::Malformed(e) => write!(f, "malformed message: {e}"),
+        }
+    }
+}
+
+/// A frame's body length from its prefix, checked against `max`.
+pub fn frame_len(head: [u8; 4], max: usize) -> Result<usize, FrameError> {
+    let len = u32::from_be_bytes(head);
+    usize::try_from(len)
+        .ok()
+        .filter(|&n| n <= max)
+        .ok_or(FrameError::TooLarge {
+            len: u64::from(len),
+            max,
+        })
+}
+
+/// `read_exact` that gives up at `deadline`, or when `stop` is set (the
+/// stream's read timeout bounds each single read).
+fn read_by(
+    r: &mut impl Read,
+    buf: &mut [u8],
+    deadline: Instant,
+    stop: Option<&AtomicBool>,
+) -> io::Result<()> {
+    let mut got = 0;
+    while got < buf.len() {
+        if stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
+            return Err(io::Error::other("the meeting point stops"));
+        }
+        if Instant::now() >= deadline {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "timed out waiting for the peer",
+            ));
+        }
+        match r.read(&mut buf[got..]) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the peer closed the connection",
+                ));
+            }
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted || is_timeout(&e) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Reads one frame of at most `max` bytes, whole before `deadline`; the
+/// body is allocated only after its length passed the limit.
+pub fn read_frame(
+    r: &mut impl Read,
+    max: usize,
+    deadline: Instant,
+    stop: Option<&AtomicBool>,
+) -> Result<Msg, FrameError> {
+    let mut head = [0u8; 4];
+    read_by(r, &mut head, deadline, stop).map_err(FrameError::Io)?;
+    let len = frame_len(head, max)?;
+    let mut body = vec![0u8; len];
+    read_by(r, &mut body, deadline, stop).map_err(FrameError::Io)?;
+    serde_json::from_slice(&body).map_err(|e| FrameError::Malformed(e.to_string()))
+}
+
+/// A frame: the length prefix and the JSON.
+pub fn encode(msg: &Msg) -> Vec<u8> {
+    let body = serde_json::to_vec(msg).unwrap_or_default();
+    let mut out = Vec::with_capacity(body.len() + 4);
+    out.extend_from_slice(&u32::try_from(body.len()).unwrap_or(u32::MAX).to_be_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// `n` random bytes from the system.
+pub fn random_bytes(n: usize) -> io::Result<Vec<u8>> {
+    let mut b = vec![0u8; n];
+    fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
+    Ok(b)
+}
+
+/// The meeting point's key, derived from the job's token.
+fn derive_key(token: &str) -> [u8; 32] {
+    auth_mac(token.as_bytes(), &[0u8; NONCE_LEN], KEY_CONTEXT)
+}
+
+/// Whether `name` may be stored: 1 to [`MAX_NAME`] bytes of
+/// `[A-Za-z0-9._-]`, not starting with a dot.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+}
+
+// ---------------------------------------------------------------------------
+// The meeting point (rank 0)
+// ---------------------------------------------------------------------------
+
+/// `--rendezvous HOST:PORT`, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendezvous {
+    pub host: String,
+    pub port: u16,
+    /// As given, for messages.
+    pub given: String,
+}
+
+impl Rendezvous {
+    /// Parses HOST:PORT (`[v6]:PORT` for an IPv6 address); refuses an
+    /// unspecified or multicast address, which no rank can connect to.
+    pub fn parse(v: &str) -> Result<Rendezvous, String> {
+        let bad = || {
+            format!(
+                "invalid value `{v}` for --rendezvous: expected HOST:PORT, e.g. benchsuite-0.benchsuite:29400 or 10.0.0.1:29400 ([ADDR]:PORT for IPv6)"
+            )
+        };
+        let (host, port) = v.rsplit_once(':').ok_or_else(bad)?;
+        let host = match host.strip_prefix('[') {
+            Some(h) => h.strip_suffix(']').ok_or_else(bad)?,
+            None if host.contains(':') => return Err(bad()),
+            None => host,
+        };
+        let port: u16 = port.parse().ok().filter(|&p| p != 0).ok_or_else(bad)?;
+        if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c == '/') {
+            return Err(bad());
+        }
+        if let Ok(ip) = host.parse::<IpAddr>() {
+            check_ip(v, ip)?;
+        }
+        Ok(Rendezvous {
+            host: host.to_string(),
+            port,
+            given: v.to_string(),
+        })
+    }
+
+    fn resolve(&self) -> io::Result<Vec<SocketAddr>> {
+        Ok((self.host.as_str(), self.port).to_socket_addrs()?.collect())
+    }
+}
+
+fn check_ip(given: &str, ip: IpAddr) -> Result<(), String> {
+    if ip.is_unspecified() || ip.is_multicast() {
+        return Err(format!(
+            "--rendezvous {given}: {ip} is an unspecified or multicast address; give the address (or a name of it) of rank 0's host that the other ranks connect to"
+        ));
+    }
+    Ok(())
+}
+
+/// One stored text.
+#[derive(Debug)]
+struct Entry {
+    text: String,
+    at: Instant,
+}
+
+/// The store's contents.
+#[derive(Debug, Default)]
+struct Table {
+    map: BTreeMap<String, Entry>,
+    /// Bytes of names and texts.
+    bytes: usize,
+    /// Changes when a name comes or goes.
+    version: u64,
+}
+
+impl Table {
+    /// An empty table whose first version is random, so that a rank's
+    /// cached version never matches another meeting point's.
+    fn new() -> Table {
+        let version = random_bytes(8)
+            .ok()
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u64::from_le_bytes);
+        Table {
+            version,
+            ..Table::default()
+        }
+    }
+}
+
+/// The store's contents and the meeting point's state.
+#[derive(Debug)]
+struct Shared {
+    table: Mutex<Table>,
+    key: [u8; 32],
+    stop: AtomicBool,
+    started: Instant,
+    /// The last refused connection: when, from where, why.
+    refused: Mutex<Option<(Instant, SocketAddr, String)>>,
+    /// The connections awaiting authentication, oldest first.
+    pending: Mutex<std::collections::VecDeque<(u64, TcpStream)>>,
+    given: String,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Shared {
+    /// Applies a request to the store.
+    fn apply(&self, msg: Msg) -> Msg {
+        let mut t = lock(&self.table);
+        match msg {
+            Msg::Put { name, text } => {
+                if !valid_name(&name) {
+                    return error(format!(
+                        "invalid name ({} bytes): 1 to {MAX_NAME} bytes of A-Z a-z 0-9 . _ -, not starting with a dot",
+                        name.len()
+                    ));
+                }
+                if text.len() > MAX_VALUE {
+                    return error(format!(
+                        "{name}: {} bytes is above the limit of {MAX_VALUE}",
+                        text.len()
+                    ));
+                }
+                let old = t.map.get(&name).map(|e| name.len() + e.text.len());
+                if old.is_none() && t.map.len() >= MAX_ENTRIES {
+                    return error(format!("the store is full ({MAX_ENTRIES} names)"));
+                }
+                let bytes = t.bytes - old.unwrap_or(0) + name.len() + text.len();
+                if bytes > MAX_BYTES {
+                    return error(format!("the store is full ({MAX_BYTES} bytes)"));
+                }
+                t.bytes = bytes;
+                if old.is_none() {
+                    t.version = t.version.wrapping_add(1);
+                }
+                t.map.insert(
+                    name,
+                    Entry {
+                        text,
+                        at: Instant::now(),
+                    },
+                );
+                Msg::Ok
+            }
+            Msg::Get { name } => Msg::Value {
+                text: t.map.get(&name).map(|e| e.text.clone()),
+            },
+            Msg::Remove { name } => {
+                if let Some(e) = t.map.remove(&name) {
+                    t.bytes -= name.len() + e.text.len();
+                    t.version = t.version.wrapping_add(1);
+                }
+                Msg::Ok
+            }
+            Msg::List { since } => Msg::Names {
+                version: t.version,
+                names: (since != Some(t.version)).then(|| t.map.keys().cloned().collect()),
+            },
+            other => error(format!("unexpected {} request", op_name(&other))),
+        }
+    }
+
+    fn refuse(&self, peer: SocketAddr, why: &str) {
+        *lock(&self.refused) = Some((Instant::now(), peer, why.to_string()));
+    }
+}
+
+fn error(message: String) -> Msg {
+    Msg::Error { message }
+}
+
+fn op_name(m: &Msg) -> &'static str {
+    match m {
+        Msg::Hello { .. } => "hello",
+        Msg::Challenge { .. } => "challenge",
+        Msg::Auth { .. } => "auth",
+        Msg::Welcome => "welcome",
+        Msg::Put { .. } => "put",
+        Msg::Get { .. } => "get",
+        Msg::Remove { .. } => "remove",
+        Msg::List { .. } => "list",
+        Msg::Ok => "ok",
+        Msg::Value { .. } => "value",
+        Msg::Names { .. } => "names",
+        Msg::Error { .. } => "error",
+    }
+}
+
+/// Decrements a counter when dropped.
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Takes a place below `max` in `count`, or `None`.
+fn take_slot(count: &Arc<AtomicUsize>, max: usize) -> Option<Slot> {
+    count
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+            (n < max).then_some(n + 1)
+        })
+        .ok()
+        .map(|_| Slot(count.clone()))
+}
+
+/// Rank 0's meeting point: serves the store on HOST:PORT until
+/// [`MeetingPoint::close`].
+pub struct MeetingPoint {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for MeetingPoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MeetingPoint")
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+impl MeetingPoint {
+    /// Binds HOST:PORT (an address of this host) and serves. A HOST that
+    /// does not resolve yet (a DNS record that comes with the pod) is
+    /// looked up again until `wait`.
+    pub fn start(rdv: &Rendezvous, token: &str, wait: Duration) -> Result<MeetingPoint, String> {
+        let given = &rdv.given;
+        let until = Instant::now() + wait;
+        let mut noted = false;
+        let addrs = loop {
+            match rdv.resolve() {
+                Ok(a) if !a.is_empty() => break a,
+                r => {
+                    let why = r.err().map_or("no address".to_string(), |e| e.to_string());
+                    if Instant::now() >= until {
+                        return Err(format!(
+                            "--rendezvous {given}: cannot resolve {}: {why}",
+                            rdv.host
+                        ));
+                    }
+                    if !noted {
+                        eprintln!(
+                            "note: --rendezvous {given}: cannot resolve {} yet ({why}); trying again until --rendezvous-timeout",
+                            rdv.host
+                        );
+                        noted = true;
+                    }
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+            }
+        };
+        let mut first_err = None;
+        let mut listener = None;
+        for a in &addrs {
+            check_ip(given, a.ip())?;
+            match TcpListener::bind(a) {
+                Ok(l) => {
+                    listener = Some(l);
+                    break;
+                }
+                Err(e) => {
+                    first_err.get_or_insert((*a, e));
+                }
+            }
+        }
+        let listener = match (listener, first_err) {
+            (Some(l), _) => l,
+            (None, Some((a, e))) => {
+                return Err(match e.kind() {
+                    io::ErrorKind::AddrNotAvailable => format!(
+                        "--rendezvous {given}: {} is not an address of this host; rank 0 serves the meeting point, so HOST must name rank 0's own host (e.g. its pod's name under a headless Service)",
+                        a.ip()
+                    ),
+                    io::ErrorKind::AddrInUse => format!(
+                        "--rendezvous {given}: port {} on {} is in use (another run?); give another PORT",
+                        a.port(),
+                        a.ip()
+                    ),
+                    _ => format!("--rendezvous {given}: cannot listen on {a}: {e}"),
+                });
+            }
+            (None, None) => return Err(format!("--rendezvous {given}: no address")),
+        };
+        let addr = listener
+            .local_addr()
+            .map_err(|e| format!("--rendezvous {given}: {e}"))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| format!("--rendezvous {given}: {e}"))?;
+        let shared = Arc::new(Shared {
+            table: Mutex::new(Table::new()),
+            key: derive_key(token),
+            stop: AtomicBool::new(false),
+            started: Instant::now(),
+            refused: Mutex::new(None),
+            pending: Mutex::new(std::collections::VecDeque::new()),
+            given: given.clone(),
+        });
+        let s = shared.clone();
+        let accept = std::thread::Builder::new()
+            .name("rendezvous-accept".into())
+            .spawn(move || accept_loop(&listener, &s))
+            .map_err(|e| format!("--rendezvous {given}: cannot start a thread: {e}"))?;
+        Ok(MeetingPoint {
+            shared,
+            addr,
+            accept: Some(accept),
+        })
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The store, as this rank (rank 0) uses it: directly, in memory.
+    pub fn store(&self) -> Arc<dyn Store> {
+        Arc::new(Served {
+            shared: self.shared.clone(),
+        })
+    }
+
+    /// Serves until every rank of `0..world` but `me` has left
+    /// (`rQ-NONCE.left`) or its heartbeat `rQ.alive` has been silent for
+    /// `timeout` (or `cancel`), then stops.
+    pub fn close(mut self, me: u64, world: u64, timeout: Duration, cancel: &AtomicBool) {
+        let mut said = false;
+        let since = Instant::now();
+        loop {
+            let pending: Vec<u64> = {
+                let t = &lock(&self.shared.table).map;
+                (0..world)
+                    .filter(|&q| q != me)
+                    .filter(|&q| {
+                        let prefix = format!("r{q}-");
+                        let left = t
+                            .range(prefix.clone()..)
+                            .take_while(|(k, _)| k.starts_with(&prefix))
+                            .any(|(k, _)| k.ends_with(".left"));
+                        let beat = t
+                            .get(&format!("r{q}.alive"))
+                            .map_or(self.shared.started, |e| e.at);
+                        !left && beat.elapsed() < timeout
+                    })
+                    .collect()
+            };
+            if pending.is_empty() || cancel.load(Ordering::SeqCst) {
+                break;
+            }
+            if !said && since.elapsed() >= Duration::from_secs(2) {
+                let list: Vec<String> = pending.iter().map(u64::to_string).collect();
+                eprintln!(
+                    "rank {me}: keeping the meeting point {} until rank(s) {} leave (or are silent for --rendezvous-timeout)",
+                    self.shared.given,
+                    list.join(", ")
+                );
+                said = true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.accept.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for MeetingPoint {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
+    let open = Arc::new(AtomicUsize::new(0));
+    let mut threads: Vec<JoinHandle<()>> = Vec::new();
+    let mut next_id: u64 = 0;
+    while !shared.stop.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((stream, peer)) => {
+                threads.retain(|t| !t.is_finished());
+                let Some(o) = take_slot(&open, MAX_CONNECTIONS) else {
+                    // Over the limit: closed at once.
+                    drop(stream);
+                    continue;
+                };
+                let Ok(clone) = stream.try_clone() else {
+                    continue;
+                };
+                next_id += 1;
+                let id = next_id;
+                {
+                    let mut q = lock(&shared.pending);
+                    if q.len() >= MAX_PENDING
+                        && let Some((_, oldest)) = q.pop_front()
+                    {
+                        // Its thread reads an end of file and leaves.
+                        let _ = oldest.shutdown(std::net::Shutdown::Both);
+                    }
+                    q.push_back((id, clone));
+                }
+                let s = shared.clone();
+                let spawned = std::thread::Builder::new()
+                    .name("rendezvous-conn".into())
+                    .spawn(move || {
+                        let _open = o;
+                        let pending = Pending { shared: &s, id };
+                        serve_conn(stream, peer, &s, pending);
+                    });
+                if let Ok(t) = spawned {
+                    threads.push(t);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            // EMFILE and friends: back off instead of spinning.
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+    for t in threads {
+        let _ = t.join();
+    }
+}
+
+/// A connection's place among those awaiting authentication, given up
+/// when dropped.
+struct Pending<'a> {
+    shared: &'a Shared,
+    id: u64,
+}
+
+impl Pending<'_> {
+    /// Whether it still awaits (not closed to admit a newer one).
+    fn queued(&self) -> bool {
+        lock(&self.shared.pending)
+            .iter()
+            .any(|(i, _)| *i == self.id)
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        lock(&self.shared.pending).retain(|(i, _)| *i != self.id);
+    }
+}
+
+/// One rank's connection: the handshake, then requests.
+fn serve_conn(mut s: TcpStream, peer: SocketAddr, shared: &Shared, pending: Pending<'_>) {
+    if s.set_nonblocking(false).is_err()
+        || s.set_read_timeout(Some(POLL)).is_err()
+        || s.set_write_timeout(Some(HANDSHAKE)).is_err()
+    {
+        return;
+    }
+    let _ = s.set_nodelay(true);
+    let stop = Some(&shared.stop);
+    let by = Instant::now() + HANDSHAKE;
+    let mut magic = [0u8; 4];
+    if read_by(&mut s, &mut magic, by, stop).is_err() || magic != MAGIC {
+        return;
+    }
+    let hello = read_frame(&mut s, MAX_HANDSHAKE_FRAME, by, stop);
+    let _ = s.write_all(&MAGIC);
+    let client_nonce = match hello {
+        Ok(Msg::Hello { version, nonce }) if version == VERSION => {
+            match from_hex(&nonce).filter(|n| n.len() == NONCE_LEN) {
+                Some(n) => n,
+                None => {
+                    let _ = reply(
+                        &mut s,
+                        &error("the hello's nonce is not 32 bytes of hex".into()),
+                    );
+                    return;
+                }
+            }
+        }
+        Ok(Msg::Hello { version, .. }) => {
+            let _ = reply(
+                &mut s,
+                &error(format!(
+                    "the meeting point speaks version {VERSION}, this rank {version}: give every rank the same benchsuite"
+                )),
+            );
+            return;
+        }
+        Ok(other) => {
+            let _ = reply(
+                &mut s,
+                &error(format!("expected hello, got {}", op_name(&other))),
+            );
+            return;
+        }
+        Err(e) => {
+            if matches!(e, FrameError::TooLarge { .. } | FrameError::Malformed(_)) {
+                let _ = reply(&mut s, &error(e.to_string()));
+            }
+            return;
+        }
+    };
+    let Ok(server_nonce) = random_bytes(NONCE_LEN) else {
+        return;
+    };
+    let proof = auth_mac(&shared.key, &client_nonce, SERVER_SAYS);
+    let challenge = Msg::Challenge {
+        nonce: to_hex(&server_nonce),
+        proof: to_hex(&proof),
+    };
+    if reply(&mut s, &challenge).is_err() {
+        return;
+    }
+    let expected = auth_mac(&shared.key, &server_nonce, RANK_SAYS);
+    match read_frame(&mut s, MAX_HANDSHAKE_FRAME, by, stop) {
+        Ok(Msg::Auth { mac })
+            if from_hex(&mac).is_some_and(|g| constant_time_eq(&g, &expected)) => {}
+        Ok(Msg::Auth { .. }) => {
+            shared.refuse(peer, "wrong token");
+            std::thread::sleep(REFUSAL_DELAY);
+            let _ = reply(
+                &mut s,
+                &error(
+                    "wrong token: the authentication code does not match the meeting point's token (give every rank the same BENCHSUITE_TOKEN or --token-file)"
+                        .into(),
+                ),
+            );
+            return;
+        }
+        // A rank checks the proof first, and leaves without answering
+        // when the meeting point's token is not its own.
+        Err(FrameError::Io(e)) if e.kind() == io::ErrorKind::UnexpectedEof && pending.queued() => {
+            shared.refuse(
+                peer,
+                "it left at the challenge: a rank with another token (wrong token)",
+            );
+            return;
+        }
+        _ => return,
+    }
+    if reply(&mut s, &Msg::Welcome).is_err() {
+        return;
+    }
+    drop(pending);
+    loop {
+        match read_frame(&mut s, MAX_FRAME, Instant::now() + IDLE, stop) {
+            Ok(m) => {
+                let answer = shared.apply(m);
+                if reply(&mut s, &answer).is_err() {
+                    return;
+                }
+            }
+            Err(e @ (FrameError::TooLarge { .. } | FrameError::Malformed(_))) => {
+                let _ = reply(&mut s, &error(e.to_string()));
+                return;
+            }
+            Err(FrameError::Io(_)) => return,
+        }
+    }
+}
+
+fn reply(s: &mut TcpStream, m: &Msg) -> io::Result<()> {
+    s.write_all(&encode(m))
+}
+
+/// Rank 0's view of its own meeting point.
+struct Served {
+    shared: Arc<Shared>,
+}
+
+impl Store for Served {
+    fn put(&self, name: &str, text: &str, how: Put) -> Result<(), String> {
+        if how == Put::Secret {
+            return Err(format!(
+                "{name}: a secret is never published at the meeting point"
+            ));
+        }
+        match self.shared.apply(Msg::Put {
+            name: name.into(),
+            text: text.into(),
+        }) {
+            Msg::Ok => Ok(()),
+            Msg::Error { message } => Err(format!(
+                "the meeting point {} refused {name}: {message}",
+                self.shared.given
+            )),
+            _ => Err(format!("{name}: unexpected answer")),
+        }
+    }
+
+    fn get(&self, name: &str) -> Result<String, String> {
+        lock(&self.shared.table)
+            .map
+            .get(name)
+            .map(|e| e.text.clone())
+            .ok_or_else(|| format!("{name} absent {}", self.place()))
+    }
+
+    fn remove(&self, name: &str) -> Result<(), String> {
+        self.shared.apply(Msg::Remove { name: name.into() });
+        Ok(())
+    }
+
+    fn list(&self) -> Result<HashSet<String>, String> {
+        Ok(lock(&self.shared.table).map.keys().cloned().collect())
+    }
+
+    fn place(&self) -> String {
+        format!("at the meeting point {} (this rank's)", self.shared.given)
+    }
+
+    fn location(&self) -> String {
+        self.shared.given.clone()
+    }
+
+    fn flag(&self) -> &'static str {
+        "--rendezvous"
+    }
+
+    fn trouble(&self) -> Option<String> {
+        let r = lock(&self.shared.refused);
+        let (at, peer, why) = r.as_ref()?;
+        Some(format!(
+            "the meeting point refused a connection from {peer} {} ago: {why}",
+            benchsuite::units::format_seconds(at.elapsed().as_secs_f64())
+        ))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// A rank's side
+// ---------------------------------------------------------------------------
+
+/// Why a request got no answer.
+#[derive(Debug)]
+enum Fail {
+    /// Not reachable now (not started yet, gone, a network error).
+    Down(String),
+    /// It answered and refused this rank for good (a wrong token).
+    Refused(String),
+}
+
+/// The meeting point of another rank (rank 0), reached over TCP; one
+/// connection, opened again as needed.
+pub struct Remote {
+    rdv: Rendezvous,
+    key: [u8; 32],
+    timeout: Duration,
+    cancel: Arc<AtomicBool>,
+    conn: Mutex<Option<TcpStream>>,
+    /// Since when, and why, it does not answer.
+    down: Mutex<Option<(Instant, String)>>,
+    refused: Mutex<Option<String>>,
+    /// The names last listed, and their version.
+    names: Mutex<Option<(u64, HashSet<String>)>>,
+}
+
+impl Remote {
+    /// The meeting point at `rdv`; nothing is connected yet. A rank waits
+    /// for it (each request tries again) until it has not answered for
+    /// `timeout`.
+    pub fn new(rdv: Rendezvous, token: &str, timeout: Duration, cancel: Arc<AtomicBool>) -> Remote {
+        Remote {
+            rdv,
+            key: derive_key(token),
+            timeout,
+            cancel,
+            conn: Mutex::new(None),
+            down: Mutex::new(None),
+            refused: Mutex::new(None),
+            names: Mutex::new(None),
+        }
+    }
+
+    fn connect(&self) -> Result<TcpStream, Fail> {
+        let addrs = self
+            .rdv
+            .resolve()
+            .map_err(|e| Fail::Down(format!("cannot resolve {}: {e}", self.rdv.host)))?;
+        let wait = self
+            .timeout
+            .clamp(Duration::from_millis(100), Duration::from_secs(2));
+        let mut last = format!("{} resolves to no address", self.rdv.host);
+        for a in addrs {
+            match TcpStream::connect_timeout(&a, wait) {
+                Ok(s) => return self.handshake(s),
+                Err(e) => last = format!("{a}: {e}"),
+            }
+        }
+        Err(Fail::Down(last))
+    }
+
+    fn handshake(&self, mut s: TcpStream) -> Result<TcpStream, Fail> {
+        let io = |e: io::Error| Fail::Down(e.to_string());
+        s.set_read_timeout(Some(POLL)).map_err(io)?;
+        s.set_write_timeout(Some(REPLY)).map_err(io)?;
+        let _ = s.set_nodelay(true);
+        let by = Instant::now() + HANDSHAKE;
+        let nonce = random_bytes(NONCE_LEN).map_err(io)?;
+        let mut hello = MAGIC.to_vec();
+        hello.extend(encode(&Msg::Hello {
+            version: VERSION,
+            nonce: to_hex(&nonce),
+        }));
+        s.write_all(&hello).map_err(io)?;
+        let mut magic = [0u8; 4];
+        read_by(&mut s, &mut magic, by, None).map_err(io)?;
+        if magic != MAGIC {
+            return Err(Fail::Refused(format!(
+                "{} is not a benchsuite meeting point (it answered {:?})",
+                self.rdv.given,
+                String::from_utf8_lossy(&magic)
+            )));
+        }
+        let frame = |s: &mut TcpStream| {
+            read_frame(s, MAX_HANDSHAKE_FRAME, by, None).map_err(|e| match e {
+                FrameError::Io(e) => Fail::Down(e.to_string()),
+                e => Fail::Refused(e.to_string()),
+            })
+        };
+        let server_nonce = match frame(&mut s)? {
+            Msg::Challenge { nonce: ns, proof } => {
+                let expected = auth_mac(&self.key, &nonce, SERVER_SAYS);
+                if !from_hex(&proof).is_some_and(|p| constant_time_eq(&p, &expected)) {
+                    return Err(Fail::Refused(
+                        "the meeting point does not know this rank's token (a wrong token on this rank or on rank 0, or not the job's meeting point)".into(),
+                    ));
+                }
+                from_hex(&ns)
+                    .filter(|n| n.len() == NONCE_LEN)
+                    .ok_or_else(|| Fail::Refused("a malformed challenge".into()))?
+            }
+            Msg::Error { message } => return Err(Fail::Refused(message)),
+            other => {
+                return Err(Fail::Refused(format!(
+                    "expected a challenge, got {}",
+                    op_name(&other)
+                )));
+            }
+        };
+        let mac = auth_mac(&self.key, &server_nonce, RANK_SAYS);
+        s.write_all(&encode(&Msg::Auth { mac: to_hex(&mac) }))
+            .map_err(io)?;
+        match frame(&mut s)? {
+            Msg::Welcome => Ok(s),
+            Msg::Error { message } => Err(Fail::Refused(message)),
+            other => Err(Fail::Refused(format!(
+                "expected welcome, got {}",
+                op_name(&other)
+            ))),
+        }
+    }
+
+    /// One request and its answer; a broken connection is opened again
+    /// once.
+    fn call(&self, msg: &Msg) -> Result<Msg, Fail> {
+        if let Some(why) = lock(&self.refused).clone() {
+            return Err(Fail::Refused(why));
+        }
+        let mut conn = lock(&self.conn);
+        let mut last = String::new();
+        for _ in 0..2 {
+            if conn.is_none() {
+                match self.connect() {
+                    Ok(s) => *conn = Some(s),
+                    Err(Fail::Refused(why)) => {
+                        let why = format!(
+                            "the meeting point {} refused this rank: {why}",
+                            self.rdv.given
+                        );
+                        *lock(&self.refused) = Some(why.clone());
+                        return Err(Fail::Refused(why));
+                    }
+                    Err(Fail::Down(why)) => {
+                        last = why;
+                        break;
+                    }
+                }
+            }
+            let Some(s) = conn.as_mut() else { break };
+            let sent = s.write_all(&encode(msg)).map_err(FrameError::Io);
+            match sent.and_then(|()| read_frame(s, MAX_REPLY, Instant::now() + REPLY, None)) {
+                Ok(answer) => {
+                    *lock(&self.down) = None;
+                    return Ok(answer);
+                }
+                Err(e) => {
+                    last = e.to_string();
+                    *conn = None;
+                }
+            }
+        }
+        lock(&self.down)
+            .get_or_insert_with(|| (Instant::now(), String::new()))
+            .1 = last.clone();
+        Err(Fail::Down(last))
+    }
+
+    /// The meeting point has not answered for `--rendezvous-timeout`.
+    fn lost(&self) -> Option<String> {
+        let d = lock(&self.down);
+        let (since, why) = d.as_ref()?;
+        (since.elapsed() >= self.timeout).then(|| {
+            format!(
+                "lost the meeting point {} (rank 0 serves it): no answer for {} ({why}): rank 0 never started, ended, or is not reachable; --rendezvous-timeout sets the wait",
+                self.rdv.given,
+                benchsuite::units::format_seconds(since.elapsed().as_secs_f64())
+            )
+        })
+    }
+}
+
+impl Store for Remote {
+    fn put(&self, name: &str, text: &str, how: Put) -> Result<(), String> {
+        if how == Put::Secret {
+            return Err(format!(
+                "{name}: a secret is never sent to the meeting point"
+            ));
+        }
+        let msg = Msg::Put {
+            name: name.into(),
+            text: text.into(),
+        };
+        let mut pause = Duration::from_millis(50);
+        loop {
+            match self.call(&msg) {
+                Ok(Msg::Ok) => return Ok(()),
+                Ok(Msg::Error { message }) => {
+                    return Err(format!(
+                        "the meeting point {} refused {name}: {message}",
+                        self.rdv.given
+                    ));
+                }
+                Ok(other) => {
+                    return Err(format!(
+                        "the meeting point {} answered {} to put",
+                        self.rdv.given,
+                        op_name(&other)
+                    ));
+                }
+                Err(Fail::Refused(why)) => return Err(why),
+                Err(Fail::Down(why)) => {
+                    if how == Put::Beat {
+                        return Err(why);
+                    }
+                    if let Some(lost) = self.lost() {
+                        return Err(lost);
+                    }
+                    if self.cancel.load(Ordering::SeqCst) {
+                        return Err("interrupted (Ctrl-C)".into());
+                    }
+                }
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_secs(1));
+        }
+    }
+
+    fn get(&self, name: &str) -> Result<String, String> {
+        match self.call(&Msg::Get { name: name.into() }) {
+            Ok(Msg::Value { text: Some(t) }) => Ok(t),
+            Ok(Msg::Value { text: None }) => Err(format!("{name} absent {}", self.place())),
+            Ok(other) => Err(format!(
+                "the meeting point {} answered {} to get",
+                self.rdv.given,
+                op_name(&other)
+            )),
+            Err(Fail::Refused(why) | Fail::Down(why)) => Err(why),
+        }
+    }
+
+    fn remove(&self, name: &str) -> Result<(), String> {
+        match self.call(&Msg::Remove { name: name.into() }) {
+            Err(Fail::Refused(why)) => Err(why),
+            _ => Ok(()),
+        }
+    }
+
+    fn list(&self) -> Result<HashSet<String>, String> {
+        let since = lock(&self.names).as_ref().map(|(v, _)| *v);
+        match self.call(&Msg::List { since }) {
+            Ok(Msg::Names { version, names }) => {
+                let mut cache = lock(&self.names);
+                match (names, cache.as_ref()) {
+                    (Some(n), _) => {
+                        let n: HashSet<String> = n.into_iter().collect();
+                        *cache = Some((version, n.clone()));
+                        Ok(n)
+                    }
+                    (None, Some((v, n))) if *v == version => Ok(n.clone()),
+                    (None, _) => {
+                        *cache = None;
+                        Ok(HashSet::new())
+                    }
+                }
+            }
+            Ok(other) => Err(format!(
+                "the meeting point {} answered {} to list",
+                self.rdv.given,
+                op_name(&other)
+            )),
+            Err(Fail::Refused(why)) => Err(why),
+            Err(Fail::Down(_)) => self.lost().map_or_else(|| Ok(HashSet::new()), Err),
+        }
+    }
+
+    fn place(&self) -> String {
+        format!("at the meeting point {}", self.rdv.given)
+    }
+
+    fn location(&self) -> String {
+        self.rdv.given.clone()
+    }
+
+    fn flag(&self) -> &'static str {
+        "--rendezvous"
+    }
+
+    fn answering(&self) -> bool {
+        lock(&self.down).is_none()
+    }
+
+    fn trouble(&self) -> Option<String> {
+        if let Some(r) = lock(&self.refused).clone() {
+            return Some(r);
+        }
+        let d = lock(&self.down);
+        let (since, why) = d.as_ref()?;
+        Some(format!(
+            "the meeting point {} has not answered for {} ({why})",
+            self.rdv.given,
+            benchsuite::units::format_seconds(since.elapsed().as_secs_f64())
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame_of(body: &[u8]) -> Vec<u8> {
+        let mut v = u32::try_from(body.len()).unwrap().to_be_bytes().to_vec();
+        v.extend_from_slice(body);
+        v
+    }
+
+    fn soon() -> Instant {
+        Instant::now() + Duration::from_secs(1)
+    }
+
+    #[test]
+    fn a_frame_round_trips() {
+        let m = Msg::Put {
+            name: "r1.json".into(),
+            text: "{\"a\":1}".into(),
+        };
+        let bytes = encode(&m);
+        let got = read_frame(&mut bytes.as_slice(), MAX_FRAME, soon(), None).unwrap();
+        assert_eq!(got, m);
+    }
+
+    #[test]
+    fn an_oversized_length_is_refused_before_anything_is_read() {
+        // 4 GiB - 1 announced, nothing behind it: refused from the prefix.
+        let bytes = [0xff, 0xff, 0xff, 0xff];
+        match read_frame(&mut bytes.as_slice(), MAX_FRAME, soon(), None) {
+            Err(FrameError::TooLarge { len, max }) => {
+                assert_eq!((len, max), (u64::from(u32::MAX), MAX_FRAME));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            frame_len(
+                (MAX_HANDSHAKE_FRAME as u32).to_be_bytes(),
+                MAX_HANDSHAKE_FRAME
+            )
+            .is_ok()
+        );
+        assert!(matches!(
+            frame_len(
+                (MAX_HANDSHAKE_FRAME as u32 + 1).to_be_bytes(),
+                MAX_HANDSHAKE_FRAME
+            ),
+            Err(FrameError::TooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn garbage_and_truncated_frames_are_errors_not_panics() {
+        let garbage = frame_of(b"\x00\x01not json");
+        assert!(matches!(
+            read_frame(&mut garbage.as_slice(), MAX_FRAME, soon(), None),
+            Err(FrameError::Malformed(_))
+        ));
+        let unknown = frame_of(br#"{"op":"explode"}"#);
+        assert!(matches!(
+            read_frame(&mut unknown.as_slice(), MAX_FRAME, soon(), None),
+            Err(FrameError::Malformed(_))
+        ));
+        let mut short = frame_of(br#"{"op":"list"}"#);
+        short.truncate(8);
+        assert!(matches!(
+            read_frame(&mut short.as_slice(), MAX_FRAME, soon(), None),
+            Err(FrameError::Io(_))
+        ));
+        assert!(matches!(
+            read_frame(&mut [0u8, 0].as_slice(), MAX_FRAME, soon(), None),
+            Err(FrameError::Io(_))
+        ));
+    }
+
+    #[test]
+    fn the_store_refuses_bad_names_big_values_and_too_many_names() {
+        let shared = Shared {
+            table: Mutex::new(Table::new()),
+            key: derive_key("t"),
+            stop: AtomicBool::new(false),
+            started: Instant::now(),
+            refused: Mutex::new(None),
+            pending: Mutex::new(std::collections::VecDeque::new()),
+            given: "h:1".into(),
+        };
+        let put = |name: &str, text: String| {
+            shared.apply(Msg::Put {
+                name: name.into(),
+                text,
+            })
+        };
+        assert_eq!(put("r0.json", "x".into()), Msg::Ok);
+        for bad in ["", ".hidden", "a/b", "../x", &"n".repeat(MAX_NAME + 1)] {
+            assert!(
+                matches!(put(bad, String::new()), Msg::Error { .. }),
+                "{bad:?}"
+            );
+        }
+        assert!(valid_name(&"n".repeat(MAX_NAME)));
+        assert!(matches!(
+            put("big", "x".repeat(MAX_VALUE + 1)),
+            Msg::Error { .. }
+        ));
+        assert_eq!(put("big", "x".repeat(MAX_VALUE)), Msg::Ok);
+        {
+            let t = &mut lock(&shared.table).map;
+            for i in t.len()..MAX_ENTRIES {
+                t.insert(
+                    format!("f{i}"),
+                    Entry {
+                        text: String::new(),
+                        at: Instant::now(),
+                    },
+                );
+            }
+        }
+        match put("one-more", String::new()) {
+            Msg::Error { message } => assert!(message.contains("full"), "{message}"),
+            other => panic!("{other:?}"),
+        }
+        // Rewriting a name already there still works.
+        assert_eq!(put("r0.json", "y".into()), Msg::Ok);
+        assert_eq!(
+            shared.apply(Msg::Get {
+                name: "r0.json".into()
+            }),
+            Msg::Value {
+                text: Some("y".into())
+            }
+        );
+        assert!(matches!(shared.apply(Msg::Welcome), Msg::Error { .. }));
+    }
+
+    #[test]
+    fn a_listing_is_sent_again_only_when_a_name_came_or_went() {
+        let (mp, rdv) = local("t");
+        let list = |since| mp.shared.apply(Msg::List { since });
+        let Msg::Names { version: v0, .. } = list(None) else {
+            panic!()
+        };
+        assert_eq!(
+            list(Some(v0)),
+            Msg::Names {
+                version: v0,
+                names: None
+            }
+        );
+        let store = mp.store();
+        store.put("r1.alive", "1", Put::Beat).unwrap();
+        let Msg::Names { version: v1, names } = list(Some(v0)) else {
+            panic!()
+        };
+        assert_ne!(v1, v0);
+        assert_eq!(names, Some(vec!["r1.alive".to_string()]));
+        // A heartbeat rewritten: the same names.
+        store.put("r1.alive", "2", Put::Beat).unwrap();
+        assert_eq!(
+            list(Some(v1)),
+            Msg::Names {
+                version: v1,
+                names: None
+            }
+        );
+        store.remove("r1.alive").unwrap();
+        assert!(matches!(list(Some(v1)), Msg::Names { names: Some(n), .. } if n.is_empty()));
+        // A rank's cached listing follows.
+        let r = Remote::new(
+            rdv,
+            "t",
+            Duration::from_secs(5),
+            Arc::new(AtomicBool::new(false)),
+        );
+        assert!(r.list().unwrap().is_empty());
+        store.put("r0.json", "{}", Put::Durable).unwrap();
+        assert!(r.list().unwrap().contains("r0.json"));
+        assert!(r.list().unwrap().contains("r0.json"), "from the cache");
+    }
+
+    #[test]
+    fn rendezvous_addresses_parse_or_say_what_is_expected() {
+        let r = Rendezvous::parse("benchsuite-0.benchsuite:29400").unwrap();
+        assert_eq!(
+            (r.host.as_str(), r.port),
+            ("benchsuite-0.benchsuite", 29400)
+        );
+        let r = Rendezvous::parse("[::1]:7").unwrap();
+        assert_eq!((r.host.as_str(), r.port), ("::1", 7));
+        for bad in [
+            "host",
+            "host:",
+            ":80",
+            "host:0",
+            "host:70000",
+            "::1:80",
+            "[::1:80",
+            "a b:1",
+        ] {
+            let e = Rendezvous::parse(bad).unwrap_err();
+            assert!(e.contains("--rendezvous"), "{e}");
+        }
+        for bad in ["0.0.0.0:1", "[::]:1", "224.0.0.1:1"] {
+            let e = Rendezvous::parse(bad).unwrap_err();
+            assert!(e.contains("unspecified or multicast"), "{e}");
+        }
+    }
+
+    fn local(token: &str) -> (MeetingPoint, Rendezvous) {
+        let probe = Rendezvous::parse("127.0.0.1:1").unwrap();
+        let mut rdv = probe.clone();
+        // An ephemeral port: bind port 0 through the same path.
+        rdv.port = 0;
+        let mp = MeetingPoint::start(&rdv, token, Duration::from_secs(1)).unwrap();
+        let port = mp.local_addr().port();
+        let rdv = Rendezvous::parse(&format!("127.0.0.1:{port}")).unwrap();
+        (mp, rdv)
+    }
+
+    #[test]
+    fn ranks_with_the_token_share_the_store_and_others_are_refused() {
+        let (mp, rdv) = local("secret");
+        let cancel = Arc::new(AtomicBool::new(false));
+        let a = Remote::new(
+            rdv.clone(),
+            "secret",
+            Duration::from_secs(5),
+            cancel.clone(),
+        );
+        a.put("r1.json", "hello", Put::Durable).unwrap();
+        assert_eq!(mp.store().get("r1.json").unwrap(), "hello");
+        mp.store().put("r0.json", "zero", Put::Durable).unwrap();
+        assert_eq!(a.get("r0.json").unwrap(), "zero");
+        assert!(a.list().unwrap().contains("r0.json"));
+        assert!(
+            a.put("t", "x", Put::Secret).is_err(),
+            "no secret on the wire"
+        );
+        let wrong = Remote::new(rdv.clone(), "guess", Duration::from_secs(5), cancel);
+        let e = wrong.list().unwrap_err();
+        assert!(e.contains("refused this rank"), "{e}");
+        // Rank 0 hears of it once its side of the handshake ends.
+        let by = Instant::now() + Duration::from_secs(3);
+        while mp.store().trouble().is_none() && Instant::now() < by {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let t = mp.store().trouble().unwrap_or_default();
+        assert!(t.contains("another token"), "{t}");
+        // The meeting point still serves the right one.
+        assert_eq!(a.get("r1.json").unwrap(), "hello");
+    }
+
+    #[test]
+    fn hostile_clients_stall_nobody() {
+        let (mp, rdv) = local("secret");
+        let addr = mp.local_addr();
+        // Silent connections (more than may await authentication),
+        // garbage, an oversized frame.
+        let silent: Vec<TcpStream> = (0..MAX_PENDING + 8)
+            .map(|_| TcpStream::connect(addr).unwrap())
+            .collect();
+        let mut g = TcpStream::connect(addr).unwrap();
+        g.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        let mut big = TcpStream::connect(addr).unwrap();
+        big.write_all(&MAGIC).unwrap();
+        big.write_all(&u32::MAX.to_be_bytes()).unwrap();
+        let a = Remote::new(
+            rdv,
+            "secret",
+            Duration::from_secs(5),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let t = Instant::now();
+        a.put("r1.alive", "1", Put::Durable).unwrap();
+        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+        // The oversized frame got an error and was closed.
+        big.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let mut buf = Vec::new();
+        let _ = big.read_to_end(&mut buf);
+        assert!(
+            String::from_utf8_lossy(&buf).contains("above the limit"),
+            "{buf:?}"
+        );
+        drop(silent);
+    }
+
+    #[test]
+    fn a_meeting_point_that_never_comes_is_lost_after_the_timeout() {
+        // A port nobody listens on: bind one and free it.
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let rdv = Rendezvous::parse(&format!("127.0.0.1:{port}")).unwrap();
+        let r = Remote::new(
+            rdv,
+            "t",
+            Duration::from_millis(300),
+            Arc::new(AtomicBool::new(false)),
+        );
+        assert!(r.list().unwrap().is_empty(), "not lost yet");
+        let e = r.put("r1.json", "x", Put::Durable).unwrap_err();
+        assert!(
+            e.contains(&format!("lost the meeting point 127.0.0.1:{port}")),
+            "{e}"
+        );
+        assert!(r.list().is_err());
+    }
+
+    #[test]
+    fn close_waits_for_every_rank_to_leave() {
+        let (mp, _) = local("t");
+        let store = mp.store();
+        store.put("r1-aa.left", "", Put::Durable).unwrap();
+        store.put("r2.alive", "1", Put::Beat).unwrap();
+        let t = Instant::now();
+        // Rank 2 never leaves: it is given up once silent for the timeout.
+        mp.close(0, 3, Duration::from_millis(300), &AtomicBool::new(false));
+        assert!(
+            t.elapsed() >= Duration::from_millis(250),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+
+    #[test]
+    fn the_token_file_is_private() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("r0-abc.token");
+        publish(&path, "secret", true, true).unwrap();
+        let mode = fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "secret");
+        let names: Vec<_> = fs::read_dir(tmp.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "no temporary file left");
+    }
+}
