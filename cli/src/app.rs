@@ -19,7 +19,12 @@ use crate::progress::Progress;
 /// 130 interrupted. Errors (exit 2) are returned as `Err`.
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
-        Command::Run(a) => cmd_run(&a),
+        Command::Run(a) => {
+            // Rank 0's meeting point (--rendezvous) outlives the run's error.
+            let mut pairing = None;
+            let result = cmd_run(&a, &mut pairing);
+            crate::pairing::Pairing::end(pairing, result)
+        }
         Command::Reference(a) => crate::reference::cmd_reference(&a),
         Command::Compare(a) => cmd_compare(&a),
         Command::List(a) => cmd_list(&a),
@@ -33,15 +38,39 @@ pub fn run(cli: Cli) -> Result<i32> {
     }
 }
 
-fn cmd_run(args: &RunArgs) -> Result<i32> {
+fn cmd_run(args: &RunArgs, pairing: &mut Option<crate::pairing::Pairing>) -> Result<i32> {
     let stdout_tty = io::stdout().is_terminal();
     let (mut cfg, output, flags) = config::run_config(args, stdout_tty)?;
     // The launcher's task (into the report), and --output-dir checked.
     let placement = crate::fleet::Placement::new(&args.cluster, &mut cfg)?;
     let registry = benchsuite::registry();
+    // Fail before measuring, not after, if the output cannot be written.
+    // Not truncated: a reader (node_exporter's textfile collector) keeps
+    // seeing the previous file until the new one replaces it.
+    let check_output = || -> Result<()> {
+        if let Some(file) = &output.file {
+            for (path, _) in output_files(output.format, file) {
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(&path)
+                    .with_context(|| format!("-o {}: cannot create the file", path.display()))?;
+            }
+        }
+        Ok(())
+    };
+    // Rank 0 of --rendezvous: before it serves the meeting point. Other
+    // ranks check after they joined, so that their failure marker tells
+    // the others at once.
+    if args.cluster.rendezvous.is_some()
+        && !placement.idle()
+        && placement.cluster().is_some_and(|c| c.rank == 0)
+    {
+        check_output()?;
+    }
     // Under a launcher, net.* run last, between ranks (pairing.rs); from
     // here on this rank beats, and an error leaves its failure marker.
-    let mut pairing = crate::pairing::Pairing::new(
+    *pairing = crate::pairing::Pairing::new(
         &args.cluster,
         &placement,
         &cfg,
@@ -100,14 +129,14 @@ fn cmd_run(args: &RunArgs) -> Result<i32> {
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let split = match &pairing {
+    let split = match &*pairing {
         Some(p) => p.split(&registry, &cfg, plans[0].host())?,
         None => None,
     };
     let (phases, plans) = match split {
         Some(s) => s,
         None => {
-            pairing = None; // `auto` on loopback (said why), or no pairing
+            *pairing = None; // `auto` on loopback (said why), or no pairing
             (phases, plans)
         }
     };
@@ -118,18 +147,7 @@ fn cmd_run(args: &RunArgs) -> Result<i32> {
         }
         return Ok(0);
     }
-    if let Some(file) = &output.file {
-        // Fail before measuring, not after, if the output cannot be written.
-        // Not truncated: a reader (node_exporter's textfile collector) keeps
-        // seeing the previous file until the new one replaces it.
-        for (path, _) in output_files(output.format, file) {
-            std::fs::OpenOptions::new()
-                .append(true)
-                .create(true)
-                .open(&path)
-                .with_context(|| format!("-o {}: cannot create the file", path.display()))?;
-        }
-    }
+    check_output()?;
 
     install_ctrlc(&cfg.cancel);
     if plan.host().build.is_debug() {

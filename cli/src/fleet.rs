@@ -94,16 +94,20 @@ pub struct ClusterArgs {
     pub rendezvous_timeout: Option<String>,
 
     /// Network benchmarks between ranks without a shared file system: the
-    /// ranks meet at HOST:PORT instead of a directory of --output-dir (as
-    /// torchrun's MASTER_ADDR:MASTER_PORT). Rank 0 serves the meeting point
+    /// ranks meet at HOST:PORT instead of a directory of --output-dir (a
+    /// free port, like torchrun's MASTER_ADDR:MASTER_PORT but not the same
+    /// port: torchrun's store listens there). Rank 0 serves the meeting point
     /// there (HOST must name rank 0's own host, e.g. `benchsuite-0.benchsuite` of
     /// a Kubernetes headless Service; not 0.0.0.0, :: or multicast) until
     /// every rank has left; the others connect, waiting up to
     /// --rendezvous-timeout for it. Every rank needs the same token
-    /// (BENCHSUITE_TOKEN or --token-file), which proves each connection
-    /// and guards each rank's server, and never crosses the network.
-    /// Turns --net-pairs auto into pairwise; reports go where they go
-    /// without it (-o, stdout, or a node-local --output-dir).
+    /// (BENCHSUITE_TOKEN or --token-file; at least 16 characters, e.g.
+    /// `openssl rand -hex 32`), which proves each connection and guards
+    /// each rank's server, and never crosses the network; only ranks of
+    /// one job (id, step, world size) meet. Turns --net-pairs auto into
+    /// pairwise; without a net benchmark selected it is an error. Reports
+    /// go where they go without it (-o, stdout, or a node-local
+    /// --output-dir).
     #[arg(long, value_name = "HOST:PORT")]
     pub rendezvous: Option<String>,
 }

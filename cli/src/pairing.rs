@@ -55,8 +55,11 @@
 //! heartbeat does not change for `--rendezvous-timeout` (10 minutes by
 //! default) is given up on, naming the rank and its files; a rank that is
 //! alive (busy with its other benchmarks, or a long net record) is waited
-//! for. Two runs into one rendezvous directory must not overlap (a job id
-//! keeps them apart; `TORCHELASTIC_RUN_ID=none` is no job id). The token
+//! for; one whose heartbeat shows another nonce than the one met at the
+//! barrier restarted, and counts as failed (it will never write the
+//! markers waited for). Two runs into one rendezvous directory must not
+//! overlap (a job id keeps them apart; `TORCHELASTIC_RUN_ID=none` is no
+//! job id). The token
 //! files are removed when their server stops. A rank that no longer reads
 //! the store (done, failed or falling back to loopback) writes
 //! `rR-NONCE.left` as it exits.
@@ -67,14 +70,21 @@
 //! not answered for `--rendezvous-timeout` (then their waits, and their
 //! remaining net records, fail naming it). Every connection proves the
 //! job-wide token both ways (HMAC challenge and response; the token never
-//! travels), and every rank's server takes that same token, so no token
-//! is published. Rank 0 keeps serving until every other rank has left, or
-//! its heartbeat has been silent for `--rendezvous-timeout`.
+//! travels), and every rank's server takes that same token (trimmed, at
+//! least 16 characters), so no token is published. Only ranks of one job
+//! meet there (job id, step with its Slurm restart, world size, as the
+//! directory's path separates them). Rank 0 keeps serving until every
+//! other rank has left, or its heartbeat has been silent for
+//! `--rendezvous-timeout`; after an error of rank 0 (printed at once, see
+//! [`Pairing::end`]), until every other rank left or failed too (it
+//! learnt of it), for 30 s at most. While the meeting point does not
+//! answer, no heartbeat can be seen: their clocks start again when it
+//! answers.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashSet};
 use std::fs;
-use std::io::{self, Read as _};
+use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs as _, UdpSocket};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -89,7 +99,9 @@ use serde_json::{Value, json};
 
 use crate::fleet::{ClusterArgs, Placement, file_part};
 use crate::planfile::PlannedPhase;
-use crate::rendezvous::{DirStore, MeetingPoint, Put, Remote, Rendezvous, Store};
+use crate::rendezvous::{
+    DirStore, Job, MIN_TOKEN_LEN, MeetingPoint, Put, Remote, Rendezvous, Store,
+};
 
 /// `run --net-pairs`: how network benchmarks measure under a launcher.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -260,9 +272,7 @@ fn now_ms() -> u128 {
 
 /// `n` random bytes from the system, as hex.
 fn random_hex(n: usize) -> io::Result<String> {
-    let mut b = vec![0u8; n];
-    fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
-    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+    benchsuite_net::proto::random_bytes(n).map(|b| benchsuite_net::proto::to_hex(&b))
 }
 
 /// A thread rewriting `rR.alive` (the nonce and a counter) every `every`
@@ -401,6 +411,22 @@ fn bind_address(given: Option<IpAddr>, hostname: Option<&str>) -> (IpAddr, &'sta
     }
 }
 
+/// The job's token as `--rendezvous` takes it: without the whitespace
+/// around it (a secret file's last newline), the same value for the
+/// meeting point, every rank's server and its clients; at least
+/// [`MIN_TOKEN_LEN`] characters, since a fake meeting point can test
+/// guesses offline.
+fn shared_token(given: &str) -> Result<String> {
+    let token = given.trim();
+    if token.chars().count() < MIN_TOKEN_LEN {
+        bail!(
+            "--rendezvous needs a token of at least {MIN_TOKEN_LEN} characters (this one has {}): a long random one, the same on every rank, e.g. from `openssl rand -hex 32`",
+            token.chars().count()
+        );
+    }
+    Ok(token.to_string())
+}
+
 /// This host's name, as the report's `host.hostname` reads it.
 fn hostname() -> Option<String> {
     ["/proc/sys/kernel/hostname", "/etc/hostname"]
@@ -496,6 +522,16 @@ impl Pairing {
         let rank = c.rank;
         let nonce = random_hex(8).context("--net-pairs: cannot read /dev/urandom")?;
         let name = hostname();
+        let mut step = c.step.as_deref().map_or_else(|| "run".into(), file_part);
+        // A requeued Slurm job keeps its id, and its step ids start again.
+        if c.launcher == Launcher::Slurm
+            && let Some(n) = std::env::var("SLURM_RESTART_COUNT")
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .filter(|&n| n > 0)
+        {
+            step = format!("{step}.restart{n}");
+        }
         let (store, shared_token, meeting, flags): (Arc<dyn Store>, _, _, _) = if rendezvous {
             // Checked before anything is served or published: no
             // failure marker can be written without them.
@@ -503,15 +539,20 @@ impl Pairing {
             let Some(rdv) = flags.rendezvous.clone() else {
                 return Ok(None); // given, so parsed
             };
-            let Some(token) = cfg.options.get("token").cloned() else {
+            let Some(token) = cfg.options.get("token") else {
                 bail!(
                     "--rendezvous needs a token shared by every rank (it proves each connection to the meeting point and guards each rank's server; it never crosses the network): set {} or give --token-file PATH, the same on every rank",
                     crate::config::TOKEN_ENV
                 );
             };
+            let token = shared_token(token)?;
+            let job = Job {
+                id: format!("{}/{step}", c.job.as_deref().unwrap_or("(no job id)")),
+                world: c.world_size,
+            };
             if rank == 0 {
-                let mp =
-                    MeetingPoint::start(&rdv, &token, flags.timeout).map_err(|e| anyhow!(e))?;
+                let mp = MeetingPoint::start(&rdv, &token, &job, flags.timeout)
+                    .map_err(|e| anyhow!(e))?;
                 eprintln!(
                     "rank 0: --net-pairs {}: serving the meeting point on {} (--rendezvous {})",
                     mode.name(),
@@ -520,23 +561,13 @@ impl Pairing {
                 );
                 (mp.store(), Some(token), Some(mp), Ok(flags))
             } else {
-                let remote = Remote::new(rdv, &token, flags.timeout, cfg.cancel.clone());
+                let remote = Remote::new(rdv, &token, job, flags.timeout, cfg.cancel.clone());
                 (Arc::new(remote), Some(token), None, Ok(flags))
             }
         } else {
             let Some(job_dir) = placement.dir() else {
                 return Ok(None); // checked above
             };
-            let mut step = c.step.as_deref().map_or_else(|| "run".into(), file_part);
-            // A requeued Slurm job keeps its id, and its step ids start again.
-            if c.launcher == Launcher::Slurm
-                && let Some(n) = std::env::var("SLURM_RESTART_COUNT")
-                    .ok()
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .filter(|&n| n > 0)
-            {
-                step = format!("{step}.restart{n}");
-            }
             let dir = job_dir.join(".rendezvous").join(step);
             let store = DirStore::create(dir.clone()).with_context(|| {
                 format!(
@@ -996,6 +1027,17 @@ impl Pairing {
                 return Err(why);
             }
             self.marker(&tag)?;
+            // At the meeting point, whose names are counted: step k-1's
+            // marker, since every client passed that step (each wrote
+            // step k's) and none waits for it any more.
+            if k >= 2 && self.shared_token.is_some() {
+                let _ = self.store.remove(&format!(
+                    "r{}-{}.ready-{round}-{}",
+                    self.rank,
+                    self.nonce,
+                    k - 1
+                ));
+            }
             self.wait_markers(
                 clients,
                 &[server.rank],
@@ -1111,7 +1153,8 @@ impl Pairing {
 
     /// Why rank `q` failed, if it wrote so in this run: the marker's nonce
     /// is the one met or seen beating, or it was written after this rank
-    /// started.
+    /// started, or the store holds this run's only (a meeting point: rank
+    /// 0 may have failed before this rank started).
     fn failed(&self, q: u64) -> Option<String> {
         let text = self.store.get(&format!("r{q}.failed")).ok()?;
         let v: Value = serde_json::from_str(&text).ok()?;
@@ -1128,7 +1171,7 @@ impl Pairing {
         let after = v["written_at_ms"]
             .as_u64()
             .is_some_and(|w| u128::from(w) >= self.started_ms);
-        (known || after).then(|| {
+        (known || after || self.store.fresh()).then(|| {
             format!(
                 "rank {q} (host {}) failed: {}",
                 v["host"].as_str().unwrap_or("?"),
@@ -1185,6 +1228,22 @@ impl Pairing {
         }
     }
 
+    /// Why rank `q` counts as failed for having started again: a live
+    /// heartbeat whose nonce is not the one met at the barrier (it would
+    /// never write the markers this rank waits for).
+    fn restarted(&self, q: u64) -> Option<String> {
+        let met = self.met.borrow();
+        let met = met.get(&q)?;
+        let beats = self.beats.borrow();
+        let live = beats.get(&q)?.live.as_ref()?;
+        (live != met).then(|| {
+            format!(
+                "rank {q} restarted: its heartbeat r{q}.alive is another run's than the one met at the barrier {}",
+                self.store.place()
+            )
+        })
+    }
+
     /// Why rank `q` counts as gone: its heartbeat has not changed for
     /// `--rendezvous-timeout`.
     fn gone(&self, q: u64) -> Option<String> {
@@ -1228,13 +1287,26 @@ impl Pairing {
         let mut looked: Option<Instant> = None;
         let mut left: Vec<u64> = ranks.iter().copied().filter(|&q| q != self.rank).collect();
         let watch: Vec<u64> = watch.iter().copied().filter(|&q| q != self.rank).collect();
+        let mut answered = true;
         loop {
             let names = self.listing()?;
+            // While the store did not answer, nobody's heartbeat could be
+            // seen: their clocks start again when it answers.
+            let answering = self.store.answering();
+            if answering && !answered {
+                for b in self.beats.borrow_mut().values_mut() {
+                    b.since = Instant::now();
+                }
+            }
+            answered = answering;
             if looked.is_none_or(|t| t.elapsed() >= self.look_every()) {
                 for &q in left.iter().chain(&watch) {
                     self.look(q, &names);
                 }
                 looked = Some(Instant::now());
+            }
+            if let Some(why) = left.iter().chain(&watch).find_map(|&q| self.restarted(q)) {
+                return Err(why);
             }
             let mut stop = None;
             left.retain(|&q| match ready(q, &names) {
@@ -1399,8 +1471,39 @@ impl Drop for Pairing {
             Put::Durable,
         );
         if let Some(m) = self.meeting.take() {
-            m.close(self.rank, self.world, self.timeout, &self.cancel);
+            m.close(self.rank, self.timeout, &self.cancel, !self.completed.get());
         }
+    }
+}
+
+impl Pairing {
+    /// Ends `run`'s command: on rank 0 of `--rendezvous`, the meeting
+    /// point is kept until the other ranks no longer need it (every one
+    /// left, or is silent for `--rendezvous-timeout`; after a failure of
+    /// this rank, every one left or learnt of it, for
+    /// [`crate::rendezvous::LINGER`] at most). An error is printed first,
+    /// as `main` prints it, so that it shows at once (then the exit code
+    /// is still 2).
+    pub fn end(pairing: Option<Pairing>, result: Result<i32>) -> Result<i32> {
+        let Some(mut p) = pairing else {
+            return result;
+        };
+        let Some(meeting) = p.meeting.take() else {
+            return result;
+        };
+        let (rank, timeout, cancel, failed) =
+            (p.rank, p.timeout, p.cancel.clone(), !p.completed.get());
+        // Its failure marker (if it failed) and its leaving.
+        drop(p);
+        let result = match result {
+            Err(e) if !crate::is_broken_pipe(&e) => {
+                eprintln!("error: {e:#}");
+                Ok(2)
+            }
+            r => r,
+        };
+        meeting.close(rank, timeout, &cancel, failed);
+        result
     }
 }
 
@@ -1555,6 +1658,106 @@ mod tests {
             .0
             .insert("block".into(), benchsuite::param::Value::Int(1024));
         assert_ne!(h, schedule_hash(Mode::Pairwise, 1, &[(tcp, point)]));
+    }
+
+    fn peer(rank: u64, nonce: &str) -> Peer {
+        Peer {
+            rank,
+            host: format!("h{rank}"),
+            address: None,
+            nonce: nonce.into(),
+        }
+    }
+
+    #[test]
+    fn a_rank_whose_heartbeat_shows_another_run_than_the_one_met_failed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = pairing(tmp.path());
+        p.met.borrow_mut().insert(1, "00000000000000bb".into());
+        let beat = |nonce: &str, n: u64| {
+            let v = json!({"nonce": nonce, "beat": n});
+            fs::write(tmp.path().join("r1.alive"), v.to_string()).unwrap();
+            p.look(1, &p.listing().unwrap());
+        };
+        beat("00000000000000bb", 1);
+        beat("00000000000000bb", 2);
+        assert_eq!(p.restarted(1), None, "the run met");
+        // Restarted: a new nonce beating; it never writes the old run's
+        // markers, and is not silent either.
+        beat("00000000000000cc", 3);
+        let peers = BTreeMap::from([
+            (0, peer(0, "00000000000000aa")),
+            (1, peer(1, "00000000000000bb")),
+        ]);
+        let t = Instant::now();
+        let e = p
+            .wait_markers(&[0, 1], &[], &peers, "done-1", "to finish round 1")
+            .unwrap_err();
+        assert!(e.contains("rank 1 restarted"), "{e}");
+        assert!(t.elapsed() < p.timeout / 2, "not after the timeout");
+    }
+
+    /// A directory that does not answer until `up`.
+    struct Outage {
+        dir: DirStore,
+        up: Instant,
+    }
+
+    impl Store for Outage {
+        fn put(&self, name: &str, text: &str, how: Put) -> Result<(), String> {
+            self.dir.put(name, text, how)
+        }
+        fn get(&self, name: &str) -> Result<String, String> {
+            self.dir.get(name)
+        }
+        fn remove(&self, name: &str) -> Result<(), String> {
+            self.dir.remove(name)
+        }
+        fn list(&self) -> Result<HashSet<String>, String> {
+            self.dir.list()
+        }
+        fn place(&self) -> String {
+            self.dir.place()
+        }
+        fn location(&self) -> String {
+            self.dir.location()
+        }
+        fn flag(&self) -> &'static str {
+            "--rendezvous"
+        }
+        fn answering(&self) -> bool {
+            Instant::now() >= self.up
+        }
+    }
+
+    #[test]
+    fn heartbeats_are_judged_anew_once_the_store_answers_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut p = pairing(tmp.path());
+        p.timeout = Duration::from_secs(2);
+        let outage = Duration::from_millis(300);
+        p.store = Arc::new(Outage {
+            dir: DirStore::create(tmp.path().to_path_buf()).unwrap(),
+            up: Instant::now() + outage,
+        });
+        // Rank 1 last seen beating long ago, by this rank's clock, while
+        // the store did not answer.
+        p.beats.borrow_mut().insert(
+            1,
+            Beat {
+                text: Some("x".into()),
+                since: Instant::now() - Duration::from_secs(60),
+                live: None,
+            },
+        );
+        let peers = BTreeMap::from([(1, peer(1, "00000000000000bb"))]);
+        let t = Instant::now();
+        let e = p
+            .wait_markers(&[0, 1], &[], &peers, "done-1", "to finish round 1")
+            .unwrap_err();
+        assert!(e.contains("gave up waiting for rank 1"), "{e}");
+        // Given up only a whole timeout after the answers resumed.
+        assert!(t.elapsed() >= outage + p.timeout, "{:?}", t.elapsed());
     }
 
     #[test]

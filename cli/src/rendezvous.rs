@@ -8,7 +8,7 @@
 //!   [`MeetingPoint`] on HOST:PORT, an in-memory store, and the other
 //!   ranks reach it through a [`Remote`].
 //!
-//! # The meeting point's wire format (version 1)
+//! # The meeting point's wire format (version 2)
 //!
 //! Over TCP, each side first sends the 4 bytes [`MAGIC`] (`BSRV`), then
 //! *frames*: a 4-byte big-endian length `n` and `n` bytes of UTF-8 JSON,
@@ -16,10 +16,10 @@
 //!
 //! ```text
 //! rank                                     meeting point (rank 0)
-//! hello {version, nonce: Nc}         →
-//!                                    ←     challenge {nonce: Ns, proof}  |  error
+//! hello {version, nonce: Nc, job, world}  →
+//!                                    ←     challenge {nonce: Ns}         |  error
 //! auth {mac}                         →
-//!                                    ←     welcome                       |  error
+//!                                    ←     welcome {proof, instance}     |  error
 //! put {name, text} | get {name} | remove {name} | list {since}   →
 //!                                    ←     ok | value {text} | names {version, names} | error
 //! ```
@@ -28,15 +28,27 @@
 //! version the rank holds (`since`); heartbeats rewrite texts, so a rank
 //! waiting at a barrier mostly gets `names: null`.
 //!
-//! Both sides prove that they know the job's token, which never travels:
-//! with `K = auth_mac(token, 32 zero bytes, KEY_CONTEXT)` (the HMAC-SHA256
-//! of `benchsuite-net`'s protocol v2, [`benchsuite_net::proto::auth_mac`]),
-//! `proof = auth_mac(K, Nc, "meeting point")` and
-//! `mac = auth_mac(K, Ns, "rank")`, each compared in constant time; the
-//! nonces are 32 random bytes in hex. A rank checks the proof before it
-//! answers, so a meeting point that does not know the token learns nothing
-//! to guess it from; `K` is derived so that neither side answers anything
-//! a `benchsuite-net` server (which takes the same token) would accept.
+//! Both sides prove that they know the job's token, which never travels,
+//! the rank first (as a `benchsuite-net` client proves itself to the
+//! server): with `K = auth_mac(token, 32 zero bytes, KEY_CONTEXT)` (the
+//! HMAC-SHA256 of `benchsuite-net`'s protocol v2,
+//! [`benchsuite_net::proto::auth_mac`]), `mac = auth_mac(K, Nc‖Ns, "rank")`
+//! and `proof = auth_mac(K, Nc‖Ns, "meeting point")`, each compared in
+//! constant time; the nonces are 32 random bytes in hex. The meeting
+//! point sends its proof only to a rank whose `mac` passed, so a client
+//! that merely reaches the port gets nothing to test guessed tokens
+//! against; the rank checks the proof before it sends anything else. A
+//! fake meeting point at HOST:PORT gets one `mac` per connection, which
+//! can be tested offline against guesses: hence the token's minimum
+//! length. `K` is derived so that neither side answers anything a
+//! `benchsuite-net` server (which takes the same token) would accept.
+//!
+//! The hello names the rank's job (its id and step, as the rendezvous
+//! directory does) and world size; the meeting point welcomes only ranks
+//! of its own job, and refuses another's naming both. `instance` is
+//! random per meeting point: a rank that finds another one behind
+//! HOST:PORT after it published there knows that rank 0 restarted and
+//! what it published is lost.
 //!
 //! # Limits
 //!
@@ -44,10 +56,12 @@
 //! [`MAX_FRAME`] after) is refused from its length prefix, before anything
 //! is allocated; the handshake must end within [`HANDSHAKE`] of the
 //! accept, a request arrive within [`IDLE`]; at most [`MAX_PENDING`]
-//! connections await authentication (a new one closes the oldest of them,
-//! so idle or trickling clients cannot keep a rank out) and
-//! [`MAX_CONNECTIONS`] are open at once (past it, a new one is closed at
-//! once); a failed authentication is answered after [`REFUSAL_DELAY`].
+//! connections await authentication, [`MAX_PENDING_PER_IP`] from one
+//! address (a new one closes the oldest of its address's, or, when all
+//! are taken, of the address with the most, so idle or trickling clients
+//! cannot keep a rank out) and [`MAX_CONNECTIONS`] plus the world size
+//! are open at once (past it, a new one is closed at once); a failed
+//! authentication is answered after [`REFUSAL_DELAY`].
 //! The store holds at most [`MAX_ENTRIES`] names of at most [`MAX_NAME`]
 //! bytes (`[A-Za-z0-9._-]`), each text at most [`MAX_VALUE`] bytes,
 //! [`MAX_BYTES`] in all. Each connection has a thread of its own, so a
@@ -63,13 +77,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use benchsuite_net::proto::{NONCE_LEN, auth_mac, from_hex, is_timeout, to_hex};
+use benchsuite_net::proto::{
+    NONCE_LEN, auth_mac, constant_time_eq, from_hex, is_timeout, random_bytes, to_hex,
+};
 use serde::{Deserialize, Serialize};
 
 /// The 4 bytes each side sends first.
 pub const MAGIC: [u8; 4] = *b"BSRV";
 /// The meeting point's protocol version.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// The largest frame before the `welcome` (hello, auth), in bytes.
 pub const MAX_HANDSHAKE_FRAME: usize = 1024;
 /// The largest request frame after the `welcome`, in bytes.
@@ -86,8 +102,14 @@ pub const MAX_VALUE: usize = 256 * 1024;
 pub const MAX_BYTES: usize = 64 * 1024 * 1024;
 /// The most connections awaiting authentication.
 pub const MAX_PENDING: usize = 32;
-/// The most connections open at once.
-pub const MAX_CONNECTIONS: usize = 1024;
+/// The most connections from one address awaiting authentication.
+pub const MAX_PENDING_PER_IP: usize = 8;
+/// The most connections open at once, besides one per rank.
+pub const MAX_CONNECTIONS: usize = 256;
+/// The shortest token `--rendezvous` takes, in characters: a fake meeting
+/// point gets one authentication code per connection to test guesses
+/// against offline.
+pub const MIN_TOKEN_LEN: usize = 16;
 /// From the accept to the `welcome`.
 pub const HANDSHAKE: Duration = Duration::from_secs(5);
 /// The longest wait for an authenticated rank's next request.
@@ -100,6 +122,9 @@ const REPLY: Duration = Duration::from_secs(10);
 const POLL: Duration = Duration::from_millis(200);
 /// What the key is derived with.
 const KEY_CONTEXT: &str = "benchsuite rendezvous v1 key";
+/// How long a failed rank 0 keeps serving so that the other ranks learn
+/// of its failure, at most.
+pub const LINGER: Duration = Duration::from_secs(30);
 const SERVER_SAYS: &str = "meeting point";
 const RANK_SAYS: &str = "rank";
 
@@ -143,6 +168,12 @@ pub trait Store: Send + Sync {
     /// for a silent one (the store's own timeout applies).
     fn answering(&self) -> bool {
         true
+    }
+    /// Whether everything in it was written during this run: a meeting
+    /// point lives as long as rank 0's run (a restarted rank 0 serves a
+    /// new, empty one), while a directory keeps earlier runs' files.
+    fn fresh(&self) -> bool {
+        false
     }
 }
 
@@ -253,15 +284,23 @@ pub enum Msg {
     Hello {
         version: u32,
         nonce: String,
+        /// The rank's job: its id and step.
+        #[serde(default)]
+        job: String,
+        #[serde(default)]
+        world: u64,
     },
     Challenge {
         nonce: String,
-        proof: String,
     },
     Auth {
         mac: String,
     },
-    Welcome,
+    Welcome {
+        proof: String,
+        /// Random per meeting point.
+        instance: String,
+    },
     Put {
         name: String,
         text: String,
@@ -387,17 +426,24 @@ pub fn encode(msg: &Msg) -> Vec<u8> {
     out
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// The job a rank belongs to: its id and step (the restart of a requeued
+/// Slurm job included), and its world size. Ranks meet only within one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    pub id: String,
+    pub world: u64,
 }
 
-/// `n` random bytes from the system.
-pub fn random_bytes(n: usize) -> io::Result<Vec<u8>> {
-    let mut b = vec![0u8; n];
-    fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
-    Ok(b)
+impl std::fmt::Display for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "job {} with {} rank(s)", self.id, self.world)
+    }
 }
 
+/// What the authentication codes cover: both nonces.
+fn transcript(client: &[u8], server: &[u8]) -> Vec<u8> {
+    [client, server].concat()
+}
 /// The meeting point's key, derived from the job's token.
 fn derive_key(token: &str) -> [u8; 32] {
     auth_mac(token.as_bytes(), &[0u8; NONCE_LEN], KEY_CONTEXT)
@@ -461,6 +507,23 @@ impl Rendezvous {
     }
 }
 
+/// Refuses a world whose connections (one per rank, kept open) cannot fit
+/// under this process's limit of open files (`ulimit -n`).
+fn check_fd_limit(given: &str, world: u64) -> Result<(), String> {
+    let soft = fs::read_to_string("/proc/self/limits").ok().and_then(|t| {
+        t.lines()
+            .find(|l| l.starts_with("Max open files"))
+            .and_then(|l| l.split_whitespace().nth(3)?.parse::<u64>().ok())
+    });
+    let need = world.saturating_add(MAX_CONNECTIONS as u64);
+    match soft {
+        Some(n) if n < need => Err(format!(
+            "--rendezvous {given}: the meeting point keeps a connection per rank open: {world} ranks need about {need} open files, and this process may open {n} (ulimit -n); raise it (ulimit -n {need}) on rank 0"
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn check_ip(given: &str, ip: IpAddr) -> Result<(), String> {
     if ip.is_unspecified() || ip.is_multicast() {
         return Err(format!(
@@ -512,8 +575,12 @@ struct Shared {
     /// The last refused connection: when, from where, why.
     refused: Mutex<Option<(Instant, SocketAddr, String)>>,
     /// The connections awaiting authentication, oldest first.
-    pending: Mutex<std::collections::VecDeque<(u64, TcpStream)>>,
+    pending: Mutex<std::collections::VecDeque<(u64, IpAddr, TcpStream)>>,
     given: String,
+    /// The job it serves.
+    job: Job,
+    /// Random per meeting point (in the `welcome`).
+    instance: String,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -591,7 +658,7 @@ fn op_name(m: &Msg) -> &'static str {
         Msg::Hello { .. } => "hello",
         Msg::Challenge { .. } => "challenge",
         Msg::Auth { .. } => "auth",
-        Msg::Welcome => "welcome",
+        Msg::Welcome { .. } => "welcome",
         Msg::Put { .. } => "put",
         Msg::Get { .. } => "get",
         Msg::Remove { .. } => "remove",
@@ -639,14 +706,20 @@ impl std::fmt::Debug for MeetingPoint {
 }
 
 impl MeetingPoint {
-    /// Binds HOST:PORT (an address of this host) and serves. A HOST that
-    /// does not resolve yet (a DNS record that comes with the pod) is
-    /// looked up again until `wait`.
-    pub fn start(rdv: &Rendezvous, token: &str, wait: Duration) -> Result<MeetingPoint, String> {
+    /// Binds HOST:PORT (an address of this host) and serves the ranks of
+    /// `job`. A HOST that does not resolve yet (a DNS record that comes
+    /// with the pod) is looked up again until `wait`.
+    pub fn start(
+        rdv: &Rendezvous,
+        token: &str,
+        job: &Job,
+        wait: Duration,
+    ) -> Result<MeetingPoint, String> {
         let given = &rdv.given;
+        check_fd_limit(given, job.world)?;
         let until = Instant::now() + wait;
         let mut noted = false;
-        let addrs = loop {
+        let mut addrs = loop {
             match rdv.resolve() {
                 Ok(a) if !a.is_empty() => break a,
                 r => {
@@ -668,6 +741,20 @@ impl MeetingPoint {
                 }
             }
         };
+        // An address the other hosts can reach first; a host name that
+        // resolves to loopback only (Debian's /etc/hosts maps the host's
+        // own name to 127.0.1.1) serves this host alone.
+        addrs.sort_by_key(|a| a.ip().is_loopback());
+        if job.world > 1
+            && rdv.host.parse::<IpAddr>().is_err()
+            && addrs.iter().all(|a| a.ip().is_loopback())
+        {
+            eprintln!(
+                "warning: --rendezvous {given}: {} resolves to loopback only ({}): ranks on other hosts cannot reach the meeting point; give an address (or a name) of this host that they reach",
+                rdv.host,
+                addrs[0].ip()
+            );
+        }
         let mut first_err = None;
         let mut listener = None;
         for a in &addrs {
@@ -714,6 +801,10 @@ impl MeetingPoint {
             refused: Mutex::new(None),
             pending: Mutex::new(std::collections::VecDeque::new()),
             given: given.clone(),
+            job: job.clone(),
+            instance: random_bytes(8)
+                .map(|b| to_hex(&b))
+                .map_err(|e| format!("--rendezvous {given}: cannot read random bytes: {e}"))?,
         });
         let s = shared.clone();
         let accept = std::thread::Builder::new()
@@ -739,45 +830,68 @@ impl MeetingPoint {
         })
     }
 
-    /// Serves until every rank of `0..world` but `me` has left
-    /// (`rQ-NONCE.left`) or its heartbeat `rQ.alive` has been silent for
-    /// `timeout` (or `cancel`), then stops.
-    pub fn close(mut self, me: u64, world: u64, timeout: Duration, cancel: &AtomicBool) {
+    /// Serves until every rank of the job but `me` has left
+    /// (`rQ-NONCE.left`, NONCE that of its heartbeat `rQ.alive` or its
+    /// `rQ.json`: another run's marker does not count), or its heartbeat
+    /// has been silent for `timeout` (or `cancel`), then stops. After this
+    /// rank `failed`, a rank that failed too (`rQ.failed`: it learnt of
+    /// it) counts as gone, and the wait ends after [`LINGER`] at most.
+    pub fn close(mut self, me: u64, timeout: Duration, cancel: &AtomicBool, failed: bool) {
         let mut said = false;
         let since = Instant::now();
         loop {
-            let pending: Vec<u64> = {
-                let t = &lock(&self.shared.table).map;
-                (0..world)
-                    .filter(|&q| q != me)
-                    .filter(|&q| {
-                        let prefix = format!("r{q}-");
-                        let left = t
-                            .range(prefix.clone()..)
-                            .take_while(|(k, _)| k.starts_with(&prefix))
-                            .any(|(k, _)| k.ends_with(".left"));
-                        let beat = t
-                            .get(&format!("r{q}.alive"))
-                            .map_or(self.shared.started, |e| e.at);
-                        !left && beat.elapsed() < timeout
-                    })
-                    .collect()
-            };
-            if pending.is_empty() || cancel.load(Ordering::SeqCst) {
+            let pending = self.awaited(me, timeout, failed);
+            if pending.is_empty()
+                || cancel.load(Ordering::SeqCst)
+                || (failed && since.elapsed() >= LINGER)
+            {
                 break;
             }
-            if !said && since.elapsed() >= Duration::from_secs(2) {
+            if !said && (failed || since.elapsed() >= Duration::from_secs(2)) {
                 let list: Vec<String> = pending.iter().map(u64::to_string).collect();
-                eprintln!(
-                    "rank {me}: keeping the meeting point {} until rank(s) {} leave (or are silent for --rendezvous-timeout)",
-                    self.shared.given,
-                    list.join(", ")
-                );
+                if failed {
+                    eprintln!(
+                        "rank {me}: keeping the meeting point {} up to {} s so that rank(s) {} learn of this failure",
+                        self.shared.given,
+                        LINGER.as_secs(),
+                        list.join(", ")
+                    );
+                } else {
+                    eprintln!(
+                        "rank {me}: keeping the meeting point {} until rank(s) {} leave (or are silent for --rendezvous-timeout)",
+                        self.shared.given,
+                        list.join(", ")
+                    );
+                }
                 said = true;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
         self.stop();
+    }
+
+    /// The ranks [`MeetingPoint::close`] still waits for.
+    fn awaited(&self, me: u64, timeout: Duration, failed: bool) -> Vec<u64> {
+        let t = &lock(&self.shared.table).map;
+        let nonce_of = |name: String| {
+            let e = t.get(&name)?;
+            let v: serde_json::Value = serde_json::from_str(&e.text).ok()?;
+            v["nonce"].as_str().map(str::to_string)
+        };
+        (0..self.shared.job.world)
+            .filter(|&q| q != me)
+            .filter(|&q| {
+                let left = [format!("r{q}.alive"), format!("r{q}.json")]
+                    .into_iter()
+                    .filter_map(nonce_of)
+                    .any(|n| t.contains_key(&format!("r{q}-{n}.left")));
+                let fell = failed && t.contains_key(&format!("r{q}.failed"));
+                let beat = t
+                    .get(&format!("r{q}.alive"))
+                    .map_or(self.shared.started, |e| e.at);
+                !left && !fell && beat.elapsed() < timeout
+            })
+            .collect()
     }
 
     fn stop(&mut self) {
@@ -796,13 +910,16 @@ impl Drop for MeetingPoint {
 
 fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
     let open = Arc::new(AtomicUsize::new(0));
+    let max_open = usize::try_from(shared.job.world)
+        .unwrap_or(usize::MAX)
+        .saturating_add(MAX_CONNECTIONS);
     let mut threads: Vec<JoinHandle<()>> = Vec::new();
     let mut next_id: u64 = 0;
     while !shared.stop.load(Ordering::SeqCst) {
         match listener.accept() {
             Ok((stream, peer)) => {
                 threads.retain(|t| !t.is_finished());
-                let Some(o) = take_slot(&open, MAX_CONNECTIONS) else {
+                let Some(o) = take_slot(&open, max_open) else {
                     // Over the limit: closed at once.
                     drop(stream);
                     continue;
@@ -812,16 +929,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
                 };
                 next_id += 1;
                 let id = next_id;
-                {
-                    let mut q = lock(&shared.pending);
-                    if q.len() >= MAX_PENDING
-                        && let Some((_, oldest)) = q.pop_front()
-                    {
-                        // Its thread reads an end of file and leaves.
-                        let _ = oldest.shutdown(std::net::Shutdown::Both);
-                    }
-                    q.push_back((id, clone));
-                }
+                admit(&mut lock(&shared.pending), id, peer.ip(), clone);
                 let s = shared.clone();
                 let spawned = std::thread::Builder::new()
                     .name("rendezvous-conn".into())
@@ -846,6 +954,32 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
     }
 }
 
+/// Queues a connection awaiting authentication; closes the oldest of its
+/// address's when that address has [`MAX_PENDING_PER_IP`], else, when
+/// [`MAX_PENDING`] await, the oldest of the address with the most, so
+/// that one source cannot crowd out the others' handshakes.
+fn admit(
+    q: &mut std::collections::VecDeque<(u64, IpAddr, TcpStream)>,
+    id: u64,
+    ip: IpAddr,
+    stream: TcpStream,
+) {
+    let count = |ip: IpAddr| q.iter().filter(|e| e.1 == ip).count();
+    let at = if count(ip) >= MAX_PENDING_PER_IP {
+        q.iter().position(|e| e.1 == ip)
+    } else if q.len() >= MAX_PENDING {
+        let most = q.iter().map(|e| count(e.1)).max().unwrap_or(0);
+        q.iter().position(|e| count(e.1) == most)
+    } else {
+        None
+    };
+    if let Some((_, _, oldest)) = at.and_then(|at| q.remove(at)) {
+        // Its thread reads an end of file and leaves.
+        let _ = oldest.shutdown(std::net::Shutdown::Both);
+    }
+    q.push_back((id, ip, stream));
+}
+
 /// A connection's place among those awaiting authentication, given up
 /// when dropped.
 struct Pending<'a> {
@@ -853,18 +987,9 @@ struct Pending<'a> {
     id: u64,
 }
 
-impl Pending<'_> {
-    /// Whether it still awaits (not closed to admit a newer one).
-    fn queued(&self) -> bool {
-        lock(&self.shared.pending)
-            .iter()
-            .any(|(i, _)| *i == self.id)
-    }
-}
-
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
-        lock(&self.shared.pending).retain(|(i, _)| *i != self.id);
+        lock(&self.shared.pending).retain(|(i, _, _)| *i != self.id);
     }
 }
 
@@ -885,19 +1010,22 @@ fn serve_conn(mut s: TcpStream, peer: SocketAddr, shared: &Shared, pending: Pend
     }
     let hello = read_frame(&mut s, MAX_HANDSHAKE_FRAME, by, stop);
     let _ = s.write_all(&MAGIC);
-    let client_nonce = match hello {
-        Ok(Msg::Hello { version, nonce }) if version == VERSION => {
-            match from_hex(&nonce).filter(|n| n.len() == NONCE_LEN) {
-                Some(n) => n,
-                None => {
-                    let _ = reply(
-                        &mut s,
-                        &error("the hello's nonce is not 32 bytes of hex".into()),
-                    );
-                    return;
-                }
+    let (client_nonce, job) = match hello {
+        Ok(Msg::Hello {
+            version,
+            nonce,
+            job,
+            world,
+        }) if version == VERSION => match from_hex(&nonce).filter(|n| n.len() == NONCE_LEN) {
+            Some(n) => (n, Job { id: job, world }),
+            None => {
+                let _ = reply(
+                    &mut s,
+                    &error("the hello's nonce is not 32 bytes of hex".into()),
+                );
+                return;
             }
-        }
+        },
         Ok(Msg::Hello { version, .. }) => {
             let _ = reply(
                 &mut s,
@@ -924,15 +1052,19 @@ fn serve_conn(mut s: TcpStream, peer: SocketAddr, shared: &Shared, pending: Pend
     let Ok(server_nonce) = random_bytes(NONCE_LEN) else {
         return;
     };
-    let proof = auth_mac(&shared.key, &client_nonce, SERVER_SAYS);
-    let challenge = Msg::Challenge {
-        nonce: to_hex(&server_nonce),
-        proof: to_hex(&proof),
-    };
-    if reply(&mut s, &challenge).is_err() {
+    if reply(
+        &mut s,
+        &Msg::Challenge {
+            nonce: to_hex(&server_nonce),
+        },
+    )
+    .is_err()
+    {
         return;
     }
-    let expected = auth_mac(&shared.key, &server_nonce, RANK_SAYS);
+    // The rank proves first; the proof is for it alone.
+    let both = transcript(&client_nonce, &server_nonce);
+    let expected = auth_mac(&shared.key, &both, RANK_SAYS);
     match read_frame(&mut s, MAX_HANDSHAKE_FRAME, by, stop) {
         Ok(Msg::Auth { mac })
             if from_hex(&mac).is_some_and(|g| constant_time_eq(&g, &expected)) => {}
@@ -948,18 +1080,23 @@ fn serve_conn(mut s: TcpStream, peer: SocketAddr, shared: &Shared, pending: Pend
             );
             return;
         }
-        // A rank checks the proof first, and leaves without answering
-        // when the meeting point's token is not its own.
-        Err(FrameError::Io(e)) if e.kind() == io::ErrorKind::UnexpectedEof && pending.queued() => {
-            shared.refuse(
-                peer,
-                "it left at the challenge: a rank with another token (wrong token)",
-            );
-            return;
-        }
         _ => return,
     }
-    if reply(&mut s, &Msg::Welcome).is_err() {
+    if job != shared.job {
+        let why = format!(
+            "another job's meeting point: this rank is of {job}, the meeting point (rank 0) serves {}; give each job a port of its own (or the same --job-id, step and world size to the ranks of one job)",
+            shared.job
+        );
+        shared.refuse(peer, &format!("a rank of another job ({job})"));
+        let _ = reply(&mut s, &error(why));
+        return;
+    }
+    let proof = auth_mac(&shared.key, &both, SERVER_SAYS);
+    let welcome = Msg::Welcome {
+        proof: to_hex(&proof),
+        instance: shared.instance.clone(),
+    };
+    if reply(&mut s, &welcome).is_err() {
         return;
     }
     drop(pending);
@@ -1038,6 +1175,10 @@ impl Store for Served {
         "--rendezvous"
     }
 
+    fn fresh(&self) -> bool {
+        true
+    }
+
     fn trouble(&self) -> Option<String> {
         let r = lock(&self.shared.refused);
         let (at, peer, why) = r.as_ref()?;
@@ -1057,7 +1198,7 @@ impl Store for Served {
 enum Fail {
     /// Not reachable now (not started yet, gone, a network error).
     Down(String),
-    /// It answered and refused this rank for good (a wrong token).
+    /// It refused this rank for good (a wrong token, another job).
     Refused(String),
 }
 
@@ -1066,6 +1207,7 @@ enum Fail {
 pub struct Remote {
     rdv: Rendezvous,
     key: [u8; 32],
+    job: Job,
     timeout: Duration,
     cancel: Arc<AtomicBool>,
     conn: Mutex<Option<TcpStream>>,
@@ -1074,22 +1216,38 @@ pub struct Remote {
     refused: Mutex<Option<String>>,
     /// The names last listed, and their version.
     names: Mutex<Option<(u64, HashSet<String>)>>,
+    /// The meeting point's `instance` last welcomed by.
+    instance: Mutex<Option<String>>,
+    /// Whether this rank published anything lasting there.
+    published: AtomicBool,
+    /// Why what this rank published is lost (rank 0 restarted).
+    restarted: Mutex<Option<String>>,
 }
 
 impl Remote {
     /// The meeting point at `rdv`; nothing is connected yet. A rank waits
     /// for it (each request tries again) until it has not answered for
     /// `timeout`.
-    pub fn new(rdv: Rendezvous, token: &str, timeout: Duration, cancel: Arc<AtomicBool>) -> Remote {
+    pub fn new(
+        rdv: Rendezvous,
+        token: &str,
+        job: Job,
+        timeout: Duration,
+        cancel: Arc<AtomicBool>,
+    ) -> Remote {
         Remote {
             rdv,
             key: derive_key(token),
+            job,
             timeout,
             cancel,
             conn: Mutex::new(None),
             down: Mutex::new(None),
             refused: Mutex::new(None),
             names: Mutex::new(None),
+            instance: Mutex::new(None),
+            published: AtomicBool::new(false),
+            restarted: Mutex::new(None),
         }
     }
 
@@ -1111,6 +1269,10 @@ impl Remote {
         Err(Fail::Down(last))
     }
 
+    /// Hello, challenge, this rank's proof, the meeting point's: nothing
+    /// else is sent before the meeting point proved that it knows the
+    /// token. What is not the protocol (another service behind a stale
+    /// address, garbage) is tried again; a refusal is final.
     fn handshake(&self, mut s: TcpStream) -> Result<TcpStream, Fail> {
         let io = |e: io::Error| Fail::Down(e.to_string());
         s.set_read_timeout(Some(POLL)).map_err(io)?;
@@ -1122,12 +1284,14 @@ impl Remote {
         hello.extend(encode(&Msg::Hello {
             version: VERSION,
             nonce: to_hex(&nonce),
+            job: self.job.id.clone(),
+            world: self.job.world,
         }));
         s.write_all(&hello).map_err(io)?;
         let mut magic = [0u8; 4];
         read_by(&mut s, &mut magic, by, None).map_err(io)?;
         if magic != MAGIC {
-            return Err(Fail::Refused(format!(
+            return Err(Fail::Down(format!(
                 "{} is not a benchsuite meeting point (it answered {:?})",
                 self.rdv.given,
                 String::from_utf8_lossy(&magic)
@@ -1136,40 +1300,54 @@ impl Remote {
         let frame = |s: &mut TcpStream| {
             read_frame(s, MAX_HANDSHAKE_FRAME, by, None).map_err(|e| match e {
                 FrameError::Io(e) => Fail::Down(e.to_string()),
-                e => Fail::Refused(e.to_string()),
+                e => Fail::Down(format!("{} answered {e}", self.rdv.given)),
             })
         };
         let server_nonce = match frame(&mut s)? {
-            Msg::Challenge { nonce: ns, proof } => {
-                let expected = auth_mac(&self.key, &nonce, SERVER_SAYS);
-                if !from_hex(&proof).is_some_and(|p| constant_time_eq(&p, &expected)) {
-                    return Err(Fail::Refused(
-                        "the meeting point does not know this rank's token (a wrong token on this rank or on rank 0, or not the job's meeting point)".into(),
-                    ));
-                }
-                from_hex(&ns)
-                    .filter(|n| n.len() == NONCE_LEN)
-                    .ok_or_else(|| Fail::Refused("a malformed challenge".into()))?
-            }
+            Msg::Challenge { nonce: ns } => from_hex(&ns)
+                .filter(|n| n.len() == NONCE_LEN)
+                .ok_or_else(|| Fail::Down("a malformed challenge".into()))?,
             Msg::Error { message } => return Err(Fail::Refused(message)),
             other => {
-                return Err(Fail::Refused(format!(
+                return Err(Fail::Down(format!(
                     "expected a challenge, got {}",
                     op_name(&other)
                 )));
             }
         };
-        let mac = auth_mac(&self.key, &server_nonce, RANK_SAYS);
+        let both = transcript(&nonce, &server_nonce);
+        let mac = auth_mac(&self.key, &both, RANK_SAYS);
         s.write_all(&encode(&Msg::Auth { mac: to_hex(&mac) }))
             .map_err(io)?;
-        match frame(&mut s)? {
-            Msg::Welcome => Ok(s),
-            Msg::Error { message } => Err(Fail::Refused(message)),
-            other => Err(Fail::Refused(format!(
-                "expected welcome, got {}",
-                op_name(&other)
-            ))),
+        let instance = match frame(&mut s)? {
+            Msg::Welcome { proof, instance } => {
+                let expected = auth_mac(&self.key, &both, SERVER_SAYS);
+                if !from_hex(&proof).is_some_and(|p| constant_time_eq(&p, &expected)) {
+                    return Err(Fail::Refused(
+                        "the meeting point does not know this rank's token (a wrong token on this rank or on rank 0, or not the job's meeting point)".into(),
+                    ));
+                }
+                instance
+            }
+            Msg::Error { message } => return Err(Fail::Refused(message)),
+            other => {
+                return Err(Fail::Down(format!(
+                    "expected welcome, got {}",
+                    op_name(&other)
+                )));
+            }
+        };
+        let mut seen = lock(&self.instance);
+        if seen.as_ref().is_some_and(|i| *i != instance) && self.published.load(Ordering::SeqCst) {
+            lock(&self.restarted).get_or_insert_with(|| {
+                format!(
+                    "the meeting point {} restarted (rank 0 restarted): what the ranks published there is lost",
+                    self.rdv.given
+                )
+            });
         }
+        *seen = Some(instance);
+        Ok(s)
     }
 
     /// One request and its answer; a broken connection is opened again
@@ -1245,7 +1423,12 @@ impl Store for Remote {
         let mut pause = Duration::from_millis(50);
         loop {
             match self.call(&msg) {
-                Ok(Msg::Ok) => return Ok(()),
+                Ok(Msg::Ok) => {
+                    if how == Put::Durable {
+                        self.published.store(true, Ordering::SeqCst);
+                    }
+                    return Ok(());
+                }
                 Ok(Msg::Error { message }) => {
                     return Err(format!(
                         "the meeting point {} refused {name}: {message}",
@@ -1298,6 +1481,9 @@ impl Store for Remote {
     }
 
     fn list(&self) -> Result<HashSet<String>, String> {
+        if let Some(why) = lock(&self.restarted).clone() {
+            return Err(why);
+        }
         let since = lock(&self.names).as_ref().map(|(v, _)| *v);
         match self.call(&Msg::List { since }) {
             Ok(Msg::Names { version, names }) => {
@@ -1339,6 +1525,10 @@ impl Store for Remote {
 
     fn answering(&self) -> bool {
         lock(&self.down).is_none()
+    }
+
+    fn fresh(&self) -> bool {
+        true
     }
 
     fn trouble(&self) -> Option<String> {
@@ -1440,6 +1630,8 @@ mod tests {
             refused: Mutex::new(None),
             pending: Mutex::new(std::collections::VecDeque::new()),
             given: "h:1".into(),
+            job: job(2),
+            instance: "i".into(),
         };
         let put = |name: &str, text: String| {
             shared.apply(Msg::Put {
@@ -1486,7 +1678,13 @@ mod tests {
                 text: Some("y".into())
             }
         );
-        assert!(matches!(shared.apply(Msg::Welcome), Msg::Error { .. }));
+        assert!(matches!(
+            shared.apply(Msg::Welcome {
+                proof: String::new(),
+                instance: String::new()
+            }),
+            Msg::Error { .. }
+        ));
     }
 
     #[test]
@@ -1522,12 +1720,7 @@ mod tests {
         store.remove("r1.alive").unwrap();
         assert!(matches!(list(Some(v1)), Msg::Names { names: Some(n), .. } if n.is_empty()));
         // A rank's cached listing follows.
-        let r = Remote::new(
-            rdv,
-            "t",
-            Duration::from_secs(5),
-            Arc::new(AtomicBool::new(false)),
-        );
+        let r = remote(&rdv, "t", 3, Duration::from_secs(5));
         assert!(r.list().unwrap().is_empty());
         store.put("r0.json", "{}", Put::Durable).unwrap();
         assert!(r.list().unwrap().contains("r0.json"));
@@ -1562,27 +1755,40 @@ mod tests {
         }
     }
 
+    fn job(world: u64) -> Job {
+        Job {
+            id: "j1/run".into(),
+            world,
+        }
+    }
+
+    /// A meeting point of job `j1/run` with 3 ranks, on an ephemeral port.
     fn local(token: &str) -> (MeetingPoint, Rendezvous) {
         let probe = Rendezvous::parse("127.0.0.1:1").unwrap();
         let mut rdv = probe.clone();
         // An ephemeral port: bind port 0 through the same path.
         rdv.port = 0;
-        let mp = MeetingPoint::start(&rdv, token, Duration::from_secs(1)).unwrap();
+        let mp = MeetingPoint::start(&rdv, token, &job(3), Duration::from_secs(1)).unwrap();
         let port = mp.local_addr().port();
         let rdv = Rendezvous::parse(&format!("127.0.0.1:{port}")).unwrap();
         (mp, rdv)
     }
 
+    /// A rank of job `j1/run` with `world` ranks.
+    fn remote(rdv: &Rendezvous, token: &str, world: u64, timeout: Duration) -> Remote {
+        Remote::new(
+            rdv.clone(),
+            token,
+            job(world),
+            timeout,
+            Arc::new(AtomicBool::new(false)),
+        )
+    }
+
     #[test]
     fn ranks_with_the_token_share_the_store_and_others_are_refused() {
         let (mp, rdv) = local("secret");
-        let cancel = Arc::new(AtomicBool::new(false));
-        let a = Remote::new(
-            rdv.clone(),
-            "secret",
-            Duration::from_secs(5),
-            cancel.clone(),
-        );
+        let a = remote(&rdv, "secret", 3, Duration::from_secs(5));
         a.put("r1.json", "hello", Put::Durable).unwrap();
         assert_eq!(mp.store().get("r1.json").unwrap(), "hello");
         mp.store().put("r0.json", "zero", Put::Durable).unwrap();
@@ -1592,16 +1798,11 @@ mod tests {
             a.put("t", "x", Put::Secret).is_err(),
             "no secret on the wire"
         );
-        let wrong = Remote::new(rdv.clone(), "guess", Duration::from_secs(5), cancel);
+        let wrong = remote(&rdv, "guess", 3, Duration::from_secs(5));
         let e = wrong.list().unwrap_err();
-        assert!(e.contains("refused this rank"), "{e}");
-        // Rank 0 hears of it once its side of the handshake ends.
-        let by = Instant::now() + Duration::from_secs(3);
-        while mp.store().trouble().is_none() && Instant::now() < by {
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        assert!(e.contains("refused this rank: wrong token"), "{e}");
         let t = mp.store().trouble().unwrap_or_default();
-        assert!(t.contains("another token"), "{t}");
+        assert!(t.contains("wrong token"), "{t}");
         // The meeting point still serves the right one.
         assert_eq!(a.get("r1.json").unwrap(), "hello");
     }
@@ -1620,15 +1821,9 @@ mod tests {
         let mut big = TcpStream::connect(addr).unwrap();
         big.write_all(&MAGIC).unwrap();
         big.write_all(&u32::MAX.to_be_bytes()).unwrap();
-        let a = Remote::new(
-            rdv,
-            "secret",
-            Duration::from_secs(5),
-            Arc::new(AtomicBool::new(false)),
-        );
-        let t = Instant::now();
+        // Served well before the silent ones' handshakes time out.
+        let a = remote(&rdv, "secret", 3, HANDSHAKE);
         a.put("r1.alive", "1", Put::Durable).unwrap();
-        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
         // The oversized frame got an error and was closed.
         big.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
         let mut buf = Vec::new();
@@ -1649,12 +1844,7 @@ mod tests {
             .unwrap()
             .port();
         let rdv = Rendezvous::parse(&format!("127.0.0.1:{port}")).unwrap();
-        let r = Remote::new(
-            rdv,
-            "t",
-            Duration::from_millis(300),
-            Arc::new(AtomicBool::new(false)),
-        );
+        let r = remote(&rdv, "t", 3, Duration::from_millis(300));
         assert!(r.list().unwrap().is_empty(), "not lost yet");
         let e = r.put("r1.json", "x", Put::Durable).unwrap_err();
         assert!(
@@ -1668,15 +1858,258 @@ mod tests {
     fn close_waits_for_every_rank_to_leave() {
         let (mp, _) = local("t");
         let store = mp.store();
-        store.put("r1-aa.left", "", Put::Durable).unwrap();
-        store.put("r2.alive", "1", Put::Beat).unwrap();
+        store
+            .put("r1.alive", r#"{"nonce":"aa"}"#, Put::Beat)
+            .unwrap();
+        // Another run's marker of rank 1: not this run's leaving.
+        store.put("r1-zz.left", "", Put::Durable).unwrap();
+        store
+            .put("r2.alive", r#"{"nonce":"bb"}"#, Put::Beat)
+            .unwrap();
+        store.put("r2-bb.left", "", Put::Durable).unwrap();
         let t = Instant::now();
-        // Rank 2 never leaves: it is given up once silent for the timeout.
-        mp.close(0, 3, Duration::from_millis(300), &AtomicBool::new(false));
+        // Rank 1 never leaves: given up once silent for the timeout.
+        mp.close(
+            0,
+            Duration::from_millis(500),
+            &AtomicBool::new(false),
+            false,
+        );
         assert!(
-            t.elapsed() >= Duration::from_millis(250),
+            t.elapsed() >= Duration::from_millis(450),
             "{:?}",
             t.elapsed()
+        );
+    }
+
+    #[test]
+    fn close_returns_once_every_rank_left() {
+        let (mp, _) = local("t");
+        let store = mp.store();
+        store
+            .put("r1.alive", r#"{"nonce":"aa"}"#, Put::Beat)
+            .unwrap();
+        store.put("r1-aa.left", "", Put::Durable).unwrap();
+        store
+            .put("r2.json", r#"{"nonce":"bb"}"#, Put::Durable)
+            .unwrap();
+        store.put("r2-bb.left", "", Put::Durable).unwrap();
+        let t = Instant::now();
+        let timeout = Duration::from_secs(20);
+        mp.close(0, timeout, &AtomicBool::new(false), false);
+        assert!(t.elapsed() < timeout / 2, "{:?}", t.elapsed());
+    }
+
+    #[test]
+    fn a_failed_rank_0_waits_only_for_ranks_that_did_not_learn_of_it() {
+        let (mp, _) = local("t");
+        let store = mp.store();
+        store
+            .put("r1.alive", r#"{"nonce":"aa"}"#, Put::Beat)
+            .unwrap();
+        store.put("r1.failed", "{}", Put::Durable).unwrap();
+        store
+            .put("r2.alive", r#"{"nonce":"bb"}"#, Put::Beat)
+            .unwrap();
+        store.put("r2-bb.left", "", Put::Durable).unwrap();
+        let t = Instant::now();
+        mp.close(0, Duration::from_secs(600), &AtomicBool::new(false), true);
+        assert!(t.elapsed() < LINGER / 2, "{:?}", t.elapsed());
+    }
+
+    /// Reads a frame as JSON, and the 4 bytes before it when `magic`.
+    fn raw_frame(s: &mut TcpStream, magic: bool) -> serde_json::Value {
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        if magic {
+            let mut m = [0u8; 4];
+            s.read_exact(&mut m).unwrap();
+            assert_eq!(m, MAGIC);
+        }
+        let mut head = [0u8; 4];
+        s.read_exact(&mut head).unwrap();
+        let mut body = vec![0u8; u32::from_be_bytes(head) as usize];
+        s.read_exact(&mut body).unwrap();
+        serde_json::from_slice(&body).unwrap()
+    }
+
+    #[test]
+    fn a_client_that_reaches_the_port_gets_nothing_to_guess_with() {
+        let (mp, _) = local("secret-token-0123456789");
+        let mut c = TcpStream::connect(mp.local_addr()).unwrap();
+        let mut hello = MAGIC.to_vec();
+        hello.extend(encode(&Msg::Hello {
+            version: VERSION,
+            nonce: to_hex(&[1u8; NONCE_LEN]),
+            job: "j1/run".into(),
+            world: 3,
+        }));
+        c.write_all(&hello).unwrap();
+        let challenge = raw_frame(&mut c, true);
+        assert_eq!(challenge["op"], "challenge");
+        let keys: Vec<&String> = challenge.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["nonce", "op"], "no proof before the rank's");
+        c.write_all(&encode(&Msg::Auth {
+            mac: to_hex(&[0u8; 32]),
+        }))
+        .unwrap();
+        let answer = raw_frame(&mut c, false);
+        assert_eq!(answer["op"], "error");
+        assert!(answer["message"].as_str().unwrap().contains("wrong token"));
+        assert!(answer.get("proof").is_none());
+    }
+
+    #[test]
+    fn a_fake_meeting_point_reflecting_the_ranks_code_is_refused() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let fake = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let hello = raw_frame(&mut s, true);
+            assert_eq!(hello["op"], "hello");
+            s.write_all(&MAGIC).unwrap();
+            s.write_all(&encode(&Msg::Challenge {
+                nonce: to_hex(&[2u8; NONCE_LEN]),
+            }))
+            .unwrap();
+            let auth = raw_frame(&mut s, false);
+            // The rank's own code sent back as the proof.
+            let mac = auth["mac"].as_str().unwrap().to_string();
+            s.write_all(&encode(&Msg::Welcome {
+                proof: mac,
+                instance: "x".into(),
+            }))
+            .unwrap();
+            // Nothing else comes.
+            let mut rest = Vec::new();
+            let _ = s.read_to_end(&mut rest);
+            rest
+        });
+        let rdv = Rendezvous::parse(&format!("127.0.0.1:{}", addr.port())).unwrap();
+        let r = remote(&rdv, "secret-token-0123456789", 3, Duration::from_secs(5));
+        let e = r.list().unwrap_err();
+        assert!(e.contains("does not know this rank's token"), "{e}");
+        drop(r);
+        assert!(fake.join().unwrap().is_empty(), "nothing sent after");
+    }
+
+    #[test]
+    fn a_rank_of_another_job_is_refused_naming_both() {
+        let (mp, rdv) = local("t");
+        let other = Remote::new(
+            rdv.clone(),
+            "t",
+            Job {
+                id: "j2/run".into(),
+                world: 3,
+            },
+            Duration::from_secs(5),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let e = other.put("r1.json", "x", Put::Durable).unwrap_err();
+        assert!(e.contains("job j2/run") && e.contains("job j1/run"), "{e}");
+        assert!(mp.store().get("r1.json").is_err(), "nothing stored");
+        let bigger = remote(&rdv, "t", 4, Duration::from_secs(5));
+        let e = bigger.list().unwrap_err();
+        assert!(e.contains("4 rank(s)") && e.contains("3 rank(s)"), "{e}");
+        assert!(remote(&rdv, "t", 3, Duration::from_secs(5)).list().is_ok());
+    }
+
+    #[test]
+    fn another_service_behind_the_address_is_tried_again_not_final() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let http = std::thread::spawn(move || {
+            // Answers every connection like a web server, then stops.
+            l.set_nonblocking(true).unwrap();
+            let until = Instant::now() + Duration::from_millis(600);
+            while Instant::now() < until {
+                if let Ok((mut s, _)) = l.accept() {
+                    let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        let rdv = Rendezvous::parse(&format!("127.0.0.1:{port}")).unwrap();
+        let r = remote(&rdv, "t", 3, Duration::from_millis(300));
+        assert!(r.list().unwrap().is_empty(), "not final");
+        assert!(lock(&r.refused).is_none());
+        let e = r.put("r1.json", "x", Put::Durable).unwrap_err();
+        assert!(
+            e.contains("lost the meeting point") && e.contains("not a benchsuite meeting point"),
+            "{e}"
+        );
+        http.join().unwrap();
+    }
+
+    #[test]
+    fn a_restarted_meeting_point_tells_a_rank_that_published_there() {
+        let (mp, rdv) = local("t");
+        let r = remote(&rdv, "t", 3, Duration::from_secs(5));
+        r.put("r1.json", "x", Put::Durable).unwrap();
+        assert!(r.list().unwrap().contains("r1.json"));
+        drop(mp);
+        let again = MeetingPoint::start(&rdv, "t", &job(3), Duration::from_secs(1)).unwrap();
+        // The old connection is closed: the next request reconnects.
+        let by = Instant::now() + Duration::from_secs(10);
+        let e = loop {
+            match r.list() {
+                Err(e) => break e,
+                Ok(_) if Instant::now() < by => std::thread::sleep(Duration::from_millis(20)),
+                Ok(n) => panic!("{n:?}"),
+            }
+        };
+        assert!(e.contains("restarted"), "{e}");
+        drop(again);
+    }
+
+    #[test]
+    fn one_source_cannot_crowd_out_the_others_handshakes() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let mut streams = Vec::new();
+        let mut q = std::collections::VecDeque::new();
+        let ip = |n: u8| IpAddr::from([10, 0, 0, n]);
+        let mut id = 0;
+        let mut add = |q: &mut std::collections::VecDeque<_>, from: IpAddr| {
+            let s = TcpStream::connect(addr).unwrap();
+            streams.push(l.accept().unwrap());
+            id += 1;
+            admit(q, id, from, s);
+        };
+        add(&mut q, ip(1));
+        for _ in 0..MAX_PENDING * 2 {
+            add(&mut q, ip(2));
+        }
+        let from = |q: &std::collections::VecDeque<(u64, IpAddr, TcpStream)>, n| {
+            q.iter().filter(|e| e.1 == ip(n)).count()
+        };
+        assert_eq!(from(&q, 1), 1, "the other source's handshake stays");
+        assert_eq!(from(&q, 2), MAX_PENDING_PER_IP);
+        // All taken by many sources: the one with the most gives way.
+        for n in 3..30 {
+            add(&mut q, ip(n));
+        }
+        assert!(q.len() <= MAX_PENDING);
+        assert_eq!(from(&q, 1), 1);
+        assert!(from(&q, 2) < MAX_PENDING_PER_IP);
+    }
+
+    #[test]
+    fn a_world_beyond_the_open_file_limit_is_refused_up_front() {
+        let limits = fs::read_to_string("/proc/self/limits").unwrap_or_default();
+        let Some(files) = limits.lines().find(|l| l.starts_with("Max open files")) else {
+            eprintln!("skipping: no open-file limit in /proc/self/limits");
+            return;
+        };
+        if files.split_whitespace().nth(3) == Some("unlimited") {
+            eprintln!("skipping: no open-file limit");
+            return;
+        }
+        assert!(check_fd_limit("h:1", 2).is_ok());
+        let e = check_fd_limit("h:1", u64::MAX / 2).unwrap_err();
+        assert!(
+            e.contains("--rendezvous h:1") && e.contains("ulimit -n"),
+            "{e}"
         );
     }
 

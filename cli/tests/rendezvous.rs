@@ -74,18 +74,25 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// A loopback port nobody listens on now.
+/// A loopback port nobody listens on now, below Linux's ephemeral range
+/// (32768-60999), so that no socket another test opens meanwhile (a
+/// rank's server, a client) is given it before rank 0 binds it.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let seed = (std::process::id() as u16).wrapping_mul(7919);
+    loop {
+        let port = 20_000 + seed.wrapping_add(NEXT.fetch_add(97, Ordering::SeqCst)) % 12_000;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// One rank to start: its rank, token and extra flags.
 struct Rank<'a> {
     rank: usize,
+    job: &'a str,
     token: Option<&'a str>,
     local_rank: Option<&'a str>,
     extra: &'a [&'a str],
@@ -95,6 +102,7 @@ impl<'a> Rank<'a> {
     fn new(rank: usize) -> Rank<'a> {
         Rank {
             rank,
+            job: JOB,
             token: Some(TOKEN),
             local_rank: None,
             extra: &[],
@@ -118,7 +126,7 @@ impl Ranks {
                 let mut env = vec![
                     ("RANK", rank.as_str()),
                     ("WORLD_SIZE", world_s.as_str()),
-                    ("TORCHELASTIC_RUN_ID", JOB),
+                    ("TORCHELASTIC_RUN_ID", r.job),
                 ];
                 if let Some(t) = r.token {
                     env.push(("BENCHSUITE_TOKEN", t));
@@ -482,14 +490,14 @@ fn a_rank_with_a_wrong_token_fails_clearly_and_rank_0_goes_on() {
         }],
     );
     drop(connect_when_up(&rdv));
-    // Rank 1 with another token: the meeting point does not prove the
-    // token rank 1 knows, so rank 1 stops at once, before measuring.
+    // Rank 1 with another token: it proves its token first, the meeting
+    // point refuses it, and rank 1 stops at once, before measuring.
     let rank1 = Ranks::start(
         2,
         &rdv,
         &out,
         &[Rank {
-            token: Some("another-token-entirely"),
+            token: Some("another-token-entirely-0123"),
             extra: quick,
             ..Rank::new(1)
         }],
@@ -498,7 +506,7 @@ fn a_rank_with_a_wrong_token_fails_clearly_and_rank_0_goes_on() {
     assert_error(
         &o1,
         &[&format!(
-            "--rendezvous: the meeting point {rdv} refused this rank: the meeting point does not know this rank's token"
+            "--rendezvous: the meeting point {rdv} refused this rank: wrong token"
         )],
     );
     // Rank 0: not crashed; gave up on rank 1 after --rendezvous-timeout,
@@ -514,7 +522,7 @@ fn a_rank_with_a_wrong_token_fails_clearly_and_rank_0_goes_on() {
         assert_eq!(rec["status"], "failed", "{rec}");
         let why = rec["reason"].as_str().unwrap();
         assert!(
-            why.contains("gave up waiting for rank 1") && why.contains("another token"),
+            why.contains("gave up waiting for rank 1") && why.contains("wrong token"),
             "{why}"
         );
     }
@@ -632,6 +640,164 @@ fn a_meeting_point_that_vanishes_mid_run_fails_the_rest_naming_it() {
         let why = rec["reason"].as_str().unwrap();
         assert!(
             why.contains(&format!("lost the meeting point {rdv}")),
+            "{why}"
+        );
+    }
+}
+
+#[test]
+fn a_token_with_whitespace_around_it_pairs_as_the_trimmed_token() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let rdv = format!("127.0.0.1:{}", free_port());
+    // A secret file's last newline (kubectl create secret --from-file),
+    // on one rank only: the same token still.
+    let padded = format!("{TOKEN}\n");
+    let ranks = [
+        Rank {
+            token: Some(&padded),
+            ..Rank::new(0)
+        },
+        Rank {
+            token: Some(" \t0123456789abcdef0123456789abcdef-rendezvous-test"),
+            ..Rank::new(1)
+        },
+    ];
+    let outs = Ranks::start(2, &rdv, &out, &ranks).wait();
+    for (rank, o) in outs.iter().enumerate() {
+        assert_eq!(o.status.code(), Some(0), "rank {rank}: {}", stderr(o));
+    }
+    assert_pairwise(&out, [0, 1], &rdv);
+}
+
+#[test]
+fn a_short_token_is_refused_before_anything_is_served() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let rdv = format!("127.0.0.1:{}", free_port());
+    let ranks = [Rank {
+        token: Some("password1\n"),
+        ..Rank::new(0)
+    }];
+    let o = Ranks::start(2, &rdv, &out, &ranks).wait().remove(0);
+    assert_error(
+        &o,
+        &[
+            "--rendezvous needs a token of at least 16 characters (this one has 9)",
+            "openssl rand -hex 32",
+        ],
+    );
+    assert!(TcpStream::connect(&rdv).is_err(), "nothing served");
+}
+
+#[test]
+fn a_rank_of_another_job_is_refused_naming_both_jobs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_a = tmp.path().join("a");
+    let out_b = tmp.path().join("b");
+    let rdv = format!("127.0.0.1:{}", free_port());
+    // Job A's rank 0 serves; job B's rank 1 comes with the same token
+    // and port (B's rank 0 would find the port in use).
+    let a0 = Ranks::start(2, &rdv, &out_a, &[Rank::new(0)]);
+    drop(connect_when_up(&rdv));
+    let b1 = Ranks::start(
+        2,
+        &rdv,
+        &out_b,
+        &[Rank {
+            job: "other-job",
+            ..Rank::new(1)
+        }],
+    );
+    let o = b1.wait().remove(0);
+    assert_error(
+        &o,
+        &[
+            &format!("the meeting point {rdv} refused this rank: another job's meeting point"),
+            "this rank is of job other-job/run with 2 rank(s)",
+            &format!("serves job {JOB}/run with 2 rank(s)"),
+        ],
+    );
+    // Job A's own rank 1 still pairs with its rank 0.
+    let a1 = Ranks::start(2, &rdv, &out_a, &[Rank::new(1)]);
+    let outs: Vec<Output> = a0.wait().into_iter().chain(a1.wait()).collect();
+    for (rank, o) in outs.iter().enumerate() {
+        assert_eq!(o.status.code(), Some(0), "rank {rank}: {}", stderr(o));
+    }
+    assert_pairwise(&out_a, [0, 1], &rdv);
+}
+
+#[test]
+fn rank_0_says_its_error_at_once_and_the_others_learn_of_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let rdv = format!("127.0.0.1:{}", free_port());
+    // Unwritable -o: refused before the meeting point starts.
+    let o = Ranks::start(
+        2,
+        &rdv,
+        &out,
+        &[Rank {
+            extra: &["-o", "/proc/nope/x.json"],
+            ..Rank::new(0)
+        }],
+    )
+    .wait()
+    .remove(0);
+    assert_error(&o, &["-o /proc/nope/x.json: cannot create the file"]);
+    // An error after it started (a parameter no benchmark takes): said
+    // at once; rank 0 serves on until rank 1, which starts after rank 0
+    // failed, learnt of it.
+    let started = Instant::now();
+    let rank0 = Ranks::start(
+        2,
+        &rdv,
+        &out,
+        &[Rank {
+            extra: &["--rendezvous-timeout", "10m", "--param", "nope=1"],
+            ..Rank::new(0)
+        }],
+    );
+    drop(connect_when_up(&rdv));
+    std::thread::sleep(Duration::from_millis(500));
+    let rank1 = Ranks::start(
+        2,
+        &rdv,
+        &out,
+        &[Rank {
+            extra: &["--rendezvous-timeout", "10m"],
+            ..Rank::new(1)
+        }],
+    );
+    let outs: Vec<Output> = rank0.wait().into_iter().chain(rank1.wait()).collect();
+    assert!(
+        started.elapsed() < Duration::from_secs(100),
+        "well before --rendezvous-timeout: {}\n{}",
+        stderr(&outs[0]),
+        stderr(&outs[1])
+    );
+    let err0 = stderr(&outs[0]);
+    assert_eq!(outs[0].status.code(), Some(2), "{err0}");
+    let lines: Vec<&str> = err0
+        .lines()
+        .filter(|l| !l.starts_with("warning:"))
+        .collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("error: --param nope"))
+        .unwrap_or_else(|| panic!("{err0}"));
+    assert!(
+        lines[at + 1..]
+            .iter()
+            .all(|l| l.contains("keeping the meeting point")),
+        "only the lingering said after the error: {err0}"
+    );
+    assert_eq!(outs[1].status.code(), Some(0), "{}", stderr(&outs[1]));
+    for rec in records(&rank_report(&out, 1), "net.") {
+        assert_eq!(rec["status"], "failed", "{rec}");
+        let why = rec["reason"].as_str().unwrap();
+        assert!(
+            why.contains("rank 0 (host") && why.contains("failed"),
             "{why}"
         );
     }

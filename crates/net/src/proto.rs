@@ -411,6 +411,25 @@ pub fn auth_mac(token: &[u8], nonce: &[u8], software: &str) -> [u8; 32] {
     mac.finalize().into_bytes().into()
 }
 
+/// Compares without an early exit, so the time taken does not tell how
+/// many leading bytes of a guessed authentication code were right (the
+/// server's check of [`Message::Auth`], and `run --rendezvous`'s).
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = u8::from(a.len() != b.len());
+    for i in 0..a.len().max(b.len()) {
+        diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0);
+    }
+    std::hint::black_box(diff) == 0
+}
+
+/// `n` bytes from the kernel's cryptographically secure generator (for
+/// nonces and one-time tokens).
+pub fn random_bytes(n: usize) -> io::Result<Vec<u8>> {
+    let mut b = vec![0u8; n];
+    crate::sys::random_bytes(&mut b)?;
+    Ok(b)
+}
+
 /// The [`Message::Auth`] a client with `token` answers a
 /// [`Message::Challenge`] with, or `None` if the nonce is not
 /// [`NONCE_LEN`] bytes of hex.
@@ -754,6 +773,15 @@ mod tests {
             })
             .contains("at least 16")
         );
+    }
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+        assert!(!constant_time_eq(b"", b"a"));
+        assert!(constant_time_eq(b"", b""));
     }
 
     #[test]
