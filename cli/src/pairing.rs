@@ -1137,6 +1137,12 @@ impl Pairing {
     }
 
     fn write_failed(&self, why: &str) {
+        self.write_failed_as(why, Put::Durable);
+    }
+
+    /// [`Self::write_failed`], published `how` ([`Put::Last`] as the rank
+    /// exits).
+    fn write_failed_as(&self, why: &str, how: Put) {
         let v = json!({
             "rank": self.rank,
             "host": self.host,
@@ -1144,11 +1150,9 @@ impl Pairing {
             "reason": why,
             "written_at_ms": now_ms() as u64,
         });
-        let _ = self.store.put(
-            &format!("r{}.failed", self.rank),
-            &v.to_string(),
-            Put::Durable,
-        );
+        let _ = self
+            .store
+            .put(&format!("r{}.failed", self.rank), &v.to_string(), how);
     }
 
     /// Why rank `q` failed, if it wrote so in this run: the marker's nonce
@@ -1458,17 +1462,20 @@ fn humantime_secs(d: Duration) -> String {
 impl Drop for Pairing {
     fn drop(&mut self) {
         if !self.completed.get() {
-            self.write_failed(if std::thread::panicking() {
-                "it panicked before its network phase ended"
-            } else {
-                "it ended before its network phase (an error or Ctrl-C; see its log)"
-            });
+            self.write_failed_as(
+                if std::thread::panicking() {
+                    "it panicked before its network phase ended"
+                } else {
+                    "it ended before its network phase (an error or Ctrl-C; see its log)"
+                },
+                Put::Last,
+            );
         }
         // This rank reads the store no more.
         let _ = self.store.put(
             &format!("r{}-{}.left", self.rank, self.nonce),
             "",
-            Put::Durable,
+            Put::Last,
         );
         if let Some(m) = self.meeting.take() {
             m.close(self.rank, self.timeout, &self.cancel, !self.completed.get());

@@ -116,6 +116,11 @@ pub const HANDSHAKE: Duration = Duration::from_secs(5);
 pub const IDLE: Duration = Duration::from_secs(120);
 /// The wait before a failed authentication is answered.
 pub const REFUSAL_DELAY: Duration = Duration::from_millis(200);
+/// How long a failed rank 0 waits for the leaving of a rank that wrote
+/// its failure marker.
+const LEFT_GRACE: Duration = Duration::from_secs(2);
+/// How long a rank that exits retries its last markers ([`Put::Last`]).
+pub const LAST_WORDS: Duration = Duration::from_secs(5);
 /// The longest wait for a reply (a rank's side).
 const REPLY: Duration = Duration::from_secs(10);
 /// How often blocked reads look at the stop flag.
@@ -136,6 +141,10 @@ pub enum Put {
     /// Synced to disk (a directory), retried until the meeting point
     /// answers or `--rendezvous-timeout` (a meeting point).
     Durable,
+    /// A rank's last words as it exits (its failure marker, its leaving):
+    /// synced, but retried for [`LAST_WORDS`] at most, since a meeting
+    /// point that is gone by then (rank 0 ended) has nobody left to tell.
+    Last,
     /// A secret (a token): mode 0600 in a directory; never sent to a
     /// meeting point.
     Secret,
@@ -885,7 +894,13 @@ impl MeetingPoint {
                     .into_iter()
                     .filter_map(nonce_of)
                     .any(|n| t.contains_key(&format!("r{q}-{n}.left")));
-                let fell = failed && t.contains_key(&format!("r{q}.failed"));
+                // A rank that learnt of this rank's failure writes its own
+                // failure marker and then, as it exits, its leaving: that
+                // is given a moment to arrive (else the rank's last words
+                // would find the meeting point gone).
+                let fell = failed
+                    && t.get(&format!("r{q}.failed"))
+                        .is_some_and(|e| e.at.elapsed() >= LEFT_GRACE);
                 let beat = t
                     .get(&format!("r{q}.alive"))
                     .map_or(self.shared.started, |e| e.at);
@@ -1421,10 +1436,11 @@ impl Store for Remote {
             text: text.into(),
         };
         let mut pause = Duration::from_millis(50);
+        let started = Instant::now();
         loop {
             match self.call(&msg) {
                 Ok(Msg::Ok) => {
-                    if how == Put::Durable {
+                    if how != Put::Beat {
                         self.published.store(true, Ordering::SeqCst);
                     }
                     return Ok(());
@@ -1444,7 +1460,7 @@ impl Store for Remote {
                 }
                 Err(Fail::Refused(why)) => return Err(why),
                 Err(Fail::Down(why)) => {
-                    if how == Put::Beat {
+                    if how == Put::Beat || (how == Put::Last && started.elapsed() >= LAST_WORDS) {
                         return Err(why);
                     }
                     if let Some(lost) = self.lost() {
