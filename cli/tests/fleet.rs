@@ -4,7 +4,7 @@
 //! finding the planted slow host.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{Value, json};
 
@@ -12,40 +12,8 @@ use serde_json::{Value, json};
 mod schema;
 use schema::assert_valid_report;
 
-/// Every variable a launcher sets that `run` reads: removed, so the tests
-/// behave alike inside a Slurm job or an MPI run.
-const LAUNCHER_VARS: &[&str] = &[
-    "SLURM_PROCID",
-    "SLURM_NTASKS",
-    "SLURM_NODEID",
-    "SLURM_LOCALID",
-    "SLURM_JOB_ID",
-    "SLURM_STEP_ID",
-    "SLURM_RESTART_COUNT",
-    "SLURMD_NODENAME",
-    "OMPI_COMM_WORLD_RANK",
-    "OMPI_COMM_WORLD_SIZE",
-    "OMPI_COMM_WORLD_LOCAL_RANK",
-    "PMIX_RANK",
-    "PMIX_NAMESPACE",
-    "PMI_RANK",
-    "PMI_SIZE",
-    "MPI_LOCALRANKID",
-    "JOB_COMPLETION_INDEX",
-    "RANK",
-    "WORLD_SIZE",
-    "LOCAL_RANK",
-    "TORCHELASTIC_RUN_ID",
-];
-
-fn bin(env: &[(&str, &str)]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_benchsuite"));
-    for v in LAUNCHER_VARS {
-        c.env_remove(v);
-    }
-    c.envs(env.iter().copied());
-    c
-}
+mod common;
+use common::benchsuite as bin;
 
 fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
     bin(env).args(args).output().expect("the binary runs")

@@ -2,33 +2,18 @@
 //! host, with a planted slow host, a missing one, and the errors.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::OnceLock;
 
 use serde_json::Value;
 
-/// Launcher variables `run` reads, removed so a real job's environment
-/// does not put a `cluster` section in the test's reports.
-const LAUNCHER_VARS: &[&str] = &[
-    "SLURM_PROCID",
-    "SLURM_NTASKS",
-    "SLURM_JOB_ID",
-    "OMPI_COMM_WORLD_RANK",
-    "OMPI_COMM_WORLD_SIZE",
-    "PMIX_RANK",
-    "PMI_RANK",
-    "PMI_SIZE",
-    "JOB_COMPLETION_INDEX",
-    "RANK",
-    "WORLD_SIZE",
-];
+mod common;
 
 fn bench(args: &[&str]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_benchsuite"));
-    for v in LAUNCHER_VARS {
-        c.env_remove(v);
-    }
-    c.args(args).output().expect("the binary runs")
+    common::benchsuite(&[])
+        .args(args)
+        .output()
+        .expect("the binary runs")
 }
 
 fn text(b: &[u8]) -> String {

@@ -6,7 +6,7 @@
 use std::io::Write as _;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -15,32 +15,8 @@ use serde_json::Value;
 mod schema;
 use schema::assert_valid_report;
 
-/// Every variable a launcher sets that `run` reads, and the token:
-/// removed, so the tests behave alike inside a Slurm job or an MPI run.
-const CLEARED_VARS: &[&str] = &[
-    "SLURM_PROCID",
-    "SLURM_NTASKS",
-    "SLURM_NODEID",
-    "SLURM_LOCALID",
-    "SLURM_JOB_ID",
-    "SLURM_STEP_ID",
-    "SLURM_RESTART_COUNT",
-    "SLURMD_NODENAME",
-    "OMPI_COMM_WORLD_RANK",
-    "OMPI_COMM_WORLD_SIZE",
-    "OMPI_COMM_WORLD_LOCAL_RANK",
-    "PMIX_RANK",
-    "PMIX_NAMESPACE",
-    "PMI_RANK",
-    "PMI_SIZE",
-    "MPI_LOCALRANKID",
-    "JOB_COMPLETION_INDEX",
-    "RANK",
-    "WORLD_SIZE",
-    "LOCAL_RANK",
-    "TORCHELASTIC_RUN_ID",
-    "BENCHSUITE_TOKEN",
-];
+mod common;
+use common::benchsuite as bin;
 
 /// A quick network run: TCP throughput and connection setup, then
 /// `os.syscall` (which runs first: net benchmarks go last when paired).
@@ -60,15 +36,6 @@ const NET_FAST: &[&str] = &[
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef-rendezvous-test";
 const JOB: &str = "rdv";
-
-fn bin(env: &[(&str, &str)]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_benchsuite"));
-    for v in CLEARED_VARS {
-        c.env_remove(v);
-    }
-    c.envs(env.iter().copied());
-    c
-}
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

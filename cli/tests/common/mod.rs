@@ -1,11 +1,50 @@
-//! Shared by the integration tests that render the HTML report in a real
-//! browser (Debian's `chromium`; a test without one prints why and skips
-//! the render).
+//! Shared by the integration tests: the binary with a clean launcher
+//! environment, and rendering the HTML report in a real browser (Debian's
+//! `chromium`; a test without one prints why and skips the render).
 
 #![allow(dead_code)] // each test binary uses its own subset
 
 use std::path::Path;
 use std::process::Command;
+
+/// Every variable a launcher sets that `run` reads, and the token: removed
+/// from the binary's environment, so the tests behave alike inside a Slurm
+/// job or an MPI run, and with a BENCHSUITE_TOKEN set.
+pub const LAUNCHER_VARS: &[&str] = &[
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
+    "SLURM_NPROCS",
+    "SLURM_NODEID",
+    "SLURM_LOCALID",
+    "SLURM_JOB_ID",
+    "SLURM_STEP_ID",
+    "SLURM_RESTART_COUNT",
+    "SLURMD_NODENAME",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "PMIX_RANK",
+    "PMIX_NAMESPACE",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "MPI_LOCALRANKID",
+    "JOB_COMPLETION_INDEX",
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "TORCHELASTIC_RUN_ID",
+    "BENCHSUITE_TOKEN",
+];
+
+/// The benchsuite binary without [`LAUNCHER_VARS`], with `env` set.
+pub fn benchsuite(env: &[(&str, &str)]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_benchsuite"));
+    for v in LAUNCHER_VARS {
+        c.env_remove(v);
+    }
+    c.envs(env.iter().copied());
+    c
+}
 
 /// The headless browser on PATH, if any.
 pub fn chromium() -> Option<&'static str> {
