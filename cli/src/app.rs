@@ -61,12 +61,14 @@ fn cmd_run(args: &RunArgs, pairing: &mut Option<crate::pairing::Pairing>) -> Res
     };
     // Rank 0 of --rendezvous: before it serves the meeting point. Other
     // ranks check after they joined, so that their failure marker tells
-    // the others at once.
-    if args.cluster.rendezvous.is_some()
-        && !placement.idle()
-        && placement.cluster().is_some_and(|c| c.rank == 0)
-    {
-        check_output()?;
+    // the others at once. (`idle()` says so on stderr: asked once.)
+    let mut idle = None;
+    if args.cluster.rendezvous.is_some() && placement.cluster().is_some_and(|c| c.rank == 0) {
+        let i = placement.idle();
+        idle = Some(i);
+        if !i {
+            check_output()?;
+        }
     }
     // Under a launcher, net.* run last, between ranks (pairing.rs); from
     // here on this rank beats, and an error leaves its failure marker.
@@ -141,7 +143,7 @@ fn cmd_run(args: &RunArgs, pairing: &mut Option<crate::pairing::Pairing>) -> Res
         }
     };
     let plan = &plans[0];
-    if placement.idle() {
+    if idle.unwrap_or_else(|| placement.idle()) {
         if let Some(p) = &pairing {
             p.announce_idle()?;
         }

@@ -49,8 +49,8 @@ pub struct ClusterArgs {
     /// API; Open MPI or PMI without PMIx; RANK without a torchrun run id).
     /// It names DIR/JOB of --output-dir (else `local`, shared by every run)
     /// and the report's cluster.job, and keeps one run's reports and
-    /// rendezvous files apart from another's. It must agree with a job id
-    /// the launcher gives.
+    /// rendezvous files apart from another's; --rendezvous requires one.
+    /// It must agree with a job id the launcher gives.
     #[arg(long, value_name = "ID", conflicts_with = "no_cluster")]
     pub job_id: Option<String>,
 
@@ -104,9 +104,12 @@ pub struct ClusterArgs {
     /// (BENCHSUITE_TOKEN or --token-file; at least 16 characters, e.g.
     /// `openssl rand -hex 32`), which proves each connection and guards
     /// each rank's server, and never crosses the network; only ranks of
-    /// one job (id, step, world size) meet. Turns --net-pairs auto into
-    /// pairwise; without a net benchmark selected it is an error. Reports
-    /// go where they go without it (-o, stdout, or a node-local
+    /// one job (id, step, world size) meet, so a job id is required
+    /// (--job-id where the launcher gives none); at most 4096 ranks. After
+    /// an error, rank 0 serves on until the ranks whose heartbeats go on
+    /// learnt of it (one never seen: 30 s at most). Turns --net-pairs auto
+    /// into pairwise; without a net benchmark selected it is an error.
+    /// Reports go where they go without it (-o, stdout, or a node-local
     /// --output-dir).
     #[arg(long, value_name = "HOST:PORT")]
     pub rendezvous: Option<String>,

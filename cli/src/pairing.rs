@@ -26,9 +26,12 @@
 //!    one of a heartbeat seen changing during this wait, or the file lists
 //!    the reader's own nonce among the ranks its writer met (each rank
 //!    rewrites its `rR.json` with `met` after the barrier, so a rank that
-//!    already left still counts). Ranks whose schedules differ stop at once
-//!    (both named). Idle ranks leave after the barrier. Then every rank
-//!    computes the same schedule from the measuring ranks `M` (sorted):
+//!    already left still counts); at a meeting point, which holds this
+//!    run's entries only, it always counts (and lists no `met`, which
+//!    would grow with the square of the world). Ranks whose schedules
+//!    differ stop at once (both named). Idle ranks leave after the
+//!    barrier. Then every rank computes the same schedule from the
+//!    measuring ranks `M` (sorted):
 //!    - `pairwise` (a bisection): `M[i]` with `M[i + n/2]`; in round 1 the
 //!      upper rank of every pair measures the lower one's server, in
 //!      round 2 the other way, so every rank's report holds cross-host
@@ -73,11 +76,14 @@
 //! travels), and every rank's server takes that same token (trimmed, at
 //! least 16 characters), so no token is published. Only ranks of one job
 //! meet there (job id, step with its Slurm restart, world size, as the
-//! directory's path separates them). Rank 0 keeps serving until every
-//! other rank has left, or its heartbeat has been silent for
+//! directory's path separates them): a job id is required (`--job-id`
+//! where the launcher gives none), and the world is at most
+//! [`crate::rendezvous::MAX_WORLD`] ranks. Rank 0 keeps serving until
+//! every other rank has left, or its heartbeat has been silent for
 //! `--rendezvous-timeout`; after an error of rank 0 (printed at once, see
 //! [`Pairing::end`]), until every other rank left or failed too (it
-//! learnt of it), for 30 s at most. While the meeting point does not
+//! learnt of it) or its heartbeat has been silent for that long, and 30 s
+//! at most for a rank never seen. While the meeting point does not
 //! answer, no heartbeat can be seen: their clocks start again when it
 //! answers.
 
@@ -427,6 +433,20 @@ fn shared_token(given: &str) -> Result<String> {
     Ok(token.to_string())
 }
 
+/// Why `launcher` gave no job id: the variable that would have given one.
+fn no_job_id(launcher: Launcher) -> &'static str {
+    match launcher {
+        Launcher::Slurm => "SLURM_JOB_ID is not set",
+        Launcher::OpenMpi | Launcher::Pmix | Launcher::Pmi => {
+            "PMIX_NAMESPACE is not set (a launcher without PMIx gives none)"
+        }
+        Launcher::Kubernetes => {
+            "a Kubernetes Indexed Job gives none (pass the Job's uid, label batch.kubernetes.io/controller-uid, from the downward API)"
+        }
+        Launcher::Env => "TORCHELASTIC_RUN_ID is not set, or `none` (torchrun --rdzv-id sets it)",
+    }
+}
+
 /// This host's name, as the report's `host.hostname` reads it.
 fn hostname() -> Option<String> {
     ["/proc/sys/kernel/hostname", "/etc/hostname"]
@@ -520,7 +540,8 @@ impl Pairing {
             return Ok(None); // checked above
         };
         let rank = c.rank;
-        let nonce = random_hex(8).context("--net-pairs: cannot read /dev/urandom")?;
+        let nonce =
+            random_hex(8).context("--net-pairs: cannot read random bytes from the system")?;
         let name = hostname();
         let mut step = c.step.as_deref().map_or_else(|| "run".into(), file_part);
         // A requeued Slurm job keeps its id, and its step ids start again.
@@ -546,10 +567,20 @@ impl Pairing {
                 );
             };
             let token = shared_token(token)?;
+            // Without a job id, two jobs at one HOST:PORT with one token
+            // could not be told apart.
+            let Some(id) = c.job.as_deref() else {
+                bail!(
+                    "--rendezvous needs the job's id, so that only this job's ranks meet at {}: {}; give --job-id ID, the same on every rank of the job and another for each job",
+                    rdv.given,
+                    no_job_id(c.launcher)
+                );
+            };
             let job = Job {
-                id: format!("{}/{step}", c.job.as_deref().unwrap_or("(no job id)")),
+                id: format!("{id}/{step}"),
                 world: c.world_size,
             };
+            crate::rendezvous::check_world(&rdv.given, job.world).map_err(|e| anyhow!(e))?;
             if rank == 0 {
                 let mp = MeetingPoint::start(&rdv, &token, &job, flags.timeout)
                     .map_err(|e| anyhow!(e))?;
@@ -709,8 +740,9 @@ impl Pairing {
             self.store.place()
         );
         match self.join_all(None, "") {
-            Ok(_) => {
-                // Now with the ranks met: final.
+            // Now with the ranks met: final (a meeting point's needs no
+            // list of them).
+            Ok(_) if !self.store.fresh() => {
                 if let Err(e) = self.publish_join(None, "") {
                     eprintln!("rank {}: --net-pairs: {e}", self.rank);
                 }
@@ -723,6 +755,7 @@ impl Pairing {
                 );
                 self.write_failed(&why);
             }
+            Ok(_) => {}
         }
         self.completed.set(true);
         Ok(())
@@ -824,7 +857,8 @@ impl Pairing {
             // With --rendezvous, the job's token; else a fresh one,
             // published for this rank's clients only.
             let Some(token) = self.shared_token.clone() else {
-                let token = random_hex(32).map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
+                let token = random_hex(32)
+                    .map_err(|e| format!("cannot read random bytes from the system: {e}"))?;
                 let server = self.start_server(&token)?;
                 let token_file = TokenFile {
                     store: self.store.clone(),
@@ -875,8 +909,11 @@ impl Pairing {
         );
         let peers = self.join_all(Some(addr), &hash)?;
         // Now with the ranks met: a rank that comes late and finds this
-        // rank gone still knows the file is this run's.
-        self.publish_join(Some(addr), &hash)?;
+        // rank gone still knows the file is this run's (at a meeting
+        // point, it is anyway).
+        if !self.store.fresh() {
+            self.publish_join(Some(addr), &hash)?;
+        }
         let measuring: Vec<u64> = peers
             .values()
             .filter(|p| p.address.is_some())
@@ -1100,14 +1137,20 @@ impl Pairing {
     }
 
     /// `rR.json`: this rank's server (`None`: idle), nonce and schedule
-    /// hash, and the nonces of the ranks it met (once it did).
+    /// hash, and the nonces of the ranks it met (once it did). Not at a
+    /// meeting point, which holds this run's entries only (there a rank's
+    /// `rR.json` is this run's), and whose store would not hold a list of
+    /// the whole world per rank.
     fn publish_join(&self, address: Option<SocketAddr>, schedule: &str) -> Result<(), String> {
-        let met: serde_json::Map<String, Value> = self
-            .met
-            .borrow()
-            .iter()
-            .map(|(q, n)| (q.to_string(), Value::from(n.as_str())))
-            .collect();
+        let met: serde_json::Map<String, Value> = if self.store.fresh() {
+            serde_json::Map::new()
+        } else {
+            self.met
+                .borrow()
+                .iter()
+                .map(|(q, n)| (q.to_string(), Value::from(n.as_str())))
+                .collect()
+        };
         let v = json!({
             "rank": self.rank,
             "host": self.host,
@@ -1390,7 +1433,7 @@ impl Pairing {
                 .and_then(|b| b.live.clone())
                 .is_some_and(|l| l == nonce);
             let met_me = v["met"][self.rank.to_string()].as_str() == Some(self.nonce.as_str());
-            if !(live || met_me) {
+            if !(live || met_me || self.store.fresh()) {
                 return Ok(false);
             }
             let address = v["address"].as_str().and_then(|a| a.parse().ok());
@@ -1487,10 +1530,10 @@ impl Pairing {
     /// Ends `run`'s command: on rank 0 of `--rendezvous`, the meeting
     /// point is kept until the other ranks no longer need it (every one
     /// left, or is silent for `--rendezvous-timeout`; after a failure of
-    /// this rank, every one left or learnt of it, for
-    /// [`crate::rendezvous::LINGER`] at most). An error is printed first,
-    /// as `main` prints it, so that it shows at once (then the exit code
-    /// is still 2).
+    /// this rank, every one left or learnt of it, or is silent that long,
+    /// and one never seen for [`crate::rendezvous::LINGER`] at most). An
+    /// error is printed first, as `main` prints it, so that it shows at
+    /// once (then the exit code is still 2).
     pub fn end(pairing: Option<Pairing>, result: Result<i32>) -> Result<i32> {
         let Some(mut p) = pairing else {
             return result;
@@ -1600,6 +1643,38 @@ mod tests {
             met: RefCell::new(BTreeMap::new()),
             facts: RefCell::new(Value::Null),
         }
+    }
+
+    #[test]
+    fn at_a_meeting_point_rr_json_lists_no_met_and_counts_without_a_heartbeat() {
+        let tmp = tempfile::tempdir().unwrap();
+        let rdv = Rendezvous {
+            host: "127.0.0.1".into(),
+            port: 0,
+            given: "127.0.0.1:0".into(),
+        };
+        let job = Job {
+            id: "j/run".into(),
+            world: 2,
+        };
+        let mp = MeetingPoint::start(&rdv, "t", &job, Duration::from_secs(1)).unwrap();
+        let mut p = pairing(tmp.path());
+        p.store = mp.store();
+        p.timeout = Duration::from_secs(5);
+        p.met.borrow_mut().insert(1, "00000000000000bb".into());
+        let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        p.publish_join(Some(addr), "h").unwrap();
+        let mine: Value = serde_json::from_str(&p.store.get("r0.json").unwrap()).unwrap();
+        assert_eq!(mine["met"], json!({}), "{mine}");
+        // Rank 1 met the others and left (no heartbeat): still this run's.
+        let theirs = json!({"rank": 1, "host": "h1", "address": "127.0.0.1:10",
+            "nonce": "00000000000000bb", "mode": "pairwise", "schedule": "h"});
+        p.store
+            .put("r1.json", &theirs.to_string(), Put::Durable)
+            .unwrap();
+        let peers = p.join_all(Some(addr), "h").unwrap();
+        assert_eq!(peers[&1].nonce, "00000000000000bb");
+        mp.close(0, Duration::from_millis(1), &AtomicBool::new(false), false);
     }
 
     #[test]

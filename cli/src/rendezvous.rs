@@ -56,12 +56,14 @@
 //! [`MAX_FRAME`] after) is refused from its length prefix, before anything
 //! is allocated; the handshake must end within [`HANDSHAKE`] of the
 //! accept, a request arrive within [`IDLE`]; at most [`MAX_PENDING`]
-//! connections await authentication, [`MAX_PENDING_PER_IP`] from one
-//! address (a new one closes the oldest of its address's, or, when all
-//! are taken, of the address with the most, so idle or trickling clients
-//! cannot keep a rank out) and [`MAX_CONNECTIONS`] plus the world size
-//! are open at once (past it, a new one is closed at once); a failed
-//! authentication is answered after [`REFUSAL_DELAY`].
+//! connections await authentication (when all are taken, a new one closes
+//! the oldest of the address with the most, so idle or trickling clients
+//! cannot keep a rank out, while the many ranks of one node connecting at
+//! once all get in) and [`MAX_CONNECTIONS`] plus the world size are open
+//! at once (past it, a new one is closed at once); a failed
+//! authentication is answered after [`REFUSAL_DELAY`]. The world is at
+//! most [`MAX_WORLD`] ranks, and rank 0's limit of open files must hold a
+//! connection per rank (its soft limit is raised to the hard one).
 //! The store holds at most [`MAX_ENTRIES`] names of at most [`MAX_NAME`]
 //! bytes (`[A-Za-z0-9._-]`), each text at most [`MAX_VALUE`] bytes,
 //! [`MAX_BYTES`] in all. Each connection has a thread of its own, so a
@@ -100,10 +102,17 @@ pub const MAX_NAME: usize = 128;
 pub const MAX_VALUE: usize = 256 * 1024;
 /// The most bytes (names and texts) the store holds.
 pub const MAX_BYTES: usize = 64 * 1024 * 1024;
+/// The most entries one rank keeps in the store at once, with room to
+/// spare: its heartbeat, `rR.json`, failure and leaving markers, and per
+/// round (two at most) two step markers (earlier steps' are removed) and
+/// one round marker.
+pub const ENTRIES_PER_RANK: usize = 16;
+/// The largest world a meeting point serves: each rank's entries
+/// ([`ENTRIES_PER_RANK`], 16 KiB in all at most) fit [`MAX_ENTRIES`] and
+/// [`MAX_BYTES`].
+pub const MAX_WORLD: u64 = (MAX_ENTRIES / ENTRIES_PER_RANK) as u64;
 /// The most connections awaiting authentication.
-pub const MAX_PENDING: usize = 32;
-/// The most connections from one address awaiting authentication.
-pub const MAX_PENDING_PER_IP: usize = 8;
+pub const MAX_PENDING: usize = 64;
 /// The most connections open at once, besides one per rank.
 pub const MAX_CONNECTIONS: usize = 256;
 /// The shortest token `--rendezvous` takes, in characters: a fake meeting
@@ -127,8 +136,9 @@ const REPLY: Duration = Duration::from_secs(10);
 const POLL: Duration = Duration::from_millis(200);
 /// What the key is derived with.
 const KEY_CONTEXT: &str = "benchsuite rendezvous v1 key";
-/// How long a failed rank 0 keeps serving so that the other ranks learn
-/// of its failure, at most.
+/// How long a failed rank 0 keeps serving, at most, so that a rank not
+/// seen yet (no heartbeat) learns of its failure; a rank whose heartbeat
+/// beats is waited for as long as it does.
 pub const LINGER: Duration = Duration::from_secs(30);
 const SERVER_SAYS: &str = "meeting point";
 const RANK_SAYS: &str = "rank";
@@ -458,6 +468,34 @@ fn derive_key(token: &str) -> [u8; 32] {
     auth_mac(token.as_bytes(), &[0u8; NONCE_LEN], KEY_CONTEXT)
 }
 
+/// The most characters of a text from a peer not authenticated yet that
+/// a rank shows.
+pub const MAX_UNTRUSTED: usize = 512;
+
+/// A text from a peer not authenticated yet, fit to print on one line:
+/// control and direction-changing characters escaped (`\n`, `\u{1b}`),
+/// at most [`MAX_UNTRUSTED`] characters (then `…`).
+pub fn untrusted(text: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == MAX_UNTRUSTED {
+            out.push('…');
+            break;
+        }
+        // Zero-width and bidirectional controls (which reorder a line).
+        let hidden = matches!(
+            c,
+            '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        );
+        if c.is_control() || hidden {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Whether `name` may be stored: 1 to [`MAX_NAME`] bytes of
 /// `[A-Za-z0-9._-]`, not starting with a dot.
 pub fn valid_name(name: &str) -> bool {
@@ -516,21 +554,67 @@ impl Rendezvous {
     }
 }
 
+/// Refuses a world whose entries cannot all fit in the store (see
+/// [`MAX_WORLD`]), before anything is published.
+pub fn check_world(given: &str, world: u64) -> Result<(), String> {
+    if world > MAX_WORLD {
+        return Err(format!(
+            "--rendezvous {given}: a world of {world} ranks is more than the meeting point holds ({MAX_WORLD}); give the ranks --output-dir DIR on a file system they all share instead"
+        ));
+    }
+    Ok(())
+}
+
+/// Files rank 0 needs open besides one connection per rank: those
+/// awaiting authentication ([`MAX_PENDING`]), its listener, its own files.
+const FILES_BESIDES_RANKS: u64 = MAX_PENDING as u64 + 32;
+
 /// Refuses a world whose connections (one per rank, kept open) cannot fit
-/// under this process's limit of open files (`ulimit -n`).
+/// under this process's limit of open files (`ulimit -n`), once its soft
+/// limit is raised to the hard one.
 fn check_fd_limit(given: &str, world: u64) -> Result<(), String> {
-    let soft = fs::read_to_string("/proc/self/limits").ok().and_then(|t| {
-        t.lines()
-            .find(|l| l.starts_with("Max open files"))
-            .and_then(|l| l.split_whitespace().nth(3)?.parse::<u64>().ok())
-    });
-    let need = world.saturating_add(MAX_CONNECTIONS as u64);
-    match soft {
+    let need = world.saturating_add(FILES_BESIDES_RANKS);
+    match raise_fd_limit() {
         Some(n) if n < need => Err(format!(
-            "--rendezvous {given}: the meeting point keeps a connection per rank open: {world} ranks need about {need} open files, and this process may open {n} (ulimit -n); raise it (ulimit -n {need}) on rank 0"
+            "--rendezvous {given}: the meeting point keeps a connection per rank open: {world} ranks need about {need} open files, and this process may open at most {n} (ulimit -Hn); raise the hard limit on rank 0 (e.g. LimitNOFILE, or `ulimit -n {need}` as root)"
         )),
         _ => Ok(()),
     }
+}
+
+/// Raises this process's soft limit of open files to its hard limit, and
+/// returns the soft limit then (`None`: unlimited or unknown).
+#[cfg(unix)]
+#[allow(clippy::useless_conversion, reason = "rlim_t is i64 on some systems")]
+fn raise_fd_limit() -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one `rlimit` into the one passed, which
+    // lives for the call.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return None;
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: lim.rlim_max,
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: setrlimit reads the `rlimit` passed, which lives for the
+        // call; a soft limit up to the hard one needs no privilege (where
+        // it is refused, as macOS refuses one above OPEN_MAX, the old one
+        // stays).
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            lim.rlim_cur = lim.rlim_max;
+        }
+    }
+    (lim.rlim_cur != libc::RLIM_INFINITY).then(|| u64::try_from(lim.rlim_cur).unwrap_or(u64::MAX))
+}
+
+#[cfg(not(unix))]
+fn raise_fd_limit() -> Option<u64> {
+    None
 }
 
 fn check_ip(given: &str, ip: IpAddr) -> Result<(), String> {
@@ -725,6 +809,7 @@ impl MeetingPoint {
         wait: Duration,
     ) -> Result<MeetingPoint, String> {
         let given = &rdv.given;
+        check_world(given, job.world)?;
         check_fd_limit(given, job.world)?;
         let until = Instant::now() + wait;
         let mut noted = false;
@@ -844,32 +929,61 @@ impl MeetingPoint {
     /// `rQ.json`: another run's marker does not count), or its heartbeat
     /// has been silent for `timeout` (or `cancel`), then stops. After this
     /// rank `failed`, a rank that failed too (`rQ.failed`: it learnt of
-    /// it) counts as gone, and the wait ends after [`LINGER`] at most.
-    pub fn close(mut self, me: u64, timeout: Duration, cancel: &AtomicBool, failed: bool) {
+    /// it) counts as gone, and a rank never seen (no heartbeat) is waited
+    /// for [`LINGER`] at most: a rank whose heartbeat beats learns of the
+    /// failure when it reaches its network phase, however long its other
+    /// benchmarks take.
+    pub fn close(self, me: u64, timeout: Duration, cancel: &AtomicBool, failed: bool) {
+        self.close_within(me, timeout, cancel, failed, LINGER);
+    }
+
+    /// [`MeetingPoint::close`], waiting `linger` for a rank never seen.
+    fn close_within(
+        mut self,
+        me: u64,
+        timeout: Duration,
+        cancel: &AtomicBool,
+        failed: bool,
+        linger: Duration,
+    ) {
         let mut said = false;
         let since = Instant::now();
         loop {
-            let pending = self.awaited(me, timeout, failed);
-            if pending.is_empty()
-                || cancel.load(Ordering::SeqCst)
-                || (failed && since.elapsed() >= LINGER)
-            {
+            let mut pending = self.awaited(me, timeout, failed);
+            if failed && since.elapsed() >= linger {
+                pending.retain(|&(_, seen)| seen);
+            }
+            if pending.is_empty() || cancel.load(Ordering::SeqCst) {
                 break;
             }
             if !said && (failed || since.elapsed() >= Duration::from_secs(2)) {
-                let list: Vec<String> = pending.iter().map(u64::to_string).collect();
+                let list = |which: &dyn Fn(bool) -> bool| {
+                    let l: Vec<String> = pending
+                        .iter()
+                        .filter(|p| which(p.1))
+                        .map(|p| p.0.to_string())
+                        .collect();
+                    l.join(", ")
+                };
+                let all = list(&|_| true);
                 if failed {
+                    let unseen = list(&|seen| !seen);
+                    let unseen = if unseen.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            "; rank(s) {unseen} not seen yet: {} s at most, unless a heartbeat comes",
+                            linger.as_secs()
+                        )
+                    };
                     eprintln!(
-                        "rank {me}: keeping the meeting point {} up to {} s so that rank(s) {} learn of this failure",
-                        self.shared.given,
-                        LINGER.as_secs(),
-                        list.join(", ")
+                        "rank {me}: keeping the meeting point {} up so that rank(s) {all} learn of this failure: while a rank's heartbeat goes on (until it leaves, or is silent for --rendezvous-timeout){unseen}",
+                        self.shared.given
                     );
                 } else {
                     eprintln!(
-                        "rank {me}: keeping the meeting point {} until rank(s) {} leave (or are silent for --rendezvous-timeout)",
-                        self.shared.given,
-                        list.join(", ")
+                        "rank {me}: keeping the meeting point {} until rank(s) {all} leave (or are silent for --rendezvous-timeout)",
+                        self.shared.given
                     );
                 }
                 said = true;
@@ -879,8 +993,9 @@ impl MeetingPoint {
         self.stop();
     }
 
-    /// The ranks [`MeetingPoint::close`] still waits for.
-    fn awaited(&self, me: u64, timeout: Duration, failed: bool) -> Vec<u64> {
+    /// The ranks [`MeetingPoint::close`] still waits for, and whether
+    /// each was seen (its heartbeat is there).
+    fn awaited(&self, me: u64, timeout: Duration, failed: bool) -> Vec<(u64, bool)> {
         let t = &lock(&self.shared.table).map;
         let nonce_of = |name: String| {
             let e = t.get(&name)?;
@@ -889,7 +1004,7 @@ impl MeetingPoint {
         };
         (0..self.shared.job.world)
             .filter(|&q| q != me)
-            .filter(|&q| {
+            .filter_map(|q| {
                 let left = [format!("r{q}.alive"), format!("r{q}.json")]
                     .into_iter()
                     .filter_map(nonce_of)
@@ -901,10 +1016,9 @@ impl MeetingPoint {
                 let fell = failed
                     && t.get(&format!("r{q}.failed"))
                         .is_some_and(|e| e.at.elapsed() >= LEFT_GRACE);
-                let beat = t
-                    .get(&format!("r{q}.alive"))
-                    .map_or(self.shared.started, |e| e.at);
-                !left && !fell && beat.elapsed() < timeout
+                let heartbeat = t.get(&format!("r{q}.alive"));
+                let beat = heartbeat.map_or(self.shared.started, |e| e.at);
+                (!left && !fell && beat.elapsed() < timeout).then_some((q, heartbeat.is_some()))
             })
             .collect()
     }
@@ -969,10 +1083,10 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
     }
 }
 
-/// Queues a connection awaiting authentication; closes the oldest of its
-/// address's when that address has [`MAX_PENDING_PER_IP`], else, when
-/// [`MAX_PENDING`] await, the oldest of the address with the most, so
-/// that one source cannot crowd out the others' handshakes.
+/// Queues a connection awaiting authentication; when [`MAX_PENDING`]
+/// await, closes the oldest of the address with the most, so that one
+/// source cannot crowd out the others' handshakes (and below that, many
+/// ranks of one node connecting at once are all let in).
 fn admit(
     q: &mut std::collections::VecDeque<(u64, IpAddr, TcpStream)>,
     id: u64,
@@ -980,9 +1094,7 @@ fn admit(
     stream: TcpStream,
 ) {
     let count = |ip: IpAddr| q.iter().filter(|e| e.1 == ip).count();
-    let at = if count(ip) >= MAX_PENDING_PER_IP {
-        q.iter().position(|e| e.1 == ip)
-    } else if q.len() >= MAX_PENDING {
+    let at = if q.len() >= MAX_PENDING {
         let most = q.iter().map(|e| count(e.1)).max().unwrap_or(0);
         q.iter().position(|e| count(e.1) == most)
     } else {
@@ -1088,10 +1200,10 @@ fn serve_conn(mut s: TcpStream, peer: SocketAddr, shared: &Shared, pending: Pend
             std::thread::sleep(REFUSAL_DELAY);
             let _ = reply(
                 &mut s,
-                &error(
-                    "wrong token: the authentication code does not match the meeting point's token (give every rank the same BENCHSUITE_TOKEN or --token-file)"
-                        .into(),
-                ),
+                &error(format!(
+                    "wrong token: the authentication code does not match the meeting point's token (give every rank the same BENCHSUITE_TOKEN or --token-file), or {} serves another job (give each job a port of its own)",
+                    shared.given
+                )),
             );
             return;
         }
@@ -1315,14 +1427,26 @@ impl Remote {
         let frame = |s: &mut TcpStream| {
             read_frame(s, MAX_HANDSHAKE_FRAME, by, None).map_err(|e| match e {
                 FrameError::Io(e) => Fail::Down(e.to_string()),
-                e => Fail::Down(format!("{} answered {e}", self.rdv.given)),
+                e => Fail::Down(format!(
+                    "{} answered {}",
+                    self.rdv.given,
+                    untrusted(&e.to_string())
+                )),
             })
+        };
+        // Before the welcome, whoever answers has proved nothing: its
+        // words are shown escaped and cut, and said to be unproven.
+        let refused = |message: &str| {
+            Fail::Refused(format!(
+                "{} (said before it proved that it knows the token)",
+                untrusted(message)
+            ))
         };
         let server_nonce = match frame(&mut s)? {
             Msg::Challenge { nonce: ns } => from_hex(&ns)
                 .filter(|n| n.len() == NONCE_LEN)
                 .ok_or_else(|| Fail::Down("a malformed challenge".into()))?,
-            Msg::Error { message } => return Err(Fail::Refused(message)),
+            Msg::Error { message } => return Err(refused(&message)),
             other => {
                 return Err(Fail::Down(format!(
                     "expected a challenge, got {}",
@@ -1344,7 +1468,7 @@ impl Remote {
                 }
                 instance
             }
-            Msg::Error { message } => return Err(Fail::Refused(message)),
+            Msg::Error { message } => return Err(refused(&message)),
             other => {
                 return Err(Fail::Down(format!(
                     "expected welcome, got {}",
@@ -1817,6 +1941,7 @@ mod tests {
         let wrong = remote(&rdv, "guess", 3, Duration::from_secs(5));
         let e = wrong.list().unwrap_err();
         assert!(e.contains("refused this rank: wrong token"), "{e}");
+        assert!(e.contains("serves another job"), "{e}");
         let t = mp.store().trouble().unwrap_or_default();
         assert!(t.contains("wrong token"), "{t}");
         // The meeting point still serves the right one.
@@ -1933,6 +2058,57 @@ mod tests {
         assert!(t.elapsed() < LINGER / 2, "{:?}", t.elapsed());
     }
 
+    #[test]
+    fn a_failed_rank_0_serves_a_beating_rank_past_the_linger_for_unseen_ones() {
+        let (mp, _) = local("t");
+        let store = mp.store();
+        let done = Arc::new(AtomicBool::new(false));
+        // Rank 1 beats (busy with its other benchmarks) for 4 s, then
+        // learns of the failure; rank 2 is never seen.
+        let beating = {
+            let (store, done) = (store.clone(), done.clone());
+            std::thread::spawn(move || {
+                let t = Instant::now();
+                let mut n = 0;
+                while t.elapsed() < Duration::from_secs(4) {
+                    n += 1;
+                    let beat = format!(r#"{{"nonce":"aa","beat":{n}}}"#);
+                    store.put("r1.alive", &beat, Put::Beat).unwrap();
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                done.store(true, Ordering::SeqCst);
+                store.put("r1.failed", "{}", Put::Durable).unwrap();
+                store.put("r1-aa.left", "", Put::Durable).unwrap();
+            })
+        };
+        let t = Instant::now();
+        // A 1 s linger: rank 2 is given up on after it, rank 1 is not.
+        mp.close_within(
+            0,
+            Duration::from_secs(600),
+            &AtomicBool::new(false),
+            true,
+            Duration::from_secs(1),
+        );
+        assert!(done.load(Ordering::SeqCst), "served until rank 1 learnt");
+        assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
+        beating.join().unwrap();
+    }
+
+    #[test]
+    fn a_failed_rank_0_gives_up_on_a_rank_never_seen_after_the_linger() {
+        let (mp, _) = local("t");
+        let t = Instant::now();
+        mp.close_within(
+            0,
+            Duration::from_secs(600),
+            &AtomicBool::new(false),
+            true,
+            Duration::from_secs(1),
+        );
+        assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
+    }
+
     /// Reads a frame as JSON, and the 4 bytes before it when `magic`.
     fn raw_frame(s: &mut TcpStream, magic: bool) -> serde_json::Value {
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -2006,6 +2182,35 @@ mod tests {
         assert!(e.contains("does not know this rank's token"), "{e}");
         drop(r);
         assert!(fake.join().unwrap().is_empty(), "nothing sent after");
+    }
+
+    #[test]
+    fn an_unauthenticated_refusal_is_shown_escaped_cut_and_unproven() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let said = format!("wrong token\n\u{1b}[2Jerror: all good{}", "x".repeat(900));
+        let fake = {
+            let said = said.clone();
+            std::thread::spawn(move || {
+                let (mut s, _) = l.accept().unwrap();
+                raw_frame(&mut s, true);
+                s.write_all(&MAGIC).unwrap();
+                s.write_all(&encode(&Msg::Error { message: said })).unwrap();
+            })
+        };
+        let rdv = Rendezvous::parse(&format!("127.0.0.1:{}", addr.port())).unwrap();
+        let r = remote(&rdv, "secret-token-0123456789", 3, Duration::from_secs(5));
+        let e = r.list().unwrap_err();
+        fake.join().unwrap();
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(!e.contains('\u{1b}'), "{e}");
+        assert!(e.contains("wrong token\\n\\u{1b}[2J"), "{e}");
+        assert!(e.contains("x…") && !e.contains(&"x".repeat(600)), "{e}");
+        assert!(
+            e.ends_with("(said before it proved that it knows the token)"),
+            "{e}"
+        );
+        assert_eq!(untrusted("ok \u{202e}x"), "ok \\u{202e}x");
     }
 
     #[test]
@@ -2092,22 +2297,32 @@ mod tests {
             id += 1;
             admit(q, id, from, s);
         };
-        add(&mut q, ip(1));
-        for _ in 0..MAX_PENDING * 2 {
-            add(&mut q, ip(2));
-        }
         let from = |q: &std::collections::VecDeque<(u64, IpAddr, TcpStream)>, n| {
             q.iter().filter(|e| e.1 == ip(n)).count()
         };
+        add(&mut q, ip(1));
+        // Many ranks of one node at once: all let in while there is room.
+        for _ in 1..MAX_PENDING {
+            add(&mut q, ip(2));
+        }
+        assert_eq!(from(&q, 2), MAX_PENDING - 1, "none closed below the limit");
+        let first_of_2 = q.iter().find(|e| e.1 == ip(2)).unwrap().0;
+        for _ in 0..MAX_PENDING {
+            add(&mut q, ip(2));
+        }
+        assert_eq!(q.len(), MAX_PENDING);
         assert_eq!(from(&q, 1), 1, "the other source's handshake stays");
-        assert_eq!(from(&q, 2), MAX_PENDING_PER_IP);
+        assert!(
+            q.iter().all(|e| e.0 != first_of_2),
+            "the oldest of the busiest address gave way"
+        );
         // All taken by many sources: the one with the most gives way.
         for n in 3..30 {
             add(&mut q, ip(n));
         }
-        assert!(q.len() <= MAX_PENDING);
+        assert_eq!(q.len(), MAX_PENDING);
         assert_eq!(from(&q, 1), 1);
-        assert!(from(&q, 2) < MAX_PENDING_PER_IP);
+        assert_eq!(from(&q, 2), MAX_PENDING - 1 - 27);
     }
 
     #[test]
@@ -2122,11 +2337,32 @@ mod tests {
             return;
         }
         assert!(check_fd_limit("h:1", 2).is_ok());
+        // The soft limit was raised to the hard one.
+        let limits = fs::read_to_string("/proc/self/limits").unwrap_or_default();
+        let files = limits
+            .lines()
+            .find(|l| l.starts_with("Max open files"))
+            .unwrap_or_default();
+        let soft_hard: Vec<&str> = files.split_whitespace().skip(3).take(2).collect();
+        assert_eq!(soft_hard.first(), soft_hard.get(1), "{files}");
         let e = check_fd_limit("h:1", u64::MAX / 2).unwrap_err();
         assert!(
-            e.contains("--rendezvous h:1") && e.contains("ulimit -n"),
+            e.contains("--rendezvous h:1") && e.contains("ulimit -Hn"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_world_beyond_what_the_store_holds_is_refused_up_front() {
+        assert!(check_world("h:1", MAX_WORLD).is_ok());
+        let e = check_world("h:1", MAX_WORLD + 1).unwrap_err();
+        assert!(
+            e.contains("--rendezvous h:1") && e.contains("--output-dir"),
+            "{e}"
+        );
+        // Each rank's entries, as many as it keeps at once, fit.
+        assert!(MAX_WORLD as usize * ENTRIES_PER_RANK <= MAX_ENTRIES);
+        assert!(MAX_WORLD as usize * 16 * 1024 <= MAX_BYTES);
     }
 
     #[test]

@@ -354,9 +354,10 @@ fn an_idle_rank_0_still_serves_the_meeting_point() {
     for (rank, o) in outs.iter().enumerate() {
         assert_eq!(o.status.code(), Some(0), "rank {rank}: {}", stderr(o));
     }
-    assert!(
-        stderr(&outs[0]).contains("idle on purpose"),
-        "{}",
+    assert_eq!(
+        stderr(&outs[0]).matches("idle on purpose").count(),
+        1,
+        "said once: {}",
         stderr(&outs[0])
     );
     assert_pairwise(&out, [1, 2], &rdv);
@@ -390,6 +391,7 @@ fn bad_rendezvous_flags_exit_2_naming_the_flag() {
     let two_tok = [
         ("RANK", "0"),
         ("WORLD_SIZE", "2"),
+        ("TORCHELASTIC_RUN_ID", JOB),
         ("BENCHSUITE_TOKEN", TOKEN),
     ];
     let port = free_port().to_string();
@@ -438,6 +440,72 @@ fn bad_rendezvous_flags_exit_2_naming_the_flag() {
         ],
     );
     assert_error(&o, &["--rendezvous: needs a world size of 2 or more"]);
+}
+
+#[test]
+fn a_rendezvous_without_a_job_id_is_refused_before_measuring() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let out_s = out.to_str().unwrap();
+    let port = free_port().to_string();
+    let rdv = format!("127.0.0.1:{port}");
+    let run = |extra: &[&str], env: &[(&str, &str)]| {
+        bin(env)
+            .args(NET_FAST)
+            .args(["--output-dir", out_s, "--net-bind", "127.0.0.1"])
+            .args(["--rendezvous", &rdv])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // RANK and WORLD_SIZE without a torchrun run id (or with `none`), on
+    // rank 0 and on another rank: two such jobs could not be told apart.
+    for (rank, id) in [("0", None), ("1", None), ("0", Some("none"))] {
+        let mut env = vec![
+            ("RANK", rank),
+            ("WORLD_SIZE", "2"),
+            ("BENCHSUITE_TOKEN", TOKEN),
+        ];
+        if let Some(id) = id {
+            env.push(("TORCHELASTIC_RUN_ID", id));
+        }
+        let o = run(&[], &env);
+        assert_error(
+            &o,
+            &[
+                &format!(
+                    "--rendezvous needs the job's id, so that only this job's ranks meet at {rdv}"
+                ),
+                "TORCHELASTIC_RUN_ID",
+                "--job-id",
+            ],
+        );
+        assert!(TcpStream::connect(&rdv).is_err(), "nothing served");
+    }
+    // A Kubernetes Indexed Job gives none: the Job's uid is named.
+    let o = run(
+        &["--world-size", "2"],
+        &[("JOB_COMPLETION_INDEX", "0"), ("BENCHSUITE_TOKEN", TOKEN)],
+    );
+    assert_error(&o, &["--job-id", "controller-uid"]);
+    // With --job-id the job id is there: the next check speaks (rank 0
+    // must serve an address of its own).
+    let o = bin(&[
+        ("RANK", "0"),
+        ("WORLD_SIZE", "2"),
+        ("BENCHSUITE_TOKEN", TOKEN),
+    ])
+    .args(NET_FAST)
+    .args(["--output-dir", out_s, "--net-bind", "127.0.0.1"])
+    .args([
+        "--rendezvous",
+        &format!("192.0.2.1:{port}"),
+        "--job-id",
+        "j7",
+    ])
+    .output()
+    .unwrap();
+    assert_error(&o, &["192.0.2.1 is not an address of this host"]);
 }
 
 #[test]
@@ -761,6 +829,61 @@ fn rank_0_says_its_error_at_once_and_the_others_learn_of_it() {
     );
     assert_eq!(outs[1].status.code(), Some(0), "{}", stderr(&outs[1]));
     for rec in records(&rank_report(&out, 1), "net.") {
+        assert_eq!(rec["status"], "failed", "{rec}");
+        let why = rec["reason"].as_str().unwrap();
+        assert!(
+            why.contains("rank 0 (host") && why.contains("failed"),
+            "{why}"
+        );
+    }
+}
+
+#[test]
+fn a_failed_rank_0_serves_a_rank_that_starts_late_until_it_learnt_of_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let rdv = format!("127.0.0.1:{}", free_port());
+    let started = Instant::now();
+    // Rank 0 fails before measuring (a parameter no benchmark takes).
+    let rank0 = Ranks::start(
+        2,
+        &rdv,
+        &out,
+        &[Rank {
+            extra: &["--param", "nope=1"],
+            ..Rank::new(0)
+        }],
+    );
+    drop(connect_when_up(&rdv));
+    // Rank 1 starts well after that, beats while it runs its other
+    // benchmarks, and learns of the failure at its network phase.
+    std::thread::sleep(Duration::from_secs(3));
+    let rank1 = Ranks::start(2, &rdv, &out, &[Rank::new(1)]);
+    let outs: Vec<Output> = rank0.wait().into_iter().chain(rank1.wait()).collect();
+    assert!(
+        started.elapsed() < Duration::from_secs(100),
+        "well before --rendezvous-timeout (10m): {}\n{}",
+        stderr(&outs[0]),
+        stderr(&outs[1])
+    );
+    let err0 = stderr(&outs[0]);
+    assert_eq!(outs[0].status.code(), Some(2), "{err0}");
+    let kept: Vec<&str> = err0
+        .lines()
+        .filter(|l| l.contains("keeping the meeting point"))
+        .collect();
+    assert_eq!(kept.len(), 1, "one line: {err0}");
+    assert!(
+        kept[0]
+            .contains("so that rank(s) 1 learn of this failure: while a rank's heartbeat goes on"),
+        "{err0}"
+    );
+    let err1 = stderr(&outs[1]);
+    assert_eq!(outs[1].status.code(), Some(0), "{err1}");
+    assert!(!err1.contains("lost the meeting point"), "{err1}");
+    let r1 = rank_report(&out, 1);
+    assert_eq!(records(&r1, "os.")[0]["status"], "ok", "{r1}");
+    for rec in records(&r1, "net.") {
         assert_eq!(rec["status"], "failed", "{rec}");
         let why = rec["reason"].as_str().unwrap();
         assert!(
