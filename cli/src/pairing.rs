@@ -530,6 +530,10 @@ impl Pairing {
                     eprintln!(
                         "note: net benchmarks measure each rank's own loopback: give --output-dir DIR on a shared file system, or --rendezvous HOST:PORT, to measure between ranks (--net-pairs)"
                     );
+                } else if plan_file && cluster.is_some_and(|c| c.world_size >= 2) {
+                    eprintln!(
+                        "note: the plan's net benchmarks, if any, measure each rank's own loopback: ranks pair up (--net-pairs) only for benchmarks selected on the command line"
+                    );
                 }
                 note_ignored(args, &format!("--net-pairs auto: {why}"));
                 return Ok(None);

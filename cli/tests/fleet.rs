@@ -1163,3 +1163,40 @@ fn write(dir: &Path, name: &str, v: &Value) -> String {
     std::fs::write(&p, serde_json::to_string_pretty(v).unwrap()).unwrap();
     p.to_str().unwrap().to_string()
 }
+
+#[test]
+fn a_plan_file_under_a_launcher_says_its_net_benchmarks_stay_on_loopback() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = tmp.path().join("net.toml");
+    std::fs::write(
+        &plan,
+        "[[phase]]\nname = \"net\"\nselect = [\"net.connect\"]\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let o = run(
+        &args(&fast(&[
+            "-f",
+            plan.to_str().unwrap(),
+            "--output-dir",
+            out.to_str().unwrap(),
+        ]))
+        .into_iter()
+        .filter(|a| *a != "os.syscall")
+        .collect::<Vec<_>>(),
+        &[
+            ("RANK", "0"),
+            ("WORLD_SIZE", "2"),
+            ("TORCHELASTIC_RUN_ID", "p"),
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("note: the plan's net benchmarks, if any, measure each rank's own loopback"),
+        "{err}"
+    );
+    let r = rank_report(&out, "p", 0);
+    assert_eq!(records(&r, "net.connect").len(), 1, "{r}");
+    assert!(r["host"]["extra"]["net"].get("pairing").is_none(), "{r}");
+}
