@@ -13,7 +13,7 @@ mod schema;
 use schema::assert_valid_report;
 
 mod common;
-use common::benchsuite as bin;
+use common::{benchsuite as bin, records};
 
 fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
     bin(env).args(args).output().expect("the binary runs")
@@ -441,25 +441,9 @@ fn launch_local(
 
 /// Rank `rank`'s report in DIR/JOB.
 fn rank_report(out: &Path, job: &str, rank: usize) -> Value {
-    let dir = out.join(job);
-    let file = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_str().unwrap().ends_with(&format!("-r{rank}.json")))
-        .unwrap_or_else(|| panic!("no report of rank {rank} in {}", dir.display()));
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let r = common::report_of_rank(&out.join(job), rank);
     assert_valid_report(&r);
     r
-}
-
-/// The records of `report` with id `id`.
-fn records<'a>(report: &'a Value, prefix: &str) -> Vec<&'a Value> {
-    report["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["id"].as_str().unwrap().starts_with(prefix))
-        .collect()
 }
 
 #[test]

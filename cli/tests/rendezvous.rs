@@ -16,7 +16,7 @@ mod schema;
 use schema::assert_valid_report;
 
 mod common;
-use common::benchsuite as bin;
+use common::{benchsuite as bin, records};
 
 /// A quick network run: TCP throughput and connection setup, then
 /// `os.syscall` (which runs first: net benchmarks go last when paired).
@@ -162,25 +162,9 @@ fn rank_dir(out: &Path, rank: usize) -> PathBuf {
 
 /// Rank `rank`'s report, in its own `--output-dir`.
 fn rank_report(out: &Path, rank: usize) -> Value {
-    let dir = rank_dir(out, rank).join(JOB);
-    let file = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_str().unwrap().ends_with(&format!("-r{rank}.json")))
-        .unwrap_or_else(|| panic!("no report of rank {rank} in {}", dir.display()));
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let r = common::report_of_rank(&rank_dir(out, rank).join(JOB), rank);
     assert_valid_report(&r);
     r
-}
-
-/// The records of `report` whose id starts with `prefix`.
-fn records<'a>(report: &'a Value, prefix: &str) -> Vec<&'a Value> {
-    report["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["id"].as_str().unwrap().starts_with(prefix))
-        .collect()
 }
 
 /// Every file under `dir`, recursively.

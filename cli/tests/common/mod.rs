@@ -46,6 +46,27 @@ pub fn benchsuite(env: &[(&str, &str)]) -> Command {
     c
 }
 
+/// Rank `rank`'s report in `dir` (the `HOST-rRANK.json` that `run
+/// --output-dir` wrote there), parsed.
+pub fn report_of_rank(dir: &Path, rank: usize) -> serde_json::Value {
+    let file = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_str().unwrap().ends_with(&format!("-r{rank}.json")))
+        .unwrap_or_else(|| panic!("no report of rank {rank} in {}", dir.display()));
+    serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap()
+}
+
+/// The records of `report` whose id starts with `prefix`.
+pub fn records<'a>(report: &'a serde_json::Value, prefix: &str) -> Vec<&'a serde_json::Value> {
+    report["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["id"].as_str().unwrap().starts_with(prefix))
+        .collect()
+}
+
 /// The headless browser on PATH, if any.
 pub fn chromium() -> Option<&'static str> {
     ["chromium", "chromium-browser"].into_iter().find(|c| {
