@@ -54,7 +54,11 @@
 //! own `rR.failed`, so that nobody waits for it either). A failure marker
 //! counts when its nonce is the heartbeat's or the barrier's, or when it
 //! was written after the reader started (by the clocks of both); an
-//! earlier run's markers are ignored. A rank that is waited for while its
+//! earlier run's markers are ignored. So a rank that fails before the
+//! barrier, in a rendezvous directory, keeps beating until every other
+//! rank has been seen beating (and so sees its heartbeat and its marker's
+//! nonce), or 30 s at most for a rank never seen: a rank that started
+//! after the failure does not wait the timeout out. A rank that is waited for while its
 //! heartbeat does not change for `--rendezvous-timeout` (10 minutes by
 //! default) is given up on, naming the rank and its files; a rank that is
 //! alive (busy with its other benchmarks, or a long net record) is waited
@@ -1309,10 +1313,26 @@ impl Pairing {
                 "rank {q} shows no sign of life ({file} absent: it never started, or not with this {})",
                 self.store.flag()
             ),
-            (Some(_), None) => format!(
-                "rank {q}'s heartbeat {file} has not changed in {} (an earlier run's, or this run's rank {q} ended or hangs)",
-                humantime_secs(self.timeout)
-            ),
+            (Some(_), None) => {
+                // A marker not counted: written before this rank started,
+                // by a run not seen beating (see `failed`).
+                let marker = self
+                    .store
+                    .get(&format!("r{q}.failed"))
+                    .ok()
+                    .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                    .and_then(|v| v["reason"].as_str().map(str::to_string))
+                    .map(|why| {
+                        format!(
+                            "; its r{q}.failed, from before this rank started (this run's or an earlier one's), says: {why}"
+                        )
+                    })
+                    .unwrap_or_default();
+                format!(
+                    "rank {q}'s heartbeat {file} has not changed in {} (an earlier run's, or this run's rank {q} ended or hangs){marker}",
+                    humantime_secs(self.timeout)
+                )
+            }
             (Some(_), Some(_)) => format!(
                 "rank {q}'s heartbeat {file} stopped {} ago (killed, or its host is down)",
                 humantime_secs(b.since.elapsed())
@@ -1517,6 +1537,9 @@ impl Drop for Pairing {
                 },
                 Put::Last,
             );
+            if self.must_be_seen() {
+                self.stay_until_seen();
+            }
         }
         // This rank reads the store no more.
         let _ = self.store.put(
@@ -1542,13 +1565,12 @@ impl Pairing {
         let Some(mut p) = pairing else {
             return result;
         };
-        let Some(meeting) = p.meeting.take() else {
+        let meeting = p.meeting.take();
+        let failed = !p.completed.get();
+        if meeting.is_none() && !(failed && p.must_be_seen()) {
             return result;
-        };
-        let (rank, timeout, cancel, failed) =
-            (p.rank, p.timeout, p.cancel.clone(), !p.completed.get());
-        // Its failure marker (if it failed) and its leaving.
-        drop(p);
+        }
+        // Printed before the wait for the others, so that it shows at once.
         let result = match result {
             Err(e) if !crate::is_broken_pipe(&e) => {
                 eprintln!("error: {e:#}");
@@ -1556,8 +1578,74 @@ impl Pairing {
             }
             r => r,
         };
-        meeting.close(rank, timeout, &cancel, failed);
+        let (rank, timeout, cancel) = (p.rank, p.timeout, p.cancel.clone());
+        // Its failure marker (if it failed) and its leaving.
+        drop(p);
+        if let Some(meeting) = meeting {
+            meeting.close(rank, timeout, &cancel, failed);
+        }
         result
+    }
+
+    /// Whether this rank's failure marker could pass for an earlier run's:
+    /// it ends before the barrier (no nonce of it met), in a directory that
+    /// keeps earlier runs' files. Another rank counts such a marker only
+    /// when it was written after that rank started, or when its nonce is
+    /// the one that rank saw beating; a rank that started after this one
+    /// failed needs the latter.
+    fn must_be_seen(&self) -> bool {
+        self.world > 1 && !self.store.fresh() && self.met.borrow().is_empty()
+    }
+
+    /// After a failure before the barrier ([`Self::must_be_seen`]): keeps
+    /// beating until every other rank is seen beating in this run (so it
+    /// looks at this one's heartbeat) or failed in it, then long enough
+    /// for them to see this heartbeat change. Otherwise a rank that
+    /// started after this one failed would wait the whole
+    /// `--rendezvous-timeout` out for it. A rank never seen is waited for
+    /// [`crate::rendezvous::LINGER`] at most (or the timeout, if shorter),
+    /// as the meeting point waits for one; Ctrl-C ends the wait.
+    fn stay_until_seen(&self) {
+        let most = self.timeout.min(crate::rendezvous::LINGER);
+        eprintln!(
+            "rank {}: staying until the other ranks have seen its failure marker ({} at most; Ctrl-C ends it)",
+            self.rank,
+            humantime_secs(most)
+        );
+        let deadline = Instant::now() + most;
+        let mut left: Vec<u64> = (0..self.world).filter(|&q| q != self.rank).collect();
+        let mut looked: Option<Instant> = None;
+        let mut pause = Duration::from_millis(10);
+        while !left.is_empty() {
+            if Instant::now() >= deadline || self.cancel.load(Ordering::SeqCst) {
+                return;
+            }
+            let Ok(names) = self.listing() else {
+                return;
+            };
+            if looked.is_none_or(|t| t.elapsed() >= self.look_every()) {
+                for &q in &left {
+                    self.look(q, &names);
+                }
+                looked = Some(Instant::now());
+            }
+            left.retain(|&q| {
+                let live = self
+                    .beats
+                    .borrow()
+                    .get(&q)
+                    .is_some_and(|b| b.live.is_some());
+                let failed = names.contains(&format!("r{q}.failed")) && self.failed(q).is_some();
+                !(live || failed)
+            });
+            std::thread::sleep(pause);
+            pause = (pause * 3 / 2).min(Duration::from_millis(250));
+        }
+        // Two of their looks, and a beat between them.
+        let until = Instant::now() + self.look_every() * 2 + self.beat_period();
+        while Instant::now() < until && !self.cancel.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }
 

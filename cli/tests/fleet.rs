@@ -173,6 +173,23 @@ fn assert_error(o: &Output, needle: &str) {
     assert!(!err.contains("records:"), "measured: {err}");
 }
 
+/// A rank that failed before the barrier: [`assert_error`]'s one line,
+/// then the line saying it stays until the others have seen its failure.
+fn assert_failed_rank(o: &Output, needle: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let lines: Vec<&str> = err.trim_end().lines().collect();
+    assert!(
+        lines[0].starts_with("error: ") && lines[0].contains(needle),
+        "should name {needle} first: {err}"
+    );
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[1].contains("staying until the other ranks have seen its failure marker"),
+        "{err}"
+    );
+}
+
 #[test]
 fn bad_launches_exit_2_before_measuring() {
     let tmp = tempfile::tempdir().unwrap();
@@ -654,12 +671,13 @@ fn a_rank_that_fails_or_never_comes_does_not_hang_the_others() {
         .concat(),
         &env("1"),
     );
-    assert_error(&b, "-o /nonexistent-dir/x.json");
+    assert_failed_rank(&b, "-o /nonexistent-dir/x.json");
     let a = rank0.wait_with_output().unwrap();
     assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
     assert!(
         started.elapsed() < std::time::Duration::from_secs(50),
-        "waited the timeout out"
+        "waited the timeout out: {}",
+        stderr(&a)
     );
     let r = rank_report(&out, "fail", 0);
     assert_eq!(records(&r, "os.")[0]["status"], "ok");
@@ -704,14 +722,78 @@ fn a_rank_that_fails_or_never_comes_does_not_hang_the_others() {
         .concat(),
         &env_plan("1"),
     );
-    assert_error(&b, "--param rate");
+    assert_failed_rank(&b, "--param rate");
     let a = rank0.wait_with_output().unwrap();
     assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
     assert!(
         started.elapsed() < std::time::Duration::from_secs(50),
-        "waited the timeout out"
+        "waited the timeout out: {}",
+        stderr(&a)
     );
     let r = rank_report(&out, "plan-fail", 0);
+    assert_eq!(records(&r, "net.").len(), 2, "{r}");
+    for rec in records(&r, "net.") {
+        assert_eq!(rec["status"], "failed", "{rec}");
+        let why = rec["reason"].as_str().unwrap();
+        assert!(why.contains("rank 1 (host "), "{why}");
+    }
+    // Rank 1 fails before rank 0 even starts (a late rank 0): its marker,
+    // written before rank 0 began, counts only once rank 0 has seen rank
+    // 1's heartbeat of this run (it could be an earlier run's), so rank 1
+    // keeps beating until rank 0 has.
+    let env_late = |rank: &'static str| {
+        [
+            ("RANK", rank),
+            ("WORLD_SIZE", "2"),
+            ("TORCHELASTIC_RUN_ID", "late"),
+        ]
+    };
+    let rank_args = |extra: &[&'static str]| -> Vec<String> {
+        let mut v = net.clone();
+        v.extend(
+            [
+                "--output-dir",
+                out_s,
+                "--net-bind",
+                "127.0.0.1",
+                "--rendezvous-timeout",
+                "60s",
+            ]
+            .iter()
+            .chain(extra)
+            .map(|s| s.to_string()),
+        );
+        v
+    };
+    let started = std::time::Instant::now();
+    let rank1 = bin(&env_late("1"))
+        .args(rank_args(&["-o", "/nonexistent-dir/x.json"]))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let marker = out.join("late/.rendezvous/run/r1.failed");
+    while !marker.exists() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "no failure marker"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let late = std::time::Instant::now();
+    let a = run(&args(&rank_args(&[])), &env_late("0"));
+    assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
+    assert!(
+        late.elapsed() < std::time::Duration::from_secs(30),
+        "waited the timeout out: {}",
+        stderr(&a)
+    );
+    assert_failed_rank(
+        &rank1.wait_with_output().unwrap(),
+        "-o /nonexistent-dir/x.json",
+    );
+    let r = rank_report(&out, "late", 0);
     assert_eq!(records(&r, "net.").len(), 2, "{r}");
     for rec in records(&r, "net.") {
         assert_eq!(rec["status"], "failed", "{rec}");
@@ -1019,7 +1101,8 @@ fn a_fan_in_client_stops_when_the_server_rank_fails() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
         started.elapsed() < std::time::Duration::from_secs(50),
-        "waited the timeout out"
+        "waited the timeout out: {}",
+        stderr(&o)
     );
     let r = rank_report(&out, "fan-fail", 1);
     assert_eq!(records(&r, "net.").len(), 2, "{r}");
@@ -1061,7 +1144,8 @@ fn ranks_given_different_net_pairs_stop_at_once_naming_both() {
     let outs = [finish(rank0), finish(rank1)];
     assert!(
         started.elapsed() < std::time::Duration::from_secs(50),
-        "waited the timeout out"
+        "waited the timeout out: {}",
+        stderr(&outs[1])
     );
     for (rank, o) in outs.iter().enumerate() {
         assert_eq!(o.status.code(), Some(0), "rank {rank}: {}", stderr(o));
@@ -1119,8 +1203,17 @@ fn auto_falls_back_to_loopback_where_pairing_cannot_apply() {
     let r = rank_report(&out, "auto", 0);
     assert_eq!(records(&r, "net.latency")[0]["status"], "ok", "{r}");
     assert!(r["host"]["extra"]["net"].get("pairing").is_none(), "{r}");
-    let o = run(&[&latency[..], &["--net-pairs", "pairwise"]].concat(), &env);
-    assert_error(
+    // The error is this rank's before the barrier: it stays for the
+    // others (never coming here) as long as --rendezvous-timeout at most.
+    let o = run(
+        &[
+            &latency[..],
+            &["--net-pairs", "pairwise", "--rendezvous-timeout", "1s"],
+        ]
+        .concat(),
+        &env,
+    );
+    assert_failed_rank(
         &o,
         "--net-pairs pairwise: the net benchmarks measure another rank's server",
     );
