@@ -199,16 +199,28 @@ fn compare_passes_on_the_same_run_and_fails_on_a_regression() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 
-    // Every sample and median made 3× worse: exit 1 whatever the noise of
-    // this (debug, possibly busy) run, since the interval is as wide on
-    // both sides and 3× is far outside any plausible one.
+    // Every sample and the median made worse by 3× the base's own spread
+    // (max/min): each new sample is then 3× worse than the base's worst,
+    // so every resampled change is a 3× regression and the gate exits 1
+    // whatever the noise of this (debug, possibly busy) run. A plain 3×
+    // was judged noisy under a CPU-burning neighbour, whose preemptions
+    // make the base's samples bimodal.
     let mut worse = base.clone();
     for r in worse["records"].as_array_mut().unwrap() {
         for m in r["metrics"].as_array_mut().unwrap() {
+            let xs: Vec<f64> = m["samples"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_f64().unwrap())
+                .collect();
+            let spread = xs.iter().cloned().fold(f64::MIN, f64::max)
+                / xs.iter().cloned().fold(f64::MAX, f64::min);
+            assert!(spread.is_finite() && spread >= 1.0, "{m}");
             let f = if m["direction"] == "lower" {
-                3.0
+                3.0 * spread
             } else {
-                1.0 / 3.0
+                1.0 / (3.0 * spread)
             };
             for s in m["samples"].as_array_mut().unwrap() {
                 *s = serde_json::json!(s.as_f64().unwrap() * f);
