@@ -70,6 +70,17 @@ fn cmd_run(args: &RunArgs, pairing: &mut Option<crate::pairing::Pairing>) -> Res
             check_output()?;
         }
     }
+    // A plan file's phases (`-f`), read before the pairing, which needs
+    // to know whether they run net benchmarks; its error comes after.
+    let planned = args
+        .plan
+        .as_ref()
+        .map(|f| crate::planfile::phases(f, args, &cfg));
+    let plan_configs: Option<Vec<benchsuite::RunConfig>> = planned.as_ref().map(|r| {
+        r.as_ref()
+            .map(|v| v.iter().map(|p| p.config.clone()).collect())
+            .unwrap_or_default()
+    });
     // Under a launcher, net.* run last, between ranks (pairing.rs); from
     // here on this rank beats, and an error leaves its failure marker.
     *pairing = crate::pairing::Pairing::new(
@@ -77,21 +88,21 @@ fn cmd_run(args: &RunArgs, pairing: &mut Option<crate::pairing::Pairing>) -> Res
         &placement,
         &cfg,
         &registry,
-        args.plan.is_some(),
+        plan_configs.as_deref(),
     )?;
     // One phase, or those of a plan file (`-f`), each planned (and so
     // checked) before anything runs.
-    let phases: Vec<(Option<crate::planfile::PlannedPhase>, benchsuite::RunConfig)> =
-        match &args.plan {
-            Some(f) => crate::planfile::phases(f, args, &cfg)?
-                .into_iter()
-                .map(|p| {
-                    let c = p.config.clone();
-                    (Some(p), c)
-                })
-                .collect(),
-            None => vec![(None, cfg.clone())],
-        };
+    let phases: Vec<(Option<crate::planfile::PlannedPhase>, benchsuite::RunConfig)> = match planned
+    {
+        Some(p) => p?
+            .into_iter()
+            .map(|p| {
+                let c = p.config.clone();
+                (Some(p), c)
+            })
+            .collect(),
+        None => vec![(None, cfg.clone())],
+    };
     let mut phases = phases;
     if args.plan.is_some() {
         // A command-line parameter applies to the phases whose benchmarks
@@ -132,17 +143,21 @@ fn cmd_run(args: &RunArgs, pairing: &mut Option<crate::pairing::Pairing>) -> Res
         })
         .collect::<Result<Vec<_>>>()?;
     let split = match &*pairing {
-        Some(p) => p.split(&registry, &cfg, plans[0].host())?,
+        Some(p) => p.split(&registry, &phases, plans[0].host())?,
         None => None,
     };
-    let (phases, plans) = match split {
-        Some(s) => s,
+    // The phases run as they are, then (pairing) the net parts of all.
+    let ((phases, plans), net) = match split {
+        Some(s) => (s.phases, s.net),
         None => {
             *pairing = None; // `auto` on loopback (said why), or no pairing
-            (phases, plans)
+            ((phases, plans), Vec::new())
         }
     };
-    let plan = &plans[0];
+    let plan = plans
+        .first()
+        .or(net.first().map(|n| &n.plan))
+        .expect("a phase");
     if idle.unwrap_or_else(|| placement.idle()) {
         if let Some(p) = &pairing {
             p.announce_idle()?;
@@ -173,27 +188,41 @@ fn cmd_run(args: &RunArgs, pairing: &mut Option<crate::pairing::Pairing>) -> Res
         steps_before: 0,
         planned_total: 0,
     };
+    let steps =
+        |p: &benchsuite::runner::Plan<'_>, c: &benchsuite::RunConfig| p.len() * c.rounds.max(1);
+    let net_steps: usize = net.iter().map(|n| steps(&n.plan, &n.cfg)).sum();
     let planned: usize = plans
         .iter()
         .zip(&phases)
-        .map(|(p, (_, c))| p.len() * c.rounds.max(1))
-        .sum();
+        .map(|(p, (_, c))| steps(p, c))
+        .sum::<usize>()
+        + net_steps;
     observer.planned_total = planned;
     let mut report: Option<Report> = None;
     let mut done = 0;
-    for (i, ((phase, c), plan)) in phases.iter().zip(&plans).enumerate() {
+    // Each phase (`Ok`), then the pairing's net parts in one go (`Err`;
+    // their records are named after their phases).
+    let units = phases
+        .iter()
+        .zip(&plans)
+        .map(Ok)
+        .chain(pairing.as_ref().filter(|_| !net.is_empty()).map(Err));
+    for unit in units {
         observer.steps_before = done;
         observer.before = report.clone();
-        let mut r = match &pairing {
-            Some(p) if i + 1 == phases.len() => p.run(plan, c, &mut observer),
-            _ => benchsuite::runner::run_plan(plan, c, &mut observer),
-        };
-        done += r.progress.map_or(plan.len() * c.rounds.max(1), |p| p.done);
-        if let Some(p) = phase {
-            for rec in &mut r.records {
-                rec.phase = Some(p.name.clone());
+        let (r, all) = match unit {
+            Ok(((phase, c), plan)) => {
+                let mut r = benchsuite::runner::run_plan(plan, c, &mut observer);
+                if let Some(p) = phase {
+                    for rec in &mut r.records {
+                        rec.phase = Some(p.name.clone());
+                    }
+                }
+                (r, steps(plan, c))
             }
-        }
+            Err(p) => (p.run(&net, &mut observer), net_steps),
+        };
+        done += r.progress.map_or(all, |p| p.done);
         report = Some(match report {
             None => r,
             Some(mut acc) => {
@@ -230,7 +259,7 @@ fn cmd_run(args: &RunArgs, pairing: &mut Option<crate::pairing::Pairing>) -> Res
     drop(observer);
     let mut report = report.expect("at least one phase");
     if let Some(p) = &pairing {
-        p.finish(&mut report, &cfg);
+        p.finish(&mut report, &cfg, args.plan.is_some());
     }
     report.progress = (done < planned).then_some(benchsuite::report::RunProgress { done, planned });
 

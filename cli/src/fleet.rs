@@ -64,8 +64,10 @@ pub struct ClusterArgs {
     /// each recording its own result. `off`: each rank measures its own
     /// loopback. `auto` (the default) is `pairwise` under a launcher with a
     /// world size of 2 or more, --output-dir (or --rendezvous) given and a
-    /// net benchmark selected (and no --peer, no -f), `off` otherwise. Net benchmarks run
-    /// after all others; ranks find each other through files in
+    /// net benchmark selected (on the command line or in a -f plan's
+    /// phases; no --peer), `off` otherwise. Net benchmarks run after all
+    /// others (a plan's in its phases' order, each with its phase's
+    /// settings); ranks find each other through files in
     /// DIR/JOB/.rendezvous/ (DIR: --output-dir, shared by all ranks), or at
     /// the --rendezvous meeting point.
     #[arg(long, value_name = "MODE", value_enum, default_value_t = crate::pairing::NetPairs::Auto)]

@@ -2,7 +2,8 @@
 //! no `benchsuite serve` to start by hand.
 //!
 //! Under a launcher, `net.*` benchmarks run after every other benchmark, in
-//! a phase of their own. Ranks meet through named texts in a store
+//! a phase of their own (a plan file's: the net points of all its phases,
+//! in their order, each with its phase's settings). Ranks meet through named texts in a store
 //! (`rendezvous.rs`), each published atomically: the files of the
 //! rendezvous directory `DIR/JOB/.rendezvous/STEP/` of `--output-dir` (a
 //! file system all ranks share; STEP gets `.restartN` for a requeued Slurm
@@ -147,6 +148,32 @@ impl Mode {
 /// A run's phases (none from a plan file here) and their plans.
 pub type Phases<'r> = (Vec<(Option<PlannedPhase>, RunConfig)>, Vec<Plan<'r>>);
 
+/// A run split for the pairing ([`Pairing::split`]): its phases without
+/// their net benchmarks, run first, each as it is, and the net parts of
+/// every phase, which [`Pairing::run`] measures between the ranks.
+pub struct Split<'r> {
+    pub phases: Phases<'r>,
+    pub net: Vec<NetPart<'r>>,
+}
+
+/// The net benchmarks of one phase (of a plan file, or the command
+/// line's), planned against a stand-in server.
+pub struct NetPart<'r> {
+    /// The plan file's phase it comes from (its records are named so).
+    pub phase: Option<PlannedPhase>,
+    pub cfg: RunConfig,
+    pub plan: Plan<'r>,
+}
+
+/// One net benchmark point of [`NetPart`] number `part`, run `rounds`
+/// times (its part's `--rounds`).
+struct Step<'a> {
+    bench: &'a dyn Benchmark,
+    point: Point,
+    part: usize,
+    rounds: usize,
+}
+
 /// `--rendezvous-timeout` when not given.
 const DEFAULT_TIMEOUT: &str = "10m";
 
@@ -194,12 +221,13 @@ fn schedule(mode: Mode, m: &[u64]) -> (Vec<Round>, Option<u64>) {
 
 /// What every rank must agree on: the mode, the rounds, and the steps
 /// (benchmark ids and points), as a 64-bit FNV-1a hash in hex.
-fn schedule_hash(mode: Mode, rounds: usize, steps: &[(&dyn Benchmark, Point)]) -> String {
-    let mut text = format!("{}|{rounds}", mode.name());
-    for (bench, point) in steps {
+fn schedule_hash(mode: Mode, steps: &[Step<'_>]) -> String {
+    let mut text = mode.name().to_string();
+    for s in steps {
         text.push('|');
-        text.push_str(bench.meta().id);
-        text.push_str(&serde_json::to_string(point).unwrap_or_default());
+        text.push_str(s.bench.meta().id);
+        text.push_str(&serde_json::to_string(&s.point).unwrap_or_default());
+        text.push_str(&format!("x{}", s.rounds));
     }
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in text.bytes() {
@@ -207,6 +235,11 @@ fn schedule_hash(mode: Mode, rounds: usize, steps: &[(&dyn Benchmark, Point)]) -
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     format!("{h:016x}")
+}
+
+/// The record steps of `steps`: each point counts its part's rounds.
+fn weight(steps: &[Step<'_>]) -> usize {
+    steps.iter().map(|s| s.rounds).sum()
 }
 
 /// What a rank published in `rR.json`.
@@ -472,7 +505,7 @@ impl Pairing {
         placement: &Placement,
         cfg: &RunConfig,
         registry: &Registry,
-        plan_file: bool,
+        plan: Option<&[RunConfig]>,
     ) -> Result<Option<Pairing>> {
         let flags = checked_flags(args);
         // `--rendezvous` asks for pairing as `--net-pairs pairwise` does:
@@ -493,14 +526,19 @@ impl Pairing {
             NetPairs::Pairwise => Some(Mode::Pairwise),
             NetPairs::FanIn => Some(Mode::FanIn),
         };
-        let net_selected = registry.select(&cfg.selectors).is_ok_and(|b| {
-            b.iter()
-                .any(|b| b.meta().module() == benchsuite_net::MODULE)
-        });
+        // The command line's selection, or the plan file's phases (none
+        // when it could not be read: its error comes next, and leaves the
+        // failure marker if this rank pairs).
+        let configs = plan.unwrap_or(std::slice::from_ref(cfg));
+        let net_selected = configs.is_empty()
+            || configs.iter().any(|c| {
+                registry.select(&c.selectors).is_ok_and(|b| {
+                    b.iter()
+                        .any(|b| b.meta().module() == benchsuite_net::MODULE)
+                })
+            });
         let cluster = placement.cluster();
-        let why_not = if plan_file {
-            Some("not available with -f (a plan file); select the benchmarks on the command line")
-        } else if cfg.options.contains_key("peer") {
+        let why_not = if configs.iter().any(|c| c.options.contains_key("peer")) {
             Some("--peer names the server already; give one or the other")
         } else if !net_selected {
             Some("no net benchmark is selected (e.g. `net` or `net.tcp_throughput`)")
@@ -527,16 +565,11 @@ impl Pairing {
                 flags?;
                 if net_selected
                     && placement.dir().is_none()
-                    && !plan_file
-                    && !cfg.options.contains_key("peer")
+                    && !configs.iter().any(|c| c.options.contains_key("peer"))
                     && cluster.is_some_and(|c| c.world_size >= 2)
                 {
                     eprintln!(
                         "note: net benchmarks measure each rank's own loopback: give --output-dir DIR on a shared file system, or --rendezvous HOST:PORT, to measure between ranks (--net-pairs)"
-                    );
-                } else if plan_file && cluster.is_some_and(|c| c.world_size >= 2) {
-                    eprintln!(
-                        "note: the plan's net benchmarks, if any, measure each rank's own loopback: ranks pair up (--net-pairs) only for benchmarks selected on the command line"
                     );
                 }
                 note_ignored(args, &format!("--net-pairs auto: {why}"));
@@ -671,67 +704,89 @@ impl Pairing {
         (self.timeout / 8).clamp(self.beat_period() / 2, Duration::from_secs(2))
     }
 
-    /// Splits the run into its other benchmarks (if any) and the net
-    /// phase, which goes last; each phase keeps the parameters and options
-    /// its benchmarks take. The net phase is planned against a stand-in
+    /// Splits the run's phases (the command line's one, or a plan file's)
+    /// into their other benchmarks, run first, in their order, each phase
+    /// as it is, and their net benchmarks, measured last between the ranks
+    /// (in the phases' order); each part keeps the parameters and options
+    /// its benchmarks take. The net parts are planned against a stand-in
     /// server (so what cannot run against another host's server is refused
-    /// now); [`Pairing::run`] gives it the partner's. `None` where `auto`
+    /// now); [`Pairing::run`] gives them the partner's. `None` where `auto`
     /// falls back to loopback (said on stderr): the run goes on unsplit,
     /// without this pairing.
     pub fn split<'r>(
         &self,
         registry: &'r Registry,
-        cfg: &RunConfig,
+        phases: &[(Option<PlannedPhase>, RunConfig)],
         host: &Host,
-    ) -> Result<Option<Phases<'r>>> {
-        let selected = registry.select(&cfg.selectors)?;
-        let (net, other): (Vec<&dyn Benchmark>, Vec<&dyn Benchmark>) = selected
-            .into_iter()
-            .partition(|b| b.meta().module() == benchsuite_net::MODULE);
-        let phase = |benches: &[&dyn Benchmark]| {
-            let mut c = cfg.clone();
-            c.selectors = benches.iter().map(|b| b.meta().id.to_string()).collect();
-            c.sweep
-                .retain(|k, _| benches.iter().any(|b| b.meta().param(k).is_some()));
-            c.options.retain(|k, _| {
-                benches
-                    .iter()
-                    .any(|b| b.options().iter().any(|o| o.name == k))
-            });
-            c
-        };
-        let mut configs = Vec::new();
-        if !other.is_empty() {
-            configs.push(phase(&other));
-        }
-        let mut net_cfg = phase(&net);
-        net_cfg.options.insert(
-            "peer".into(),
-            format!("{}:{}", self.bind, benchsuite_net::DEFAULT_PORT),
-        );
-        net_cfg.options.insert("token".into(), "stand-in".into());
-        configs.push(net_cfg);
-        let mut plans = Vec::new();
-        for c in &configs {
-            match benchsuite::runner::plan_on(registry, c, host.clone()) {
-                Ok(p) => plans.push(p),
+    ) -> Result<Option<Split<'r>>> {
+        let mut others: Phases<'r> = (Vec::new(), Vec::new());
+        let mut net_parts = Vec::new();
+        for (phase, cfg) in phases {
+            let explain = |e: benchsuite::ConfigError| match phase {
+                Some(p) => p.explain(e),
+                None => anyhow!("{e}"),
+            };
+            let selected = registry.select(&cfg.selectors).map_err(explain)?;
+            let (net, other): (Vec<&dyn Benchmark>, Vec<&dyn Benchmark>) = selected
+                .into_iter()
+                .partition(|b| b.meta().module() == benchsuite_net::MODULE);
+            let part = |benches: &[&dyn Benchmark]| {
+                let mut c = cfg.clone();
+                c.selectors = benches.iter().map(|b| b.meta().id.to_string()).collect();
+                c.sweep
+                    .retain(|k, _| benches.iter().any(|b| b.meta().param(k).is_some()));
+                c.options.retain(|k, _| {
+                    benches
+                        .iter()
+                        .any(|b| b.options().iter().any(|o| o.name == k))
+                });
+                c
+            };
+            if !other.is_empty() {
+                let c = part(&other);
+                let plan =
+                    benchsuite::runner::plan_on(registry, &c, host.clone()).map_err(explain)?;
+                others.0.push((phase.clone(), c));
+                others.1.push(plan);
+            }
+            if net.is_empty() {
+                continue;
+            }
+            let mut c = part(&net);
+            c.options.insert(
+                "peer".into(),
+                format!("{}:{}", self.bind, benchsuite_net::DEFAULT_PORT),
+            );
+            c.options.insert("token".into(), "stand-in".into());
+            match benchsuite::runner::plan_on(registry, &c, host.clone()) {
+                Ok(plan) => net_parts.push(NetPart {
+                    phase: phase.clone(),
+                    cfg: c,
+                    plan,
+                }),
                 Err(e) if self.auto => {
                     eprintln!(
-                        "note: net benchmarks measure each rank's own loopback: they cannot measure another rank's server ({e}); --net-pairs pairwise says so as an error"
+                        "note: net benchmarks measure each rank's own loopback: they cannot measure another rank's server ({:#}); --net-pairs pairwise says so as an error",
+                        explain(e)
                     );
                     self.completed.set(true);
                     return Ok(None);
                 }
                 Err(e) => bail!(
-                    "--net-pairs {}: the net benchmarks measure another rank's server: {e} (--net-pairs off measures each rank's loopback)",
-                    self.mode.name()
+                    "--net-pairs {}: the net benchmarks measure another rank's server: {:#} (--net-pairs off measures each rank's loopback)",
+                    self.mode.name(),
+                    explain(e)
                 ),
             }
         }
-        Ok(Some((
-            configs.into_iter().map(|c| (None, c)).collect(),
-            plans,
-        )))
+        if net_parts.is_empty() {
+            self.completed.set(true);
+            return Ok(None);
+        }
+        Ok(Some(Split {
+            phases: others,
+            net: net_parts,
+        }))
     }
 
     /// An idle rank (another task of its node measures): says so in the
@@ -769,22 +824,33 @@ impl Pairing {
         Ok(())
     }
 
-    /// Runs the net phase: serves, meets the other ranks, measures its
-    /// partner's server. Never fails: what cannot be measured becomes
-    /// failed (or, without a partner, skipped) records saying why.
-    pub fn run(&self, plan: &Plan<'_>, cfg: &RunConfig, observer: &mut dyn Observer) -> Report {
-        let steps: Vec<(&dyn Benchmark, Point)> = plan
-            .benches
+    /// Runs the net parts ([`Pairing::split`]), one point after the other:
+    /// serves, meets the other ranks, measures its partner's server. Never
+    /// fails: what cannot be measured becomes failed (or, without a
+    /// partner, skipped) records saying why. Each record is named after
+    /// its part's phase; the report's selectors are every part's.
+    pub fn run(&self, parts: &[NetPart<'_>], observer: &mut dyn Observer) -> Report {
+        let steps: Vec<Step<'_>> = parts
             .iter()
-            .flat_map(|pb| pb.points.iter().map(move |p| (pb.bench, p.clone())))
+            .enumerate()
+            .flat_map(|(i, n)| {
+                n.plan.benches.iter().flat_map(move |pb| {
+                    pb.points.iter().map(move |p| Step {
+                        bench: pb.bench,
+                        point: p.clone(),
+                        part: i,
+                        rounds: n.cfg.rounds.max(1),
+                    })
+                })
+            })
             .collect();
-        let rounds = cfg.rounds.max(1);
-        observer.start(steps.len() * rounds);
+        let total = weight(&steps);
+        observer.start(total);
         let mut acc = Acc {
             base: None,
             records: Vec::new(),
         };
-        if let Err(why) = self.phase(plan, cfg, &steps, observer, &mut acc) {
+        if let Err(why) = self.phase(parts, &steps, observer, &mut acc) {
             let cancelled = self.cancel.load(Ordering::SeqCst);
             eprintln!(
                 "rank {}: --net-pairs {}: {why}",
@@ -793,7 +859,14 @@ impl Pairing {
             );
             if !cancelled {
                 let left = &steps[acc.records.len().min(steps.len())..];
-                self.record_unmeasured(left, Record::failed, &why.to_string(), observer, &mut acc);
+                self.record_unmeasured(
+                    parts,
+                    left,
+                    Record::failed,
+                    &why.to_string(),
+                    observer,
+                    &mut acc,
+                );
             }
         }
         self.completed.set(true);
@@ -802,26 +875,35 @@ impl Pairing {
             None => {
                 let empty = Plan {
                     benches: Vec::new(),
-                    ctx: plan.ctx.clone(),
+                    ctx: parts[0].plan.ctx.clone(),
                 };
-                benchsuite::runner::run_plan(&empty, cfg, &mut benchsuite::runner::Silent)
+                benchsuite::runner::run_plan(&empty, &parts[0].cfg, &mut benchsuite::runner::Silent)
             }
         };
-        let done = acc.records.len() * rounds;
+        let done = weight(&steps[..acc.records.len().min(steps.len())]);
         report.records = acc.records;
-        report.progress = (done < steps.len() * rounds).then_some(RunProgress {
+        report.config.selectors = Vec::new();
+        for s in parts.iter().flat_map(|n| &n.cfg.selectors) {
+            if !report.config.selectors.contains(s) {
+                report.config.selectors.push(s.clone());
+            }
+        }
+        report.progress = (done < total).then_some(RunProgress {
             done,
-            planned: steps.len() * rounds,
+            planned: total,
         });
         report
     }
 
     /// The report as the user asked for it (selectors and parameters as
-    /// given, not split), with `host.extra.net.pairing`: the mode, this
-    /// rank's role, whom it measured and who measured it.
-    pub fn finish(&self, report: &mut Report, cfg: &RunConfig) {
-        report.config.selectors = cfg.selectors.clone();
-        report.config.params = cfg.sweep.clone();
+    /// given on the command line, not split; a plan file's run keeps what
+    /// its phases ran, as without pairing), with `host.extra.net.pairing`:
+    /// the mode, this rank's role, whom it measured and who measured it.
+    pub fn finish(&self, report: &mut Report, cfg: &RunConfig, plan_file: bool) {
+        if !plan_file {
+            report.config.selectors = cfg.selectors.clone();
+            report.config.params = cfg.sweep.clone();
+        }
         // The partner's address and token were the pairing's, not
         // options given; the options given are all shown (secrets
         // redacted), whichever phase took them.
@@ -855,9 +937,8 @@ impl Pairing {
     /// while the server still runs, so that its clients learn it first.
     fn phase(
         &self,
-        plan: &Plan<'_>,
-        cfg: &RunConfig,
-        steps: &[(&dyn Benchmark, Point)],
+        parts: &[NetPart<'_>],
+        steps: &[Step<'_>],
         observer: &mut dyn Observer,
         acc: &mut Acc,
     ) -> Result<(), String> {
@@ -880,7 +961,7 @@ impl Pairing {
         match started {
             Ok((server, token_file)) => {
                 let addr = server.local_addr();
-                let r = self.meet_and_measure(plan, cfg, steps, observer, acc, addr);
+                let r = self.meet_and_measure(parts, steps, observer, acc, addr);
                 if let Err(why) = &r {
                     self.write_failed(why);
                 }
@@ -895,17 +976,15 @@ impl Pairing {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn meet_and_measure(
         &self,
-        plan: &Plan<'_>,
-        cfg: &RunConfig,
-        steps: &[(&dyn Benchmark, Point)],
+        parts: &[NetPart<'_>],
+        steps: &[Step<'_>],
         observer: &mut dyn Observer,
         acc: &mut Acc,
         addr: SocketAddr,
     ) -> Result<(), String> {
-        let hash = schedule_hash(self.mode, cfg.rounds.max(1), steps);
+        let hash = schedule_hash(self.mode, steps);
         self.publish_join(Some(addr), &hash)?;
         eprintln!(
             "rank {}: --net-pairs {}: serving on {addr} ({}); waiting for the other {} rank(s) {}",
@@ -974,9 +1053,7 @@ impl Pairing {
                         p.address.map(|a| a.to_string()).unwrap_or_default()
                     ),
                 };
-                self.measure(
-                    plan, cfg, steps, observer, acc, p, &clients, &peers, tag, &note,
-                )?;
+                self.measure(parts, steps, observer, acc, p, &clients, &peers, tag, &note)?;
                 measured = true;
             }
             self.wait_markers(
@@ -1008,7 +1085,7 @@ impl Pairing {
                 self.rank,
                 self.mode.name()
             );
-            self.record_unmeasured(steps, Record::skipped, &why, observer, acc);
+            self.record_unmeasured(parts, steps, Record::skipped, &why, observer, acc);
         }
         Ok(())
     }
@@ -1017,20 +1094,22 @@ impl Pairing {
     /// failed), with `why`, reported to the observer as it goes.
     fn record_unmeasured(
         &self,
-        steps: &[(&dyn Benchmark, Point)],
+        parts: &[NetPart<'_>],
+        steps: &[Step<'_>],
         make: fn(&str, Point, String) -> Record,
         why: &str,
         observer: &mut dyn Observer,
         acc: &mut Acc,
     ) {
-        for (bench, point) in steps {
-            let id = bench.meta().id;
-            let r = make(
+        for s in steps {
+            let id = s.bench.meta().id;
+            let mut r = make(
                 id,
-                point.clone(),
+                s.point.clone(),
                 format!("--net-pairs {}: {why}", self.mode.name()),
             );
-            observer.record_start(id, point);
+            r.phase = parts[s.part].phase.as_ref().map(|p| p.name.clone());
+            observer.record_start(id, &s.point);
             observer.record_done(&r);
             acc.records.push(r);
         }
@@ -1041,9 +1120,8 @@ impl Pairing {
     #[allow(clippy::too_many_arguments)]
     fn measure(
         &self,
-        plan: &Plan<'_>,
-        cfg: &RunConfig,
-        steps: &[(&dyn Benchmark, Point)],
+        parts: &[NetPart<'_>],
+        steps: &[Step<'_>],
         observer: &mut dyn Observer,
         acc: &mut Acc,
         server: &Peer,
@@ -1062,11 +1140,9 @@ impl Pairing {
                 .get(&format!("r{}-{}.token", server.rank, server.nonce))
                 .map_err(|e| format!("cannot read rank {}'s token {e}", server.rank))?,
         };
-        let mut ctx = plan.ctx.clone();
-        ctx.options.insert("peer".into(), addr.to_string());
-        ctx.options.insert("token".into(), token.trim().to_string());
-        let total = steps.len() * cfg.rounds.max(1);
-        for (k, (bench, point)) in steps.iter().enumerate() {
+        let total = weight(steps);
+        for (k, s) in steps.iter().enumerate() {
+            let part = &parts[s.part];
             let tag = format!("ready-{round}-{}", k + 1);
             if let Some(why) = self.failed_now(server.rank) {
                 return Err(why);
@@ -1090,16 +1166,21 @@ impl Pairing {
                 &tag,
                 &format!("to start step {} of round {round}", k + 1),
             )?;
+            let mut ctx = part.plan.ctx.clone();
+            ctx.options.insert("peer".into(), addr.to_string());
+            ctx.options.insert("token".into(), token.trim().to_string());
             let step = Plan {
                 benches: vec![PlannedBench {
-                    bench: *bench,
-                    points: vec![point.clone()],
+                    bench: s.bench,
+                    points: vec![s.point.clone()],
                 }],
-                ctx: ctx.clone(),
+                ctx,
             };
-            let mut r = benchsuite::runner::run_plan(&step, cfg, &mut Steps { inner: observer });
+            let mut r =
+                benchsuite::runner::run_plan(&step, &part.cfg, &mut Steps { inner: observer });
             for rec in &mut r.records {
                 rec.notes.push(note.to_string());
+                rec.phase = part.phase.as_ref().map(|p| p.name.clone());
             }
             acc.records.append(&mut r.records);
             if acc.base.is_none() {
@@ -1111,7 +1192,7 @@ impl Pairing {
                 let mut so_far = base.clone();
                 so_far.records = acc.records.clone();
                 so_far.progress = Some(RunProgress {
-                    done: acc.records.len() * cfg.rounds.max(1),
+                    done: weight(&steps[..acc.records.len().min(steps.len())]),
                     planned: total,
                 });
                 observer.checkpoint(&so_far);
@@ -1822,16 +1903,27 @@ mod tests {
         let registry = benchsuite::registry();
         let bench = |id: &str| registry.benchmarks().find(|b| b.meta().id == id).unwrap();
         let tcp = bench("net.tcp_throughput");
-        let one = [(tcp, Point::default())];
-        let h = schedule_hash(Mode::Pairwise, 1, &one);
-        assert_eq!(h, schedule_hash(Mode::Pairwise, 1, &one));
-        assert_ne!(h, schedule_hash(Mode::FanIn, 1, &one));
-        assert_ne!(h, schedule_hash(Mode::Pairwise, 2, &one));
+        let step = |point: Point, rounds: usize| Step {
+            bench: tcp,
+            point,
+            part: 0,
+            rounds,
+        };
+        let h = schedule_hash(Mode::Pairwise, &[step(Point::default(), 1)]);
+        assert_eq!(
+            h,
+            schedule_hash(Mode::Pairwise, &[step(Point::default(), 1)])
+        );
+        assert_ne!(h, schedule_hash(Mode::FanIn, &[step(Point::default(), 1)]));
+        assert_ne!(
+            h,
+            schedule_hash(Mode::Pairwise, &[step(Point::default(), 2)])
+        );
         let mut point = Point::default();
         point
             .0
             .insert("block".into(), benchsuite::param::Value::Int(1024));
-        assert_ne!(h, schedule_hash(Mode::Pairwise, 1, &[(tcp, point)]));
+        assert_ne!(h, schedule_hash(Mode::Pairwise, &[step(point, 1)]));
     }
 
     fn peer(rank: u64, nonce: &str) -> Peer {

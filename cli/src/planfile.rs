@@ -63,6 +63,7 @@ struct Phase {
 
 /// One phase, ready to plan: its name, configuration, and where its
 /// parameters are in the file (for errors).
+#[derive(Clone)]
 pub struct PlannedPhase {
     /// The phase's name.
     pub name: String,

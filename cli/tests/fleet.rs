@@ -1242,38 +1242,98 @@ fn write(dir: &Path, name: &str, v: &Value) -> String {
 }
 
 #[test]
-fn a_plan_file_under_a_launcher_says_its_net_benchmarks_stay_on_loopback() {
+fn a_plan_file_under_a_launcher_pairs_its_net_phases() {
     let tmp = tempfile::tempdir().unwrap();
     let plan = tmp.path().join("net.toml");
+    // A net phase with its own parameters, and a phase mixing a net
+    // benchmark with another: the other benchmarks run first, then every
+    // net point between the ranks, each named after its phase.
     std::fs::write(
         &plan,
-        "[[phase]]\nname = \"net\"\nselect = [\"net.connect\"]\n",
+        "[[phase]]\nname = \"tcp\"\nselect = [\"net.tcp_throughput\"]\nparams = { block = \"4K,64K\" }\n\n\
+         [[phase]]\nname = \"mixed\"\nselect = [\"net.connect\", \"os.syscall\"]\nruns = 4\n",
     )
     .unwrap();
     let out = tmp.path().join("out");
-    let o = run(
-        &args(&fast(&[
-            "-f",
-            plan.to_str().unwrap(),
-            "--output-dir",
-            out.to_str().unwrap(),
-        ]))
+    let ranks: Vec<_> = ["0", "1"]
         .into_iter()
-        .filter(|a| *a != "os.syscall")
-        .collect::<Vec<_>>(),
-        &[
-            ("RANK", "0"),
-            ("WORLD_SIZE", "2"),
-            ("TORCHELASTIC_RUN_ID", "p"),
-        ],
-    );
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(
-        err.contains("note: the plan's net benchmarks, if any, measure each rank's own loopback"),
-        "{err}"
-    );
-    let r = rank_report(&out, "p", 0);
-    assert_eq!(records(&r, "net.connect").len(), 1, "{r}");
-    assert!(r["host"]["extra"]["net"].get("pairing").is_none(), "{r}");
+        .map(|rank| {
+            bin(&[
+                ("RANK", rank),
+                ("WORLD_SIZE", "2"),
+                ("TORCHELASTIC_RUN_ID", "plan"),
+            ])
+            .args([
+                "run",
+                "-f",
+                plan.to_str().unwrap(),
+                "--min-sample-time",
+                "1ms",
+                "--warmup",
+                "1ms",
+                "--no-progress",
+                "--output-dir",
+                out.to_str().unwrap(),
+                "--net-bind",
+                "127.0.0.1",
+                "--rendezvous-timeout",
+                "60s",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the binary starts")
+        })
+        .collect();
+    let outs: Vec<Output> = ranks.into_iter().map(finish).collect();
+    for (rank, o) in outs.iter().enumerate() {
+        assert_eq!(o.status.code(), Some(0), "rank {rank}: {}", stderr(o));
+        assert!(
+            !stderr(o).contains("loopback"),
+            "rank {rank}: {}",
+            stderr(o)
+        );
+        let other = 1 - rank;
+        let r = rank_report(&out, "plan", rank);
+        let got: Vec<(String, String)> = r["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                (
+                    x["id"].as_str().unwrap_or("?").to_string(),
+                    x["phase"].as_str().unwrap_or("-").to_string(),
+                )
+            })
+            .collect();
+        let want: Vec<(String, String)> = [
+            ("os.syscall", "mixed"),
+            ("net.tcp_throughput", "tcp"),
+            ("net.tcp_throughput", "tcp"),
+            ("net.connect", "mixed"),
+        ]
+        .iter()
+        .map(|(b, p)| (b.to_string(), p.to_string()))
+        .collect();
+        assert_eq!(got, want, "rank {rank}: {r}");
+        for rec in records(&r, "net.") {
+            assert_eq!(rec["status"], "ok", "rank {rank}: {rec}");
+            let notes = rec["notes"].to_string();
+            assert!(
+                notes.contains(&format!(
+                    "cross-host (--net-pairs pairwise): measured against the server of rank {other}"
+                )),
+                "rank {rank}: {rec}"
+            );
+        }
+        // The phase's settings hold for its net part: 4 runs each.
+        let connect = &records(&r, "net.connect")[0];
+        assert_eq!(
+            connect["metrics"][0]["samples"].as_array().map(Vec::len),
+            Some(4),
+            "{connect}"
+        );
+        let p = &r["host"]["extra"]["net"]["pairing"];
+        assert_eq!(p["measured_against"]["rank"], other, "{p}");
+    }
 }
