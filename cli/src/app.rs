@@ -142,6 +142,9 @@ fn cmd_run(args: &RunArgs, pairing: &mut Option<crate::pairing::Pairing>) -> Res
             })
         })
         .collect::<Result<Vec<_>>>()?;
+    // What the report says was run, with a plan file: its phases as
+    // planned, before the pairing splits them.
+    let phase_configs: Vec<benchsuite::RunConfig> = phases.iter().map(|(_, c)| c.clone()).collect();
     let split = match &*pairing {
         Some(p) => p.split(&registry, &phases, plans[0].host())?,
         None => None,
@@ -259,7 +262,11 @@ fn cmd_run(args: &RunArgs, pairing: &mut Option<crate::pairing::Pairing>) -> Res
     drop(observer);
     let mut report = report.expect("at least one phase");
     if let Some(p) = &pairing {
-        p.finish(&mut report, &cfg, args.plan.is_some());
+        p.finish(
+            &mut report,
+            &cfg,
+            args.plan.is_some().then_some(&phase_configs[..]),
+        );
     }
     report.progress = (done < planned).then_some(benchsuite::report::RunProgress { done, planned });
 

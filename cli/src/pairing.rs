@@ -56,10 +56,12 @@
 //! counts when its nonce is the heartbeat's or the barrier's, or when it
 //! was written after the reader started (by the clocks of both); an
 //! earlier run's markers are ignored. So a rank that fails before the
-//! barrier, in a rendezvous directory, keeps beating until every other
-//! rank has been seen beating (and so sees its heartbeat and its marker's
-//! nonce), or 30 s at most for a rank never seen: a rank that started
-//! after the failure does not wait the timeout out. A rank that is waited for while its
+//! barrier (before or in its net phase), in a rendezvous directory, keeps
+//! beating as it exits until every other rank has reached the barrier in
+//! this run (its `rR.json` with the nonce its heartbeat showed; it then
+//! sees this rank's heartbeat change, and so its marker's nonce), failed,
+//! or gone; 30 s at most for a rank never seen. A rank that started after
+//! the failure does not wait the timeout out. A rank that is waited for while its
 //! heartbeat does not change for `--rendezvous-timeout` (10 minutes by
 //! default) is given up on, naming the rank and its files; a rank that is
 //! alive (busy with its other benchmarks, or a long net record) is waited
@@ -289,6 +291,10 @@ pub struct Pairing {
     started_ms: u128,
     cancel: Arc<AtomicBool>,
     completed: Cell<bool>,
+    /// Its net phase failed before the barrier (its server, or its
+    /// publishing): it stays for the others as it exits, as a rank that
+    /// ended before its net phase does ([`Pairing::must_be_seen`]).
+    failed_early: Cell<bool>,
     heartbeat: Option<Heartbeat>,
     beats: RefCell<BTreeMap<u64, Beat>>,
     /// The nonces of the ranks met at the barrier.
@@ -528,9 +534,10 @@ impl Pairing {
         };
         // The command line's selection, or the plan file's phases (none
         // when it could not be read: its error comes next, and leaves the
-        // failure marker if this rank pairs).
+        // failure marker where pairing was asked for; `auto` then does not
+        // pair, as every rank likely fails alike).
         let configs = plan.unwrap_or(std::slice::from_ref(cfg));
-        let net_selected = configs.is_empty()
+        let net_selected = (configs.is_empty() && (explicit.is_some() || rendezvous))
             || configs.iter().any(|c| {
                 registry.select(&c.selectors).is_ok_and(|b| {
                     b.iter()
@@ -674,6 +681,7 @@ impl Pairing {
             started_ms: now_ms(),
             cancel: cfg.cancel.clone(),
             completed: Cell::new(false),
+            failed_early: Cell::new(false),
             heartbeat: None,
             beats: RefCell::new(BTreeMap::new()),
             met: RefCell::new(BTreeMap::new()),
@@ -852,6 +860,8 @@ impl Pairing {
         };
         if let Err(why) = self.phase(parts, &steps, observer, &mut acc) {
             let cancelled = self.cancel.load(Ordering::SeqCst);
+            self.failed_early
+                .set(!cancelled && self.met.borrow().is_empty());
             eprintln!(
                 "rank {}: --net-pairs {}: {why}",
                 self.rank,
@@ -896,13 +906,35 @@ impl Pairing {
     }
 
     /// The report as the user asked for it (selectors and parameters as
-    /// given on the command line, not split; a plan file's run keeps what
-    /// its phases ran, as without pairing), with `host.extra.net.pairing`:
+    /// given on the command line, not split; with a plan file, `plan`, its
+    /// phases' as without pairing), with `host.extra.net.pairing`:
     /// the mode, this rank's role, whom it measured and who measured it.
-    pub fn finish(&self, report: &mut Report, cfg: &RunConfig, plan_file: bool) {
-        if !plan_file {
-            report.config.selectors = cfg.selectors.clone();
-            report.config.params = cfg.sweep.clone();
+    pub fn finish(&self, report: &mut Report, cfg: &RunConfig, plan: Option<&[RunConfig]>) {
+        match plan.and_then(|p| p.first().map(|first| (p, first))) {
+            None => {
+                report.config.selectors = cfg.selectors.clone();
+                report.config.params = cfg.sweep.clone();
+            }
+            // As without pairing: the first phase's settings, and every
+            // phase's selectors (the first unit run may be a later phase's,
+            // and the split narrowed them to benchmark ids).
+            Some((phases, first)) => {
+                let c = &mut report.config;
+                c.selectors.clear();
+                for s in phases.iter().flat_map(|p| &p.selectors) {
+                    if !c.selectors.contains(s) {
+                        c.selectors.push(s.clone());
+                    }
+                }
+                c.params = first.sweep.clone();
+                c.runs = first.runs;
+                c.rounds = first.rounds.max(1);
+                c.min_sample_time_s = first.min_sample_time.as_secs_f64();
+                c.warmup_time_s = first.warmup.as_secs_f64();
+                c.duration_s = first.duration.map(|d| d.as_secs_f64());
+                c.interval_s = first.duration.map(|_| first.interval().as_secs_f64());
+                c.quick = first.quick;
+            }
         }
         // The partner's address and token were the pairing's, not
         // options given; the options given are all shown (secrets
@@ -1618,9 +1650,9 @@ impl Drop for Pairing {
                 },
                 Put::Last,
             );
-            if self.must_be_seen() {
-                self.stay_until_seen();
-            }
+        }
+        if self.must_be_seen() {
+            self.stay_until_seen();
         }
         // This rank reads the store no more.
         let _ = self.store.put(
@@ -1648,7 +1680,7 @@ impl Pairing {
         };
         let meeting = p.meeting.take();
         let failed = !p.completed.get();
-        if meeting.is_none() && !(failed && p.must_be_seen()) {
+        if meeting.is_none() && !p.must_be_seen() {
             return result;
         }
         // Printed before the wait for the others, so that it shows at once.
@@ -1668,37 +1700,58 @@ impl Pairing {
         result
     }
 
-    /// Whether this rank's failure marker could pass for an earlier run's:
-    /// it ends before the barrier (no nonce of it met), in a directory that
-    /// keeps earlier runs' files. Another rank counts such a marker only
+    /// Whether this rank failed (before or in its net phase) before the
+    /// barrier (no nonce of it met), in a directory that keeps earlier
+    /// runs' files, with its heartbeat beating: its failure marker could
+    /// pass for an earlier run's. Another rank counts such a marker only
     /// when it was written after that rank started, or when its nonce is
     /// the one that rank saw beating; a rank that started after this one
-    /// failed needs the latter.
+    /// failed needs the latter. Not after Ctrl-C.
     fn must_be_seen(&self) -> bool {
-        self.world > 1 && !self.store.fresh() && self.met.borrow().is_empty()
+        (!self.completed.get() || self.failed_early.get())
+            && self.world > 1
+            && self.heartbeat.is_some()
+            && !self.store.fresh()
+            && self.met.borrow().is_empty()
+            && !self.cancel.load(Ordering::SeqCst)
     }
 
     /// After a failure before the barrier ([`Self::must_be_seen`]): keeps
-    /// beating until every other rank is seen beating in this run (so it
-    /// looks at this one's heartbeat) or failed in it, then long enough
-    /// for them to see this heartbeat change. Otherwise a rank that
+    /// beating until every other rank has reached the barrier in this run
+    /// (its `rQ.json` carries the nonce its heartbeat showed: from there
+    /// on it watches this rank's heartbeat), failed, or gone, then long
+    /// enough for them to see this heartbeat change. Otherwise a rank that
     /// started after this one failed would wait the whole
-    /// `--rendezvous-timeout` out for it. A rank never seen is waited for
-    /// [`crate::rendezvous::LINGER`] at most (or the timeout, if shorter),
-    /// as the meeting point waits for one; Ctrl-C ends the wait.
+    /// `--rendezvous-timeout` out for it. A rank busy with its other
+    /// benchmarks is waited for while its heartbeat beats (the job lasts
+    /// as long anyway); one never seen for
+    /// [`crate::rendezvous::LINGER`] at most (or the timeout, if
+    /// shorter), as the meeting point waits for one; one whose heartbeat
+    /// stops for `--rendezvous-timeout` is gone. Ctrl-C ends the wait.
     fn stay_until_seen(&self) {
         let most = self.timeout.min(crate::rendezvous::LINGER);
-        eprintln!(
-            "rank {}: staying until the other ranks have seen its failure marker ({} at most; Ctrl-C ends it)",
-            self.rank,
-            humantime_secs(most)
-        );
-        let deadline = Instant::now() + most;
+        let mut said = false;
+        let started = Instant::now();
         let mut left: Vec<u64> = (0..self.world).filter(|&q| q != self.rank).collect();
         let mut looked: Option<Instant> = None;
         let mut pause = Duration::from_millis(10);
+        let mut watching = false;
+        // Rank q's barrier entry, if it is this run's (the nonce beating).
+        let at_barrier = |q: u64, names: &HashSet<String>| {
+            let name = format!("r{q}.json");
+            let Some(live) = self.beats.borrow().get(&q).and_then(|b| b.live.clone()) else {
+                return false;
+            };
+            names.contains(&name)
+                && self
+                    .store
+                    .get(&name)
+                    .ok()
+                    .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                    .is_some_and(|v| v["nonce"].as_str() == Some(live.as_str()))
+        };
         while !left.is_empty() {
-            if Instant::now() >= deadline || self.cancel.load(Ordering::SeqCst) {
+            if self.cancel.load(Ordering::SeqCst) {
                 return;
             }
             let Ok(names) = self.listing() else {
@@ -1710,17 +1763,32 @@ impl Pairing {
                 }
                 looked = Some(Instant::now());
             }
+            let late = started.elapsed() >= most;
             left.retain(|&q| {
-                let live = self
+                let seen = self
                     .beats
                     .borrow()
                     .get(&q)
                     .is_some_and(|b| b.live.is_some());
                 let failed = names.contains(&format!("r{q}.failed")) && self.failed(q).is_some();
-                !(live || failed)
+                let gone = (late && !seen) || self.gone(q).is_some();
+                let there = !failed && !gone && at_barrier(q, &names);
+                watching |= there;
+                !(failed || gone || there)
             });
+            if (!left.is_empty() || watching) && !said {
+                said = true;
+                eprintln!(
+                    "rank {}: staying until the other ranks reach the network barrier and see its failure marker (one never seen: {} at most; Ctrl-C ends it)",
+                    self.rank,
+                    humantime_secs(most)
+                );
+            }
             std::thread::sleep(pause);
             pause = (pause * 3 / 2).min(Duration::from_millis(250));
+        }
+        if !watching {
+            return;
         }
         // Two of their looks, and a beat between them.
         let until = Instant::now() + self.look_every() * 2 + self.beat_period();
@@ -1811,6 +1879,7 @@ mod tests {
             started_ms: now_ms(),
             cancel: Arc::new(AtomicBool::new(false)),
             completed: Cell::new(true),
+            failed_early: Cell::new(false),
             heartbeat: None,
             beats: RefCell::new(BTreeMap::new()),
             met: RefCell::new(BTreeMap::new()),

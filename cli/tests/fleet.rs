@@ -185,7 +185,9 @@ fn assert_failed_rank(o: &Output, needle: &str) {
     );
     assert_eq!(lines.len(), 2, "{err}");
     assert!(
-        lines[1].contains("staying until the other ranks have seen its failure marker"),
+        lines[1].contains(
+            "staying until the other ranks reach the network barrier and see its failure marker"
+        ),
         "{err}"
     );
 }
@@ -737,10 +739,11 @@ fn a_rank_that_fails_or_never_comes_does_not_hang_the_others() {
         let why = rec["reason"].as_str().unwrap();
         assert!(why.contains("rank 1 (host "), "{why}");
     }
-    // Rank 1 fails before rank 0 even starts (a late rank 0): its marker,
-    // written before rank 0 began, counts only once rank 0 has seen rank
-    // 1's heartbeat of this run (it could be an earlier run's), so rank 1
-    // keeps beating until rank 0 has.
+    // Rank 1 fails before rank 0 even starts (a late rank 0, which then
+    // spends 8 s on its other benchmarks): rank 1's marker, written before
+    // rank 0 began, counts only once rank 0 has seen rank 1's heartbeat of
+    // this run (it could be an earlier run's), so rank 1 keeps beating
+    // until rank 0 has reached the barrier and seen it.
     let env_late = |rank: &'static str| {
         [
             ("RANK", rank),
@@ -782,7 +785,7 @@ fn a_rank_that_fails_or_never_comes_does_not_hang_the_others() {
     }
     std::thread::sleep(std::time::Duration::from_millis(1500));
     let late = std::time::Instant::now();
-    let a = run(&args(&rank_args(&[])), &env_late("0"));
+    let a = run(&args(&rank_args(&["--duration", "8s"])), &env_late("0"));
     assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
     assert!(
         late.elapsed() < std::time::Duration::from_secs(30),
@@ -799,6 +802,63 @@ fn a_rank_that_fails_or_never_comes_does_not_hang_the_others() {
         assert_eq!(rec["status"], "failed", "{rec}");
         let why = rec["reason"].as_str().unwrap();
         assert!(why.contains("rank 1 (host "), "{why}");
+    }
+    // The same where rank 1 fails in its net phase, before the barrier
+    // (its server cannot bind a documentation address, not this host's).
+    let env_srv = |rank: &'static str| {
+        [
+            ("RANK", rank),
+            ("WORLD_SIZE", "2"),
+            ("TORCHELASTIC_RUN_ID", "late-server"),
+        ]
+    };
+    let started = std::time::Instant::now();
+    let rank1 = bin(&env_srv("1"))
+        .args(&net)
+        .args([
+            "--output-dir",
+            out_s,
+            "--net-bind",
+            "192.0.2.1",
+            "--rendezvous-timeout",
+            "60s",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let marker = out.join("late-server/.rendezvous/run/r1.failed");
+    while !marker.exists() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "no failure marker"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let late = std::time::Instant::now();
+    let a = run(&args(&rank_args(&[])), &env_srv("0"));
+    assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
+    assert!(
+        late.elapsed() < std::time::Duration::from_secs(30),
+        "waited the timeout out: {}",
+        stderr(&a)
+    );
+    let b = finish(rank1);
+    assert!(
+        stderr(&b).contains("cannot start this rank's server on 192.0.2.1")
+            && stderr(&b).contains("staying until the other ranks reach the network barrier"),
+        "{}",
+        stderr(&b)
+    );
+    let r = rank_report(&out, "late-server", 0);
+    for rec in records(&r, "net.") {
+        assert_eq!(rec["status"], "failed", "{rec}");
+        let why = rec["reason"].as_str().unwrap();
+        assert!(
+            why.contains("rank 1 (host ") && why.contains("cannot start this rank's server"),
+            "{why}"
+        );
     }
     // Rank 1 never comes: rank 0 gives up after --rendezvous-timeout,
     // naming the rank and the file it waited for.
@@ -1335,5 +1395,42 @@ fn a_plan_file_under_a_launcher_pairs_its_net_phases() {
         );
         let p = &r["host"]["extra"]["net"]["pairing"];
         assert_eq!(p["measured_against"]["rank"], other, "{p}");
+    }
+    // The report's config says what the plan ran, as without pairing
+    // (one process, no launcher).
+    let alone = tmp.path().join("alone.json");
+    let o = bin(&[])
+        .args([
+            "run",
+            "-f",
+            plan.to_str().unwrap(),
+            "--min-sample-time",
+            "1ms",
+            "--warmup",
+            "1ms",
+            "--no-progress",
+            "-o",
+            alone.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let alone: Value = serde_json::from_str(&std::fs::read_to_string(&alone).unwrap()).unwrap();
+    let paired = rank_report(&out, "plan", 0);
+    for key in [
+        "selectors",
+        "params",
+        "runs",
+        "rounds",
+        "min_sample_time_s",
+        "warmup_time_s",
+        "duration_s",
+        "quick",
+    ] {
+        assert_eq!(
+            paired["config"][key], alone["config"][key],
+            "config.{key}: paired {} vs alone {}",
+            paired["config"], alone["config"]
+        );
     }
 }

@@ -164,7 +164,7 @@ impl RunConfig {
     }
 
     /// The time-series interval: `--interval`, 1 s by default.
-    pub(crate) fn interval(&self) -> Duration {
+    pub fn interval(&self) -> Duration {
         self.interval.unwrap_or(Duration::from_secs(1))
     }
 
