@@ -744,116 +744,27 @@ fn a_rank_that_fails_or_never_comes_does_not_hang_the_others() {
     // rank 0 began, counts only once rank 0 has seen rank 1's heartbeat of
     // this run (it could be an earlier run's), so rank 1 keeps beating
     // until rank 0 has reached the barrier and seen it.
-    let env_late = |rank: &'static str| {
-        [
-            ("RANK", rank),
-            ("WORLD_SIZE", "2"),
-            ("TORCHELASTIC_RUN_ID", "late"),
-        ]
-    };
-    let rank_args = |extra: &[&'static str]| -> Vec<String> {
-        let mut v = net.clone();
-        v.extend(
-            [
-                "--output-dir",
-                out_s,
-                "--net-bind",
-                "127.0.0.1",
-                "--rendezvous-timeout",
-                "60s",
-            ]
-            .iter()
-            .chain(extra)
-            .map(|s| s.to_string()),
-        );
-        v
-    };
-    let started = std::time::Instant::now();
-    let rank1 = bin(&env_late("1"))
-        .args(rank_args(&["-o", "/nonexistent-dir/x.json"]))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let marker = out.join("late/.rendezvous/run/r1.failed");
-    while !marker.exists() {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "no failure marker"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    let late = std::time::Instant::now();
-    let a = run(&args(&rank_args(&["--duration", "8s"])), &env_late("0"));
-    assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
-    assert!(
-        late.elapsed() < std::time::Duration::from_secs(30),
-        "waited the timeout out: {}",
-        stderr(&a)
+    let (b, r) = late_rank_0(
+        &out,
+        "late",
+        &["--net-bind", "127.0.0.1", "-o", "/nonexistent-dir/x.json"],
+        &["--duration", "8s"],
     );
-    assert_failed_rank(
-        &rank1.wait_with_output().unwrap(),
-        "-o /nonexistent-dir/x.json",
-    );
-    let r = rank_report(&out, "late", 0);
-    assert_eq!(records(&r, "net.").len(), 2, "{r}");
+    assert_failed_rank(&b, "-o /nonexistent-dir/x.json");
     for rec in records(&r, "net.") {
-        assert_eq!(rec["status"], "failed", "{rec}");
         let why = rec["reason"].as_str().unwrap();
         assert!(why.contains("rank 1 (host "), "{why}");
     }
     // The same where rank 1 fails in its net phase, before the barrier
     // (its server cannot bind a documentation address, not this host's).
-    let env_srv = |rank: &'static str| {
-        [
-            ("RANK", rank),
-            ("WORLD_SIZE", "2"),
-            ("TORCHELASTIC_RUN_ID", "late-server"),
-        ]
-    };
-    let started = std::time::Instant::now();
-    let rank1 = bin(&env_srv("1"))
-        .args(&net)
-        .args([
-            "--output-dir",
-            out_s,
-            "--net-bind",
-            "192.0.2.1",
-            "--rendezvous-timeout",
-            "60s",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let marker = out.join("late-server/.rendezvous/run/r1.failed");
-    while !marker.exists() {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "no failure marker"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    let late = std::time::Instant::now();
-    let a = run(&args(&rank_args(&[])), &env_srv("0"));
-    assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
-    assert!(
-        late.elapsed() < std::time::Duration::from_secs(30),
-        "waited the timeout out: {}",
-        stderr(&a)
-    );
-    let b = finish(rank1);
+    let (b, r) = late_rank_0(&out, "late-server", &["--net-bind", "192.0.2.1"], &[]);
     assert!(
         stderr(&b).contains("cannot start this rank's server on 192.0.2.1")
             && stderr(&b).contains("staying until the other ranks reach the network barrier"),
         "{}",
         stderr(&b)
     );
-    let r = rank_report(&out, "late-server", 0);
     for rec in records(&r, "net.") {
-        assert_eq!(rec["status"], "failed", "{rec}");
         let why = rec["reason"].as_str().unwrap();
         assert!(
             why.contains("rank 1 (host ") && why.contains("cannot start this rank's server"),
@@ -897,6 +808,62 @@ fn a_rank_that_fails_or_never_comes_does_not_hang_the_others() {
             "{why}"
         );
     }
+}
+
+/// Rank 1 of job `job` (`NET_FAST` and `rank1`, into `out`) fails before
+/// the barrier; rank 0 (`NET_FAST`, `--net-bind 127.0.0.1` and `rank0`)
+/// starts 1.5 s after rank 1's failure marker appeared, and must learn of
+/// the failure rather than wait rank 1's 60 s `--rendezvous-timeout` out.
+/// Rank 1's output, and rank 0's report (its net records failed).
+fn late_rank_0(out: &Path, job: &str, rank1: &[&str], rank0: &[&str]) -> (Output, Value) {
+    let env = |rank| {
+        [
+            ("RANK", rank),
+            ("WORLD_SIZE", "2"),
+            ("TORCHELASTIC_RUN_ID", job),
+        ]
+    };
+    let common = [
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--rendezvous-timeout",
+        "60s",
+    ];
+    let started = std::time::Instant::now();
+    let child = bin(&env("1"))
+        .args(NET_FAST)
+        .args(common)
+        .args(rank1)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let marker = out.join(job).join(".rendezvous/run/r1.failed");
+    while !marker.exists() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{job}: no failure marker"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let late = std::time::Instant::now();
+    let a = run(
+        &[NET_FAST, &common[..], &["--net-bind", "127.0.0.1"], rank0].concat(),
+        &env("0"),
+    );
+    assert_eq!(a.status.code(), Some(0), "{job}: {}", stderr(&a));
+    assert!(
+        late.elapsed() < std::time::Duration::from_secs(30),
+        "{job}: waited the timeout out: {}",
+        stderr(&a)
+    );
+    let r = rank_report(out, job, 0);
+    assert_eq!(records(&r, "net.").len(), 2, "{r}");
+    for rec in records(&r, "net.") {
+        assert_eq!(rec["status"], "failed", "{job}: {rec}");
+    }
+    (finish(child), r)
 }
 
 /// Starts one rank of a world of 2 (`NET_FAST` plus `extra` into `out`, on
@@ -1315,6 +1282,16 @@ fn a_plan_file_under_a_launcher_pairs_its_net_phases() {
     )
     .unwrap();
     let out = tmp.path().join("out");
+    let plan_run = [
+        "run",
+        "-f",
+        plan.to_str().unwrap(),
+        "--min-sample-time",
+        "1ms",
+        "--warmup",
+        "1ms",
+        "--no-progress",
+    ];
     let ranks: Vec<_> = ["0", "1"]
         .into_iter()
         .map(|rank| {
@@ -1323,15 +1300,8 @@ fn a_plan_file_under_a_launcher_pairs_its_net_phases() {
                 ("WORLD_SIZE", "2"),
                 ("TORCHELASTIC_RUN_ID", "plan"),
             ])
+            .args(plan_run)
             .args([
-                "run",
-                "-f",
-                plan.to_str().unwrap(),
-                "--min-sample-time",
-                "1ms",
-                "--warmup",
-                "1ms",
-                "--no-progress",
                 "--output-dir",
                 out.to_str().unwrap(),
                 "--net-bind",
@@ -1400,18 +1370,8 @@ fn a_plan_file_under_a_launcher_pairs_its_net_phases() {
     // (one process, no launcher).
     let alone = tmp.path().join("alone.json");
     let o = bin(&[])
-        .args([
-            "run",
-            "-f",
-            plan.to_str().unwrap(),
-            "--min-sample-time",
-            "1ms",
-            "--warmup",
-            "1ms",
-            "--no-progress",
-            "-o",
-            alone.to_str().unwrap(),
-        ])
+        .args(plan_run)
+        .args(["-o", alone.to_str().unwrap()])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
