@@ -60,8 +60,9 @@
 //! beating as it exits until every other rank has reached the barrier in
 //! this run (its `rR.json` with the nonce its heartbeat showed; it then
 //! sees this rank's heartbeat change, and so its marker's nonce), failed,
-//! or gone; 30 s at most for a rank never seen. A rank that started after
-//! the failure does not wait the timeout out. A rank that is waited for while its
+//! left or stopped beating; 30 s at most for a rank never seen, and
+//! `--rendezvous-timeout` in all. A rank that started after the failure
+//! does not wait the timeout out. A rank that is waited for while its
 //! heartbeat does not change for `--rendezvous-timeout` (10 minutes by
 //! default) is given up on, naming the rank and its files; a rank that is
 //! alive (busy with its other benchmarks, or a long net record) is waited
@@ -291,9 +292,10 @@ pub struct Pairing {
     started_ms: u128,
     cancel: Arc<AtomicBool>,
     completed: Cell<bool>,
-    /// Its net phase failed before the barrier (its server, or its
-    /// publishing): it stays for the others as it exits, as a rank that
-    /// ended before its net phase does ([`Pairing::must_be_seen`]).
+    /// Its net phase failed before the barrier by its own fault (its
+    /// server, its token, its publishing; not another rank's failure seen
+    /// at the barrier): it stays for the others as it exits, as a rank
+    /// that ended before its net phase does ([`Pairing::must_be_seen`]).
     failed_early: Cell<bool>,
     heartbeat: Option<Heartbeat>,
     beats: RefCell<BTreeMap<u64, Beat>>,
@@ -534,10 +536,9 @@ impl Pairing {
         };
         // The command line's selection, or the plan file's phases (none
         // when it could not be read: its error comes next, and leaves the
-        // failure marker where pairing was asked for; `auto` then does not
-        // pair, as every rank likely fails alike).
+        // failure marker, for ranks that could read it).
         let configs = plan.unwrap_or(std::slice::from_ref(cfg));
-        let net_selected = (configs.is_empty() && (explicit.is_some() || rendezvous))
+        let net_selected = configs.is_empty()
             || configs.iter().any(|c| {
                 registry.select(&c.selectors).is_ok_and(|b| {
                     b.iter()
@@ -860,8 +861,6 @@ impl Pairing {
         };
         if let Err(why) = self.phase(parts, &steps, observer, &mut acc) {
             let cancelled = self.cancel.load(Ordering::SeqCst);
-            self.failed_early
-                .set(!cancelled && self.met.borrow().is_empty());
             eprintln!(
                 "rank {}: --net-pairs {}: {why}",
                 self.rank,
@@ -1003,6 +1002,7 @@ impl Pairing {
             }
             Err(why) => {
                 self.write_failed(&why);
+                self.failed_early.set(true);
                 Err(why)
             }
         }
@@ -1017,7 +1017,8 @@ impl Pairing {
         addr: SocketAddr,
     ) -> Result<(), String> {
         let hash = schedule_hash(self.mode, steps);
-        self.publish_join(Some(addr), &hash)?;
+        self.publish_join(Some(addr), &hash)
+            .inspect_err(|_| self.failed_early.set(true))?;
         eprintln!(
             "rank {}: --net-pairs {}: serving on {addr} ({}); waiting for the other {} rank(s) {}",
             self.rank,
@@ -1719,39 +1720,39 @@ impl Pairing {
     /// After a failure before the barrier ([`Self::must_be_seen`]): keeps
     /// beating until every other rank has reached the barrier in this run
     /// (its `rQ.json` carries the nonce its heartbeat showed: from there
-    /// on it watches this rank's heartbeat), failed, or gone, then long
-    /// enough for them to see this heartbeat change. Otherwise a rank that
-    /// started after this one failed would wait the whole
-    /// `--rendezvous-timeout` out for it. A rank busy with its other
-    /// benchmarks is waited for while its heartbeat beats (the job lasts
-    /// as long anyway); one never seen for
-    /// [`crate::rendezvous::LINGER`] at most (or the timeout, if
-    /// shorter), as the meeting point waits for one; one whose heartbeat
-    /// stops for `--rendezvous-timeout` is gone. Ctrl-C ends the wait.
+    /// on it watches this rank's heartbeat), or failed, then long enough
+    /// for them to see this heartbeat change (a failed rank that stays
+    /// watches too). Otherwise a rank that started after this one failed
+    /// would wait the whole `--rendezvous-timeout` out for it. A rank busy
+    /// with its other benchmarks is waited for while its heartbeat beats;
+    /// one that left, or whose heartbeat stopped (three beats or looks),
+    /// is not;
+    /// one never seen, [`crate::rendezvous::LINGER`] at most. The whole
+    /// stay lasts `--rendezvous-timeout` at most (a rank arriving later
+    /// gives up as soon); Ctrl-C ends it.
     fn stay_until_seen(&self) {
-        let most = self.timeout.min(crate::rendezvous::LINGER);
+        let never = self.timeout.min(crate::rendezvous::LINGER);
         let mut said = false;
         let started = Instant::now();
         let mut left: Vec<u64> = (0..self.world).filter(|&q| q != self.rank).collect();
         let mut looked: Option<Instant> = None;
         let mut pause = Duration::from_millis(10);
         let mut watching = false;
-        // Rank q's barrier entry, if it is this run's (the nonce beating).
-        let at_barrier = |q: u64, names: &HashSet<String>| {
-            let name = format!("r{q}.json");
-            let Some(live) = self.beats.borrow().get(&q).and_then(|b| b.live.clone()) else {
-                return false;
-            };
-            names.contains(&name)
-                && self
-                    .store
-                    .get(&name)
-                    .ok()
-                    .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-                    .is_some_and(|v| v["nonce"].as_str() == Some(live.as_str()))
+        // Rank q's entry `name` (`rQ.json`, `rQ-NONCE.left`), if this run's:
+        // the nonce of its heartbeat.
+        let this_runs = |q: u64, names: &HashSet<String>, live: &str| {
+            let barrier = format!("r{q}.json");
+            names.contains(&format!("r{q}-{live}.left"))
+                || names.contains(&barrier)
+                    && self
+                        .store
+                        .get(&barrier)
+                        .ok()
+                        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                        .is_some_and(|v| v["nonce"].as_str() == Some(live))
         };
         while !left.is_empty() {
-            if self.cancel.load(Ordering::SeqCst) {
+            if self.cancel.load(Ordering::SeqCst) || started.elapsed() >= self.timeout {
                 return;
             }
             let Ok(names) = self.listing() else {
@@ -1763,25 +1764,31 @@ impl Pairing {
                 }
                 looked = Some(Instant::now());
             }
-            let late = started.elapsed() >= most;
+            let late = started.elapsed() >= never;
             left.retain(|&q| {
-                let seen = self
-                    .beats
-                    .borrow()
-                    .get(&q)
-                    .is_some_and(|b| b.live.is_some());
+                let (live, stopped) = match self.beats.borrow().get(&q) {
+                    Some(b) => (
+                        b.live.clone(),
+                        b.since.elapsed() >= self.look_every().max(self.beat_period()) * 3,
+                    ),
+                    None => (None, false),
+                };
                 let failed = names.contains(&format!("r{q}.failed")) && self.failed(q).is_some();
-                let gone = (late && !seen) || self.gone(q).is_some();
-                let there = !failed && !gone && at_barrier(q, &names);
-                watching |= there;
-                !(failed || gone || there)
+                let there = live.as_deref().is_some_and(|l| this_runs(q, &names, l));
+                watching |= failed || there;
+                let gone = match &live {
+                    Some(_) => stopped,
+                    None => late,
+                };
+                !(failed || there || gone)
             });
-            if (!left.is_empty() || watching) && !said {
+            if !said && (!left.is_empty() || watching) {
                 said = true;
                 eprintln!(
-                    "rank {}: staying until the other ranks reach the network barrier and see its failure marker (one never seen: {} at most; Ctrl-C ends it)",
+                    "rank {}: staying until the other ranks reach the network barrier and see its failure marker (at most --rendezvous-timeout, {}; a rank never seen: {}; Ctrl-C ends it)",
                     self.rank,
-                    humantime_secs(most)
+                    humantime_secs(self.timeout),
+                    humantime_secs(never)
                 );
             }
             std::thread::sleep(pause);
