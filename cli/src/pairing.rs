@@ -60,8 +60,9 @@
 //! beating as it exits until every other rank has reached the barrier in
 //! this run (its `rR.json` with the nonce its heartbeat showed; it then
 //! sees this rank's heartbeat change, and so its marker's nonce), failed,
-//! left or stopped beating; 30 s at most for a rank never seen, and
-//! `--rendezvous-timeout` in all. A rank that started after the failure
+//! or left; 30 s at most for a rank never seen, and
+//! `--rendezvous-timeout` in all (and a few seconds for a rank arriving
+//! then). A rank that started after the failure
 //! does not wait the timeout out. A rank that is waited for while its
 //! heartbeat does not change for `--rendezvous-timeout` (10 minutes by
 //! default) is given up on, naming the rank and its files; a rank that is
@@ -1724,12 +1725,11 @@ impl Pairing {
     /// for them to see this heartbeat change (a failed rank that stays
     /// watches too). Otherwise a rank that started after this one failed
     /// would wait the whole `--rendezvous-timeout` out for it. A rank busy
-    /// with its other benchmarks is waited for while its heartbeat beats;
-    /// one that left, or whose heartbeat stopped (three beats or looks),
-    /// is not;
-    /// one never seen, [`crate::rendezvous::LINGER`] at most. The whole
-    /// stay lasts `--rendezvous-timeout` at most (a rank arriving later
-    /// gives up as soon); Ctrl-C ends it.
+    /// with its other benchmarks (or stalled) is waited for, one that left
+    /// is not, one never seen [`crate::rendezvous::LINGER`] at most. The
+    /// wait lasts `--rendezvous-timeout` at most (a rank arriving later
+    /// gives up as soon), then the few seconds a rank that just arrived
+    /// needs to see the change; Ctrl-C ends it.
     fn stay_until_seen(&self) {
         let never = self.timeout.min(crate::rendezvous::LINGER);
         let mut said = false;
@@ -1766,26 +1766,19 @@ impl Pairing {
             }
             let late = started.elapsed() >= never;
             left.retain(|&q| {
-                let (live, stopped) = match self.beats.borrow().get(&q) {
-                    Some(b) => (
-                        b.live.clone(),
-                        b.since.elapsed() >= self.look_every().max(self.beat_period()) * 3,
-                    ),
-                    None => (None, false),
-                };
+                let live = self.beats.borrow().get(&q).and_then(|b| b.live.clone());
                 let failed = names.contains(&format!("r{q}.failed")) && self.failed(q).is_some();
                 let there = live.as_deref().is_some_and(|l| this_runs(q, &names, l));
                 watching |= failed || there;
-                let gone = match &live {
-                    Some(_) => stopped,
-                    None => late,
-                };
+                // A rank seen beating is waited for as at the barrier (a
+                // stalled heartbeat may come back), within the bound.
+                let gone = live.is_none() && late;
                 !(failed || there || gone)
             });
             if !said && (!left.is_empty() || watching) {
                 said = true;
                 eprintln!(
-                    "rank {}: staying until the other ranks reach the network barrier and see its failure marker (at most --rendezvous-timeout, {}; a rank never seen: {}; Ctrl-C ends it)",
+                    "rank {}: staying until the other ranks reach the network barrier and see its failure marker (--rendezvous-timeout at most, {}, and a few seconds; a rank never seen: {}; Ctrl-C ends it)",
                     self.rank,
                     humantime_secs(self.timeout),
                     humantime_secs(never)
