@@ -21,7 +21,7 @@
 //! round, that is drift between the two reports, which no statistic inside
 //! one report can see — the reason for `--rounds`).
 
-use benchsuite_core::compare::{CompareOptions, Verdict, compare};
+use benchsuite_core::compare::{BetweenRun, CompareOptions, Verdict, compare};
 use benchsuite_core::host::Host;
 use benchsuite_core::param::Point;
 use benchsuite_core::report::{Record, Report, RunConfigRecord, Status};
@@ -149,6 +149,7 @@ pub fn draw(rng: &mut Rng, model: &Model, runs: usize, rounds: usize, change: f6
         samples,
         timestamps: None,
         tails: None,
+        role: None,
         latency: None,
     };
     Report {
@@ -191,7 +192,12 @@ pub fn rates(
     trials: usize,
 ) -> (f64, f64) {
     let mut rng = Rng::new(seed);
-    let options = CompareOptions::default();
+    // The models are the noise inside one run; what moves between runs is
+    // the trace-driven simulation's (`crate::trace`): no prior here.
+    let options = CompareOptions {
+        between_run: BetweenRun::Cv(0.0),
+        ..CompareOptions::default()
+    };
     let (mut regressed, mut noisy) = (0, 0);
     for _ in 0..trials {
         let base = draw(&mut rng, model, runs, rounds, 0.0);

@@ -1,3 +1,4 @@
 //! Benchmarks of the harness itself; see `harness.rs`.
 
 pub mod error_rates;
+pub mod trace;

@@ -270,32 +270,71 @@ fn cmd_run(args: &RunArgs, pairing: &mut Option<crate::pairing::Pairing>) -> Res
     }
     report.progress = (done < planned).then_some(benchsuite::report::RunProgress { done, planned });
 
-    let table = export::TableOptions {
-        verbose: args.verbose,
-    };
-    let mut written = String::new();
-    if placement.to_stdout(output.file.is_some(), args.format.is_some(), stdout_tty) {
-        written = write_report(&report, output.format, output.file.as_deref(), &table)?;
-    }
-    written += &placement.write(&report)?;
-    if output.file.is_some() && stdout_tty && output.format != Format::Table {
-        write_report(&report, Format::Table, None, &table)?;
-    }
     let count = |s: Status| report.records.iter().filter(|r| r.status == s).count();
     let (ok, skipped, failed) = (
         count(Status::Ok),
         count(Status::Skipped),
         count(Status::Failed),
     );
+    let interrupted = cfg.cancel.load(Ordering::SeqCst);
+    // Decided before anything is written: a closed stdout cannot turn a
+    // failure under --strict (or an interruption) into success.
+    let code = if interrupted {
+        130
+    } else if args.strict && failed > 0 {
+        1
+    } else {
+        0
+    };
+    let table = export::TableOptions {
+        verbose: args.verbose,
+    };
+    let written = (|| -> Result<String> {
+        let mut written = String::new();
+        if placement.to_stdout(output.file.is_some(), args.format.is_some(), stdout_tty) {
+            written = write_report(&report, output.format, output.file.as_deref(), &table)?;
+        }
+        written += &placement.write(&report)?;
+        if output.file.is_some() && stdout_tty && output.format != Format::Table {
+            write_report(&report, Format::Table, None, &table)?;
+        }
+        Ok(written)
+    })();
+    let written = match keep_verdict(code, written)? {
+        Output::Written(w) => w,
+        Output::StdoutClosed(code) => return Ok(code),
+    };
     eprintln!(
         "{} records: {ok} ok, {skipped} skipped, {failed} failed{written}",
         report.records.len(),
     );
-    if cfg.cancel.load(Ordering::SeqCst) {
+    if interrupted {
         eprintln!("interrupted: the report holds the records finished before Ctrl-C");
-        return Ok(130);
     }
-    Ok(if args.strict && failed > 0 { 1 } else { 0 })
+    Ok(code)
+}
+
+/// What became of a command's output when its exit code was already
+/// decided.
+pub(crate) enum Output<T> {
+    /// Written in full.
+    Written(T),
+    /// Stdout was closed by its reader (`| head -1`): the output stops,
+    /// the exit code stays.
+    StdoutClosed(i32),
+}
+
+/// A verdict outlives its output. `main` treats a broken pipe as success,
+/// which is right for output that carries no verdict (`run | head` read
+/// what it wanted); where the exit code *is* the answer (`compare`,
+/// `--strict`) a reader that closed stdout early must not turn a failed
+/// gate into exit 0. `code` is the exit code decided before writing.
+pub(crate) fn keep_verdict<T>(code: i32, written: Result<T>) -> Result<Output<T>> {
+    match written {
+        Ok(w) => Ok(Output::Written(w)),
+        Err(e) if crate::is_broken_pipe(&e) => Ok(Output::StdoutClosed(code)),
+        Err(e) => Err(e),
+    }
 }
 
 /// First Ctrl-C: finish the current record, write what is done, exit 130.
@@ -484,57 +523,148 @@ fn cmd_compare(args: &CompareArgs) -> Result<i32> {
         );
     }
     use benchsuite::fleet::{Fleet, ReportFile};
-    let (base, new) = match (Fleet::read_file(&args.base)?, Fleet::read_file(&args.new)?) {
-        (ReportFile::Report(b), ReportFile::Report(n)) => (b, n),
-        (ReportFile::Fleet(b), ReportFile::Fleet(n)) => {
+    let (history_paths, new_path) = compare_inputs(args)?;
+    let read = |path: &PathBuf| -> Result<ReportFile> {
+        let mut file = Fleet::read_file(path)?;
+        // Reports before schema 1.6 carry no metric roles: the
+        // benchmarks' declarations give them.
+        if let ReportFile::Report(r) = &mut file {
+            benchsuite::registry().fill_roles(r);
+        }
+        Ok(file)
+    };
+    let mut history = Vec::with_capacity(history_paths.len());
+    for p in &history_paths {
+        history.push((p.display().to_string(), read(p)?));
+    }
+    let new = read(&new_path)?;
+    let (history, new) = match (history.as_slice(), new) {
+        ([(_, ReportFile::Fleet(b))], ReportFile::Fleet(n)) => {
             // Host by host: crates/core/src/compare/fleet.rs.
             if !matches!(format, Format::Table | Format::Json | Format::Markdown) {
                 anyhow::bail!(
                     "--format {format}: a fleet comparison is written as table, json or md"
                 );
             }
-            let cmp = benchsuite::compare::compare_fleets(&b, &n, &options)?;
+            let cmp = benchsuite::compare::compare_fleets(b, &n, &options)?;
+            let code = if cmp.passed() { 0 } else { 1 };
             let mut buf = Vec::new();
             benchsuite::compare::write_fleet_comparison(format, &cmp, &mut buf)?;
-            match &args.output {
+            let written = match &args.output {
                 Some(path) => std::fs::write(path, &buf)
-                    .with_context(|| format!("-o {}: cannot write the file", path.display()))?,
-                None => {
+                    .with_context(|| format!("-o {}: cannot write the file", path.display())),
+                None => (|| {
                     let mut out = io::stdout().lock();
                     out.write_all(&buf)?;
                     out.flush()?;
+                    Ok(())
+                })(),
+            };
+            keep_verdict(code, written)?;
+            return Ok(code);
+        }
+        (_, ReportFile::Report(n)) => {
+            let mut reports = Vec::with_capacity(history.len());
+            for (name, f) in history {
+                match f {
+                    ReportFile::Report(r) => reports.push((name, r)),
+                    ReportFile::Fleet(_) => anyhow::bail!(
+                        "{name} is a fleet report and {} one host's report: compare two fleets (benchsuite merge), or reports of one host",
+                        new_path.display()
+                    ),
                 }
             }
-            return Ok(if cmp.passed() { 0 } else { 1 });
+            (reports, n)
         }
-        (b, _) => {
-            let (fleet, single) = match b {
-                ReportFile::Fleet(_) => (&args.base, &args.new),
-                ReportFile::Report(_) => (&args.new, &args.base),
-            };
+        (_, ReportFile::Fleet(_)) => anyhow::bail!(
+            "{} is a fleet report: compare it with one baseline fleet report (a history of fleets is not supported; merge each run's hosts and compare the newest two)",
+            new_path.display()
+        ),
+    };
+    let baselines: Vec<benchsuite::compare::Baseline<'_>> = history
+        .iter()
+        .map(|(name, report)| benchsuite::compare::Baseline { name, report })
+        .collect();
+    let cmp = benchsuite::compare::compare_history(&baselines, &new, &options)?;
+    for e in &cmp.excluded {
+        eprintln!("warning: left out of the history: {e} (--allow-mixed-hosts keeps it)");
+    }
+    let code = if cmp.passed() { 0 } else { 1 };
+    let written = (|| -> Result<()> {
+        match &args.output {
+            Some(path) => {
+                let f = File::create(path)
+                    .with_context(|| format!("-o {}: cannot create the file", path.display()))?;
+                let mut w = BufWriter::new(f);
+                export::write_comparison(format, &cmp, &mut w)?;
+                w.flush()?;
+            }
+            None => {
+                let mut out = io::stdout().lock();
+                export::write_comparison(format, &cmp, &mut out)?;
+                out.flush()?;
+            }
+        }
+        Ok(())
+    })();
+    keep_verdict(code, written)?;
+    Ok(code)
+}
+
+/// The baselines (positional ones, then `--baseline-dir`'s, each file
+/// once) and the new report. A pattern the shell left unexpanded (no file
+/// matched) and a directory without reports are errors that say so.
+fn compare_inputs(args: &CompareArgs) -> Result<(Vec<PathBuf>, PathBuf)> {
+    let (new, positional) = args.reports.split_last().expect("clap requires one report");
+    for p in args.reports.iter() {
+        let text = p.to_string_lossy();
+        if text.contains(['*', '?', '[']) && !p.exists() {
             anyhow::bail!(
-                "{} is a fleet report and {} one host's report: compare two fleets (benchsuite merge), or two reports",
-                fleet.display(),
-                single.display()
+                "{text}: no file matches this pattern (an empty history?); record a baseline first with `benchsuite run -o`"
             );
         }
+    }
+    let same = |a: &PathBuf, b: &PathBuf| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
     };
-    let cmp = benchsuite::compare::compare(&base, &new, &options)?;
-    match &args.output {
-        Some(path) => {
-            let f = File::create(path)
-                .with_context(|| format!("-o {}: cannot create the file", path.display()))?;
-            let mut w = BufWriter::new(f);
-            export::write_comparison(format, &cmp, &mut w)?;
-            w.flush()?;
+    let mut history: Vec<PathBuf> = positional.to_vec();
+    if let Some(dir) = &args.baseline_dir {
+        let entries = std::fs::read_dir(dir)
+            .with_context(|| format!("--baseline-dir {}: cannot read it", dir.display()))?;
+        let mut found = Vec::new();
+        for e in entries {
+            let path = e
+                .with_context(|| format!("--baseline-dir {}: cannot read it", dir.display()))?
+                .path();
+            if path.extension().is_some_and(|x| x == "json") && path.is_file() {
+                found.push(path);
+            }
         }
-        None => {
-            let mut out = io::stdout().lock();
-            export::write_comparison(format, &cmp, &mut out)?;
-            out.flush()?;
+        if found.is_empty() {
+            anyhow::bail!(
+                "--baseline-dir {}: no baseline report (*.json) in it (an empty history?)",
+                dir.display()
+            );
+        }
+        found.sort();
+        // The new report, when it is in the directory, is not its own
+        // baseline.
+        found.retain(|p| !same(p, new));
+        history.extend(found);
+    }
+    let mut unique: Vec<PathBuf> = Vec::with_capacity(history.len());
+    for p in history {
+        if !unique.iter().any(|q| same(q, &p)) {
+            unique.push(p);
         }
     }
-    Ok(if cmp.passed() { 0 } else { 1 })
+    if unique.is_empty() {
+        anyhow::bail!(
+            "compare needs a baseline and a new report: BASE.json [MORE.json...] NEW.json, or --baseline-dir DIR NEW.json"
+        );
+    }
+    Ok((unique, new.clone()))
 }
 
 fn cmd_convert(args: &ConvertArgs) -> Result<i32> {

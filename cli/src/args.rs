@@ -238,14 +238,45 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The baseline report (JSON written by `benchsuite run -o`), or a
-    /// fleet report (`benchsuite merge`) when NEW is one too.
-    #[arg(value_name = "BASE.json")]
-    pub base: PathBuf,
+    /// The baseline report(s), then the new report, last (JSON written by
+    /// `benchsuite run -o`). Several baselines are a history of the same
+    /// testbed (`compare history/*.json new.json`): each metric's noise
+    /// between runs is measured from them and the new run is judged
+    /// against what they predict for one more run. Two fleet reports
+    /// (`benchsuite merge`) compare host by host.
+    #[arg(value_name = "BASE.json... NEW.json", num_args = 1.., required = true)]
+    pub reports: Vec<PathBuf>,
 
-    /// The new report.
-    #[arg(value_name = "NEW.json")]
-    pub new: PathBuf,
+    /// Also take every `*.json` report in DIR as a baseline (the last N
+    /// runs of the main branch, kept as a CI artifact or cache).
+    #[arg(long, value_name = "DIR")]
+    pub baseline_dir: Option<PathBuf>,
+
+    /// The noise between runs to assume where the baselines cannot show it
+    /// (one baseline), and the prior it is weighed with in a history, as a
+    /// CV (`3%`); `0%` counts only the noise inside the runs. Default: a
+    /// prior per module measured on 2-vCPU VMs (os, cpu, mem 5%; disk 15%;
+    /// net 20%; tails 30%).
+    #[arg(long, value_name = "CV")]
+    pub between_run_cv: Option<String>,
+
+    /// The default threshold of latency tails (NAME.p99, NAME.p99_9):
+    /// tails move far more between runs than medians.
+    #[arg(long, value_name = "PCT", default_value = "25%")]
+    pub tail_threshold: String,
+
+    /// How a change becomes a regression: `interval` (the whole interval
+    /// beyond the threshold), `band` (outside the band the baselines
+    /// predict for an unchanged run, and beyond the threshold), or `auto`:
+    /// band with several baselines, interval with one.
+    #[arg(long, value_name = "RULE", default_value = "auto")]
+    pub rule: String,
+
+    /// Keep baselines of another testbed (CPU model, microarchitecture,
+    /// CPU count, sockets) in a history; without it they are left out
+    /// with a warning.
+    #[arg(long)]
+    pub allow_mixed_hosts: bool,
 
     /// How large a change must be to count: `5%` (relative to the base
     /// median, the default), or an absolute amount in the metric's unit:
@@ -263,9 +294,10 @@ pub struct CompareArgs {
     )]
     pub threshold: Vec<String>,
 
-    /// One-sided error level: the interval of each change is the two-sided
-    /// 1 − 2·ALPHA one (90% for 0.05), so a change exactly at the threshold
-    /// is called a regression at most ALPHA of the time.
+    /// The job's one-sided error level: the chance that any gated metric
+    /// of an unchanged run alarms (Holm's step-down shares it among them;
+    /// each metric's interval is the two-sided 1 − 2·level one at the
+    /// level it is left).
     #[arg(long, value_name = "ALPHA", default_value_t = 0.05)]
     pub alpha: f64,
 

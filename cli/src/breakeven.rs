@@ -1,6 +1,7 @@
 //! `benchsuite breakeven`: the local-vs-remote break-even transfer size,
 //! from measured reports (see `benchsuite_core::breakeven`).
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, anyhow, bail};
@@ -120,11 +121,15 @@ pub fn cmd_breakeven(args: &BreakevenArgs) -> Result<i32> {
         pick("connection setup", &net, "net.connect", &[], "connect")?,
     ];
     let b = breakeven::solve(args.events, bytes, inputs);
-    match args.format.as_str() {
-        "json" => println!("{}", serde_json::to_string_pretty(&b)?),
-        "table" => print!("{}", render(&b)),
+    let text = match args.format.as_str() {
+        "json" => format!("{}\n", serde_json::to_string_pretty(&b)?),
+        "table" => render(&b),
         other => bail!("--format {other}: expected table or json"),
-    }
+    };
+    // `print!` would panic on a closed stdout; a write error is returned.
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
     Ok(0)
 }
 

@@ -324,7 +324,7 @@ fn flags_for(param: &str, flag: &str) -> FlagNames {
 
 /// Parsed `compare` options.
 pub fn compare_options(args: &CompareArgs) -> Result<benchsuite::compare::CompareOptions> {
-    use benchsuite::compare::{Allow, ThresholdRule, Tolerance};
+    use benchsuite::compare::{Allow, BetweenRun, GateRule, ThresholdRule, Tolerance};
     let mut threshold = 0.05;
     let mut rules = Vec::new();
     for t in &args.threshold {
@@ -345,6 +345,23 @@ pub fn compare_options(args: &CompareArgs) -> Result<benchsuite::compare::Compar
             args.alpha
         );
     }
+    let percent = |flag: &str, v: &str| -> Result<f64> {
+        match Tolerance::parse(v) {
+            Ok(Tolerance::Relative(x)) => Ok(x),
+            Ok(_) => bail!("{flag} `{v}`: give a percentage (`3%`)"),
+            Err(e) => bail!("{flag} {e}"),
+        }
+    };
+    let between_run = match &args.between_run_cv {
+        Some(v) => BetweenRun::Cv(percent("--between-run-cv", v)?),
+        None => BetweenRun::Prior,
+    };
+    let rule = match args.rule.as_str() {
+        "auto" => None,
+        "interval" => Some(GateRule::Interval),
+        "band" => Some(GateRule::Band),
+        other => bail!("--rule `{other}`: expected auto, interval or band"),
+    };
     Ok(benchsuite::compare::CompareOptions {
         threshold,
         rules,
@@ -353,6 +370,10 @@ pub fn compare_options(args: &CompareArgs) -> Result<benchsuite::compare::Compar
             missing: args.allow_missing,
             skipped: args.allow_skipped,
             unjudged: args.allow_unjudged,
+            mixed_hosts: args.allow_mixed_hosts,
         },
+        tail_threshold: percent("--tail-threshold", &args.tail_threshold)?,
+        between_run,
+        rule,
     })
 }

@@ -149,20 +149,30 @@ pub fn cmd_reference(args: &RunArgs) -> Result<i32> {
     report.config.selectors = cfg.selectors.clone();
     report.progress = None;
 
-    let written = write(&report, output.format, output.file.as_deref())?;
-    // The summary goes where it does not break a machine-readable stdout.
-    let summary = summary_table(&report);
-    if output.file.is_some() || output.format == Format::Table {
-        print!("{summary}");
-        io::stdout().flush()?;
-    } else {
-        eprint!("{summary}");
-    }
     let failed = report
         .records
         .iter()
         .filter(|r| r.status == Status::Failed)
         .count();
+    // Decided before writing: a closed stdout keeps a --strict failure.
+    let code = if args.strict && failed > 0 { 1 } else { 0 };
+    let written = (|| -> Result<String> {
+        let written = write(&report, output.format, output.file.as_deref())?;
+        // The summary goes where it does not break a machine-readable stdout.
+        let summary = summary_table(&report);
+        if output.file.is_some() || output.format == Format::Table {
+            let mut out = io::stdout().lock();
+            out.write_all(summary.as_bytes())?;
+            out.flush()?;
+        } else {
+            eprint!("{summary}");
+        }
+        Ok(written)
+    })();
+    let written = match crate::app::keep_verdict(code, written)? {
+        crate::app::Output::Written(w) => w,
+        crate::app::Output::StdoutClosed(code) => return Ok(code),
+    };
     eprintln!(
         "{} records, {} with a reference ratio, {failed} failed{written}",
         report.records.len(),
@@ -172,7 +182,7 @@ pub fn cmd_reference(args: &RunArgs) -> Result<i32> {
             .filter(|r| r.reference.as_ref().is_some_and(|x| x.ratio.is_some()))
             .count(),
     );
-    Ok(if args.strict && failed > 0 { 1 } else { 0 })
+    Ok(code)
 }
 
 /// Writes the report to `file` (atomically: a temporary file renamed over

@@ -259,6 +259,62 @@ fn compare_passes_on_the_same_run_and_fails_on_a_regression() {
     );
 }
 
+/// Runs `args` with stdout closed before the binary writes a byte (as
+/// `| head -1` does once it has its line): every write to stdout fails
+/// with EPIPE. Returns the exit code and stderr.
+fn run_with_stdout_closed(args: &[&str]) -> (Option<i32>, String) {
+    let mut child = bin()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    (o.status.code(), stderr(&o))
+}
+
+#[test]
+fn a_failed_gate_exits_1_even_when_stdout_is_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = run_json(&["os.syscall"], dir.path(), "base.json");
+    let base_p = write(dir.path(), "base.json", &base);
+    // The record failed in new: the gate fails whatever the noise.
+    let mut new = base.clone();
+    new["records"][0]["status"] = serde_json::json!("failed");
+    new["records"][0]["reason"] = serde_json::json!("prepare: EPERM");
+    new["records"][0]["metrics"] = serde_json::json!([]);
+    let new_p = write(dir.path(), "new.json", &new);
+    for format in ["table", "json", "csv", "md"] {
+        let (code, err) = run_with_stdout_closed(&["compare", &base_p, &new_p, "--format", format]);
+        assert_eq!(code, Some(1), "compare --format {format} | head: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    // An unchanged run still passes with stdout closed: nothing to report.
+    let (code, err) = run_with_stdout_closed(&["compare", &base_p, &base_p]);
+    assert_eq!(code, Some(0), "{err}");
+
+    // run --strict with a failed benchmark (a peer that is not there), its
+    // table going nowhere: still exit 1.
+    let mut args = vec![
+        "run",
+        "net.connect",
+        "--peer",
+        "127.0.0.1:1",
+        "--strict",
+        "--format",
+        "table",
+    ];
+    args.extend_from_slice(FAST);
+    let (code, err) = run_with_stdout_closed(&args);
+    assert_eq!(code, Some(1), "run --strict | head: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // Without --strict the same run's closed stdout is success.
+    args.retain(|a| *a != "--strict");
+    let (code, err) = run_with_stdout_closed(&args);
+    assert_eq!(code, Some(0), "run | head: {err}");
+}
+
 fn write(dir: &Path, name: &str, v: &serde_json::Value) -> String {
     let p = dir.join(name);
     std::fs::write(&p, serde_json::to_string(v).unwrap()).unwrap();

@@ -21,6 +21,7 @@ use crate::error::{BenchError, ConfigError};
 use crate::host::Host;
 use crate::param::{ParamSpec, Point, Value};
 use crate::reference::Reference;
+pub use crate::report::MetricRole;
 use crate::report::Peak;
 
 /// Whether a larger value of a metric is better (throughput) or worse
@@ -87,9 +88,39 @@ pub struct MetricSpec {
     pub direction: Direction,
     /// How it is computed from a batch.
     pub source: MetricSource,
+    /// What it is to the gate: the constructors make a
+    /// [`MetricRole::Headline`]; the first metric of a benchmark is its
+    /// headline, and each later one says what it is with
+    /// [`MetricSpec::secondary`], [`MetricSpec::derived`] or
+    /// [`MetricSpec::spread`].
+    pub role: MetricRole,
 }
 
 impl MetricSpec {
+    /// This metric as a [`MetricRole::Secondary`] one.
+    pub fn secondary(self) -> Self {
+        MetricSpec {
+            role: MetricRole::Secondary,
+            ..self
+        }
+    }
+
+    /// This metric as a [`MetricRole::Derived`] one.
+    pub fn derived(self) -> Self {
+        MetricSpec {
+            role: MetricRole::Derived,
+            ..self
+        }
+    }
+
+    /// This metric as a [`MetricRole::Spread`] one.
+    pub fn spread(self) -> Self {
+        MetricSpec {
+            role: MetricRole::Spread,
+            ..self
+        }
+    }
+
     /// Seconds per operation (lower is better).
     pub fn time_per_op(name: &'static str) -> Self {
         MetricSpec {
@@ -97,6 +128,7 @@ impl MetricSpec {
             unit: "s",
             direction: Direction::Lower,
             source: MetricSource::TimePerOp,
+            role: MetricRole::Headline,
         }
     }
 
@@ -107,6 +139,7 @@ impl MetricSpec {
             unit,
             direction: Direction::Higher,
             source: MetricSource::OpsPerSec,
+            role: MetricRole::Headline,
         }
     }
 
@@ -117,6 +150,7 @@ impl MetricSpec {
             unit: "B/s",
             direction: Direction::Higher,
             source: MetricSource::BytesPerSec,
+            role: MetricRole::Headline,
         }
     }
 
@@ -127,6 +161,7 @@ impl MetricSpec {
             unit: "s",
             direction: Direction::Lower,
             source: MetricSource::Latency,
+            role: MetricRole::Headline,
         }
     }
 }

@@ -80,7 +80,9 @@ pub use host::Host;
 pub use param::{Choice, ParamKind, ParamSpec, Point, Value};
 pub use reference::{Reference, ReferenceResult};
 pub use registry::{Module, Registry};
-pub use report::{Metric, Peak, PeakInput, Record, Report, SCHEMA_VERSION, SampleTails, Status};
+pub use report::{
+    Metric, MetricRole, Peak, PeakInput, Record, Report, SCHEMA_VERSION, SampleTails, Status,
+};
 pub use runner::{Observer, RunConfig};
 pub use stats::{LatencySummary, Summary};
 pub use team::TeamCase;

@@ -67,6 +67,26 @@ impl Registry {
             .flat_map(|m| m.benchmarks.iter().map(|b| b.as_ref()))
     }
 
+    /// Gives each metric of `report` that has no [`role`](crate::Metric::role)
+    /// (a report older than schema 1.6) the role its benchmark declares;
+    /// metrics of benchmarks or names this registry does not know keep
+    /// none (`compare` then takes a record's first metric as its headline).
+    pub fn fill_roles(&self, report: &mut crate::Report) {
+        for rec in &mut report.records {
+            let Some(b) = self.benchmarks().find(|b| b.meta().id == rec.id) else {
+                continue;
+            };
+            let meta = b.meta();
+            for m in rec.metrics.iter_mut().filter(|m| m.role.is_none()) {
+                m.role = meta
+                    .metrics
+                    .iter()
+                    .find(|s| s.name == m.name)
+                    .map(|s| s.role);
+            }
+        }
+    }
+
     /// The benchmarks matching any of `selectors` (all when empty), in
     /// registration order, each once. A selector matching nothing is an
     /// error naming it; so is a selection with no benchmark at all.

@@ -1,10 +1,10 @@
 //! The result model: plain, versioned data, serialised as JSON.
 //!
-//! # Wire format (schema 1.5)
+//! # Wire format (schema 1.6)
 //!
 //! ```text
 //! {
-//!   "schema_version": "1.5",          // "MAJOR.MINOR"; MAJOR bumps on breaking change
+//!   "schema_version": "1.6",          // "MAJOR.MINOR"; MAJOR bumps on breaking change
 //!   "tool_version": "0.1.0",           // benchsuite version that wrote the file
 //!   "started_at": "2026-11-21T21:00:00Z",   // RFC 3339, UTC
 //!   "host": { ... },                   // see `Host`; unknown fields are null
@@ -31,6 +31,7 @@
 //!       "timestamps": null,            // seconds since the record started, for time series
 //!       "rounds": [5, 5, 5],           // with --rounds: samples per round, in order (absent: one round)
 //!       "tails": null,                 // latency metrics: each sample's own {"p99": [...], "p99_9": [...]}, s
+//!       "role": "headline",            // headline | secondary | derived | spread (see `MetricRole`)
 //!       "summary": {"n":5, "mean":..., "median":..., "stddev":..., "cv":...,
 //!                   "min":..., "max":..., "p5":..., "p95":..., "trimmed_mean":...,
 //!                   "ci95": [low, high]},
@@ -63,6 +64,12 @@
 //! [`ReferenceResult`]); absent elsewhere. 1.5 also added `record.phase`,
 //! the plan-file phase (`run -f plan.toml`) the record was measured in;
 //! absent outside plan files.
+//!
+//! 1.6 added `metric.role` (`headline`, `secondary`, `derived`, `spread`:
+//! what `compare` gates by default, see [`MetricRole`]); reports before 1.6
+//! have none, and readers take the benchmark's declaration (or, for an
+//! unknown benchmark, the first metric as the headline and the others as
+//! secondary).
 
 use std::collections::BTreeMap;
 
@@ -79,7 +86,7 @@ use crate::reference::ReferenceResult;
 use crate::stats::{LatencySummary, Summary};
 
 /// Current schema version, `MAJOR.MINOR`.
-pub const SCHEMA_VERSION: &str = "1.5";
+pub const SCHEMA_VERSION: &str = "1.6";
 /// Major schema version this build reads.
 pub const SCHEMA_MAJOR: u32 = 1;
 
@@ -292,10 +299,62 @@ pub struct Metric {
     /// can judge tails with an interval as it judges medians.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tails: Option<SampleTails>,
+    /// What the metric is to a reader and to the gate (schema 1.6; absent
+    /// in older reports, see [`MetricRole`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<MetricRole>,
     /// Statistics of `samples`.
     pub summary: Summary,
     /// Latency percentiles from the merged histogram, for latency metrics.
     pub latency: Option<LatencySummary>,
+}
+
+/// What a metric is to a reader and to `compare`'s gate, declared by the
+/// benchmark ([`crate::bench::MetricSpec::role`]).
+///
+/// By default the gate judges headline and secondary metrics (and their
+/// latency tails); derived and spread metrics are compared and shown but
+/// never fail it, unless a `--threshold` rule names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MetricRole {
+    /// The number the benchmark exists for (its first metric): a rate or a
+    /// time per operation.
+    Headline,
+    /// Another measurement of the same run that can regress on its own
+    /// (a mean latency beside a bandwidth, UDP loss, a timer's resolution).
+    Secondary,
+    /// A function of other numbers of the record rather than a measurement
+    /// of its own (`throughput_bits` from `throughput`, `iops` from a
+    /// bandwidth and a block size, an LU residual): judging it again would
+    /// count one change twice.
+    Derived,
+    /// A statistic of the spread of the samples (`trial_stddev`, `jitter`):
+    /// it says how steady a run was, not how fast.
+    Spread,
+}
+
+impl MetricRole {
+    /// The name used in every output format.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetricRole::Headline => "headline",
+            MetricRole::Secondary => "secondary",
+            MetricRole::Derived => "derived",
+            MetricRole::Spread => "spread",
+        }
+    }
+
+    /// Whether `compare` gates it by default.
+    pub fn gated_by_default(self) -> bool {
+        matches!(self, MetricRole::Headline | MetricRole::Secondary)
+    }
+}
+
+impl std::fmt::Display for MetricRole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Each sample's own latency tail percentiles, in seconds, one value per

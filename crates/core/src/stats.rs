@@ -67,6 +67,60 @@ pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
     sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
 }
 
+/// The median of `values` (NaN when empty): the one median of the
+/// project's statistics.
+pub fn median(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    let mut s = values.to_vec();
+    s.sort_by(f64::total_cmp);
+    percentile_sorted(&s, 0.5)
+}
+
+/// Two machine states in positive `values` (a VM's loopback at 1.7 or at
+/// 2.9 GB/s for minutes at a time), as the medians of the lower and the
+/// upper group; `None` when the values form one group.
+///
+/// The values (on a log scale, so a state is a ratio) are split at their
+/// widest gap. They are two states when each side holds at least two
+/// values and a fifth of them, the two medians are at least
+/// [`STATE_RATIO`] apart, and the gap is at least [`STATE_GAP_SDS`] times
+/// the pooled standard deviation inside the two sides: the gap is then
+/// far wider than the spread within either state, which one stray value
+/// or a normal spread of 9..30 values does not give.
+pub fn two_states(values: &[f64]) -> Option<(f64, f64)> {
+    if values.len() < 4 || values.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
+        return None;
+    }
+    let mut logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    logs.sort_by(f64::total_cmp);
+    let n = logs.len();
+    let least = 2.max(n.div_ceil(5));
+    let (at, gap) = (least..=n - least)
+        .map(|k| (k, logs[k] - logs[k - 1]))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let (lo, hi) = logs.split_at(at);
+    let ss = |g: &[f64]| {
+        let m = g.iter().sum::<f64>() / g.len() as f64;
+        g.iter().map(|x| (x - m) * (x - m)).sum::<f64>()
+    };
+    let sd = ((ss(lo) + ss(hi)) / (n - 2) as f64).sqrt();
+    let (ml, mh) = (
+        percentile_sorted(lo, 0.5).exp(),
+        percentile_sorted(hi, 0.5).exp(),
+    );
+    (mh / ml >= STATE_RATIO && gap >= STATE_GAP_SDS * sd).then_some((ml, mh))
+}
+
+/// The smallest ratio between two states' medians that [`two_states`]
+/// reports: smaller steps are noise to a reader.
+pub const STATE_RATIO: f64 = 1.15;
+
+/// How many pooled standard deviations the gap between two states must
+/// span (see [`two_states`]).
+pub const STATE_GAP_SDS: f64 = 4.0;
+
 /// The two-sided Student-t quantile for a `level` confidence interval
 /// (e.g. 0.95) with `df` degrees of freedom.
 pub fn t_quantile(level: f64, df: f64) -> f64 {
@@ -184,6 +238,27 @@ pub fn latency_histogram() -> Histogram<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_states_are_found_only_where_the_gap_dwarfs_the_spread() {
+        // Rounds of loopback TCP in two states (the VM).
+        let two = [
+            1.45e9, 1.7e9, 1.8e9, 1.6e9, 2.8e9, 2.9e9, 3.1e9, 2.7e9, 3.3e9,
+        ];
+        let (lo, hi) = two_states(&two).unwrap();
+        assert!((1.6e9..=1.7e9).contains(&lo) && (2.8e9..=3.1e9).contains(&hi));
+        // One stray value is not a state; nor is a steady spread.
+        let stray = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01, 1.6];
+        assert_eq!(two_states(&stray), None);
+        let spread: Vec<f64> = (0..30).map(|i| 1.0 + 0.01 * i as f64).collect();
+        assert_eq!(two_states(&spread), None);
+        // Close states are not named.
+        let close = [1.0, 1.001, 0.999, 1.1, 1.101, 1.099];
+        assert_eq!(two_states(&close), None);
+        assert_eq!(two_states(&[1.0, 2.0, 3.0]), None);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert!(median(&[]).is_nan());
+    }
     use proptest::prelude::*;
 
     fn close(a: f64, b: f64) -> bool {

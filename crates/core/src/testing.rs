@@ -160,6 +160,20 @@ impl Conformance {
             assert!(m.id.starts_with(&prefix), "{} is not in {prefix}*", m.id);
             assert!(!m.description.is_empty(), "{}: no description", m.id);
             assert!(!m.metrics.is_empty(), "{}: no metrics", m.id);
+            // The gate judges headline and secondary metrics: one headline,
+            // first (what `compare` assumes of a report without roles).
+            let headlines: Vec<_> = m
+                .metrics
+                .iter()
+                .filter(|x| x.role == crate::MetricRole::Headline)
+                .map(|x| x.name)
+                .collect();
+            assert_eq!(
+                headlines,
+                [m.metrics[0].name],
+                "{}: the first metric, and only it, is the headline",
+                m.id
+            );
             for metric in &m.metrics {
                 // A reported ratio (a LINPACK residual) may be unitless.
                 assert!(

@@ -174,6 +174,9 @@ impl Benchmark for Linpack {
                     unit: "",
                     direction: Direction::Lower,
                     source: MetricSource::ReportedMax("residual"),
+                    // Checked against a bound (a wrong solve fails the
+                    // record); its size is not a speed.
+                    role: benchsuite_core::MetricRole::Derived,
                 },
             ],
         }

@@ -125,7 +125,7 @@ impl Benchmark for Prime {
             ],
             metrics: vec![
                 MetricSpec::ops_per_sec("events", "event/s"),
-                MetricSpec::latency("latency"),
+                MetricSpec::latency("latency").derived(),
             ],
         }
     }

@@ -57,8 +57,8 @@ impl Benchmark for DiskIo {
             params: declare(),
             metrics: vec![
                 MetricSpec::bytes_per_sec("bandwidth"),
-                MetricSpec::ops_per_sec("iops", "IO/s"),
-                MetricSpec::latency("latency"),
+                MetricSpec::ops_per_sec("iops", "IO/s").derived(),
+                MetricSpec::latency("latency").secondary(),
             ],
         }
     }

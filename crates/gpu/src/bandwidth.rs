@@ -91,7 +91,7 @@ impl Benchmark for Bandwidth {
             ],
             metrics: vec![
                 MetricSpec::bytes_per_sec("bandwidth"),
-                MetricSpec::time_per_op("time_per_op"),
+                MetricSpec::time_per_op("time_per_op").derived(),
             ],
         }
     }

@@ -59,7 +59,7 @@ impl Benchmark for Latency {
             ],
             metrics: vec![
                 MetricSpec::latency("latency"),
-                MetricSpec::time_per_op("time_per_op"),
+                MetricSpec::time_per_op("time_per_op").derived(),
             ],
         }
     }

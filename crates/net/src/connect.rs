@@ -33,6 +33,7 @@ impl Benchmark for Connect {
                     unit: "s",
                     direction: Direction::Lower,
                     source: MetricSource::Reported("trial_stddev"),
+                    role: benchsuite_core::MetricRole::Spread,
                 },
             ],
         }

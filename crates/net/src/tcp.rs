@@ -142,18 +142,23 @@ impl Benchmark for TcpThroughput {
                     unit: "bit/s",
                     direction: Direction::Higher,
                     source: MetricSource::Reported("throughput_bits"),
+                    role: benchsuite_core::MetricRole::Derived,
                 },
                 MetricSpec {
                     name: "stream_min",
                     unit: "B/s",
                     direction: Direction::Higher,
                     source: MetricSource::ReportedMin("stream_min"),
+                    // With one stream, the same number as `throughput`:
+                    // compare then treats it as derived (same samples).
+                    role: benchsuite_core::MetricRole::Secondary,
                 },
                 MetricSpec {
                     name: "stream_max",
                     unit: "B/s",
                     direction: Direction::Higher,
                     source: MetricSource::ReportedMax("stream_max"),
+                    role: benchsuite_core::MetricRole::Secondary,
                 },
             ],
         }

@@ -78,6 +78,7 @@ fn reported(name: &'static str, unit: &'static str, direction: Direction) -> Met
         unit,
         direction,
         source: MetricSource::Reported(name),
+        role: benchsuite_core::MetricRole::Secondary,
     }
 }
 
@@ -115,10 +116,12 @@ impl Benchmark for UdpThroughput {
             metrics: vec![
                 MetricSpec::bytes_per_sec("received"),
                 reported("loss", "%", Direction::Lower),
-                reported("jitter", "s", Direction::Lower),
+                reported("jitter", "s", Direction::Lower).spread(),
                 reported("out_of_order", "%", Direction::Lower),
-                reported("offered", "B/s", Direction::Higher),
-                MetricSpec::ops_per_sec("datagrams", "datagram/s"),
+                // What the sender managed to offer: the `received` rate
+                // plus the loss, so not a measurement of its own.
+                reported("offered", "B/s", Direction::Higher).derived(),
+                MetricSpec::ops_per_sec("datagrams", "datagram/s").derived(),
             ],
         }
     }

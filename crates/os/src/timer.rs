@@ -46,6 +46,7 @@ impl Benchmark for Timer {
                     unit: "s",
                     direction: Direction::Lower,
                     source: MetricSource::ReportedMin("resolution"),
+                    role: benchsuite_core::MetricRole::Secondary,
                 },
             ],
         }

@@ -122,3 +122,33 @@ pub(super) fn context_differences(base: &Report, new: &Report) -> Vec<String> {
     }
     out
 }
+
+/// What makes `base` another testbed than `new`: the CPU model,
+/// microarchitecture, CPU count or sockets, where both sides know them.
+/// Host names are not compared (CI runners of one machine type differ in
+/// nothing else).
+pub(super) fn testbed_difference(base: &Report, new: &Report) -> Option<String> {
+    fn text<T: fmt::Display>(v: &Option<T>) -> Option<String> {
+        v.as_ref().map(|v| v.to_string())
+    }
+    let (b, n) = (&base.host.cpu, &new.host.cpu);
+    [
+        ("cpu.model", text(&b.model), text(&n.model)),
+        (
+            "cpu.microarchitecture",
+            text(&b.microarchitecture),
+            text(&n.microarchitecture),
+        ),
+        (
+            "cpu.logical_cpus",
+            text(&b.logical_cpus),
+            text(&n.logical_cpus),
+        ),
+        ("cpu.sockets", text(&b.sockets), text(&n.sockets)),
+    ]
+    .into_iter()
+    .find_map(|(what, x, y)| match (x, y) {
+        (Some(x), Some(y)) if x != y => Some(format!("{what} {x}, new has {y}")),
+        _ => None,
+    })
+}

@@ -226,7 +226,11 @@ pub fn compare_fleets(
         used[i] = true;
         let n = &new[i];
         let new_label = Some(host_label(n)).filter(|l| *l != host);
-        match check_schema(b, n).and_then(|()| compare_checked(b, n, options)) {
+        let baseline = [super::Baseline {
+            name: &host,
+            report: b,
+        }];
+        match check_schema(b, n).and_then(|()| compare_checked(&baseline, n, options)) {
             Ok(comparison) => out.hosts.push(HostComparison {
                 host,
                 new_label,

@@ -32,7 +32,7 @@
 
 use statrs::distribution::{ContinuousCDF, FisherSnedecor, StudentsT};
 
-use crate::stats::percentile_sorted;
+use crate::stats::median;
 
 /// Fewest samples on a side for an interval.
 pub const MIN_SAMPLES: usize = 3;
@@ -96,7 +96,7 @@ pub fn side(samples: &[f64], rounds: Option<&[usize]>) -> Result<Side, Unjudged>
         groups.push(&samples[at..at + k]);
         at += k;
     }
-    let round_medians: Vec<f64> = groups.iter().map(|g| self::median(g)).collect();
+    let round_medians: Vec<f64> = groups.iter().map(|g| crate::stats::median(g)).collect();
     let s2 = variance(&round_medians);
     // The pooled median of rounds that drifted apart behaves like the
     // median of the round medians: its variance is the small-sample median
@@ -207,12 +207,6 @@ fn median_factor(n: f64) -> f64 {
     h * n / (n + h - 1.0)
 }
 
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    percentile_sorted(&s, 0.5)
-}
-
 /// Sample variance (n − 1).
 fn variance(v: &[f64]) -> f64 {
     let n = v.len() as f64;
@@ -239,7 +233,7 @@ const TRIM_MADS: f64 = 4.0;
 /// (all of them when the MAD is 0).
 fn robust_sd(values: &[f64], center: f64) -> (f64, usize) {
     let dev: Vec<f64> = values.iter().map(|v| (v - center).abs()).collect();
-    let mad = 1.4826 * median(&dev);
+    let mad = 1.4826 * crate::stats::median(&dev);
     let kept: Vec<f64> = values
         .iter()
         .zip(&dev)

@@ -79,13 +79,14 @@
 //! ```
 
 use crate::param::Point;
-use crate::report::{Metric, Record, Report, Status, schema_major};
+use crate::report::{Metric, MetricRole, Record, Report, SampleTails, Status, schema_major};
 
 mod context;
 pub mod fleet;
 pub mod interval;
 mod judge;
 mod model;
+pub mod prior;
 pub mod rules;
 
 pub use fleet::{
@@ -94,7 +95,21 @@ pub use fleet::{
 pub use model::*;
 pub use rules::{ThresholdRule, Tolerance};
 
-use judge::{direction_name, judge, lost_tails, quantities};
+use judge::{direction_name, lost_tails, quantities};
+
+/// The default threshold of latency tails (p99, p99.9) as a fraction:
+/// derived from the A/A traces in `benches/data/noise/` (see
+/// `docs/compare.md`), where a tail's run-to-run moves dwarf a median's.
+pub const TAIL_THRESHOLD: f64 = 0.25;
+
+/// One baseline report and the name it is shown by (its file).
+#[derive(Debug, Clone, Copy)]
+pub struct Baseline<'a> {
+    /// How outputs name it (`history/r03.json`).
+    pub name: &'a str,
+    /// The report.
+    pub report: &'a Report,
+}
 
 /// Compares `new` against the baseline `base`. Pure: no I/O, no clock.
 ///
@@ -107,11 +122,70 @@ pub fn compare(
     new: &Report,
     options: &CompareOptions,
 ) -> Result<Comparison, CompareError> {
-    check_schema(base, new)?;
+    compare_history(
+        &[Baseline {
+            name: "base",
+            report: base,
+        }],
+        new,
+        options,
+    )
+}
+
+/// Compares `new` against a history of baselines of the same testbed: the
+/// newest decides what is missing, failed or added; all of them give each
+/// metric's noise between runs, and a metric is judged against what they
+/// predict for one new run (see the [module documentation](self)). Pure.
+///
+/// Baselines of another testbed are left out (listed in
+/// [`Comparison::excluded`]) unless [`Allow::mixed_hosts`]; none left is
+/// an error, as is an empty history or a baseline of another schema major.
+pub fn compare_history(
+    history: &[Baseline<'_>],
+    new: &Report,
+    options: &CompareOptions,
+) -> Result<Comparison, CompareError> {
+    match history {
+        [] => return Err(CompareError::NoBaseline),
+        [one] => check_schema(one.report, new)?,
+        many => {
+            for b in many {
+                check_schema(b.report, new).map_err(|_| CompareError::BaselineSchema {
+                    name: b.name.to_string(),
+                    base: b.report.schema_version.clone(),
+                    new: new.schema_version.clone(),
+                })?;
+            }
+        }
+    }
     check_options(options)?;
-    let records: Vec<&Record> = base.records.iter().chain(&new.records).collect();
+    let mut used = Vec::new();
+    let mut excluded = Vec::new();
+    for b in history {
+        match context::testbed_difference(b.report, new) {
+            Some(why) if history.len() > 1 && !options.allow.mixed_hosts => {
+                excluded.push(format!("{}: {why}", b.name));
+            }
+            _ => used.push(*b),
+        }
+    }
+    if used.is_empty() {
+        return Err(CompareError::NoBaselineOfTestbed {
+            count: history.len(),
+            why: excluded.first().cloned().unwrap_or_default(),
+        });
+    }
+    // Oldest first; the newest is the baseline records pair with.
+    used.sort_by(|a, b| a.report.started_at.cmp(&b.report.started_at));
+    let records: Vec<&Record> = used
+        .iter()
+        .flat_map(|b| &b.report.records)
+        .chain(&new.records)
+        .collect();
     check_rules(&records, &options.rules)?;
-    compare_checked(base, new, options)
+    let mut out = compare_checked(&used, new, options)?;
+    out.excluded = excluded;
+    Ok(out)
 }
 
 /// Both reports of one major schema version.
@@ -135,7 +209,13 @@ fn check_options(options: &CompareOptions) -> Result<(), CompareError> {
         return Err(CompareError::Alpha(options.alpha));
     }
     let bad = |v: f64| !v.is_finite() || v < 0.0;
+    let bad_cv = match options.between_run {
+        BetweenRun::Cv(cv) => bad(cv),
+        BetweenRun::Prior => false,
+    };
     if bad(options.threshold)
+        || bad(options.tail_threshold)
+        || bad_cv
         || options.rules.iter().any(|r| match &r.tolerance {
             Tolerance::Relative(v) | Tolerance::Absolute { value: v, .. } => bad(*v),
         })
@@ -145,18 +225,48 @@ fn check_options(options: &CompareOptions) -> Result<(), CompareError> {
     Ok(())
 }
 
-/// [`compare`] once the schemas, options and rules are checked.
+/// The record of `report` that pairs with `b`: same id, and the same
+/// requested point (failing that, the same point that ran).
+fn pair_in<'a>(report: &'a Report, b: &Record, used: &[bool]) -> Option<(usize, &'a Record)> {
+    let free = |i: &usize| used.get(*i).is_none_or(|u| !u);
+    report
+        .records
+        .iter()
+        .enumerate()
+        .find(|(i, n)| free(i) && n.id == b.id && n.requested_params() == b.requested_params())
+        .or_else(|| {
+            report
+                .records
+                .iter()
+                .enumerate()
+                .find(|(i, n)| free(i) && n.id == b.id && n.params == b.params)
+        })
+}
+
+/// [`compare_history`] once the schemas, testbeds, options and rules are
+/// checked; `history` is oldest first and not empty.
 fn compare_checked(
-    base: &Report,
+    history: &[Baseline<'_>],
     new: &Report,
     options: &CompareOptions,
 ) -> Result<Comparison, CompareError> {
+    let base = history.last().expect("a baseline").report;
+    let rule = options.rule.unwrap_or(if history.len() > 1 {
+        GateRule::Band
+    } else {
+        GateRule::Interval
+    });
     let mut out = Comparison {
         base_schema_version: base.schema_version.clone(),
         new_schema_version: new.schema_version.clone(),
         threshold: options.threshold,
         rules: options.rules.iter().map(|r| r.to_string()).collect(),
         alpha: options.alpha,
+        rule,
+        family: 0,
+        tail_threshold: options.tail_threshold,
+        baselines: history.iter().map(|b| b.name.to_string()).collect(),
+        excluded: Vec::new(),
         allow: options.allow,
         passed: false,
         problems: Vec::new(),
@@ -165,6 +275,8 @@ fn compare_checked(
         not_comparable: Vec::new(),
         context_differences: context::context_differences(base, new),
     };
+    let older: Vec<&Report> = history.iter().rev().skip(1).map(|b| b.report).collect();
+    let mut estimates = Vec::new();
 
     // Point holds floats, so it is not Ord/Hash: match by equality. Reports
     // hold at most a few thousand records; each new record is used once, so
@@ -172,26 +284,16 @@ fn compare_checked(
     let mut used = vec![false; new.records.len()];
     let mut paired = 0;
     for b in &base.records {
-        // On the requested point; failing that, on the point that ran (a
-        // baseline older than schema 1.2 has no requested point).
-        let found = new
-            .records
-            .iter()
-            .enumerate()
-            .find(|(i, n)| {
-                !used[*i] && n.id == b.id && n.requested_params() == b.requested_params()
-            })
-            .or_else(|| {
-                new.records
-                    .iter()
-                    .enumerate()
-                    .find(|(i, n)| !used[*i] && n.id == b.id && n.params == b.params)
-            });
-        match found {
+        match pair_in(new, b, &used) {
             Some((i, n)) => {
                 used[i] = true;
                 paired += 1;
-                compare_records(b, n, options, &mut out)?;
+                let history: Vec<&Record> = older
+                    .iter()
+                    .filter_map(|r| pair_in(r, b, &[]).map(|(_, x)| x))
+                    .filter(|x| x.status == Status::Ok)
+                    .collect();
+                compare_records(b, &history, n, options, &mut out, &mut estimates)?;
             }
             None if b.status == Status::Ok => out.problems.push(Problem {
                 key: b.requested_key(),
@@ -219,6 +321,7 @@ fn compare_checked(
     for (n, _) in new.records.iter().zip(&used).filter(|(_, u)| !**u) {
         out.added.push(unmatched(n, None));
     }
+    judge_family(&mut out, &estimates, rule, options.alpha);
     let ran_in_new = new.records.iter().any(|r| r.status == Status::Ok);
     if !ran_in_new {
         let why = if new.records.is_empty() {
@@ -254,6 +357,61 @@ fn compare_checked(
     }
     out.passed = !out.has_regression() && out.gate_failures().next().is_none();
     Ok(out)
+}
+
+/// The verdicts, once every quantity is estimated: the gated ones share
+/// the job's `alpha` by Holm's step-down (each gets the level its step
+/// left it), the others are judged at `alpha` alone.
+fn judge_family(
+    out: &mut Comparison,
+    estimates: &[(usize, judge::Estimate)],
+    rule: GateRule,
+    alpha: f64,
+) {
+    let gated: Vec<&(usize, judge::Estimate)> = estimates
+        .iter()
+        .filter(|(i, _)| out.metrics[*i].gated)
+        .collect();
+    let ps: Vec<f64> = gated
+        .iter()
+        .map(|(i, e)| judge::p_worse(e, out.metrics[*i].direction, rule))
+        .collect();
+    let levels = holm_levels(&ps, alpha);
+    out.family = gated.len();
+    for ((i, e), level) in gated.iter().zip(levels) {
+        judge::verdict(&mut out.metrics[*i], e, level, rule);
+    }
+    for (i, e) in estimates {
+        if !out.metrics[*i].gated {
+            judge::verdict(&mut out.metrics[*i], e, alpha, rule);
+        }
+    }
+}
+
+/// Holm's step-down over the one-sided p-values `ps`: the level each
+/// test is judged at so that the chance of any false alarm stays at most
+/// `alpha`. Sorted ascending, the `j`-th p-value (from 0) is compared with
+/// `alpha / (m − j)`; from the first that fails on, every test keeps that
+/// level. A test is rejected exactly when its p-value is at most its
+/// level, so each verdict agrees with the interval shown at that level.
+pub fn holm_levels(ps: &[f64], alpha: f64) -> Vec<f64> {
+    let m = ps.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| ps[a].total_cmp(&ps[b]));
+    let mut levels = vec![alpha; m];
+    let mut stopped = None;
+    for (j, &i) in order.iter().enumerate() {
+        let level = alpha / (m - j) as f64;
+        levels[i] = match stopped {
+            Some(l) => l,
+            None if ps[i] <= level => level,
+            None => {
+                stopped = Some(level);
+                level
+            }
+        };
+    }
+    levels
 }
 
 /// Every rule must cover some metric of a record in either report (of
@@ -366,9 +524,11 @@ fn status_reason(s: Status, reason: Option<&str>) -> String {
 
 fn compare_records(
     b: &Record,
+    older: &[&Record],
     n: &Record,
     options: &CompareOptions,
     out: &mut Comparison,
+    estimates: &mut Vec<(usize, judge::Estimate)>,
 ) -> Result<(), CompareError> {
     let key = b.requested_key();
     if b.status != Status::Ok {
@@ -404,7 +564,7 @@ fn compare_records(
         return Ok(());
     }
     let context = resolved_difference(b, n);
-    for bm in &b.metrics {
+    for (k, bm) in b.metrics.iter().enumerate() {
         let Some(nm) = n.metric(&bm.name) else {
             out.problems.push(Problem {
                 key: key.clone(),
@@ -451,9 +611,47 @@ fn compare_records(
                 allowed: options.allow.missing,
             });
         }
-        for q in quantities(bm, nm) {
-            let mc = judge(b, &q, options, context.clone());
-            if mc.verdict == Verdict::NotJudged {
+        // A metric without a role (a report before schema 1.6, a
+        // benchmark this build does not know): the first is the headline.
+        let declared = bm.role.or(nm.role).unwrap_or(if k == 0 {
+            MetricRole::Headline
+        } else {
+            MetricRole::Secondary
+        });
+        // A metric whose samples are another's of the record, on both
+        // sides (`stream_min` with one stream is `throughput`), repeats it.
+        let same = |a: &[f64], b: &[f64]| {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|(x, y)| (x - y).abs() <= 1e-9 * x.abs().max(y.abs()))
+        };
+        let twin = b.metrics[..k].iter().find(|x| {
+            x.unit == bm.unit
+                && same(&x.samples, &bm.samples)
+                && n.metric(&x.name)
+                    .is_some_and(|y| y.unit == nm.unit && same(&y.samples, &nm.samples))
+        });
+        let role = if twin.is_some() && declared.gated_by_default() {
+            MetricRole::Derived
+        } else {
+            declared
+        };
+        let older_metrics: Vec<&Metric> = older
+            .iter()
+            .filter_map(|r| r.metric(&bm.name))
+            .filter(|m| m.unit == bm.unit && m.direction == bm.direction)
+            .collect();
+        let mut notes = Vec::new();
+        if let Some(t) = twin {
+            notes.push(format!("the same samples as {}: not judged twice", t.name));
+        }
+        notes.extend(states_note(bm, &older_metrics, nm));
+        notes.extend(context.clone());
+        let note = (!notes.is_empty()).then(|| notes.join("; "));
+        for q in quantities(bm, &older_metrics, nm, role) {
+            let (mc, est) = judge::estimate(b, &q, options, note.clone());
+            if est.is_none() && mc.gated {
                 out.problems.push(Problem {
                     key: key.clone(),
                     id: b.id.clone(),
@@ -464,6 +662,9 @@ fn compare_records(
                     allowed: options.allow.unjudged,
                 });
             }
+            if let Some(e) = est {
+                estimates.push((out.metrics.len(), e));
+            }
             out.metrics.push(mc);
         }
     }
@@ -471,6 +672,36 @@ fn compare_records(
         out.added.push(unmatched(n, Some(&nm.name)));
     }
     Ok(())
+}
+
+/// The machine states a metric was seen in: in the baselines' run
+/// medians (four runs or more), or among the new run's samples.
+fn states_note(b: &Metric, older: &[&Metric], n: &Metric) -> Option<String> {
+    let show = |(lo, hi): (f64, f64)| {
+        format!(
+            "{} and {}",
+            crate::units::format_value(lo, &b.unit),
+            crate::units::format_value(hi, &b.unit)
+        )
+    };
+    let mut runs = vec![crate::stats::median(&b.samples)];
+    runs.extend(older.iter().map(|m| crate::stats::median(&m.samples)));
+    let history = (runs.len() >= 4)
+        .then(|| crate::stats::two_states(&runs))
+        .flatten()
+        .map(|s| {
+            format!(
+                "the {} baseline runs hold two states, {}: a switch between them is not a regression",
+                runs.len(),
+                show(s)
+            )
+        });
+    let new = crate::stats::two_states(&n.samples)
+        .map(|s| format!("new's samples hold two states, {}", show(s)));
+    match (history, new) {
+        (None, None) => None,
+        (h, n) => Some(h.into_iter().chain(n).collect::<Vec<_>>().join("; ")),
+    }
 }
 
 /// `size: 32MiB (base) vs 48MiB (new)` for every parameter whose resolved

@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::bench::Direction;
 use crate::param::Point;
+use crate::report::MetricRole;
+
+use super::prior::prior_between_cv;
 
 use super::judge::is_worse;
 use super::rules::{ThresholdRule, Tolerance};
@@ -24,6 +27,99 @@ pub struct Allow {
     /// Metrics that could not be judged (`--allow-unjudged`: too few
     /// samples).
     pub unjudged: bool,
+    /// Baselines of another testbed (CPU model, microarchitecture, CPU
+    /// count or sockets differ from the new report's) in a history of
+    /// several (`--allow-mixed-hosts`); without it they are left out with
+    /// a warning. A single baseline is always compared.
+    #[serde(default)]
+    pub mixed_hosts: bool,
+}
+
+/// How a judged change becomes a regression (`--rule`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateRule {
+    /// The whole interval of the change lies beyond the threshold (as
+    /// criterion decides): a real change exactly at the threshold is
+    /// called a regression at most the metric's level of the time. The
+    /// default against one baseline.
+    Interval,
+    /// The change lies outside the band that the baselines predict for an
+    /// unchanged run (at the metric's level) *and* the change itself is
+    /// beyond the threshold. The default against a history of several
+    /// baselines, whose band is honest about the noise between runs.
+    Band,
+}
+
+impl GateRule {
+    /// The name used in every output format.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateRule::Interval => "interval",
+            GateRule::Band => "band",
+        }
+    }
+}
+
+/// The noise between runs where the baselines cannot show it
+/// (`--between-run-cv`).
+///
+/// With a history of two or more baselines, the spread of their run
+/// medians is the noise one more run has (within and between runs
+/// together); with one baseline, the samples of two runs cannot show the
+/// noise between them, and a prior stands in for it.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BetweenRun {
+    /// Against one baseline, a prior between-run CV per module
+    /// ([`prior_between_cv`], measured on 2-vCPU KVM guests): conservative
+    /// on a quiet machine, about right on a VM. A history needs none.
+    #[default]
+    Prior,
+    /// This between-run CV: against one baseline, the prior of every
+    /// metric; in a history, a floor under the spread of its runs (`0`:
+    /// against one baseline only the noise inside the two runs counts,
+    /// which a machine state lasting longer than a run makes cry wolf).
+    Cv(f64),
+}
+
+impl BetweenRun {
+    /// The prior between-run CV of a metric of benchmark `id` (a latency
+    /// tail when `tail`); `None` or 0 for none.
+    pub fn prior_cv(self, id: &str, tail: bool) -> Option<f64> {
+        match self {
+            BetweenRun::Cv(cv) => Some(cv),
+            BetweenRun::Prior => Some(prior_between_cv(id, tail)),
+        }
+    }
+}
+
+/// Where a metric's between-run noise came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BetweenSource {
+    /// The spread of the history's run medians.
+    History,
+    /// The history's spread, judged with `--between-run-cv` as the floor
+    /// it fell below.
+    Floor,
+    /// The prior (one baseline).
+    Prior,
+    /// None: one baseline and a prior of 0; only the noise inside the two
+    /// runs counts.
+    None,
+}
+
+impl BetweenSource {
+    /// The name used in every output format.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BetweenSource::History => "history",
+            BetweenSource::Floor => "floor",
+            BetweenSource::Prior => "prior",
+            BetweenSource::None => "none",
+        }
+    }
 }
 
 /// Settings of [`compare`](super::compare). The CLI maps `--threshold`, `--alpha` and the
@@ -38,13 +134,32 @@ pub struct CompareOptions {
     /// Per-record and per-metric thresholds; the last matching one wins.
     #[serde(default)]
     pub rules: Vec<ThresholdRule>,
-    /// One-sided error level: the interval is the two-sided `1 − 2·alpha`
-    /// one (90% for the default 0.05), so a change exactly at the threshold
-    /// is called regressed at most `alpha` of the time.
+    /// The job's one-sided error level: the chance that *any* gated
+    /// metric of an unchanged run alarms is held at `alpha` by Holm's
+    /// step-down over the gated metrics (each metric's interval is a
+    /// two-sided `1 − 2·level` one at the level the step-down leaves it;
+    /// with one gated metric, `level = alpha`).
     pub alpha: f64,
     /// What the gate tolerates.
     #[serde(default)]
     pub allow: Allow,
+    /// Default threshold of latency tails (`NAME.p99`, `NAME.p99_9`) as a
+    /// fraction (`--tail-threshold`; default
+    /// [`TAIL_THRESHOLD`](super::TAIL_THRESHOLD)): a tail moves far more
+    /// between runs than a median.
+    #[serde(default = "default_tail_threshold")]
+    pub tail_threshold: f64,
+    /// The noise between runs (`--between-run-cv`).
+    #[serde(default)]
+    pub between_run: BetweenRun,
+    /// The rule; `None`: [`GateRule::Band`] against several baselines,
+    /// [`GateRule::Interval`] against one (`--rule`).
+    #[serde(default)]
+    pub rule: Option<GateRule>,
+}
+
+fn default_tail_threshold() -> f64 {
+    super::TAIL_THRESHOLD
 }
 
 impl Default for CompareOptions {
@@ -54,6 +169,9 @@ impl Default for CompareOptions {
             rules: Vec::new(),
             alpha: 0.05,
             allow: Allow::default(),
+            tail_threshold: super::TAIL_THRESHOLD,
+            between_run: BetweenRun::default(),
+            rule: None,
         }
     }
 }
@@ -109,6 +227,31 @@ pub enum CompareError {
     /// A threshold that is negative or not a number.
     #[error("a threshold must be a finite number, 0 or more")]
     Threshold,
+    /// `compare` was given no baseline.
+    #[error("no baseline report to compare with")]
+    NoBaseline,
+    /// Every baseline of a history was of another testbed.
+    #[error(
+        "none of the {count} baselines ran on the new report's testbed ({why}); pass --allow-mixed-hosts to compare across machines"
+    )]
+    NoBaselineOfTestbed {
+        /// How many baselines there were.
+        count: usize,
+        /// The first baseline's difference.
+        why: String,
+    },
+    /// A baseline of a history with another major schema version.
+    #[error(
+        "{name}: cannot compare schema version {base} with {new}: the major versions differ; re-run the baseline with this benchsuite version"
+    )]
+    BaselineSchema {
+        /// The baseline's name (its file).
+        name: String,
+        /// Its schema version.
+        base: String,
+        /// The new report's.
+        new: String,
+    },
     /// Two fleet reports without a host in common.
     #[error(
         "the two fleets have no host in common (base: {base}; new: {new}): compare fleets of the same hosts"
@@ -202,6 +345,25 @@ pub struct MetricComparison {
     pub base_rounds: usize,
     /// Rounds in the new report.
     pub new_rounds: usize,
+    /// The metric's role ([`MetricRole`]; a tail has its metric's).
+    #[serde(default)]
+    pub role: Option<MetricRole>,
+    /// Whether its verdict can fail the gate: headline and secondary
+    /// metrics and their tails, and any metric a `--threshold` rule names.
+    /// Derived and spread metrics are shown but never fail it.
+    #[serde(default = "yes")]
+    pub gated: bool,
+    /// How many baseline runs the prediction used (1 without a history).
+    #[serde(default = "one")]
+    pub history_runs: usize,
+    /// The noise between runs, as a CV (0.03 = 3%): with a history, the
+    /// spread of its run medians (what one more run varies by); with one
+    /// baseline, the prior (see [`between_source`](Self::between_source)).
+    #[serde(default)]
+    pub between_cv: Option<f64>,
+    /// Where [`between_cv`](Self::between_cv) came from.
+    #[serde(default)]
+    pub between_source: Option<BetweenSource>,
     /// The threshold applied.
     pub tolerance: Tolerance,
     /// The change, `new − base`: relative to the base median (`0.072` for
@@ -209,8 +371,13 @@ pub struct MetricComparison {
     /// absolute one. Positive means the value grew, whatever the direction.
     /// `None` when not judged.
     pub change: Option<f64>,
-    /// The `1 − 2·alpha` confidence interval of `change`.
+    /// The `1 − 2·level` confidence interval of `change`.
     pub interval: Option<[f64; 2]>,
+    /// The one-sided level of the interval: what Holm's step-down left
+    /// this metric of the job's `alpha` (`alpha` itself for a metric that
+    /// is not gated).
+    #[serde(default)]
+    pub level: Option<f64>,
     /// The noise seen: the interval's half-width (same scale as `change`);
     /// a real change smaller than this cannot be confirmed.
     pub noise: Option<f64>,
@@ -364,8 +531,25 @@ pub struct Comparison {
     /// The per-record and per-metric thresholds, as given.
     #[serde(default)]
     pub rules: Vec<String>,
-    /// One-sided error level; the intervals are `1 − 2·alpha` ones.
+    /// The job's one-sided error level, held over the gated metrics.
     pub alpha: f64,
+    /// The rule that judged the metrics.
+    #[serde(default = "interval_rule")]
+    pub rule: GateRule,
+    /// How many judged quantities the gate's error level is shared by
+    /// (the gated metrics and tails that could be judged).
+    #[serde(default)]
+    pub family: usize,
+    /// The default threshold of latency tails.
+    #[serde(default = "default_tail_threshold")]
+    pub tail_threshold: f64,
+    /// The baselines compared with, oldest first (the newest decides what
+    /// is missing or failed; all of them give the noise between runs).
+    #[serde(default)]
+    pub baselines: Vec<String>,
+    /// Baselines left out, each with the reason (another testbed).
+    #[serde(default)]
+    pub excluded: Vec<String>,
     /// What the gate tolerated.
     #[serde(default)]
     pub allow: Allow,
@@ -389,10 +573,24 @@ pub struct Comparison {
     pub context_differences: Vec<String>,
 }
 
+fn yes() -> bool {
+    true
+}
+
+fn one() -> usize {
+    1
+}
+
+fn interval_rule() -> GateRule {
+    GateRule::Interval
+}
+
 impl Comparison {
-    /// True when any metric [regressed](Verdict::Regressed).
+    /// True when any gated metric [regressed](Verdict::Regressed).
     pub fn has_regression(&self) -> bool {
-        self.metrics.iter().any(|m| m.verdict == Verdict::Regressed)
+        self.metrics
+            .iter()
+            .any(|m| m.gated && m.verdict == Verdict::Regressed)
     }
 
     /// The problems that fail the gate (not allowed by an option).
@@ -453,8 +651,11 @@ impl Comparison {
             Verdict::Improved,
             Verdict::Unchanged,
         ] {
-            let n = self.count(v);
-            let worse = self.with_verdict(v).filter(|m| m.is_worse()).count();
+            let n = self.with_verdict(v).filter(|m| m.gated).count();
+            let worse = self
+                .with_verdict(v)
+                .filter(|m| m.gated && m.is_worse())
+                .count();
             match (n, v) {
                 (0, _) => {}
                 (n, Verdict::Noisy) if worse > 0 => {
@@ -462,6 +663,10 @@ impl Comparison {
                 }
                 (n, v) => parts.push(format!("{n} {v}")),
             }
+        }
+        let ungated = self.metrics.iter().filter(|m| !m.gated).count();
+        if ungated > 0 {
+            parts.push(format!("{ungated} not gated (derived or spread)"));
         }
         for kind in [
             ProblemKind::Failed,

@@ -5,6 +5,16 @@ use crate::param::Value;
 use crate::report::{RunConfigRecord, SampleTails};
 use crate::stats::Summary;
 
+/// Options judging the noise inside the runs alone (no prior between-run
+/// CV): what these tests check is that machinery; the history and the
+/// prior have their own tests below.
+fn within_only() -> CompareOptions {
+    CompareOptions {
+        between_run: BetweenRun::Cv(0.0),
+        ..CompareOptions::default()
+    }
+}
+
 /// Ten samples around `center` with a ±1% spread (CV ≈ 0.6%).
 fn steady(center: f64) -> Vec<f64> {
     (0..10)
@@ -21,6 +31,7 @@ fn metric(name: &str, unit: &str, direction: Direction, samples: &[f64]) -> Metr
         timestamps: None,
         rounds: None,
         tails: None,
+        role: None,
         summary: Summary::new(samples).unwrap(),
         latency: None,
     }
@@ -94,7 +105,7 @@ fn verdicts(c: &Comparison) -> Vec<(&str, Verdict)> {
 }
 
 fn run(base: &Report, new: &Report) -> Comparison {
-    compare(base, new, &CompareOptions::default()).unwrap()
+    compare(base, new, &within_only()).unwrap()
 }
 
 fn kinds(c: &Comparison) -> Vec<(String, ProblemKind, bool)> {
@@ -174,7 +185,7 @@ fn a_small_certain_change_is_unchanged_until_the_threshold_is_below_it() {
     assert_eq!(c.count(Verdict::Unchanged), 2);
     let strict = CompareOptions {
         threshold: 0.01,
-        ..CompareOptions::default()
+        ..within_only()
     };
     let c = compare(&pair(1.0, 1.0), &pair(0.98, 1.02), &strict).unwrap();
     assert_eq!(c.count(Verdict::Regressed), 2);
@@ -244,7 +255,7 @@ fn too_few_samples_are_not_judged_and_fail_the_gate_unless_allowed() {
             unjudged: true,
             ..Allow::default()
         },
-        ..CompareOptions::default()
+        ..within_only()
     };
     assert!(
         compare(&mk(&[1.0, 1.0, 1.0]), &mk(&[0.5, 0.5]), &lax)
@@ -291,7 +302,7 @@ fn percent_metrics_use_an_absolute_threshold() {
     // A relative threshold on a zero baseline cannot be judged.
     let rel = CompareOptions {
         rules: vec![ThresholdRule::parse("net:loss=5%").unwrap()],
-        ..CompareOptions::default()
+        ..within_only()
     };
     let c = compare(&zero, &mk([0.2; 5]), &rel).unwrap();
     assert_eq!(c.metrics[0].verdict, Verdict::NotJudged);
@@ -308,7 +319,7 @@ fn percent_metrics_use_an_absolute_threshold() {
 fn per_metric_thresholds_override_the_default() {
     let lax = CompareOptions {
         rules: vec![ThresholdRule::parse("os.*:time_per_op=40%").unwrap()],
-        ..CompareOptions::default()
+        ..within_only()
     };
     let c = compare(&pair(1.0, 1.0), &pair(0.7, 1.3), &lax).unwrap();
     assert_eq!(
@@ -331,7 +342,7 @@ fn a_rule_that_covers_nothing_or_the_wrong_unit_is_an_error() {
             &r,
             &CompareOptions {
                 rules: vec![ThresholdRule::parse(rule).unwrap()],
-                ..CompareOptions::default()
+                ..within_only()
             },
         )
     };
@@ -374,8 +385,9 @@ fn a_broken_record_fails_the_gate_with_its_reason() {
             skipped: true,
             missing: true,
             unjudged: true,
+            ..Allow::default()
         },
-        ..CompareOptions::default()
+        ..within_only()
     };
     let mut new = pair(1.0, 1.0);
     let p = new.records[1].params.clone();
@@ -438,8 +450,9 @@ fn an_empty_or_all_failed_new_report_fails() {
             missing: true,
             skipped: true,
             unjudged: true,
+            ..Allow::default()
         },
-        ..CompareOptions::default()
+        ..within_only()
     };
     assert!(!compare(&base, &report(Vec::new()), &lax).unwrap().passed());
     let mut broken = pair(1.0, 1.0);
@@ -463,7 +476,7 @@ fn reports_with_nothing_in_common_are_an_error() {
         1,
         vec![metric("bw", "B/s", Direction::Higher, &steady(1.0))],
     )]);
-    let e = compare(&a, &b, &CompareOptions::default()).unwrap_err();
+    let e = compare(&a, &b, &within_only()).unwrap_err();
     assert!(matches!(e, CompareError::NothingInCommon { .. }));
     assert!(e.to_string().contains("disk.io"), "{e}");
 }
@@ -525,7 +538,7 @@ fn latency_tails_are_judged_like_medians() {
     // A rule for rtt covers its tail; one for the tail alone does too.
     let lax = CompareOptions {
         rules: vec![ThresholdRule::parse("net.latency:rtt.p99=100%").unwrap()],
-        ..CompareOptions::default()
+        ..within_only()
     };
     let c = compare(&mk(50e-6), &mk(80e-6), &lax).unwrap();
     assert!(c.passed());
@@ -574,7 +587,7 @@ fn quiet_threshold_is_the_smallest_that_raises_no_alarm() {
     let with = |t: f64| {
         let o = CompareOptions {
             threshold: t,
-            ..CompareOptions::default()
+            ..within_only()
         };
         compare(&base, &new, &o).unwrap().metrics[1].verdict
     };
@@ -646,7 +659,7 @@ fn a_record_wide_relative_rule_leaves_percent_metrics_absolute() {
     };
     let o = CompareOptions {
         rules: vec![ThresholdRule::parse("net=10%").unwrap()],
-        ..CompareOptions::default()
+        ..within_only()
     };
     let c = compare(&loss(0.0), &loss(0.1), &o).unwrap();
     assert_eq!(c.metrics[0].verdict, Verdict::Unchanged);
@@ -659,7 +672,7 @@ fn a_bad_threshold_is_an_error_not_a_pass() {
     for t in [f64::NAN, -0.01, f64::INFINITY] {
         let o = CompareOptions {
             threshold: t,
-            ..CompareOptions::default()
+            ..within_only()
         };
         assert_eq!(compare(&r, &r, &o), Err(CompareError::Threshold));
     }
@@ -671,11 +684,11 @@ fn schema_major_mismatch_is_an_error() {
     let mut new = base.clone();
     new.schema_version = "2.0".into();
     assert!(matches!(
-        compare(&base, &new, &CompareOptions::default()),
+        compare(&base, &new, &within_only()),
         Err(CompareError::SchemaMismatch { .. })
     ));
     new.schema_version = "1.0".into();
-    assert!(compare(&base, &new, &CompareOptions::default()).is_ok());
+    assert!(compare(&base, &new, &within_only()).is_ok());
 }
 
 #[test]
@@ -754,12 +767,12 @@ fn fleet_of(hosts: &[(&str, f64)]) -> Vec<Report> {
 #[test]
 fn fleets_compare_host_by_host_and_fail_where_one_host_regressed() {
     let base = fleet_of(&[("node1", 1.0), ("node2", 1.0), ("node3", 1.0)]);
-    let same = compare_fleets(&base, &base, &CompareOptions::default()).unwrap();
+    let same = compare_fleets(&base, &base, &within_only()).unwrap();
     assert!(same.passed(), "{}", same.summary());
     assert_eq!(same.summary(), "fleet gate passed: 3 hosts compared");
     // node2 loses 30% of its bandwidth: that host, and only it, fails.
     let new = fleet_of(&[("node1", 1.0), ("node2", 0.7), ("node3", 1.0)]);
-    let c = compare_fleets(&base, &new, &CompareOptions::default()).unwrap();
+    let c = compare_fleets(&base, &new, &within_only()).unwrap();
     assert!(!c.passed());
     let failed: Vec<&str> = c.failed_hosts().map(|h| h.host.as_str()).collect();
     assert_eq!(failed, ["node2"]);
@@ -783,7 +796,7 @@ fn fleets_compare_host_by_host_and_fail_where_one_host_regressed() {
     // The host order of the new fleet does not matter.
     let mut shuffled = new.clone();
     shuffled.reverse();
-    let c2 = compare_fleets(&base, &shuffled, &CompareOptions::default()).unwrap();
+    let c2 = compare_fleets(&base, &shuffled, &within_only()).unwrap();
     assert_eq!(c2, c);
 }
 
@@ -791,7 +804,7 @@ fn fleets_compare_host_by_host_and_fail_where_one_host_regressed() {
 fn a_missing_host_fails_the_fleet_gate_unless_allowed_an_added_one_is_listed() {
     let base = fleet_of(&[("node1", 1.0), ("node2", 1.0)]);
     let new = fleet_of(&[("node1", 1.0), ("node9", 1.0)]);
-    let c = compare_fleets(&base, &new, &CompareOptions::default()).unwrap();
+    let c = compare_fleets(&base, &new, &within_only()).unwrap();
     assert!(!c.passed());
     assert_eq!(
         (c.missing.clone(), c.added.clone()),
@@ -801,7 +814,7 @@ fn a_missing_host_fails_the_fleet_gate_unless_allowed_an_added_one_is_listed() {
         c.gate_lines(),
         ["FAIL node2: missing in new: in the base fleet, absent from the new one"]
     );
-    let mut options = CompareOptions::default();
+    let mut options = within_only();
     options.allow.missing = true;
     let c = compare_fleets(&base, &new, &options).unwrap();
     assert!(c.passed(), "{}", c.summary());
@@ -811,14 +824,14 @@ fn a_missing_host_fails_the_fleet_gate_unless_allowed_an_added_one_is_listed() {
     );
     // No host in common at all: an error naming both sides' hosts.
     let other = fleet_of(&[("node7", 1.0)]);
-    let e = compare_fleets(&base, &other, &CompareOptions::default()).unwrap_err();
+    let e = compare_fleets(&base, &other, &within_only()).unwrap_err();
     assert_eq!(
         e.to_string(),
         "the two fleets have no host in common (base: node1, node2; new: node7): compare fleets of the same hosts"
     );
     // An empty fleet on either side is an error, never a passed gate.
     for (b, n, side) in [(&[][..], &base[..], "base"), (&base[..], &[][..], "new")] {
-        let e = compare_fleets(b, n, &CompareOptions::default()).unwrap_err();
+        let e = compare_fleets(b, n, &within_only()).unwrap_err();
         assert!(
             matches!(e, CompareError::EmptyFleet { side: s } if s == side),
             "{e}"
@@ -831,7 +844,7 @@ fn hosts_pair_by_label_then_by_name_when_the_launcher_renumbered_them() {
     // Same node names, ranks swapped between the two jobs.
     let base = vec![host("a", Some(0), 1.0, 1.0), host("b", Some(1), 1.0, 1.0)];
     let new = vec![host("b", Some(0), 1.0, 1.0), host("a", Some(1), 0.7, 1.0)];
-    let c = compare_fleets(&base, &new, &CompareOptions::default()).unwrap();
+    let c = compare_fleets(&base, &new, &within_only()).unwrap();
     let names: Vec<String> = c.hosts.iter().map(HostComparison::name).collect();
     assert_eq!(names, ["a-r0 (new: a-r1)", "b-r1 (new: b-r0)"]);
     // The slow one is a, wherever its rank went.
@@ -840,7 +853,7 @@ fn hosts_pair_by_label_then_by_name_when_the_launcher_renumbered_them() {
     // Two tasks of one node on a side: labels only, no guessing.
     let base = vec![host("a", Some(0), 1.0, 1.0), host("a", Some(1), 1.0, 1.0)];
     let new = vec![host("a", Some(2), 1.0, 1.0), host("a", Some(1), 1.0, 1.0)];
-    let c = compare_fleets(&base, &new, &CompareOptions::default()).unwrap();
+    let c = compare_fleets(&base, &new, &within_only()).unwrap();
     assert_eq!((c.hosts.len(), c.missing.len(), c.added.len()), (1, 1, 1));
 }
 
@@ -849,7 +862,7 @@ fn a_host_pair_that_cannot_be_compared_fails_the_gate_naming_the_host() {
     let base = fleet_of(&[("node1", 1.0), ("node2", 1.0)]);
     let mut new = base.clone();
     new[1].schema_version = "2.0".into();
-    let c = compare_fleets(&base, &new, &CompareOptions::default()).unwrap();
+    let c = compare_fleets(&base, &new, &within_only()).unwrap();
     assert!(!c.passed());
     assert_eq!(c.hosts.len(), 1);
     assert_eq!(c.incomparable.len(), 1);
@@ -867,7 +880,7 @@ fn a_host_pair_that_cannot_be_compared_fails_the_gate_naming_the_host() {
     );
     // No host pair comparable at all: an error naming the first host.
     new[0].schema_version = "2.0".into();
-    let e = compare_fleets(&base, &new, &CompareOptions::default()).unwrap_err();
+    let e = compare_fleets(&base, &new, &within_only()).unwrap_err();
     assert!(
         e.to_string()
             .starts_with("host node1: cannot compare schema version 1.2 with 2.0"),
@@ -879,7 +892,7 @@ fn a_host_pair_that_cannot_be_compared_fails_the_gate_naming_the_host() {
     new[0].records[1].id = "os.fork".into();
     let mut options = CompareOptions {
         rules: vec![ThresholdRule::parse("os.fork=10%").unwrap()],
-        ..CompareOptions::default()
+        ..within_only()
     };
     assert!(compare_fleets(&base, &new, &options).is_ok());
     options.rules = vec![ThresholdRule::parse("disk.*=10%").unwrap()];
@@ -890,7 +903,7 @@ fn a_host_pair_that_cannot_be_compared_fails_the_gate_naming_the_host() {
 fn a_fleet_comparison_is_written_as_table_json_and_markdown() {
     let base = fleet_of(&[("node1", 1.0), ("node2", 1.0)]);
     let new = fleet_of(&[("node1", 1.0), ("node2", 0.7)]);
-    let c = compare_fleets(&base, &new, &CompareOptions::default()).unwrap();
+    let c = compare_fleets(&base, &new, &within_only()).unwrap();
     let text = |f| {
         let mut out = Vec::new();
         write_fleet_comparison(f, &c, &mut out).map(|_| String::from_utf8(out).unwrap())

@@ -74,10 +74,15 @@ const REPORT_COLUMNS: [&str; 25] = [
 ];
 
 /// Columns after the parameters in a comparison.
-const COMPARISON_COLUMNS: [&str; 19] = [
+const COMPARISON_COLUMNS: [&str; 24] = [
     "metric",
     "unit",
     "direction",
+    "role",
+    "gated",
+    "history_runs",
+    "between_cv",
+    "level",
     "base_median",
     "new_median",
     "base_n",
@@ -221,6 +226,7 @@ pub(super) fn write_comparison(c: &Comparison, out: &mut dyn Write) -> io::Resul
         let mut row = vec![m.id.clone()];
         row.extend(params.iter().map(|p| param_cell(m.params.get(p))));
         let gate = match m.verdict {
+            _ if !m.gated => "not gated",
             Verdict::Regressed => "fail",
             Verdict::NotJudged if !c.allow.unjudged => "fail",
             Verdict::NotJudged => "allowed",
@@ -230,6 +236,11 @@ pub(super) fn write_comparison(c: &Comparison, out: &mut dyn Write) -> io::Resul
             m.metric.clone(),
             m.unit.clone(),
             direction_name(m.direction).to_string(),
+            m.role.map(|r| r.to_string()).unwrap_or_default(),
+            m.gated.to_string(),
+            m.history_runs.to_string(),
+            num(m.between_cv),
+            num(m.level),
             num(Some(m.base_median)),
             num(Some(m.new_median)),
             m.base_n.to_string(),

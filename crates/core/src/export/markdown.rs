@@ -10,8 +10,8 @@ use crate::report::Report;
 
 use super::table::{line_records, reference_cell, reference_text};
 use super::{
-    COMPARISON_HEADER, Line, REPORT_HEADER, comparison_notes, comparison_rows, gate_lines,
-    note_lines, report_lines, warning_lines,
+    COMPARISON_HEADER, COMPARISON_RIGHT, Line, REPORT_HEADER, comparison_notes, comparison_rows,
+    gate_lines, note_lines, report_lines, warning_lines,
 };
 
 /// Writes the report as a table, then its warnings and notes as lists.
@@ -84,7 +84,7 @@ pub(super) fn write_comparison(c: &Comparison, out: &mut dyn Write) -> io::Resul
         }
         writeln!(out)?;
     }
-    let right = [false, false, true, true, true, false, true];
+    let right = COMPARISON_RIGHT;
     write_header(out, &COMPARISON_HEADER, &right)?;
     for row in comparison_rows(c) {
         write_row(out, &row)?;

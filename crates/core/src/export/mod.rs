@@ -25,7 +25,9 @@ use std::fmt;
 use std::io::{self, Write};
 use std::str::FromStr;
 
-use crate::compare::{Comparison, ProblemKind, Tolerance, Verdict};
+use crate::compare::{
+    BetweenSource, Comparison, GateRule, MetricComparison, ProblemKind, Tolerance, Verdict,
+};
 use crate::report::{Metric, Record, Report, Status};
 use crate::units::format_value;
 
@@ -358,7 +360,7 @@ fn note_lines(report: &Report) -> Vec<String> {
 }
 
 /// Header of the comparison columns.
-const COMPARISON_HEADER: [&str; 7] = [
+const COMPARISON_HEADER: [&str; 8] = [
     "benchmark",
     "metric",
     "base",
@@ -366,12 +368,16 @@ const COMPARISON_HEADER: [&str; 7] = [
     "change [interval]",
     "verdict",
     "quiet ≥",
+    "between runs",
 ];
+
+/// Which columns of [`COMPARISON_HEADER`] are right-aligned.
+const COMPARISON_RIGHT: [bool; 8] = [false, false, true, true, true, false, true, true];
 
 /// The cells of each compared metric, under [`COMPARISON_HEADER`]: the
 /// change with its interval, the verdict (with `drift` where the rounds
 /// were the unit) and the threshold that would keep the pair quiet.
-fn comparison_rows(c: &Comparison) -> Vec<[String; 7]> {
+fn comparison_rows(c: &Comparison) -> Vec<[String; 8]> {
     c.metrics
         .iter()
         .map(|m| {
@@ -387,6 +393,9 @@ fn comparison_rows(c: &Comparison) -> Vec<[String; 7]> {
             if m.drift && m.verdict != Verdict::NotJudged {
                 tags.push("drift");
             }
+            if !m.gated {
+                tags.push("not gated");
+            }
             let verdict = if tags.is_empty() {
                 m.verdict.to_string()
             } else {
@@ -400,9 +409,25 @@ fn comparison_rows(c: &Comparison) -> Vec<[String; 7]> {
                 m.change_text(),
                 verdict,
                 quiet.unwrap_or_default(),
+                between_cell(m),
             ]
         })
         .collect()
+}
+
+/// The noise between runs a metric was judged with: `3.1% (10 runs)`
+/// measured from a history, `5% prior` without one.
+fn between_cell(m: &MetricComparison) -> String {
+    let Some(cv) = m.between_cv else {
+        return String::new();
+    };
+    let cv = format!("{:.1}%", cv * 100.0);
+    match m.between_source {
+        Some(BetweenSource::History) => format!("{cv} ({} runs)", m.history_runs),
+        Some(BetweenSource::Floor) => format!("{cv} (floor)"),
+        Some(BetweenSource::Prior) => format!("{cv} prior"),
+        _ => String::new(),
+    }
 }
 
 /// What fails the gate, one line each, listed before anything else:
@@ -422,7 +447,7 @@ fn gate_lines(c: &Comparison) -> Vec<String> {
             kind => format!("{tag} {what}: {kind} in new: {}", p.reason),
         });
     }
-    for m in c.with_verdict(Verdict::Regressed) {
+    for m in c.with_verdict(Verdict::Regressed).filter(|m| m.gated) {
         lines.push(format!(
             "FAIL {} ({}): regressed {} (threshold {})",
             m.key,
@@ -438,17 +463,59 @@ fn gate_lines(c: &Comparison) -> Vec<String> {
 /// reader should know: the rule, the noise floor, what differs between the
 /// runs, added records and records not compared.
 fn comparison_notes(c: &Comparison) -> (String, Vec<String>) {
-    let level = (1.0 - 2.0 * c.alpha) * 100.0;
-    let mut rule = format!(
-        "rule: regressed when the whole {level:.0}% interval of the change lies beyond the threshold ({}; metrics in %: {}pp",
+    let mut rule = match c.rule {
+        GateRule::Interval => "rule: regressed when the whole interval of the change lies beyond the threshold".to_string(),
+        GateRule::Band => "rule: regressed when the change lies outside the band the baselines predict for an unchanged run and beyond the threshold".to_string(),
+    };
+    rule.push_str(&format!(
+        " ({}; metrics in %: {}pp; tails: {}",
         Tolerance::Relative(c.threshold),
-        crate::compare::rules::PERCENT_METRIC_DEFAULT
-    );
+        crate::compare::rules::PERCENT_METRIC_DEFAULT,
+        Tolerance::Relative(c.tail_threshold),
+    ));
     for r in &c.rules {
         rule.push_str(&format!("; {r}"));
     }
     rule.push(')');
     let mut notes = vec![rule];
+    if c.family > 0 {
+        let least = c
+            .metrics
+            .iter()
+            .filter(|m| m.gated)
+            .filter_map(|m| m.level)
+            .fold(c.alpha, f64::min);
+        let pct = |v: f64| {
+            let s = format!("{:.3}", v * 100.0);
+            format!("{}%", s.trim_end_matches('0').trim_end_matches('.'))
+        };
+        notes.push(format!(
+            "family: {} gated metrics share a {} chance of any false alarm (Holm): each is judged at a one-sided level of {} to {}, its interval the two-sided 1 − 2·level one",
+            c.family,
+            pct(c.alpha),
+            pct(least),
+            pct(c.alpha),
+        ));
+    }
+    match c.baselines.len() {
+        0 | 1 => {
+            if c.metrics.iter().any(|m| m.between_source == Some(BetweenSource::Prior)) {
+                notes.push("history: one baseline, so the noise between runs is unknown: each metric's prior between-run CV stands in for it (conservative; give several baselines, or set --between-run-cv)".into());
+            } else if c.metrics.iter().any(|m| m.between_source == Some(BetweenSource::None)) {
+                notes.push("history: one baseline and no between-run CV: only the noise inside the two runs counts, so a machine state that outlasts a run looks like a change".into());
+            }
+        }
+        n => notes.push(format!(
+            "history: {n} baseline runs ({} … {}, the newest decides what is missing); each metric's noise between runs is measured from them",
+            c.baselines[0],
+            c.baselines[n - 1]
+        )),
+    }
+    for e in &c.excluded {
+        notes.push(format!(
+            "left out of the history: {e} (--allow-mixed-hosts keeps it)"
+        ));
+    }
     let moved = c.count(Verdict::Regressed) + c.count(Verdict::Improved) > 0;
     if let (Some((w, wm)), true) = (c.widest_noise(), moved) {
         notes.push(format!(
@@ -523,6 +590,7 @@ pub(crate) mod fixtures {
             timestamps: None,
             rounds: None,
             tails: None,
+            role: None,
             summary: Summary::new(samples).unwrap(),
             latency: None,
         }

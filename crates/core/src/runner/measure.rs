@@ -154,6 +154,7 @@ pub(super) fn measure(
             timestamps: stamps.clone(),
             rounds: None,
             tails,
+            role: Some(spec.role),
             summary,
             latency: merged.as_ref().and_then(LatencySummary::from_histogram_ns),
         });
@@ -438,18 +439,21 @@ mod tests {
                 unit: "bit/s",
                 direction: crate::bench::Direction::Higher,
                 source: MetricSource::Reported("bits"),
+                role: crate::bench::MetricRole::Headline,
             },
             MetricSpec {
                 name: "slowest",
                 unit: "B/s",
                 direction: crate::bench::Direction::Higher,
                 source: MetricSource::ReportedMin("slowest"),
+                role: crate::bench::MetricRole::Secondary,
             },
             MetricSpec {
                 name: "worst",
                 unit: "",
                 direction: crate::bench::Direction::Lower,
                 source: MetricSource::ReportedMax("worst"),
+                role: crate::bench::MetricRole::Secondary,
             },
         ];
         let batch = |secs: f64, bits: f64, slowest: f64, worst: f64| {

@@ -37,6 +37,7 @@ fn record(id: &str, params: &[(&str, Value)], median: f64, unit: &str) -> Record
         timestamps: None,
         rounds: None,
         tails: None,
+        role: None,
         latency: None,
     });
     r
