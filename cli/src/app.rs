@@ -522,6 +522,21 @@ fn cmd_compare(args: &CompareArgs) -> Result<i32> {
             "--format {format} is for reports, not comparisons: compare writes table, json, csv or md (use `benchsuite convert NEW.json --format {format}` for a dashboard)"
         );
     }
+    if let Some(bins) = &args.interleave {
+        let (base, new) = crate::interleave::run(bins, args)?;
+        let options = benchsuite::compare::CompareOptions {
+            paired: true,
+            ..options
+        };
+        let cmp = benchsuite::compare::compare(&base, &new, &options)?;
+        return write_comparison(args, format, &cmp);
+    }
+    if !args.run_args.is_empty() {
+        anyhow::bail!(
+            "arguments after `--` ({}) are for --interleave's runs",
+            args.run_args.join(" ")
+        );
+    }
     use benchsuite::fleet::{Fleet, ReportFile};
     let (history_paths, new_path) = compare_inputs(args)?;
     let read = |path: &PathBuf| -> Result<ReportFile> {
@@ -589,6 +604,16 @@ fn cmd_compare(args: &CompareArgs) -> Result<i32> {
     for e in &cmp.excluded {
         eprintln!("warning: left out of the history: {e} (--allow-mixed-hosts keeps it)");
     }
+    write_comparison(args, format, &cmp)
+}
+
+/// Writes a comparison to `-o` or stdout; the exit code is the gate's,
+/// whatever becomes of stdout.
+fn write_comparison(
+    args: &CompareArgs,
+    format: Format,
+    cmp: &benchsuite::compare::Comparison,
+) -> Result<i32> {
     let code = if cmp.passed() { 0 } else { 1 };
     let written = (|| -> Result<()> {
         match &args.output {
@@ -596,12 +621,12 @@ fn cmd_compare(args: &CompareArgs) -> Result<i32> {
                 let f = File::create(path)
                     .with_context(|| format!("-o {}: cannot create the file", path.display()))?;
                 let mut w = BufWriter::new(f);
-                export::write_comparison(format, &cmp, &mut w)?;
+                export::write_comparison(format, cmp, &mut w)?;
                 w.flush()?;
             }
             None => {
                 let mut out = io::stdout().lock();
-                export::write_comparison(format, &cmp, &mut out)?;
+                export::write_comparison(format, cmp, &mut out)?;
                 out.flush()?;
             }
         }

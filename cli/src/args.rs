@@ -244,8 +244,35 @@ pub struct CompareArgs {
     /// between runs is measured from them and the new run is judged
     /// against what they predict for one more run. Two fleet reports
     /// (`benchsuite merge`) compare host by host.
-    #[arg(value_name = "BASE.json... NEW.json", num_args = 1.., required = true)]
+    #[arg(
+        value_name = "BASE.json... NEW.json",
+        num_args = 1..,
+        required_unless_present = "interleave"
+    )]
     pub reports: Vec<PathBuf>,
+
+    /// Measure two builds on this machine and judge them: runs `BASE_BIN
+    /// run RUN_ARGS` and `NEW_BIN run RUN_ARGS` alternately, one round
+    /// each (A B A B ... for --rounds), pools each build's rounds into a
+    /// report and judges the paired differences of adjacent rounds, which
+    /// cancels drift slower than a round. How a pull request's build is
+    /// checked against main's in one CI job.
+    #[arg(long, num_args = 2, value_names = ["BASE_BIN", "NEW_BIN"], conflicts_with_all = ["reports", "baseline_dir"])]
+    pub interleave: Option<Vec<PathBuf>>,
+
+    /// With --interleave: how many A B rounds (at least 3).
+    #[arg(long, value_name = "N", default_value_t = 5, requires = "interleave")]
+    pub rounds: usize,
+
+    /// With --interleave: the directory the two builds' pooled reports are
+    /// written to, as interleave-base.json and interleave-new.json.
+    #[arg(long, value_name = "DIR", default_value = ".", requires = "interleave")]
+    pub interleave_dir: PathBuf,
+
+    /// With --interleave: the arguments of each `run` (after `--`), e.g.
+    /// `-- cpu mem --runs 5`; -o, --format and --rounds are set by compare.
+    #[arg(last = true, value_name = "RUN_ARGS")]
+    pub run_args: Vec<String>,
 
     /// Also take every `*.json` report in DIR as a baseline (the last N
     /// runs of the main branch, kept as a CI artifact or cache).

@@ -375,5 +375,6 @@ pub fn compare_options(args: &CompareArgs) -> Result<benchsuite::compare::Compar
         tail_threshold: percent("--tail-threshold", &args.tail_threshold)?,
         between_run,
         rule,
+        paired: false,
     })
 }

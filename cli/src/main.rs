@@ -10,6 +10,7 @@ mod args;
 mod breakeven;
 mod config;
 mod fleet;
+mod interleave;
 mod pairing;
 mod planfile;
 mod progress;

@@ -1315,3 +1315,149 @@ fn breakeven_reproduces_the_documented_example_and_names_missing_inputs() {
         "net.json: no ok `cpu.prime` record (needed for the local CPU)",
     );
 }
+
+#[test]
+fn compare_judges_a_new_run_against_a_history_of_baselines() {
+    let dir = tempfile::tempdir().unwrap();
+    let hist = dir.path().join("history");
+    std::fs::create_dir(&hist).unwrap();
+    let mut paths = Vec::new();
+    for i in 0..3 {
+        run_json(
+            &["os.syscall", "--rounds", "3"],
+            &hist,
+            &format!("r{i}.json"),
+        );
+        paths.push(
+            hist.join(format!("r{i}.json"))
+                .to_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    let new = run_json(&["os.syscall", "--rounds", "3"], dir.path(), "new.json");
+    let new_p = dir.path().join("new.json").to_str().unwrap().to_string();
+    // BASE... NEW: the history's runs are named and counted.
+    let mut args: Vec<&str> = vec!["compare"];
+    args.extend(paths.iter().map(String::as_str));
+    args.push(&new_p);
+    let o = run(&args);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("history: 3 baseline runs") && out.contains("(3 runs)"),
+        "{out}"
+    );
+    // The same through --baseline-dir, as JSON.
+    let o = run(&[
+        "compare",
+        "--baseline-dir",
+        hist.to_str().unwrap(),
+        &new_p,
+        "--format",
+        "json",
+    ]);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["baselines"].as_array().unwrap().len(), 3, "{j}");
+    assert_eq!(j["metrics"][0]["history_runs"], 3, "{j}");
+    assert_eq!(j["rule"], "band");
+    // Every sample 3× the runs' own spread worse: a regression, exit 1.
+    let mut worse = new.clone();
+    for m in worse["records"][0]["metrics"].as_array_mut().unwrap() {
+        for s in m["samples"].as_array_mut().unwrap() {
+            *s = serde_json::json!(s.as_f64().unwrap() * 3.0);
+        }
+    }
+    let worse_p = write(dir.path(), "worse.json", &worse);
+    let o = run(&[
+        "compare",
+        "--baseline-dir",
+        hist.to_str().unwrap(),
+        &worse_p,
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+
+    // Bad input: an empty history, a history file of another major.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    assert_usage_error(
+        &["compare", "--baseline-dir", empty.to_str().unwrap(), &new_p],
+        "no baseline report",
+    );
+    let glob = format!("{}/*.json", empty.display());
+    assert_usage_error(&["compare", &glob, &new_p], "no file matches");
+    let mut future = new.clone();
+    future["schema_version"] = serde_json::json!("2.0");
+    let future_p = write(dir.path(), "future.json", &future);
+    assert_usage_error(&["compare", &paths[0], &future_p, &new_p], "future.json");
+    assert_usage_error(&["compare", &new_p], "a baseline and a new report");
+}
+
+#[test]
+fn compare_interleave_runs_two_builds_alternately_and_judges_the_pairs() {
+    let dir = tempfile::tempdir().unwrap();
+    let me = env!("CARGO_BIN_EXE_benchsuite");
+    let mut args = vec![
+        "compare",
+        "--interleave",
+        me,
+        me,
+        "--rounds",
+        "3",
+        "--interleave-dir",
+        dir.path().to_str().unwrap(),
+        "--format",
+        "json",
+        "--",
+        "os.syscall",
+    ];
+    args.extend_from_slice(FAST);
+    let o = run(&args);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["metrics"][0]["between_source"], "paired", "{j}");
+    for side in ["base", "new"] {
+        let r =
+            std::fs::read_to_string(dir.path().join(format!("interleave-{side}.json"))).unwrap();
+        let r: serde_json::Value = serde_json::from_str(&r).unwrap();
+        assert_valid_report(&r);
+        assert_eq!(
+            r["records"][0]["metrics"][0]["rounds"],
+            serde_json::json!([5, 5, 5])
+        );
+    }
+    // A binary that does not run, or prints no report: exit 2, saying so.
+    assert_usage_error(
+        &[
+            "compare",
+            "--interleave",
+            "/nonexistent/benchsuite",
+            me,
+            "--",
+            "os.call",
+        ],
+        "cannot run it",
+    );
+    let e = assert_usage_error(
+        &["compare", "--interleave", "/bin/false", me, "--", "os.call"],
+        "printed no report",
+    );
+    assert!(e.contains("/bin/false"), "{e}");
+    assert_usage_error(
+        &[
+            "compare",
+            "--interleave",
+            me,
+            me,
+            "--",
+            "os.call",
+            "-o",
+            "x.json",
+        ],
+        "sets each run's -o",
+    );
+}

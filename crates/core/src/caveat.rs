@@ -34,6 +34,23 @@ pub enum Caveat {
         /// Median / peak (1.07 = 107%).
         efficiency: f64,
     },
+    /// A metric's rounds sat in two machine states (a VM's loopback at 1.7
+    /// or 2.9 GB/s for minutes at a time): the pooled median depends on
+    /// how many rounds each state got.
+    States {
+        /// Metric name.
+        metric: String,
+        /// The median of the lower state, in the metric's unit.
+        low: f64,
+        /// The median of the upper state.
+        high: f64,
+        /// The metric's unit.
+        unit: String,
+        /// How many rounds sat in the lower state.
+        low_rounds: usize,
+        /// Rounds in all.
+        rounds: usize,
+    },
     /// The hypervisor stole CPU time while the record ran.
     Steal {
         /// Fraction of CPU time stolen (0.08 = 8%).
@@ -72,7 +89,10 @@ impl Caveat {
     /// Whether the caveat is about the record's samples (noise, efficiency)
     /// and so must be recomputed when rounds are pooled.
     pub fn is_about_samples(&self) -> bool {
-        matches!(self, Caveat::Noisy { .. } | Caveat::OverPeak { .. })
+        matches!(
+            self,
+            Caveat::Noisy { .. } | Caveat::OverPeak { .. } | Caveat::States { .. }
+        )
     }
 }
 
@@ -88,6 +108,19 @@ impl fmt::Display for Caveat {
                 f,
                 "measured {metric} is {:.1}% of the theoretical peak: above 100% means a bug or a cache effect, not a faster machine",
                 efficiency * 100.0
+            ),
+            Caveat::States {
+                metric,
+                low,
+                high,
+                unit,
+                low_rounds,
+                rounds,
+            } => write!(
+                f,
+                "{metric}: two states, {} and {} ({low_rounds} of {rounds} rounds in the lower): the machine switched between them (a state that lasts minutes); the median depends on the mix, so compare against a history that holds both",
+                crate::units::format_value(*low, unit),
+                crate::units::format_value(*high, unit),
             ),
             Caveat::Steal { fraction } => write!(
                 f,

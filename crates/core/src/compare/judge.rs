@@ -101,15 +101,13 @@ pub(super) struct Estimate {
     tol: f64,
     /// Whether the threshold is relative.
     relative: bool,
-    /// How far the new run's every round lies beyond the baseline rounds
-    /// on the worse side, as `new's least worse round − a baseline round`
-    /// turned so that positive is worse, for the second most extreme
-    /// baseline round (the most extreme one may be a glitch); `None` with
-    /// one baseline. The band rule calls a regression only when it is
-    /// positive.
+    /// How far the new run's every round lies beyond what the history has
+    /// seen on the worse side (each baseline run's median and each round
+    /// level seen in two baseline runs), as `new's least worse round − the nearest of
+    /// them` turned so that positive is worse; `None` with one baseline.
+    /// The band rule calls a regression only when it is positive.
     beyond_worst: Option<f64>,
-    /// The same on the better side (positive: better than every baseline
-    /// round).
+    /// The same on the better side (positive: better than all of it).
     beyond_best: Option<f64>,
 }
 
@@ -256,7 +254,24 @@ pub(super) fn estimate(
         if log { cv.ln_1p() } else { cv * centre.abs() }
     };
     let prior_cv = options.between_run.prior_cv(&record.id, q.tail);
-    let (var, df, between, source) = if h >= 2 {
+    let paired = (options.paired && h == 1)
+        .then(|| {
+            let (b, n) = (round_medians(newest), round_medians(&q.new));
+            (b.len() == n.len() && b.len() >= interval::MIN_SAMPLES && newest.rounds.is_some())
+                .then(|| {
+                    b.iter()
+                        .zip(&n)
+                        .map(|(x, y)| scale(&[*y])[0] - scale(&[*x])[0])
+                        .collect::<Vec<f64>>()
+                })
+        })
+        .flatten();
+    let (var, df, between, source) = if let Some(d) = &paired {
+        // Interleaved rounds: the mean of the paired differences, with
+        // their own spread (R − 1 degrees of freedom).
+        let r = d.len() as f64;
+        (variance(d) / r, r - 1.0, 0.0, BetweenSource::Paired)
+    } else if h >= 2 {
         // A history: one more run of the same design is one more draw of
         // the run medians, whose spread the history shows (the noise inside
         // a run and between runs together): the classic prediction interval
@@ -265,7 +280,10 @@ pub(super) fn estimate(
         // whose few runs happen to agree, or a metric that stood still in
         // every run), and so is a --between-run-cv.
         let s2 = variance(&xs);
-        let within: f64 = base_sides.iter().map(|(s, _)| s.var).sum::<f64>() / h as f64;
+        // The typical run's own noise: the median over the runs, so one
+        // run with a glitched round (its rounds then the unit, its
+        // variance huge) does not stand for all of them.
+        let within = median(&base_sides.iter().map(|(s, _)| s.var).collect::<Vec<_>>());
         let df_within: f64 = base_sides.iter().map(|(s, _)| s.df).sum();
         let floor = match options.between_run {
             BetweenRun::Cv(cv) => to_working(cv).powi(2),
@@ -299,7 +317,7 @@ pub(super) fn estimate(
     };
     mc.history_runs = h;
     mc.between_source = Some(source);
-    mc.between_cv = (source != BetweenSource::None)
+    mc.between_cv = (!matches!(source, BetweenSource::None | BetweenSource::Paired))
         .then(|| {
             if log {
                 between.exp_m1()
@@ -317,15 +335,38 @@ pub(super) fn estimate(
         Direction::Lower => 1.0,
         Direction::Higher => -1.0,
     };
-    // The rounds of every baseline: a machine state the history was seen
-    // in is no regression under the band rule. A state shows in more
-    // than one round; the one most extreme round is left out, as a
-    // glitch (a round of `os.call` 22% slow once in 13 runs).
-    let rounds: Vec<f64> = base_sides
+    // What the history has seen, which the band rule does not call a
+    // regression: every baseline run's median, and every round level seen
+    // in two baseline runs (within the threshold of each other): a
+    // machine state that recurs (LINPACK at 60 or 80 GFLOP/s, a round at a
+    // time) rather than a lone glitch (a round of `cpu.flops` at half
+    // speed once), which moves no run's median and recurs nowhere.
+    let tol_w = match &tolerance {
+        Tolerance::Relative(t) if log => t.ln_1p(),
+        Tolerance::Relative(t) => t * centre.abs(),
+        Tolerance::Absolute { value, .. } => *value,
+    };
+    let per_run: Vec<Vec<f64>> = base_sides
         .iter()
-        .flat_map(|(_, s)| round_medians(s))
-        .map(|m| scale(&[m])[0])
+        .map(|(_, s)| {
+            round_medians(s)
+                .into_iter()
+                .map(|m| scale(&[m])[0])
+                .collect()
+        })
         .collect();
+    let mut seen = xs.clone();
+    for (i, run) in per_run.iter().enumerate() {
+        for &r in run {
+            let recurs = per_run
+                .iter()
+                .enumerate()
+                .any(|(j, other)| j != i && other.iter().any(|o| (o - r).abs() <= tol_w));
+            if recurs {
+                seen.push(r);
+            }
+        }
+    }
     // The new run's rounds: a regression moves each of them, a state
     // switch inside the run leaves one where the history was.
     let new_rounds: Vec<f64> = round_medians(&q.new)
@@ -338,16 +379,20 @@ pub(super) fn estimate(
                 .iter()
                 .map(|x| sign * x)
                 .fold(f64::INFINITY, f64::min);
-            let mut gaps: Vec<f64> = rounds.iter().map(|x| nearest - sign * x).collect();
-            gaps.sort_by(f64::total_cmp);
-            gaps[1.min(gaps.len() - 1)]
+            seen.iter()
+                .map(|x| nearest - sign * x)
+                .fold(f64::INFINITY, f64::min)
         })
     };
     let (beyond_worst, beyond_best) = (extreme(sign), extreme(-sign));
+    let d = match &paired {
+        Some(d) => d.iter().sum::<f64>() / d.len() as f64,
+        None => x_new - centre_w,
+    };
     let est = Estimate {
         beyond_worst,
         beyond_best,
-        d: x_new - centre_w,
+        d,
         var,
         df,
         log,

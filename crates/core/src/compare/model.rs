@@ -105,6 +105,9 @@ pub enum BetweenSource {
     Floor,
     /// The prior (one baseline).
     Prior,
+    /// Interleaved rounds, judged on their paired differences: the noise
+    /// between runs cancels.
+    Paired,
     /// None: one baseline and a prior of 0; only the noise inside the two
     /// runs counts.
     None,
@@ -117,6 +120,7 @@ impl BetweenSource {
             BetweenSource::History => "history",
             BetweenSource::Floor => "floor",
             BetweenSource::Prior => "prior",
+            BetweenSource::Paired => "paired",
             BetweenSource::None => "none",
         }
     }
@@ -156,6 +160,14 @@ pub struct CompareOptions {
     /// [`GateRule::Interval`] against one (`--rule`).
     #[serde(default)]
     pub rule: Option<GateRule>,
+    /// The two reports' rounds were run alternately (`compare
+    /// --interleave`: base round 1, new round 1, base round 2 ...): each
+    /// metric is judged on the differences of its paired rounds, which
+    /// cancels drift slower than a round. Needs one baseline and the same
+    /// number of rounds (3 or more) on both sides; other metrics are
+    /// judged as usual.
+    #[serde(default)]
+    pub paired: bool,
 }
 
 fn default_tail_threshold() -> f64 {
@@ -172,6 +184,7 @@ impl Default for CompareOptions {
             tail_threshold: super::TAIL_THRESHOLD,
             between_run: BetweenRun::default(),
             rule: None,
+            paired: false,
         }
     }
 }

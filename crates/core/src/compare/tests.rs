@@ -932,3 +932,284 @@ fn a_fleet_comparison_is_written_as_table_json_and_markdown() {
     let e = text(crate::export::Format::Csv).unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
 }
+
+// The history gate: several baselines of one testbed.
+
+/// One run of a `cpu.flops` record: three rounds of three samples, each
+/// round at its own `rounds[i]` × 100 GFLOP/s with a ±0.5% spread.
+fn run_of(rounds: [f64; 3]) -> Report {
+    let mut samples = Vec::new();
+    for r in rounds {
+        samples.extend([r * 0.995e11, r * 1e11, r * 1.005e11]);
+    }
+    let mut m = metric("flops", "flop/s", Direction::Higher, &samples);
+    m.rounds = Some(vec![3, 3, 3]);
+    m.role = Some(MetricRole::Headline);
+    report(vec![record("cpu.flops", 2, vec![m])])
+}
+
+fn history(runs: &[Report]) -> Vec<Baseline<'_>> {
+    runs.iter()
+        .map(|r| Baseline {
+            name: "h",
+            report: r,
+        })
+        .collect()
+}
+
+/// Runs whose medians wander by about ±1% between runs.
+fn wandering(n: usize) -> Vec<Report> {
+    (0..n)
+        .map(|i| {
+            let w = 1.0 + 0.01 * ((i * 7 % 5) as f64 - 2.0) / 2.0;
+            run_of([w, w * 1.002, w * 0.998])
+        })
+        .collect()
+}
+
+#[test]
+fn a_history_predicts_one_more_run_and_catches_a_real_change() {
+    let runs = wandering(6);
+    let h = history(&runs);
+    let opts = CompareOptions::default();
+    // Another run like them: unchanged, judged with their spread.
+    let same = run_of([1.004, 1.0, 1.002]);
+    let c = compare_history(&h, &same, &opts).unwrap();
+    assert!(c.passed(), "{}", c.summary());
+    let m = &c.metrics[0];
+    assert_eq!((m.history_runs, c.rule), (6, GateRule::Band));
+    assert_eq!(m.between_source, Some(BetweenSource::History));
+    let cv = m.between_cv.unwrap();
+    assert!(cv > 0.003 && cv < 0.02, "{cv}");
+    // 12% slower in every round: beyond the band, the threshold and
+    // every baseline round.
+    let slow = run_of([0.88, 0.88, 0.881]);
+    let c = compare_history(&h, &slow, &opts).unwrap();
+    assert!(!c.passed());
+    assert_eq!(c.metrics[0].verdict, Verdict::Regressed);
+    assert_eq!(c.family, 1);
+    // The newest baseline is the centre's neighbour, not the only one: the
+    // base shown is the history's centre.
+    assert!((c.metrics[0].base_median / 1e11 - 1.0).abs() < 0.01);
+}
+
+#[test]
+fn a_state_the_history_holds_is_not_a_regression() {
+    // A VM's two states: rounds at 100 or at 75 GFLOP/s, for minutes.
+    let mut runs = wandering(5);
+    runs.push(run_of([0.75, 0.75, 1.0]));
+    runs.push(run_of([1.0, 0.75, 0.75]));
+    let h = history(&runs);
+    let slow = run_of([0.75, 0.752, 0.749]);
+    let c = compare_history(&h, &slow, &CompareOptions::default()).unwrap();
+    assert!(c.passed(), "{}", c.summary());
+    // Without the slow runs in the history, the same run is a regression.
+    let fast = wandering(5);
+    let c = compare_history(&history(&fast), &slow, &CompareOptions::default()).unwrap();
+    assert!(!c.passed());
+    // A new run that switched state inside itself is no regression either.
+    let mixed = run_of([0.75, 1.0, 0.75]);
+    let c = compare_history(&history(&fast), &mixed, &CompareOptions::default()).unwrap();
+    assert!(c.passed(), "{}", c.summary());
+}
+
+#[test]
+fn the_history_says_when_its_runs_hold_two_states() {
+    let mut runs = wandering(3);
+    runs.push(run_of([0.6, 0.6, 0.6]));
+    runs.push(run_of([0.6, 0.61, 0.6]));
+    let c = compare_history(
+        &history(&runs),
+        &run_of([1.0; 3]),
+        &CompareOptions::default(),
+    )
+    .unwrap();
+    let note = c.metrics[0].note.as_deref().unwrap_or_default();
+    assert!(
+        note.contains("hold two states") && note.contains("Gflop/s"),
+        "{note}"
+    );
+}
+
+#[test]
+fn one_baseline_uses_the_prior_and_says_so() {
+    let base = run_of([1.0, 1.0, 1.0]);
+    // 8% slower: against one baseline and cpu's 5% prior between runs,
+    // not a certain regression; with the prior switched off, it is.
+    let new = run_of([0.92, 0.92, 0.92]);
+    let c = compare(&base, &new, &CompareOptions::default()).unwrap();
+    let m = &c.metrics[0];
+    assert_eq!(m.between_source, Some(BetweenSource::Prior));
+    assert!(
+        (m.between_cv.unwrap() - super::prior::prior_between_cv("cpu.flops", false)).abs() < 1e-9
+    );
+    assert!(c.passed(), "{}", c.summary());
+    assert_eq!(c.rule, GateRule::Interval);
+    let c = compare(&base, &new, &within_only()).unwrap();
+    assert!(!c.passed(), "{}", c.summary());
+}
+
+#[test]
+fn holm_shares_alpha_over_the_family() {
+    // Four tests: the smallest p against alpha/4, the next alpha/3 ...
+    // until one fails; the rest keep the level of the first failure.
+    let l = holm_levels(&[0.001, 0.5, 0.012, 0.02], 0.05);
+    assert_eq!(l[0], 0.05 / 4.0);
+    assert_eq!(l[2], 0.05 / 3.0);
+    assert_eq!(l[3], 0.05 / 2.0);
+    assert_eq!(l[1], 0.05);
+    // Once one fails, the rest keep its level: 0.03 > 0.05/2 stops the
+    // step-down, and 0.04 keeps 0.05/2 although 0.04 < 0.05/1.
+    let l = holm_levels(&[0.001, 0.03, 0.04], 0.05);
+    assert_eq!(l, [0.05 / 3.0, 0.05 / 2.0, 0.05 / 2.0]);
+    assert!(holm_levels(&[], 0.05).is_empty());
+    assert_eq!(holm_levels(&[0.9], 0.05), [0.05]);
+}
+
+#[test]
+fn derived_and_spread_metrics_are_shown_but_do_not_fail_the_gate() {
+    let mk = |scale: f64| {
+        let mut head = metric("throughput", "B/s", Direction::Higher, &steady(1e9));
+        head.role = Some(MetricRole::Headline);
+        let mut bits = metric(
+            "throughput_bits",
+            "bit/s",
+            Direction::Higher,
+            &steady(8e9 * scale),
+        );
+        bits.role = Some(MetricRole::Derived);
+        let mut sd = metric("trial_stddev", "s", Direction::Lower, &steady(1e-6 / scale));
+        sd.role = Some(MetricRole::Spread);
+        report(vec![record("net.tcp_throughput", 1, vec![head, bits, sd])])
+    };
+    let (base, new) = (mk(1.0), mk(0.5));
+    let c = compare(&base, &new, &within_only()).unwrap();
+    assert!(c.passed(), "{}", c.summary());
+    assert_eq!(c.family, 1);
+    let bits = c
+        .metrics
+        .iter()
+        .find(|m| m.metric == "throughput_bits")
+        .unwrap();
+    assert!(!bits.gated && bits.verdict == Verdict::Regressed);
+    assert!(c.summary().contains("2 not gated"), "{}", c.summary());
+    // A rule naming a metric gates it.
+    let named = CompareOptions {
+        rules: vec![ThresholdRule::parse("net.tcp_throughput:trial_stddev=10%").unwrap()],
+        ..within_only()
+    };
+    let c = compare(&base, &new, &named).unwrap();
+    assert!(!c.passed());
+    assert_eq!(c.family, 2);
+}
+
+#[test]
+fn a_metric_that_repeats_another_is_judged_once() {
+    // stream_min with one stream is throughput: the same samples.
+    let mk = |k: f64| {
+        let s: Vec<f64> = steady(1e9).iter().map(|x| x * k).collect();
+        let mut a = metric("throughput", "B/s", Direction::Higher, &s);
+        a.role = Some(MetricRole::Headline);
+        let mut b = metric("stream_min", "B/s", Direction::Higher, &s);
+        b.role = Some(MetricRole::Secondary);
+        report(vec![record("net.tcp_throughput", 1, vec![a, b])])
+    };
+    let c = compare(&mk(1.0), &mk(0.7), &within_only()).unwrap();
+    let twin = &c.metrics[1];
+    assert_eq!(twin.role, Some(MetricRole::Derived));
+    assert!(!twin.gated);
+    assert!(
+        twin.note
+            .as_deref()
+            .unwrap()
+            .contains("the same samples as throughput")
+    );
+    assert_eq!(c.family, 1);
+}
+
+#[test]
+fn a_report_without_roles_takes_its_first_metric_as_the_headline() {
+    let c = run(&pair(1.0, 1.0), &pair(1.0, 1.0));
+    assert!(
+        c.metrics
+            .iter()
+            .all(|m| m.role == Some(MetricRole::Headline) && m.gated)
+    );
+}
+
+#[test]
+fn tails_use_their_own_threshold() {
+    let mk = |tail: f64| {
+        let mut m = metric("rtt", "s", Direction::Lower, &steady(10e-6));
+        m.tails = Some(SampleTails {
+            p99: Some(steady(20e-6 * tail)),
+            p99_9: None,
+        });
+        report(vec![record("net.latency", 1, vec![m])])
+    };
+    // A p99 15% worse with a certain interval: beyond 5%, within the
+    // tails' 25%.
+    let c = compare(&mk(1.0), &mk(1.15), &within_only()).unwrap();
+    let p99 = c.metrics.iter().find(|m| m.metric == "rtt.p99").unwrap();
+    assert_eq!(p99.tolerance, Tolerance::Relative(TAIL_THRESHOLD));
+    assert_eq!(p99.verdict, Verdict::Unchanged);
+    let c = compare(&mk(1.0), &mk(1.4), &within_only()).unwrap();
+    assert!(!c.passed());
+}
+
+#[test]
+fn baselines_of_another_testbed_are_left_out_unless_allowed() {
+    let mut runs = wandering(4);
+    runs[1].host.cpu.model = Some("Other CPU".into());
+    let mut new = run_of([1.0; 3]);
+    new.host.cpu.model = Some("AMD EPYC".into());
+    for r in runs.iter_mut().filter(|r| r.host.cpu.model.is_none()) {
+        r.host.cpu.model = Some("AMD EPYC".into());
+    }
+    let c = compare_history(&history(&runs), &new, &CompareOptions::default()).unwrap();
+    assert_eq!(c.excluded.len(), 1, "{:?}", c.excluded);
+    assert!(
+        c.excluded[0].contains("cpu.model Other CPU"),
+        "{:?}",
+        c.excluded
+    );
+    assert_eq!(c.metrics[0].history_runs, 3);
+    let mixed = CompareOptions {
+        allow: Allow {
+            mixed_hosts: true,
+            ..Allow::default()
+        },
+        ..CompareOptions::default()
+    };
+    let c = compare_history(&history(&runs), &new, &mixed).unwrap();
+    assert_eq!((c.excluded.len(), c.metrics[0].history_runs), (0, 4));
+    // None of this testbed: an error that says what to do.
+    for r in &mut runs {
+        r.host.cpu.model = Some("Other CPU".into());
+    }
+    let e = compare_history(&history(&runs), &new, &CompareOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("--allow-mixed-hosts"), "{e}");
+    assert_eq!(
+        compare_history(&[], &new, &CompareOptions::default()).unwrap_err(),
+        CompareError::NoBaseline
+    );
+    // A baseline of another schema major is named.
+    let mut old = run_of([1.0; 3]);
+    old.schema_version = "0.9".into();
+    let runs = [run_of([1.0; 3]), old];
+    let h = [
+        Baseline {
+            name: "a.json",
+            report: &runs[0],
+        },
+        Baseline {
+            name: "old.json",
+            report: &runs[1],
+        },
+    ];
+    let e = compare_history(&h, &new, &CompareOptions::default()).unwrap_err();
+    assert!(
+        e.to_string().starts_with("old.json: cannot compare schema"),
+        "{e}"
+    );
+}

@@ -418,6 +418,9 @@ fn comparison_rows(c: &Comparison) -> Vec<[String; 8]> {
 /// The noise between runs a metric was judged with: `3.1% (10 runs)`
 /// measured from a history, `5% prior` without one.
 fn between_cell(m: &MetricComparison) -> String {
+    if m.between_source == Some(BetweenSource::Paired) {
+        return "paired rounds".into();
+    }
     let Some(cv) = m.between_cv else {
         return String::new();
     };

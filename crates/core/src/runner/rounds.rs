@@ -73,6 +73,7 @@ pub(super) fn merge_round(slot: &mut (Record, Hists), new: Record, new_hists: Hi
     for m in &rec.metrics {
         rec.warnings
             .extend(noisy_warning(&m.name, &m.summary, m.samples.len()));
+        rec.warnings.extend(states_warning(m));
     }
     if let Some(pk) = &mut rec.peak
         && let Some(m) = rec.metrics.iter().find(|m| m.name == pk.metric)
@@ -99,6 +100,37 @@ pub fn pool_rounds(records: impl IntoIterator<Item = Record>) -> Option<Record> 
         merge_round(&mut slot, r, Vec::new(), i + 2);
     }
     Some(slot.0)
+}
+
+/// Two machine states among a metric's rounds (see
+/// [`crate::stats::two_states`]), judged on the round medians where there
+/// are four rounds or more, else on the samples; a headline-or-secondary
+/// metric only once (a derived one repeats it).
+fn states_warning(m: &crate::report::Metric) -> Option<Caveat> {
+    if m.role.is_some_and(|r| !r.gated_by_default()) {
+        return None;
+    }
+    let sizes = m.rounds.as_deref()?;
+    let mut medians = Vec::with_capacity(sizes.len());
+    let mut at = 0;
+    for &k in sizes {
+        medians.push(crate::stats::median(m.samples.get(at..at + k)?));
+        at += k;
+    }
+    let (low, high) = if medians.len() >= 4 {
+        crate::stats::two_states(&medians)?
+    } else {
+        crate::stats::two_states(&m.samples)?
+    };
+    let cut = (low * high).sqrt();
+    Some(Caveat::States {
+        metric: m.name.clone(),
+        low,
+        high,
+        unit: m.unit.clone(),
+        low_rounds: medians.iter().filter(|v| **v < cut).count(),
+        rounds: medians.len(),
+    })
 }
 
 #[cfg(test)]
@@ -140,6 +172,22 @@ mod tests {
             r.warnings
         );
         assert!(r.warnings.contains(&Caveat::text("a caveat of round 2")));
+        // Two rounds at 2.5 and 5.5 GB/s: two machine states, named.
+        let states = r
+            .warnings
+            .iter()
+            .find(|w| matches!(w, Caveat::States { .. }))
+            .unwrap_or_else(|| panic!("{:?}", r.warnings));
+        assert!(
+            matches!(states, Caveat::States { low_rounds: 1, rounds: 2, metric, .. } if metric == "bandwidth"),
+            "{states:?}"
+        );
+        assert!(
+            states
+                .to_string()
+                .contains("two states, 2.500 GB/s and 5.500 GB/s"),
+            "{states}"
+        );
         let eff = r.peak.as_ref().unwrap().efficiency.unwrap();
         assert!((eff - 0.8).abs() < 1e-12, "{eff}");
         let lat = r.metrics[1].latency.as_ref().unwrap();
