@@ -25,9 +25,9 @@ fn main() {
         rule: Some(rule),
         ..CompareOptions::default()
     };
-    // What `compare` did before histories: one baseline, the noise inside
-    // the two runs alone, per-metric alpha, every metric judged.
-    let before = CompareOptions {
+    // One baseline and no prior: the noise inside the two runs alone (as
+    // before histories, but with roles and the family's Holm levels).
+    let no_prior = CompareOptions {
         between_run: BetweenRun::Cv(0.0),
         ..CompareOptions::default()
     };
@@ -60,7 +60,7 @@ fn main() {
                 who.join("; ")
             );
         };
-        row(1, "interval, within-run noise only (before)", &before);
+        row(1, "interval, no prior", &no_prior);
         row(1, "interval + prior (default for 1)", &default);
         for h in [3, 5, 10] {
             if h + 1 > m.runs.len() {
@@ -68,6 +68,13 @@ fn main() {
             }
             row(h, "band (default)", &default);
             row(h, "interval", &with_rule(GateRule::Interval));
+            for tail in [0.05, 0.10] {
+                let o = CompareOptions {
+                    tail_threshold: tail,
+                    ..CompareOptions::default()
+                };
+                row(h, &format!("band, tails at {:.0}%", tail * 100.0), &o);
+            }
         }
         detection(m, mi, trials);
     }

@@ -101,14 +101,14 @@ pub(super) struct Estimate {
     tol: f64,
     /// Whether the threshold is relative.
     relative: bool,
-    /// How far the new run's every round lies beyond what the history has
-    /// seen on the worse side (each baseline run's median and each round
-    /// level seen in two baseline runs), as `new's least worse round − the nearest of
-    /// them` turned so that positive is worse; `None` with one baseline.
-    /// The band rule calls a regression only when it is positive.
-    beyond_worst: Option<f64>,
-    /// The same on the better side (positive: better than all of it).
-    beyond_best: Option<f64>,
+    /// How far the new run's nearest round lies beyond the reach of
+    /// everything the history has seen (each baseline run's median and
+    /// each round level seen in two baseline runs, each reaching three
+    /// standard deviations of a round's median), in the working scale;
+    /// `None` with one baseline. The band rule calls a change only where
+    /// it is positive: no round of the new run is explained by a level the
+    /// history was seen at.
+    unexplained: Option<f64>,
 }
 
 impl Estimate {
@@ -122,12 +122,24 @@ impl Estimate {
 
     /// The threshold on the worse side, in the working scale.
     fn worse_tol(&self, direction: Direction) -> f64 {
-        match (self.log, direction) {
-            (true, Direction::Lower) => self.tol.ln_1p(),
-            (true, Direction::Higher) => -(-self.tol).ln_1p(),
+        self.side_tol(direction == Direction::Lower)
+    }
+
+    /// The threshold in the working scale on the side where the value
+    /// grows (`up`) or shrinks, as a positive distance.
+    fn side_tol(&self, up: bool) -> f64 {
+        match (self.log, up) {
+            (true, true) => self.tol.ln_1p(),
+            (true, false) => -(-self.tol).ln_1p(),
             (false, _) if self.relative => self.tol * self.centre.abs(),
             (false, _) => self.tol,
         }
+    }
+
+    /// Under the band rule: whether no round of the new run is explained
+    /// by a level the history was seen at; true with one baseline.
+    fn past_history(&self) -> bool {
+        self.unexplained.is_none_or(|g| g > 0.0)
     }
 }
 
@@ -331,20 +343,23 @@ pub(super) fn estimate(
         Tolerance::Relative(t) => *t,
         Tolerance::Absolute { value, .. } => *value,
     };
-    let sign = match q.direction {
-        Direction::Lower => 1.0,
-        Direction::Higher => -1.0,
-    };
     // What the history has seen, which the band rule does not call a
     // regression: every baseline run's median, and every round level seen
-    // in two baseline runs (within the threshold of each other): a
+    // in two baseline runs (within reach of each other): a
     // machine state that recurs (LINPACK at 60 or 80 GFLOP/s, a round at a
     // time) rather than a lone glitch (a round of `cpu.flops` at half
     // speed once), which moves no run's median and recurs nowhere.
-    let tol_w = match &tolerance {
-        Tolerance::Relative(t) if log => t.ln_1p(),
-        Tolerance::Relative(t) => t * centre.abs(),
-        Tolerance::Absolute { value, .. } => *value,
+    // How far a level explains a round: three standard deviations of a
+    // round's median on the typical run (the median over the runs of the
+    // variance of a run's median, times its rounds).
+    let reach = {
+        let typical = median(
+            &base_sides
+                .iter()
+                .map(|(side, series)| side.var * round_medians(series).len() as f64)
+                .collect::<Vec<_>>(),
+        );
+        3.0 * typical.sqrt()
     };
     let per_run: Vec<Vec<f64>> = base_sides
         .iter()
@@ -361,7 +376,7 @@ pub(super) fn estimate(
             let recurs = per_run
                 .iter()
                 .enumerate()
-                .any(|(j, other)| j != i && other.iter().any(|o| (o - r).abs() <= tol_w));
+                .any(|(j, other)| j != i && other.iter().any(|o| (o - r).abs() <= reach));
             if recurs {
                 seen.push(r);
             }
@@ -373,25 +388,19 @@ pub(super) fn estimate(
         .into_iter()
         .map(|m| scale(&[m])[0])
         .collect();
-    let extreme = |sign: f64| {
-        (h >= 2).then(|| {
-            let nearest = new_rounds
-                .iter()
-                .map(|x| sign * x)
-                .fold(f64::INFINITY, f64::min);
-            seen.iter()
-                .map(|x| nearest - sign * x)
-                .fold(f64::INFINITY, f64::min)
-        })
-    };
-    let (beyond_worst, beyond_best) = (extreme(sign), extreme(-sign));
+    let unexplained = (h >= 2).then(|| {
+        new_rounds
+            .iter()
+            .flat_map(|r| seen.iter().map(move |x| (r - x).abs()))
+            .fold(f64::INFINITY, f64::min)
+            - reach
+    });
     let d = match &paired {
         Some(d) => d.iter().sum::<f64>() / d.len() as f64,
         None => x_new - centre_w,
     };
     let est = Estimate {
-        beyond_worst,
-        beyond_best,
+        unexplained,
         d,
         var,
         df,
@@ -412,7 +421,7 @@ pub(super) fn p_worse(e: &Estimate, direction: Direction, rule: GateRule) -> f64
     let (w, tau) = (e.worse(direction), e.worse_tol(direction));
     let stat = match rule {
         GateRule::Interval => w - tau,
-        GateRule::Band if w > tau && e.beyond_worst.is_none_or(|b| b > 0.0) => w,
+        GateRule::Band if w > tau && e.past_history() => w,
         GateRule::Band => return 1.0,
     };
     if e.var <= 0.0 {
@@ -452,20 +461,19 @@ pub(super) fn verdict(mc: &mut MetricComparison, e: &Estimate, level: f64, rule:
         },
         // Outside the band of no change, and the change itself beyond the
         // threshold.
-        // Outside every baseline run on that side too (a state the
-        // history holds is no regression).
+        // And no round of the new run within the threshold of a level the
+        // history was seen at (a state the history holds is no
+        // regression).
         GateRule::Band => {
-            let beyond = |b: f64| e.beyond_worst.is_none_or(|_| b > 0.0);
-            let worse = e.beyond_worst.unwrap_or(1.0);
-            let better = e.beyond_best.unwrap_or(1.0);
+            let (worse, better) = (e.past_history(), e.past_history());
             match mc.direction {
                 Direction::Lower => (
-                    lo > 0.0 && change > tol && beyond(worse),
-                    hi < 0.0 && change < -tol && beyond(better),
+                    lo > 0.0 && change > tol && worse,
+                    hi < 0.0 && change < -tol && better,
                 ),
                 Direction::Higher => (
-                    hi < 0.0 && change < -tol && beyond(worse),
-                    lo > 0.0 && change > tol && beyond(better),
+                    hi < 0.0 && change < -tol && worse,
+                    lo > 0.0 && change > tol && better,
                 ),
             }
         }
