@@ -487,6 +487,16 @@ pub(super) fn verdict(mc: &mut MetricComparison, e: &Estimate, level: f64, rule:
     } else {
         Verdict::Noisy
     };
+    // Outside the band and beyond the threshold, held back only by the
+    // history check: say why it is not a regression.
+    let significant = (lo > 0.0 && change > tol) || (hi < 0.0 && change < -tol);
+    if rule == GateRule::Band && mc.verdict == Verdict::Noisy && significant && !e.past_history() {
+        let why = "a round of new sits at a level the baselines were seen at (a machine state), so it is not called".to_string();
+        mc.note = Some(match mc.note.take() {
+            Some(n) => format!("{why}; {n}"),
+            None => why,
+        });
+    }
     mc.change = Some(change);
     mc.interval = Some([lo, hi]);
     mc.level = Some(level);

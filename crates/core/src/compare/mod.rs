@@ -37,20 +37,36 @@
 //! # Verdicts
 //!
 //! Each metric (and each latency tail, `NAME.p99` and `NAME.p99_9`, where
-//! both sides recorded every sample's tail) gets the change of the medians
-//! and its confidence interval, computed as described in
-//! [`interval`]: per-round medians are the unit of evidence
-//! where the machine drifted between rounds. With `alpha` = 0.05 the
-//! interval is a 90% one, so each of its bounds is a 95% one-sided bound.
+//! both sides recorded every sample's tail, at [`TAIL_THRESHOLD`] by
+//! default) is judged against a prediction of one more run from the
+//! baselines ([`compare_history`]; `docs/compare.md` has the whole method
+//! and its measured error rates):
 //!
-//! - [`Verdict::Regressed`]: the **whole interval** lies beyond the threshold
-//!   on the worse side (as criterion decides): a real change exactly at the
-//!   threshold is called a regression at most `alpha` of the time;
-//! - [`Verdict::Improved`]: the whole interval lies beyond the threshold on
-//!   the better side;
+//! - with a **history** of two or more baselines, the spread of their run
+//!   medians (`s²·(1 + 1/h)`, `h − 1` degrees of freedom, the typical
+//!   run's own noise as a floor); the default rule is [`GateRule::Band`]:
+//!   regressed when the change lies outside the band at the metric's
+//!   level, beyond the threshold, and no round of the new run is explained
+//!   by a run median or recurring round level of the history;
+//! - with **one baseline**, the two runs' own noise ([`interval`]: the
+//!   round is the unit of evidence where the machine drifted between
+//!   rounds) widened by a prior between-run CV ([`BetweenRun`],
+//!   [`prior`]); the default rule is [`GateRule::Interval`]: regressed when
+//!   the **whole interval** lies beyond the threshold on the worse side (as
+//!   criterion decides);
+//! - with **interleaved** reports ([`CompareOptions::paired`]), the paired
+//!   differences of their rounds.
+//!
+//! Only gated metrics (headline and secondary [roles](MetricRole), or one a
+//! rule names) can fail the gate, and they share the job's `alpha` by
+//! Holm's step-down ([`holm_levels`]): each interval is the two-sided
+//! `1 − 2·level` one at the level its step left it.
+//!
+//! - [`Verdict::Regressed`]: as the rule says, on the worse side;
+//! - [`Verdict::Improved`]: the same on the better side;
 //! - [`Verdict::Unchanged`]: the change is within the threshold;
-//! - [`Verdict::Noisy`]: the change is beyond the threshold but the interval
-//!   reaches back inside it: more samples or rounds would tell;
+//! - [`Verdict::Noisy`]: the change is beyond the threshold but the rule
+//!   does not confirm it: more samples, rounds or baselines would tell;
 //! - [`Verdict::NotJudged`]: a side has fewer than three samples, or the
 //!   base median is 0 under a relative threshold.
 //!
@@ -63,9 +79,10 @@
 //! zero). On two runs of the same build (an A/A pair), these are the data
 //! to set `--threshold` from.
 //!
-//! The measured error rates of this rule under named noise models are
-//! printed by `cargo run -p benchsuite-benches --example compare_error_rates`
-//! (and checked in its test).
+//! The measured error rates of these rules are printed by `cargo run -p
+//! benchsuite-benches --example compare_error_rates` (named noise models
+//! inside one run) and `--example compare_trace_rates` (recorded real A/A
+//! runs, histories), and checked in their tests.
 //!
 //! ```
 //! use benchsuite_core::compare::{compare, CompareOptions};

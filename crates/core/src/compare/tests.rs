@@ -981,8 +981,8 @@ fn a_history_predicts_one_more_run_and_catches_a_real_change() {
     assert_eq!(m.between_source, Some(BetweenSource::History));
     let cv = m.between_cv.unwrap();
     assert!(cv > 0.003 && cv < 0.02, "{cv}");
-    // 12% slower in every round: beyond the band, the threshold and
-    // every baseline round.
+    // 12% slower in every round: beyond the band, the threshold and the
+    // reach of every level the history was seen at.
     let slow = run_of([0.88, 0.88, 0.881]);
     let c = compare_history(&h, &slow, &opts).unwrap();
     assert!(!c.passed());
