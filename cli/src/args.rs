@@ -44,11 +44,14 @@ pub enum Command {
     /// median and the ratio (> 1: benchsuite better) to each record.
     /// Takes `run`'s flags; a missing tool is named with its package.
     Reference(Box<RunArgs>),
-    /// Compare two JSON reports as a CI gate: exit 1 if NEW regressed or
-    /// broke a benchmark that ran in BASE, 0 if it passes. Two fleet
-    /// reports (`benchsuite merge`) compare host by host: exit 1 if any
-    /// host fails or a host of BASE is missing from NEW (--allow-missing
-    /// lets it pass).
+    /// Judge a new report against one or more baselines as a CI gate: exit
+    /// 1 if NEW regressed or broke a benchmark that ran in the newest
+    /// baseline, 0 if it passes (also with stdout closed early). Several
+    /// baselines are a history whose own noise between runs NEW is judged
+    /// by; `--interleave` measures two builds itself. Two fleet reports
+    /// (`benchsuite merge`) compare host by host: exit 1 if any host fails
+    /// or a host of BASE is missing from NEW (--allow-missing lets it
+    /// pass).
     Compare(CompareArgs),
     /// List modules, benchmarks, their parameters and defaults.
     List(ListArgs),
@@ -238,14 +241,14 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The baseline report(s), then the new report, last (JSON written by
-    /// `benchsuite run -o`). Several baselines are a history of the same
+    /// BASE.json... NEW.json: the baseline report(s), then the new report,
+    /// last (JSON written by `benchsuite run -o`). Several baselines are a history of the same
     /// testbed (`compare history/*.json new.json`): each metric's noise
     /// between runs is measured from them and the new run is judged
     /// against what they predict for one more run. Two fleet reports
     /// (`benchsuite merge`) compare host by host.
     #[arg(
-        value_name = "BASE.json... NEW.json",
+        value_name = "REPORT",
         num_args = 1..,
         required_unless_present = "interleave"
     )]
@@ -279,11 +282,12 @@ pub struct CompareArgs {
     #[arg(long, value_name = "DIR")]
     pub baseline_dir: Option<PathBuf>,
 
-    /// The noise between runs to assume where the baselines cannot show it
-    /// (one baseline), and the prior it is weighed with in a history, as a
-    /// CV (`3%`); `0%` counts only the noise inside the runs. Default: a
+    /// The noise between runs to assume where the baselines cannot show it,
+    /// as a CV (`3%`): against one baseline, every metric's prior; in a
+    /// history, a floor under the spread of its runs. `0%`: against one
+    /// baseline, only the noise inside the two runs counts. Default: a
     /// prior per module measured on 2-vCPU VMs (cpu 2%, os 5%, mem 8%, disk
-    /// 18%, net 20%, tails 30%).
+    /// 18%, net 20%, tails 30%), none in a history.
     #[arg(long, value_name = "CV")]
     pub between_run_cv: Option<String>,
 
@@ -311,8 +315,8 @@ pub struct CompareArgs {
     /// Repeat with SELECTOR[:METRIC]=VALUE to override it for some records
     /// or metrics, e.g. `--threshold 5% --threshold 'net.*:rtt=10%'
     /// --threshold 'net.latency:rtt.p99=20%'`; the last matching one wins.
-    /// A regression is called only when the whole confidence interval of
-    /// the change lies beyond the threshold.
+    /// A regression is called only when the change is confirmed beyond
+    /// it (see --rule).
     #[arg(
         long,
         value_name = "VALUE",
