@@ -522,8 +522,13 @@ fn cmd_compare(args: &CompareArgs) -> Result<i32> {
             "--format {format} is for reports, not comparisons: compare writes table, json, csv or md (use `benchsuite convert NEW.json --format {format}` for a dashboard)"
         );
     }
+    // Reports before schema 1.6 carry no metric roles: the benchmarks'
+    // declarations give them.
+    let registry = benchsuite::registry();
     if let Some(bins) = &args.interleave {
-        let (base, new) = crate::interleave::run(bins, args)?;
+        let (mut base, mut new) = crate::interleave::run(bins, args)?;
+        registry.fill_roles(&mut base);
+        registry.fill_roles(&mut new);
         let options = benchsuite::compare::CompareOptions {
             paired: true,
             ..options
@@ -541,10 +546,8 @@ fn cmd_compare(args: &CompareArgs) -> Result<i32> {
     let (history_paths, new_path) = compare_inputs(args)?;
     let read = |path: &PathBuf| -> Result<ReportFile> {
         let mut file = Fleet::read_file(path)?;
-        // Reports before schema 1.6 carry no metric roles: the
-        // benchmarks' declarations give them.
         if let ReportFile::Report(r) = &mut file {
-            benchsuite::registry().fill_roles(r);
+            registry.fill_roles(r);
         }
         Ok(file)
     };
