@@ -41,6 +41,11 @@ fn the_jobs_false_alarms_stay_under_target_on_real_noise() {
     for (mi, m) in machines().iter().enumerate() {
         for (h, bound) in [(5, 0.05), (10, 0.01)] {
             if h + 1 > m.runs.len() {
+                eprintln!(
+                    "{}: {} runs, too few for a {h}-run history and a new run: not checked",
+                    m.name,
+                    m.runs.len()
+                );
                 continue;
             }
             let (alarms, who) = trace::aa_random(m, h, DRAWS, trace::seed(mi, h, 0, 0), &o);
@@ -61,6 +66,11 @@ fn planted_changes_are_caught_where_the_noise_allows() {
     for (mi, m) in machines().iter().enumerate() {
         for (h, pct, max_cv) in [(10, 10, 0.01), (5, 20, 0.01)] {
             if h + 1 > m.runs.len() || (h == 10 && m.runs.len() < 15) {
+                eprintln!(
+                    "{}: {} runs, too few to draw {h}-run histories from: not checked",
+                    m.name,
+                    m.runs.len()
+                );
                 continue;
             }
             let (mut hit, mut n) = (0, 0);
