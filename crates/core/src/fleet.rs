@@ -395,10 +395,10 @@ impl FleetRow {
         let mut v: Vec<f64> = values.iter().map(|(_, x)| *x).collect();
         v.sort_by(f64::total_cmp);
         self.hosts = v.len();
-        self.median = median_sorted(&v);
+        self.median = crate::stats::percentile_sorted(&v, 0.5);
         let mut dev: Vec<f64> = v.iter().map(|x| (x - self.median).abs()).collect();
         dev.sort_by(f64::total_cmp);
-        self.spread = MAD_SCALE * median_sorted(&dev);
+        self.spread = MAD_SCALE * crate::stats::percentile_sorted(&dev, 0.5);
         self.min = v[0];
         self.max = v[v.len() - 1];
         if v.len() < MIN_HOSTS {
@@ -426,15 +426,6 @@ impl FleetRow {
                 });
             }
         }
-    }
-}
-
-fn median_sorted(v: &[f64]) -> f64 {
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 

@@ -199,19 +199,12 @@ pub fn ratio(ours: f64, tool: f64, direction: Direction) -> Option<f64> {
     })
 }
 
-/// The median of some values (None for none).
+/// The median of the finite values among `values` (None for none): the
+/// project's one median, [`crate::stats::median`], over what a tool
+/// printed.
 pub fn median(values: &[f64]) -> Option<f64> {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
+    let v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    (!v.is_empty()).then(|| crate::stats::median(&v))
 }
 
 /// The number after `key` on the first line of `text` that contains it
