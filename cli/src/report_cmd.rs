@@ -31,13 +31,18 @@ pub struct ReportArgs {
 pub fn cmd_report(args: &ReportArgs) -> Result<i32> {
     let mut reports = Vec::new();
     let mut fleet = None;
+    let registry = benchsuite::registry();
     for path in &args.reports {
         let label = path.file_name().map_or_else(
             || path.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
         match Fleet::read_file(path)? {
-            ReportFile::Report(report) => reports.push((label, report)),
+            ReportFile::Report(mut report) => {
+                // Before schema 1.6: the benchmarks' declared roles.
+                registry.fill_roles(&mut report);
+                reports.push((label, report))
+            }
             ReportFile::Fleet(hosts) => fleet = Some((label, hosts)),
         }
     }

@@ -718,8 +718,13 @@ fn changes(h: &mut String, reports: &[(String, Report)]) {
                     label: format!("{} {}", m.key, m.metric),
                     change: m.change?,
                     interval: m.interval,
-                    color: verdict_color(m.verdict),
-                    title: format!("{}: {}", m.verdict, m.change_text()),
+                    // A metric that cannot fail the gate is drawn grey.
+                    color: if m.gated {
+                        verdict_color(m.verdict)
+                    } else {
+                        verdict_color(Verdict::Unchanged)
+                    },
+                    title: format!("{}: {}", verdict_text(m), m.change_text()),
                 })
             })
             .collect();
@@ -734,13 +739,17 @@ fn changes(h: &mut String, reports: &[(String, Report)]) {
             let _ = write!(
                 h,
                 "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                m.verdict.as_str().replace(' ', "-"),
+                if m.gated {
+                    m.verdict.as_str().replace(' ', "-")
+                } else {
+                    "not-gated".into()
+                },
                 escape(&m.key),
                 escape(&m.metric),
                 escape(&format_value(m.base_median, &m.unit)),
                 escape(&format_value(m.new_median, &m.unit)),
                 escape(&m.change_text()),
-                escape(m.verdict.as_str())
+                escape(&verdict_text(m))
             );
         }
         h.push_str("</table>\n");
@@ -756,6 +765,16 @@ fn changes(h: &mut String, reports: &[(String, Report)]) {
             }
             h.push_str("</ul>\n");
         }
+    }
+}
+
+/// The verdict as shown: a metric that cannot fail the gate (derived or
+/// spread) says so.
+fn verdict_text(m: &crate::compare::MetricComparison) -> String {
+    if m.gated {
+        m.verdict.to_string()
+    } else {
+        format!("{} (not gated)", m.verdict)
     }
 }
 
