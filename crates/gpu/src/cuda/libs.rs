@@ -268,15 +268,16 @@ pub(crate) fn search_dirs(pip_dir: &str) -> Vec<PathBuf> {
     // The environment of every `bin` directory on PATH: an un-activated
     // virtualenv whose python3 is on PATH (e.g. /opt/torch/.venv/bin).
     if let Some(path) = std::env::var_os("PATH") {
-        for bin in std::env::split_paths(&path) {
-            if bin.ends_with("bin")
-                && let Some(prefix) = bin.parent()
-                && !prefixes.iter().any(|p| p == prefix)
-            {
-                prefixes.push(prefix.to_path_buf());
+        for prefix in path_prefixes(&path) {
+            if !prefixes.contains(&prefix) {
+                prefixes.push(prefix);
             }
         }
     }
+    // A relative directory would be resolved against the current one: a
+    // library planted there would be loaded. Only absolute ones count.
+    prefixes.retain(|p| p.is_absolute());
+    dirs.retain(|d| d.is_absolute());
     prefixes.push(PathBuf::from("/usr/local"));
     prefixes.push(PathBuf::from("/usr"));
     prefixes.push(PathBuf::from("/opt/conda"));
@@ -307,6 +308,16 @@ pub(crate) fn search_dirs(pip_dir: &str) -> Vec<PathBuf> {
     }
     dirs.dedup();
     dirs
+}
+
+/// The prefix of each absolute `…/bin` directory of a PATH value; a
+/// relative entry (`bin`, `.venv/bin`, an empty one) names a directory
+/// under wherever benchsuite happens to run, and is ignored.
+fn path_prefixes(path: &std::ffi::OsStr) -> Vec<PathBuf> {
+    std::env::split_paths(path)
+        .filter(|bin| bin.is_absolute() && bin.ends_with("bin"))
+        .filter_map(|bin| bin.parent().map(Path::to_path_buf))
+        .collect()
 }
 
 fn read_dir_names(dir: impl AsRef<Path>) -> Vec<String> {
@@ -353,6 +364,17 @@ mod tests {
             d.iter().any(|p| p.ends_with("nvidia/cuda_nvrtc/lib")),
             "{d:?}"
         );
+    }
+
+    #[test]
+    fn relative_path_entries_are_not_searched() {
+        let path = std::ffi::OsStr::new("bin:.venv/bin::/opt/torch/.venv/bin:/usr/bin:lib/x/bin");
+        assert_eq!(
+            path_prefixes(path),
+            [PathBuf::from("/opt/torch/.venv"), PathBuf::from("/usr")]
+        );
+        // Whatever the environment, every directory searched is absolute.
+        assert!(search_dirs("cublas").iter().all(|d| d.is_absolute()));
     }
 
     #[test]
