@@ -605,6 +605,11 @@ fn cmd_compare(args: &CompareArgs) -> Result<i32> {
         .collect();
     let cmp = benchsuite::compare::compare_history(&baselines, &new, &options)?;
     for e in &cmp.excluded {
+        // A baseline's host facts are a foreign report's text.
+        let e: String = e
+            .chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect();
         eprintln!("warning: left out of the history: {e} (--allow-mixed-hosts keeps it)");
     }
     write_comparison(args, format, &cmp)

@@ -113,7 +113,7 @@ pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<(
     if with_ref {
         header.extend(REFERENCE_COLUMNS.iter().map(|c| c.to_string()));
     }
-    w.write_record(&header).map_err(into_io)?;
+    write_row(&mut w, &header)?;
 
     for r in &report.records {
         let lead = lead_cells(r, &params);
@@ -134,7 +134,7 @@ pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<(
             if with_ref {
                 row.extend(reference_cells(r, None));
             }
-            w.write_record(&row).map_err(into_io)?;
+            write_row(&mut w, &row)?;
             continue;
         }
         for m in &r.metrics {
@@ -177,7 +177,7 @@ pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<(
             if with_ref {
                 row.extend(reference_cells(r, Some(&m.name)));
             }
-            w.write_record(&row).map_err(into_io)?;
+            write_row(&mut w, &row)?;
         }
     }
     w.flush()
@@ -220,7 +220,7 @@ pub(super) fn write_comparison(c: &Comparison, out: &mut dyn Write) -> io::Resul
     let mut header = vec!["id".to_string()];
     header.extend(param_headers(&params, &COMPARISON_COLUMNS));
     header.extend(COMPARISON_COLUMNS.iter().map(|c| c.to_string()));
-    w.write_record(&header).map_err(into_io)?;
+    write_row(&mut w, &header)?;
 
     for m in &c.metrics {
         let mut row = vec![m.id.clone()];
@@ -258,7 +258,7 @@ pub(super) fn write_comparison(c: &Comparison, out: &mut dyn Write) -> io::Resul
             gate.to_string(),
             m.note.clone().unwrap_or_default(),
         ]);
-        w.write_record(&row).map_err(into_io)?;
+        write_row(&mut w, &row)?;
     }
     for p in c
         .problems
@@ -274,7 +274,7 @@ pub(super) fn write_comparison(c: &Comparison, out: &mut dyn Write) -> io::Resul
         cells[n - 2] = if p.allowed { "allowed" } else { "fail" }.to_string();
         cells[n - 1] = p.reason.clone();
         row.extend(cells);
-        w.write_record(&row).map_err(into_io)?;
+        write_row(&mut w, &row)?;
     }
     w.flush()
 }
@@ -327,6 +327,26 @@ fn direction_name(d: crate::bench::Direction) -> &'static str {
     match d {
         crate::bench::Direction::Higher => "higher",
         crate::bench::Direction::Lower => "lower",
+    }
+}
+
+/// Writes one row, each text cell guarded against formula injection.
+fn write_row<W: Write>(w: &mut ::csv::Writer<W>, row: &[String]) -> io::Result<()> {
+    w.write_record(row.iter().map(|c| guard(c).into_owned()))
+        .map_err(into_io)
+}
+
+/// A cell a spreadsheet would run as a formula (text starting with `=`,
+/// `+`, `-`, `@`, a tab or a carriage return: a note, a reason or a
+/// parameter value of a foreign report) gets a leading `'`, which shows it
+/// as text (OWASP's advice for CSV injection). Numbers (`-0.05`, `+3`) are
+/// left alone.
+fn guard(cell: &str) -> std::borrow::Cow<'_, str> {
+    let risky = cell.starts_with(['=', '+', '-', '@', '\t', '\r']);
+    if risky && cell.trim().parse::<f64>().is_err() {
+        std::borrow::Cow::Owned(format!("'{cell}"))
+    } else {
+        std::borrow::Cow::Borrowed(cell)
     }
 }
 

@@ -112,17 +112,21 @@ fn write_row(out: &mut dyn Write, cells: &[String]) -> io::Result<()> {
     writeln!(out, "| {} |", cells.join(" | "))
 }
 
-/// Escapes what would break a table cell or be read as markup. Underscores
-/// are left alone: GitHub does not emphasise inside words (`time_per_op`).
+/// Escapes what would break a table cell or be read as markup (links,
+/// mentions), and shows control characters as `?`. Underscores are left
+/// alone: GitHub does not emphasise inside words (`time_per_op`).
 fn escape(s: &str) -> String {
     let mut e = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {
-            '|' | '\\' | '*' | '`' | '<' => {
+            // `[` `]` would make a link of a foreign report's text, `@` a
+            // mention in a CI summary.
+            '|' | '\\' | '*' | '`' | '<' | '[' | ']' | '@' => {
                 e.push('\\');
                 e.push(ch);
             }
             '\n' | '\r' => e.push(' '),
+            c if c.is_control() => e.push('?'),
             c => e.push(c),
         }
     }
@@ -246,7 +250,8 @@ mod tests {
         assert_eq!(rows[0], COMPARISON_HEADER);
         assert!(fail < t.find("| benchmark |").unwrap(), "{t}");
         let bw = rows.iter().find(|r| r[1] == "bandwidth").unwrap();
-        assert!(bw[4].starts_with("-30.0% ["), "{bw:?}");
+        // Brackets escaped: a foreign report's text cannot make a link.
+        assert!(bw[4].starts_with("-30.0% \\["), "{bw:?}");
         assert_eq!(bw[5], "regressed");
     }
 }

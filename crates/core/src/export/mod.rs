@@ -704,6 +704,55 @@ mod tests {
     use super::*;
 
     #[test]
+    fn hostile_text_cannot_steer_a_terminal_a_spreadsheet_or_a_summary() {
+        // A foreign report: an escape sequence (a window title, a colour),
+        // a C1 CSI, a formula, a link and a mention in its strings.
+        let mut r = fixtures::report();
+        let hostile =
+            "=HYPERLINK(\"http://x\") \u{1b}]0;pwned\u{7}\u{9b}31m [click](http://x) @everyone";
+        r.records[2].reason = Some(hostile.into());
+        r.records[1].notes.push(hostile.into());
+        r.host.hostname = Some(hostile.into());
+        let text = |f: Format| {
+            let mut out = Vec::new();
+            write_report_with(f, &r, &TableOptions { verbose: true }, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let table = text(Format::Table);
+        assert!(table.contains("HYPERLINK"), "{table}");
+        for c in ['\u{1b}', '\u{7}', '\u{9b}'] {
+            assert!(!table.contains(c), "{c:?} in the table: {table}");
+        }
+        let csv = text(Format::Csv);
+        let rows: Vec<::csv::StringRecord> = ::csv::Reader::from_reader(csv.as_bytes())
+            .records()
+            .map(|r| r.unwrap())
+            .collect();
+        let cells: Vec<&str> = rows.iter().flat_map(|r| r.iter()).collect();
+        assert!(cells.iter().any(|c| c.starts_with("'=HYPERLINK")), "{csv}");
+        assert!(!cells.iter().any(|c| c.starts_with("=HYPERLINK")), "{csv}");
+        // Numbers keep their sign.
+        assert!(
+            !cells
+                .iter()
+                .any(|c| c.starts_with("'-") && c[1..].parse::<f64>().is_ok())
+        );
+        let md = text(Format::Markdown);
+        assert!(
+            md.contains("\\[click\\](http://x)") && md.contains("\\@everyone"),
+            "{md}"
+        );
+        assert!(!md.contains('\u{1b}') && !md.contains('\u{9b}'), "{md}");
+        // The comparison table too.
+        let mut c = fixtures::comparison();
+        c.metrics[0].note = Some(hostile.into());
+        let mut out = Vec::new();
+        write_comparison(Format::Table, &c, &mut out).unwrap();
+        let t = String::from_utf8(out).unwrap();
+        assert!(t.contains("HYPERLINK") && !t.contains('\u{1b}'), "{t}");
+    }
+
+    #[test]
     fn formats_parse_and_list_the_choices() {
         assert_eq!("md".parse::<Format>().unwrap(), Format::Markdown);
         assert_eq!("Markdown".parse::<Format>().unwrap(), Format::Markdown);

@@ -60,8 +60,68 @@ const HEADER: [&str; 8] = [
     "vs ref",
 ];
 
+/// A writer that shows control characters instead of sending them: text
+/// from a report (a host name, a note, a parameter value of a foreign
+/// report) cannot steer the terminal. ASCII controls other than the line
+/// feed, DEL and the C1 controls (U+0080–U+009F, which some terminals take
+/// as escapes) become `?`.
+struct Printable<'a> {
+    out: &'a mut dyn Write,
+    /// A 0xC2 byte waiting for the next byte (a C1 control is C2 80–9F).
+    pending: bool,
+}
+
+impl Printable<'_> {
+    fn finish(mut self) -> io::Result<()> {
+        if std::mem::take(&mut self.pending) {
+            self.out.write_all(&[0xC2])?;
+        }
+        self.out.flush()
+    }
+}
+
+impl Write for Printable<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut clean = Vec::with_capacity(buf.len());
+        for &b in buf {
+            if std::mem::take(&mut self.pending) {
+                if (0x80..=0x9F).contains(&b) {
+                    clean.push(b'?');
+                    continue;
+                }
+                clean.push(0xC2);
+            }
+            match b {
+                b'\n' => clean.push(b),
+                0xC2 => self.pending = true,
+                0x00..=0x1F | 0x7F => clean.push(b'?'),
+                _ => clean.push(b),
+            }
+        }
+        self.out.write_all(&clean)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
 /// Writes the report as an aligned table followed by its warnings and notes.
 pub(super) fn write_report(
+    report: &Report,
+    options: &TableOptions,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let mut p = Printable {
+        out,
+        pending: false,
+    };
+    write_report_raw(report, options, &mut p)?;
+    p.finish()
+}
+
+fn write_report_raw(
     report: &Report,
     options: &TableOptions,
     out: &mut dyn Write,
@@ -336,6 +396,15 @@ fn wrap(text: &str, first: &str, rest: &str) -> Vec<String> {
 /// Writes what fails the gate first (one line each, with its reason), then
 /// one line per compared metric, the summary line and the notes.
 pub(super) fn write_comparison(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
+    let mut p = Printable {
+        out,
+        pending: false,
+    };
+    write_comparison_raw(c, &mut p)?;
+    p.finish()
+}
+
+fn write_comparison_raw(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
     let gate = gate_lines(c);
     for line in &gate {
         writeln!(out, "{line}")?;
