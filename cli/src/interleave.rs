@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context as _, Result, bail};
 use benchsuite::{Record, Report};
@@ -38,12 +40,23 @@ pub fn run(bins: &[PathBuf], args: &CompareArgs) -> Result<(Report, Report)> {
         );
     }
     let scratch = Scratch::new()?;
+    // Ctrl-C reaches the running build too (one process group): it ends
+    // its round, and then this one removes the rounds' reports and exits
+    // 130 without judging half a comparison.
+    let cancel = Arc::new(AtomicBool::new(false));
+    crate::app::install_ctrlc(&cancel);
     let mut sides: [Vec<Report>; 2] = [Vec::new(), Vec::new()];
     for round in 1..=args.rounds {
         for (i, (name, bin)) in [("base", base_bin), ("new", new_bin)].iter().enumerate() {
             eprintln!("round {round}/{}: {name} ({})", args.rounds, bin.display());
             let out = scratch.0.join(format!("{name}-{round}.json"));
-            sides[i].push(run_once(bin, &args.run_args, &out)?);
+            let report = run_once(bin, &args.run_args, &out);
+            if cancel.load(Ordering::SeqCst) {
+                drop(scratch);
+                eprintln!("interrupted: nothing compared");
+                std::process::exit(130);
+            }
+            sides[i].push(report?);
         }
     }
     let [base, new] = sides;
