@@ -21,11 +21,11 @@
 //! round, that is drift between the two reports, which no statistic inside
 //! one report can see — the reason for `--rounds`).
 
-use benchsuite_core::compare::{BetweenRun, CompareOptions, Verdict, compare};
 use benchsuite_core::host::Host;
 use benchsuite_core::param::Point;
 use benchsuite_core::report::{Record, Report, RunConfigRecord, Status};
 use benchsuite_core::{Direction, Metric, Summary};
+use benchsuite_report::compare::{BetweenRun, CompareOptions, Verdict, compare};
 
 /// A noise model.
 #[derive(Debug, Clone, Copy, PartialEq)]

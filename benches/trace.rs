@@ -23,9 +23,9 @@
 use std::io::Read as _;
 use std::path::Path;
 
-use benchsuite_core::compare::{Baseline, CompareOptions, Verdict, compare_history};
 use benchsuite_core::report::MetricRole;
 use benchsuite_core::{Direction, Report, Status};
+use benchsuite_report::compare::{Baseline, CompareOptions, Verdict, compare_history};
 
 use crate::error_rates::Rng;
 

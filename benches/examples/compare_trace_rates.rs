@@ -9,7 +9,7 @@
 //! cell).
 
 use benchsuite_benches::trace::{self, Machine};
-use benchsuite_core::compare::{BetweenRun, CompareOptions, GateRule};
+use benchsuite_report::compare::{BetweenRun, CompareOptions, GateRule};
 
 /// The between-run CV classes of the detection table (upper bounds).
 const CV_BINS: [f64; 5] = [0.01, 0.02, 0.03, 0.05, 0.10];

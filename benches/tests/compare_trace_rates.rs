@@ -22,7 +22,7 @@
 //! draws, are the ones `docs/compare.md` quotes.
 
 use benchsuite_benches::trace::{self, Machine};
-use benchsuite_core::compare::CompareOptions;
+use benchsuite_report::compare::CompareOptions;
 
 const DRAWS: usize = 300;
 

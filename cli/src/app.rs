@@ -558,7 +558,7 @@ fn cmd_compare(args: &CompareArgs) -> Result<i32> {
     let new = read(&new_path)?;
     let (history, new) = match (history.as_slice(), new) {
         ([(_, ReportFile::Fleet(b))], ReportFile::Fleet(n)) => {
-            // Host by host: crates/core/src/compare/fleet.rs.
+            // Host by host: crates/report/src/compare/fleet.rs.
             if !matches!(format, Format::Table | Format::Json | Format::Markdown) {
                 anyhow::bail!(
                     "--format {format}: a fleet comparison is written as table, json or md"

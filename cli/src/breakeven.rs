@@ -1,5 +1,5 @@
 //! `benchsuite breakeven`: the local-vs-remote break-even transfer size,
-//! from measured reports (see `benchsuite_core::breakeven`).
+//! from measured reports (see `benchsuite_report::breakeven`).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

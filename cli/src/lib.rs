@@ -24,16 +24,17 @@ mod registry;
 
 pub use benchsuite_core::reference;
 pub use benchsuite_core::{
-    About, BenchError, Benchmark, Case, Caveat, Choice, CompareOptions, Comparison, ConfigError,
-    Context, Direction, Finished, Host, LatencySummary, Meta, Metric, MetricSource, MetricSpec,
-    Module, Observer, OptionSpec, ParamKind, ParamSpec, Peak, PeakInput, Point, Probe, Record,
-    Registry, Report, ReportError, RunConfig, SCHEMA_VERSION, Status, Summary, TeamCase, Value,
-    Verdict, Work, choice_enum, error_chain,
+    About, BenchError, Benchmark, Case, Caveat, Choice, ConfigError, Context, Direction, Finished,
+    Host, LatencySummary, Meta, Metric, MetricSource, MetricSpec, Module, Observer, OptionSpec,
+    ParamKind, ParamSpec, Peak, PeakInput, Point, Probe, Record, Registry, Report, ReportError,
+    RunConfig, SCHEMA_VERSION, Status, Summary, TeamCase, Value, Work, choice_enum, error_chain,
 };
 pub use benchsuite_core::{
-    bench, breakeven, catalog, caveat, cluster, compare, error, export, fleet, host, param, report,
-    runner, schema, stats, sweep, team, units,
+    bench, catalog, caveat, cluster, error, host, param, report, runner, schema, stats, sweep,
+    team, units,
 };
+pub use benchsuite_report::{CompareOptions, Comparison, Verdict};
+pub use benchsuite_report::{breakeven, compare, export, fleet};
 pub use registry::registry;
 
 /// Plans and runs `config` over `registry` without progress output.

@@ -635,7 +635,7 @@ mod tests {
     /// the value column of every row.
     #[test]
     fn a_skip_reason_does_not_widen_the_value_column() {
-        let text = include_str!("../../crates/core/src/export/testdata/quick-pass.json");
+        let text = include_str!("../../crates/report/src/export/testdata/quick-pass.json");
         let mut report = Report::from_json(text, "quick-pass.json").unwrap();
         let long = "no CUDA driver: ".to_string() + &"x".repeat(200);
         report.records[0].status = Status::Skipped;

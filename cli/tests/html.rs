@@ -19,7 +19,7 @@ fn bin() -> Command {
 /// (with its peak) and `mem.bandwidth` over blocks 64 B … 16 KiB at
 /// threads 1 and 2; and hostile text in the host name and a note.
 fn report(scale: f64) -> Value {
-    let text = include_str!("../../crates/core/src/export/testdata/quick-pass.json");
+    let text = include_str!("../../crates/report/src/export/testdata/quick-pass.json");
     let mut r: Value = serde_json::from_str(text).unwrap();
     r["host"]["hostname"] = json!("<script>alert(1)</script>");
     let recs = r["records"].as_array().unwrap().clone();

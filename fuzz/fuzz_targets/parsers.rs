@@ -4,7 +4,7 @@
 #![no_main]
 
 use benchsuite_core::ParamSpec;
-use benchsuite_core::compare::{ThresholdRule, Tolerance};
+use benchsuite_report::compare::{ThresholdRule, Tolerance};
 use benchsuite_core::sweep::parse_values;
 use benchsuite_core::units::{parse_duration, parse_percent, parse_size};
 use libfuzzer_sys::fuzz_target;

@@ -2,8 +2,9 @@
 //! a report that loads compares with itself without panicking.
 #![no_main]
 
-use benchsuite_core::compare::compare;
-use benchsuite_core::{CompareOptions, Report};
+use benchsuite_report::compare::compare;
+use benchsuite_core::Report;
+use benchsuite_report::CompareOptions;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

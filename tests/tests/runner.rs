@@ -126,7 +126,7 @@ fn failures_become_records_and_teardown_always_runs() {
 /// as a 0 status sample in OpenMetrics, absent from BMF and GHA.
 #[test]
 fn failed_and_skipped_records_reach_every_export() {
-    use benchsuite_core::export::{Format, GhaTool, write_gha, write_report};
+    use benchsuite_report::export::{Format, GhaTool, write_gha, write_report};
     let reg = registry(&[
         Fake::new("fake.fail", Script::FailRun, 10),
         Fake::new("fake.skip", Script::Skip, 10),

@@ -2,8 +2,8 @@
 //!
 //! The engine behind benchsuite: the [`Benchmark`] / [`Case`] plugin
 //! contract, typed parameters and sweeps, the [`runner`], statistics, the
-//! versioned result model ([`Report`]), host detection, exporters and
-//! [`compare`](compare::compare).
+//! versioned result model ([`Report`]) and host detection. Exporters,
+//! `compare` and the fleet view are in `benchsuite-report`.
 //!
 //! This crate knows no resource (CPU, disk, ...) and no command-line parser:
 //! resource crates implement [`Benchmark`]; the `benchsuite` crate composes
@@ -44,15 +44,11 @@
 //! ```
 
 pub mod bench;
-pub mod breakeven;
 pub mod catalog;
 pub mod caveat;
 pub mod cluster;
-pub mod compare;
 pub mod config;
 pub mod error;
-pub mod export;
-pub mod fleet;
 pub mod host;
 pub mod param;
 pub mod plan;
@@ -64,7 +60,7 @@ pub mod schema;
 pub mod stats;
 pub mod sweep;
 pub mod team;
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod units;
 
@@ -74,7 +70,6 @@ pub use bench::{
 };
 pub use caveat::Caveat;
 pub use cluster::Cluster;
-pub use compare::{CompareOptions, Comparison, Verdict};
 pub use error::{BenchError, ConfigError, ReportError, error_chain};
 pub use host::Host;
 pub use param::{Choice, ParamKind, ParamSpec, Point, Value};

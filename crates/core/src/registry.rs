@@ -150,7 +150,7 @@ impl Registry {
 
 /// Glob match where `*` matches any run of characters (only when the
 /// pattern contains one).
-pub(crate) fn glob(pattern: &str, text: &str) -> bool {
+pub fn glob(pattern: &str, text: &str) -> bool {
     if !pattern.contains('*') {
         return false;
     }

@@ -30,9 +30,9 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::export::fixtures;
     use crate::param::Point;
     use crate::report::{Record, SampleTails};
+    use crate::testing as fixtures;
 
     fn errors(schema: &Value, report: &Value) -> Vec<String> {
         let v = jsonschema::validator_for(schema).expect("the schema compiles");
@@ -81,7 +81,7 @@ mod tests {
     /// The exporters' fixture plus what 1.2 added: a requested point,
     /// rounds, tails, and a failed record; and 1.5's cluster section.
     fn full_report() -> Value {
-        let mut r = fixtures::report();
+        let mut r = fixtures::fixture_report();
         let m = &mut r.records[1].metrics[1];
         m.rounds = Some(vec![2, 1]);
         m.tails = Some(SampleTails {

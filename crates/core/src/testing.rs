@@ -307,3 +307,112 @@ impl Conformance {
         }
     }
 }
+
+// ---- A fixture report -------------------------------------------------------
+
+use crate::bench::Direction;
+use crate::param::{Point, Value};
+use crate::report::{Metric, Peak, RunConfigRecord};
+use crate::stats::{LatencySummary, Summary};
+
+fn metric(name: &str, unit: &str, direction: Direction, samples: &[f64]) -> Metric {
+    Metric {
+        name: name.into(),
+        unit: unit.into(),
+        direction,
+        samples: samples.to_vec(),
+        timestamps: None,
+        rounds: None,
+        tails: None,
+        role: None,
+        summary: Summary::new(samples).unwrap(),
+        latency: None,
+    }
+}
+
+/// A small report shared by tests (here and in the report crate): three
+/// records: `os.syscall call=getppid` (time per op, with a
+/// warning), `mem.bandwidth block=4096 op=copy` (bandwidth with a peak,
+/// latency with percentiles) and a skipped `gpu.flops precision=f16`.
+pub fn fixture_report() -> Report {
+    let mut syscall = Record {
+        id: "os.syscall".into(),
+        params: Point::default(),
+        requested: None,
+        status: crate::Status::Ok,
+        reason: None,
+        iters_per_sample: Some(65536),
+        metrics: vec![metric(
+            "time_per_op",
+            "s",
+            Direction::Lower,
+            &[51e-9, 50e-9, 52e-9, 51e-9, 51.5e-9],
+        )],
+        peak: None,
+        warnings: vec!["vDSO, not a real syscall".into()],
+        notes: Vec::new(),
+        phase: None,
+        reference: None,
+    };
+    syscall.params.set("call", Value::Str("getppid".into()));
+
+    let mut params = Point::default();
+    params.set("block", Value::Int(4096));
+    params.set("op", Value::Str("copy".into()));
+    let mut lat = metric("latency", "s", Direction::Lower, &[1.0e-6, 1.1e-6, 0.9e-6]);
+    lat.latency = Some(LatencySummary {
+        count: 3000,
+        mean: 1.0e-6,
+        min: 0.5e-6,
+        p50: 1.0e-6,
+        p90: 1.5e-6,
+        p99: 2.5e-6,
+        p99_9: 4.0e-6,
+        p99_99: 8.0e-6,
+        max: 9.0e-6,
+    });
+    let bw = Record {
+        id: "mem.bandwidth".into(),
+        params,
+        requested: None,
+        status: crate::Status::Ok,
+        reason: None,
+        iters_per_sample: Some(16),
+        metrics: vec![
+            metric(
+                "bandwidth",
+                "B/s",
+                Direction::Higher,
+                &[2.4e9, 2.5e9, 2.6e9],
+            ),
+            lat,
+        ],
+        peak: Some(Peak {
+            metric: "bandwidth".into(),
+            value: 5e9,
+            unit: "B/s".into(),
+            formula: "channels × MT/s × 8".into(),
+            inputs: BTreeMap::new(),
+            efficiency: Some(0.5),
+        }),
+        warnings: Vec::new(),
+        notes: Vec::new(),
+        phase: None,
+        reference: None,
+    };
+
+    let mut gp = Point::default();
+    gp.set("precision", Value::Str("f16".into()));
+    let gpu = Record::skipped("gpu.flops", gp, "no GPU, found none via NVML");
+
+    Report {
+        schema_version: crate::SCHEMA_VERSION.into(),
+        tool_version: "0.1.0".into(),
+        started_at: "2026-01-01T00:00:00Z".into(),
+        host: Host::default(),
+        cluster: None,
+        config: RunConfigRecord::default(),
+        progress: None,
+        records: vec![syscall, bw, gpu],
+    }
+}

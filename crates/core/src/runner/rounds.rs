@@ -136,8 +136,8 @@ fn states_warning(m: &crate::report::Metric) -> Option<Caveat> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::fixtures;
     use crate::stats::latency_histogram;
+    use crate::testing as fixtures;
     use hdrhistogram::Histogram;
 
     fn hist(values_ns: &[u64]) -> Histogram<u64> {
@@ -152,7 +152,7 @@ mod tests {
     fn a_round_pools_samples_histograms_and_efficiency() {
         // mem.bandwidth: bandwidth 2.4/2.5/2.6 GB/s against a 5 GB/s peak,
         // and a latency metric.
-        let first = fixtures::report().records[1].clone();
+        let first = fixtures::fixture_report().records[1].clone();
         let mut second = first.clone();
         second.metrics[0].samples = vec![5.4e9, 5.5e9, 5.6e9];
         second.warnings = vec![Caveat::text("a caveat of round 2")];
@@ -197,7 +197,7 @@ mod tests {
 
     #[test]
     fn a_failed_round_fails_the_record_naming_the_round() {
-        let first = fixtures::report().records[0].clone();
+        let first = fixtures::fixture_report().records[0].clone();
         let failed = Record::failed("os.syscall", first.params.clone(), "boom");
         let mut slot = (first, Vec::new());
         merge_round(&mut slot, failed, Vec::new(), 3);

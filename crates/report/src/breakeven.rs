@@ -15,7 +15,7 @@
 
 use serde::Serialize;
 
-use crate::report::{Record, Report, Status};
+use benchsuite_core::report::{Record, Report, Status};
 
 /// One number of the model and where it came from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -59,7 +59,7 @@ pub fn find<'a>(report: &'a Report, id: &str, want: &[(String, String)]) -> Opti
             && want.iter().all(|(k, v)| {
                 r.params.get(k).is_some_and(|x| {
                     x.to_string() == *v
-                        || crate::units::parse_size(v)
+                        || benchsuite_core::units::parse_size(v)
                             .ok()
                             .is_some_and(|n| x.as_u64() == Some(n))
                 })
@@ -178,8 +178,9 @@ mod tests {
         let rec = rep.records[0].clone();
         let mut a = rec.clone();
         a.params
-            .set("preset", crate::param::Value::Str("none".into()));
-        a.params.set("block", crate::param::Value::Int(4096));
+            .set("preset", benchsuite_core::param::Value::Str("none".into()));
+        a.params
+            .set("block", benchsuite_core::param::Value::Int(4096));
         rep.records = vec![a];
         let want = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
         let id = rec.id.as_str();

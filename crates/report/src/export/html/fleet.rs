@@ -14,12 +14,12 @@ use std::fmt::Write as _;
 
 use super::svg::{StripRow, color, escape, strip_chart};
 use super::{DATA_ID, STYLE};
-use crate::bench::Direction;
 use crate::fleet::{
     Fleet, FleetRow, MIN_GAP, MIN_HOSTS, MIN_RELATIVE_SPREAD, OUTLIER_MADS, host_label,
 };
-use crate::report::Status;
-use crate::units::format_value;
+use benchsuite_core::bench::Direction;
+use benchsuite_core::report::Status;
+use benchsuite_core::units::format_value;
 
 /// Rows per strip chart, so that one chart stays readable.
 const ROWS_PER_CHART: usize = 40;

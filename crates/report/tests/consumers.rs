@@ -11,9 +11,9 @@
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 
-use benchsuite_core::export::{Format, GhaTool, write_gha, write_report};
 use benchsuite_core::param::{Point, Value as Param};
 use benchsuite_core::{Record, Report};
+use benchsuite_report::export::{Format, GhaTool, write_gha, write_report};
 use serde_json::{Value, json};
 
 /// The 1.0 fixture (one ok `os.syscall` record, with an interval) plus a

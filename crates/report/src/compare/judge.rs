@@ -5,9 +5,9 @@
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use crate::bench::Direction;
-use crate::report::{Metric, MetricRole, Record};
-use crate::stats::median;
+use benchsuite_core::bench::Direction;
+use benchsuite_core::report::{Metric, MetricRole, Record};
+use benchsuite_core::stats::median;
 
 use super::*;
 

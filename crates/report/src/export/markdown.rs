@@ -6,7 +6,7 @@
 use std::io::{self, Write};
 
 use crate::compare::Comparison;
-use crate::report::Report;
+use benchsuite_core::report::Report;
 
 use super::table::{line_records, reference_cell, reference_text};
 use super::{
@@ -163,7 +163,7 @@ mod tests {
     #[test]
     fn failed_records_are_rows_with_their_reason() {
         let mut r = fixtures::report();
-        r.records[1].status = crate::Status::Failed;
+        r.records[1].status = benchsuite_core::Status::Failed;
         r.records[1].reason = Some("round 2: prepare: out of memory\nretry with less".into());
         let t = text(|o| write_report(&r, o));
         let rows = table_rows(&t);
@@ -208,7 +208,7 @@ mod tests {
         let mut r = fixtures::report();
         let rows = table_rows(&text(|o| write_report(&r, o)));
         assert!(rows.iter().all(|r| r.len() == 7));
-        r.records[1].reference = Some(crate::reference::ReferenceResult {
+        r.records[1].reference = Some(benchsuite_core::reference::ReferenceResult {
             tool: "likwid-bench".into(),
             version: None,
             command: "likwid-bench -t copy -w S0:1GB".into(),

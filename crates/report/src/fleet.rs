@@ -31,10 +31,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::Direction;
-use crate::error::ReportError;
-use crate::report::{Report, SCHEMA_MAJOR, SCHEMA_VERSION, Status, schema_major};
-use crate::units::format_value;
+use benchsuite_core::bench::Direction;
+use benchsuite_core::error::ReportError;
+use benchsuite_core::report::{Report, SCHEMA_MAJOR, SCHEMA_VERSION, Status, schema_major};
+use benchsuite_core::units::format_value;
 
 /// MAD → σ for normal data.
 pub const MAD_SCALE: f64 = 1.4826;
@@ -395,10 +395,10 @@ impl FleetRow {
         let mut v: Vec<f64> = values.iter().map(|(_, x)| *x).collect();
         v.sort_by(f64::total_cmp);
         self.hosts = v.len();
-        self.median = crate::stats::percentile_sorted(&v, 0.5);
+        self.median = benchsuite_core::stats::percentile_sorted(&v, 0.5);
         let mut dev: Vec<f64> = v.iter().map(|x| (x - self.median).abs()).collect();
         dev.sort_by(f64::total_cmp);
-        self.spread = MAD_SCALE * crate::stats::percentile_sorted(&dev, 0.5);
+        self.spread = MAD_SCALE * benchsuite_core::stats::percentile_sorted(&dev, 0.5);
         self.min = v[0];
         self.max = v[v.len() - 1];
         if v.len() < MIN_HOSTS {
@@ -550,9 +550,9 @@ impl FleetView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::{Cluster, Launcher};
     use crate::export::fixtures;
-    use crate::stats::Summary;
+    use benchsuite_core::cluster::{Cluster, Launcher};
+    use benchsuite_core::stats::Summary;
 
     /// The exporters' fixture as host `name`, rank `rank`, its samples
     /// scaled by `factor` (a little different on every host).

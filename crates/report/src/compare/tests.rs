@@ -1,9 +1,9 @@
 use super::*;
-use crate::bench::Direction;
-use crate::host::Host;
-use crate::param::Value;
-use crate::report::{RunConfigRecord, SampleTails};
-use crate::stats::Summary;
+use benchsuite_core::bench::Direction;
+use benchsuite_core::host::Host;
+use benchsuite_core::param::Value;
+use benchsuite_core::report::{RunConfigRecord, SampleTails};
+use benchsuite_core::stats::Summary;
 
 /// Options judging the noise inside the runs alone (no prior between-run
 /// CV): what these tests check is that machinery; the history and the
@@ -745,8 +745,8 @@ fn context_differences_name_what_can_move_the_numbers() {
 fn host(name: &str, rank: Option<u64>, bw: f64, lat: f64) -> Report {
     let mut r = pair(bw, lat);
     r.host.hostname = Some(name.into());
-    r.cluster = rank.map(|rank| crate::cluster::Cluster {
-        launcher: crate::cluster::Launcher::Slurm,
+    r.cluster = rank.map(|rank| benchsuite_core::cluster::Cluster {
+        launcher: benchsuite_core::cluster::Launcher::Slurm,
         job: Some("7".into()),
         step: None,
         rank,

@@ -32,7 +32,7 @@
 
 use statrs::distribution::{ContinuousCDF, FisherSnedecor, StudentsT};
 
-use crate::stats::median;
+use benchsuite_core::stats::median;
 
 /// Fewest samples on a side for an interval.
 pub const MIN_SAMPLES: usize = 3;
@@ -96,7 +96,10 @@ pub fn side(samples: &[f64], rounds: Option<&[usize]>) -> Result<Side, Unjudged>
         groups.push(&samples[at..at + k]);
         at += k;
     }
-    let round_medians: Vec<f64> = groups.iter().map(|g| crate::stats::median(g)).collect();
+    let round_medians: Vec<f64> = groups
+        .iter()
+        .map(|g| benchsuite_core::stats::median(g))
+        .collect();
     let s2 = variance(&round_medians);
     // The pooled median of rounds that drifted apart behaves like the
     // median of the round medians: its variance is the small-sample median
@@ -233,7 +236,7 @@ const TRIM_MADS: f64 = 4.0;
 /// (all of them when the MAD is 0).
 fn robust_sd(values: &[f64], center: f64) -> (f64, usize) {
     let dev: Vec<f64> = values.iter().map(|v| (v - center).abs()).collect();
-    let mad = 1.4826 * crate::stats::median(&dev);
+    let mad = 1.4826 * benchsuite_core::stats::median(&dev);
     let kept: Vec<f64> = values
         .iter()
         .zip(&dev)

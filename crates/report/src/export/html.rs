@@ -28,8 +28,8 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use crate::compare::{CompareOptions, Tolerance, Verdict, compare};
-use crate::report::{Metric, Record, Report, Status};
-use crate::units::{format_size, format_value};
+use benchsuite_core::report::{Metric, Record, Report, Status};
+use benchsuite_core::units::{format_size, format_value};
 
 mod fleet;
 mod svg;
@@ -83,9 +83,11 @@ pub(crate) struct Sweep<'a> {
     pub series: Vec<(String, usize, Points<'a>)>,
 }
 
-fn numeric(v: &crate::param::Value) -> Option<f64> {
+fn numeric(v: &benchsuite_core::param::Value) -> Option<f64> {
     match v {
-        crate::param::Value::Int(_) | crate::param::Value::Float(_) => v.as_f64(),
+        benchsuite_core::param::Value::Int(_) | benchsuite_core::param::Value::Float(_) => {
+            v.as_f64()
+        }
         _ => None,
     }
 }

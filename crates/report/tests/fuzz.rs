@@ -7,10 +7,11 @@
 //! closing note of issue 14 counts them); a panic fails the test with the
 //! shrunk input.
 
-use benchsuite_core::compare::{ThresholdRule, Tolerance, compare};
 use benchsuite_core::sweep::parse_values;
 use benchsuite_core::units::{format_size, parse_duration, parse_percent, parse_size};
-use benchsuite_core::{CompareOptions, ParamSpec, Report};
+use benchsuite_core::{ParamSpec, Report};
+use benchsuite_report::CompareOptions;
+use benchsuite_report::compare::{ThresholdRule, Tolerance, compare};
 use proptest::prelude::*;
 
 const CASES: u32 = 4096;

@@ -19,7 +19,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::units::{parse_duration, parse_percent};
+use benchsuite_core::units::{parse_duration, parse_percent};
 
 /// The default absolute threshold of metrics measured in `%`, in
 /// percentage points.
@@ -103,7 +103,7 @@ impl fmt::Display for Tolerance {
                 write!(f, "{}pp", trim(*value))
             }
             Tolerance::Absolute { value, unit } => {
-                f.write_str(&crate::units::format_value(*value, unit))
+                f.write_str(&benchsuite_core::units::format_value(*value, unit))
             }
         }
     }
@@ -157,7 +157,7 @@ impl ThresholdRule {
         self.selector == "all"
             || self.selector == id
             || self.selector == module
-            || crate::registry::glob(&self.selector, id)
+            || benchsuite_core::registry::glob(&self.selector, id)
     }
 
     /// Whether the rule covers `metric` (a metric name or `name.p99`).

@@ -35,7 +35,7 @@ use super::{
 };
 use crate::export::{Format, write_comparison};
 use crate::fleet::host_label;
-use crate::report::{Record, Report};
+use benchsuite_core::report::{Record, Report};
 
 /// The result of [`compare_fleets`]: plain data, serialised as JSON by
 /// `benchsuite compare --format json` on two fleet reports.

@@ -46,8 +46,8 @@
 
 use std::io::{self, Write};
 
-use crate::bench::Direction;
-use crate::report::{Metric, Record, Report, Status};
+use benchsuite_core::bench::Direction;
+use benchsuite_core::report::{Metric, Record, Report, Status};
 
 /// One gauge family: its name, unit, help text, the factor from the
 /// stored unit into its unit, and its samples (labels, value).
@@ -221,7 +221,7 @@ fn number(v: f64) -> String {
 mod tests {
     use super::*;
     use crate::export::fixtures;
-    use crate::param::Value;
+    use benchsuite_core::param::Value;
 
     fn text(report: &Report) -> String {
         let mut out = Vec::new();

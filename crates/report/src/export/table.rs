@@ -25,9 +25,9 @@ use std::collections::BTreeSet;
 use std::io::{self, Write};
 
 use crate::compare::Comparison;
-use crate::param::Value;
-use crate::reference::ReferenceResult;
-use crate::report::{Record, Report, Status};
+use benchsuite_core::param::Value;
+use benchsuite_core::reference::ReferenceResult;
+use benchsuite_core::report::{Record, Report, Status};
 
 use super::{
     COMPARISON_HEADER, COMPARISON_RIGHT, Line, TableOptions, comparison_notes, comparison_rows,
@@ -158,8 +158,8 @@ fn write_report_raw(
     writeln!(
         out,
         "\n{sampling}, each batch >= {} (clock read costs {}, {:.4}% of a batch){}",
-        crate::units::format_seconds(c.min_sample_time_s),
-        crate::units::format_seconds(c.timer_overhead_s),
+        benchsuite_core::units::format_seconds(c.min_sample_time_s),
+        benchsuite_core::units::format_seconds(c.timer_overhead_s),
         100.0 * c.timer_overhead_s / c.min_sample_time_s,
         if report.host.build.is_debug() {
             "; DEBUG BUILD"
@@ -311,7 +311,7 @@ fn param_text(name: &str, value: &Value) -> String {
         || name.ends_with("_size")
         || name.ends_with("bytes");
     match value {
-        Value::Int(v) if size => crate::units::format_size(*v),
+        Value::Int(v) if size => benchsuite_core::units::format_size(*v),
         v => v.to_string(),
     }
 }
@@ -622,7 +622,7 @@ mod tests {
     fn failed_and_skipped_records_show_their_status_and_reason() {
         let mut r = fixtures::report();
         // Measured, then its teardown failed: no numbers, the reason instead.
-        r.records[1].status = crate::Status::Failed;
+        r.records[1].status = benchsuite_core::Status::Failed;
         r.records[1].reason = Some("teardown: unmap failed\ncaused by: EBUSY".into());
         let t = table(&r, false);
         let lines: Vec<&str> = t.lines().collect();
@@ -693,12 +693,12 @@ mod tests {
             .warnings
             .push("vDSO, not a real syscall".into());
         r.records[1].warnings = vec![
-            crate::Caveat::Noisy {
+            benchsuite_core::Caveat::Noisy {
                 metric: "bandwidth".into(),
                 cv: 0.2,
                 n: 3,
             },
-            crate::Caveat::text("x ".repeat(100)),
+            benchsuite_core::Caveat::text("x ".repeat(100)),
         ];
         let t = table(&r, false);
         assert_eq!(t.matches("vDSO, not a real syscall").count(), 1, "{t}");
@@ -766,8 +766,10 @@ mod tests {
         r.config.params.insert("zz".into(), "long".into());
         r.records[1]
             .params
-            .set("zz", crate::Value::Str(long.clone()));
-        r.records[2].params.set("zz", crate::Value::Str(long));
+            .set("zz", benchsuite_core::Value::Str(long.clone()));
+        r.records[2]
+            .params
+            .set("zz", benchsuite_core::Value::Str(long));
         let t = table(&r, false);
         let lines: Vec<&str> = t.lines().collect();
         let key = lines

@@ -43,8 +43,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::bench::Direction;
-use crate::report::{Metric, Record, Report, Status};
+use benchsuite_core::bench::Direction;
+use benchsuite_core::report::{Metric, Record, Report, Status};
 
 /// Why the gha format cannot be written to one stream.
 pub(super) const NEEDS_FILES: &str = "the gha format writes two files, one per github-action-benchmark tool: \
@@ -169,7 +169,7 @@ fn significant(v: f64) -> f64 {
 mod tests {
     use super::*;
     use crate::export::fixtures;
-    use crate::param::Value as Param;
+    use benchsuite_core::param::Value as Param;
 
     fn gha(report: &Report, tool: GhaTool) -> Vec<Value> {
         let mut out = Vec::new();
@@ -227,7 +227,7 @@ mod tests {
         let mut r = fixtures::report();
         let m = &mut r.records[0].metrics[0];
         m.samples.truncate(1);
-        m.summary = crate::stats::Summary::new(&m.samples).unwrap();
+        m.summary = benchsuite_core::stats::Summary::new(&m.samples).unwrap();
         let smaller = gha(&r, GhaTool::SmallerIsBetter);
         assert!(smaller[0].get("range").is_none(), "{smaller:?}");
     }

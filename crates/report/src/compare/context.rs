@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::report::Report;
+use benchsuite_core::report::Report;
 
 /// The facts of the two reports' hosts, builds and run settings that can
 /// move a number on their own, where they differ. Unknown (null) on either
@@ -58,8 +58,8 @@ pub(super) fn context_differences(base: &Report, new: &Report) -> Vec<String> {
     {
         diff(
             "memory",
-            Some(crate::units::format_size(x)),
-            Some(crate::units::format_size(y)),
+            Some(benchsuite_core::units::format_size(x)),
+            Some(benchsuite_core::units::format_size(y)),
             "",
         );
     }
@@ -89,8 +89,8 @@ pub(super) fn context_differences(base: &Report, new: &Report) -> Vec<String> {
     );
     diff(
         "--min-sample-time",
-        Some(crate::units::format_seconds(bc.min_sample_time_s)),
-        Some(crate::units::format_seconds(nc.min_sample_time_s)),
+        Some(benchsuite_core::units::format_seconds(bc.min_sample_time_s)),
+        Some(benchsuite_core::units::format_seconds(nc.min_sample_time_s)),
         "",
     );
     let fewer = |b: usize, n: usize| {

@@ -1,7 +1,7 @@
 use super::*;
-use crate::param::{Point, Value};
-use crate::report::Peak;
-use crate::stats::{LatencySummary, Summary};
+use benchsuite_core::param::{Point, Value};
+use benchsuite_core::report::Peak;
+use benchsuite_core::stats::{LatencySummary, Summary};
 
 fn base() -> Report {
     let text = include_str!("../testdata/quick-pass.json");
@@ -31,7 +31,7 @@ fn record(id: &str, params: &[(&str, Value)], median: f64, unit: &str) -> Record
     r.metrics.push(Metric {
         name: "bandwidth".into(),
         unit: unit.into(),
-        direction: crate::bench::Direction::Higher,
+        direction: benchsuite_core::bench::Direction::Higher,
         summary: Summary::new(&samples).unwrap(),
         samples,
         timestamps: None,
@@ -553,7 +553,7 @@ fn a_link_speed_peak_is_named_with_its_rate() {
         let mut inputs = std::collections::BTreeMap::new();
         inputs.insert(
             "link_speed".to_string(),
-            crate::report::PeakInput {
+            benchsuite_core::report::PeakInput {
                 value: 10000.0,
                 unit: "Mb/s".into(),
                 source: "sysfs /sys/class/net/eth0/speed".into(),
@@ -605,7 +605,7 @@ fn fleet_pages_of_odd_fleets_are_well_formed() {
     for hosts in fleets {
         let n = hosts.len();
         let fleet = crate::fleet::Fleet {
-            schema_version: crate::report::SCHEMA_VERSION.into(),
+            schema_version: benchsuite_core::report::SCHEMA_VERSION.into(),
             tool_version: "test".into(),
             hosts,
         };

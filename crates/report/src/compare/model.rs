@@ -5,15 +5,15 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::Direction;
-use crate::param::Point;
-use crate::report::MetricRole;
+use benchsuite_core::bench::Direction;
+use benchsuite_core::param::Point;
+use benchsuite_core::report::MetricRole;
 
 use super::prior::prior_between_cv;
 
 use super::judge::is_worse;
 use super::rules::{ThresholdRule, Tolerance};
-use crate::report::Status;
+use benchsuite_core::report::Status;
 
 /// What the gate tolerates in the new report.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -334,7 +334,7 @@ impl fmt::Display for Verdict {
 /// One metric (or latency tail) present in both reports, with its verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MetricComparison {
-    /// Benchmark id and requested parameters ([`crate::Record::requested_key`]).
+    /// Benchmark id and requested parameters ([`benchsuite_core::Record::requested_key`]).
     pub key: String,
     /// Benchmark id.
     pub id: String,
@@ -428,7 +428,7 @@ impl MetricComparison {
             Tolerance::Relative(_) => format!("{:+.1}%", v * 100.0),
             Tolerance::Absolute { .. } if self.unit == "%" => format!("{v:+.2}pp"),
             Tolerance::Absolute { .. } => {
-                let s = crate::units::format_value(v.abs(), &self.unit);
+                let s = benchsuite_core::units::format_value(v.abs(), &self.unit);
                 format!("{}{s}", if v < 0.0 { "-" } else { "+" })
             }
         };

@@ -39,8 +39,8 @@ use std::collections::BTreeSet;
 use std::io::{self, Write};
 
 use crate::compare::{Comparison, ProblemKind, Verdict};
-use crate::param::{Point, Value};
-use crate::report::{Record, Report, Status};
+use benchsuite_core::param::{Point, Value};
+use benchsuite_core::report::{Record, Report, Status};
 
 use super::status_name;
 
@@ -323,10 +323,10 @@ fn num(v: Option<f64>) -> String {
         .unwrap_or_default()
 }
 
-fn direction_name(d: crate::bench::Direction) -> &'static str {
+fn direction_name(d: benchsuite_core::bench::Direction) -> &'static str {
     match d {
-        crate::bench::Direction::Higher => "higher",
-        crate::bench::Direction::Lower => "lower",
+        benchsuite_core::bench::Direction::Higher => "higher",
+        benchsuite_core::bench::Direction::Lower => "lower",
     }
 }
 
@@ -379,7 +379,7 @@ mod tests {
     #[test]
     fn reference_columns_only_in_reference_reports() {
         let mut report = fixtures::report();
-        report.records[1].reference = Some(crate::reference::ReferenceResult {
+        report.records[1].reference = Some(benchsuite_core::reference::ReferenceResult {
             tool: "tool".into(),
             version: None,
             command: "tool --x".into(),
@@ -442,7 +442,7 @@ mod tests {
     fn a_failed_record_is_one_row_with_its_reason_and_no_numbers() {
         let mut r = fixtures::report();
         // Measured, then its teardown failed: the metrics are still there.
-        r.records[1].status = crate::Status::Failed;
+        r.records[1].status = benchsuite_core::Status::Failed;
         r.records[1].reason = Some("teardown: buffer \"b\", still mapped".into());
         let mut out = Vec::new();
         write_report(&r, &mut out).unwrap();

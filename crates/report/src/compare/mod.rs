@@ -85,7 +85,7 @@
 //! runs, histories), and checked in their tests.
 //!
 //! ```
-//! use benchsuite_core::compare::{compare, CompareOptions};
+//! use benchsuite_report::compare::{compare, CompareOptions};
 //! # use benchsuite_core::{Report, host::Host, report::RunConfigRecord};
 //! # let report = Report { schema_version: "1.2".into(), tool_version: "0.1.0".into(),
 //! #     started_at: String::new(), host: Host::default(), cluster: None,
@@ -95,8 +95,10 @@
 //! assert!(!comparison.passed());
 //! ```
 
-use crate::param::Point;
-use crate::report::{Metric, MetricRole, Record, Report, SampleTails, Status, schema_major};
+use benchsuite_core::param::Point;
+use benchsuite_core::report::{
+    Metric, MetricRole, Record, Report, SampleTails, Status, schema_major,
+};
 
 mod context;
 pub mod fleet;
@@ -697,14 +699,18 @@ fn states_note(b: &Metric, older: &[&Metric], n: &Metric) -> Option<String> {
     let show = |(lo, hi): (f64, f64)| {
         format!(
             "{} and {}",
-            crate::units::format_value(lo, &b.unit),
-            crate::units::format_value(hi, &b.unit)
+            benchsuite_core::units::format_value(lo, &b.unit),
+            benchsuite_core::units::format_value(hi, &b.unit)
         )
     };
-    let mut runs = vec![crate::stats::median(&b.samples)];
-    runs.extend(older.iter().map(|m| crate::stats::median(&m.samples)));
+    let mut runs = vec![benchsuite_core::stats::median(&b.samples)];
+    runs.extend(
+        older
+            .iter()
+            .map(|m| benchsuite_core::stats::median(&m.samples)),
+    );
     let history = (runs.len() >= 4)
-        .then(|| crate::stats::two_states(&runs))
+        .then(|| benchsuite_core::stats::two_states(&runs))
         .flatten()
         .map(|s| {
             format!(
@@ -713,7 +719,7 @@ fn states_note(b: &Metric, older: &[&Metric], n: &Metric) -> Option<String> {
                 show(s)
             )
         });
-    let new = crate::stats::two_states(&n.samples)
+    let new = benchsuite_core::stats::two_states(&n.samples)
         .map(|s| format!("new's samples hold two states, {}", show(s)));
     match (history, new) {
         (None, None) => None,

@@ -33,7 +33,7 @@ use std::io::{self, Write};
 
 use serde_json::{Map, Value, json};
 
-use crate::report::{Record, Report, Status};
+use benchsuite_core::report::{Record, Report, Status};
 
 /// Writes the report's `ok` records as one BMF object.
 pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<()> {
@@ -77,7 +77,7 @@ fn measures(r: &Record) -> Map<String, Value> {
 mod tests {
     use super::*;
     use crate::export::fixtures;
-    use crate::param::{Point, Value as Param};
+    use benchsuite_core::param::{Point, Value as Param};
 
     fn bmf(report: &Report) -> Value {
         let mut out = Vec::new();
@@ -114,7 +114,7 @@ mod tests {
         rec.requested = Some(asked);
         let m = &mut rec.metrics[0];
         m.samples.truncate(1);
-        m.summary = crate::stats::Summary::new(&m.samples).unwrap();
+        m.summary = benchsuite_core::stats::Summary::new(&m.samples).unwrap();
         assert_eq!(m.summary.ci95, None);
         let v = bmf(&r);
         let metric = &v["os.syscall call=getppid size=auto"]["time_per_op (s)"];
