@@ -477,28 +477,15 @@ pub(crate) fn replace_file_as(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<()> {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let result = File::create(&tmp)
-        .with_context(|| format!("{flag} {}: cannot create the file", tmp.display()))
-        .and_then(|f| {
-            let mut w = BufWriter::new(f);
-            write(&mut w)
-                .and_then(|_| w.flush())
-                // On the disk before the rename, so a crash of the machine
-                // leaves the old file or the new one, and the next disk
-                // record does not flush this one's pages while it measures.
-                .and_then(|_| w.get_ref().sync_all())
-                .with_context(|| format!("{flag} {}: write failed", path.display()))
-        })
-        .and_then(|_| {
-            std::fs::rename(&tmp, path)
-                .with_context(|| format!("{flag} {}: cannot replace the file", path.display()))
-        });
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    use benchsuite::atomic::AtomicError;
+    benchsuite::atomic::replace_file(path, write).map_err(|e| {
+        let (what, cause) = match e {
+            AtomicError::Create(_, c) => ("cannot create the file", c),
+            AtomicError::Write(_, c) => ("write failed", c),
+            AtomicError::Replace(_, c) => ("cannot replace the file", c),
+        };
+        anyhow::Error::new(cause).context(format!("{flag} {}: {what}", path.display()))
+    })
 }
 
 /// Prints the JSON Schema of the report.

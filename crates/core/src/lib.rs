@@ -43,6 +43,7 @@
 //! assert_eq!(report.records[0].status, benchsuite_core::Status::Ok);
 //! ```
 
+pub mod atomic;
 pub mod bench;
 pub mod catalog;
 pub mod caveat;
