@@ -13,6 +13,7 @@ use benchsuite::{Host, Report, Status};
 
 use crate::args::{Cli, Command, CompareArgs, ConvertArgs, InfoArgs, ListArgs, RunArgs, ServeArgs};
 use crate::config;
+use crate::output::replace_file;
 use crate::progress::Progress;
 
 /// The exit status: 0 ok, 1 regression (or a failure under `--strict`),
@@ -23,7 +24,14 @@ pub fn run(cli: Cli) -> Result<i32> {
             // Rank 0's meeting point (--rendezvous) outlives the run's error.
             let mut pairing = None;
             let result = cmd_run(&a, &mut pairing);
-            crate::pairing::Pairing::end(pairing, result)
+            benchsuite_fleet::Pairing::end(pairing, result, |e| {
+                if crate::is_broken_pipe(&e) {
+                    Err(e)
+                } else {
+                    eprintln!("error: {e:#}");
+                    Ok(2)
+                }
+            })
         }
         Command::Reference(a) => crate::reference::cmd_reference(&a),
         Command::Compare(a) => cmd_compare(&a),
@@ -38,11 +46,11 @@ pub fn run(cli: Cli) -> Result<i32> {
     }
 }
 
-fn cmd_run(args: &RunArgs, pairing: &mut Option<crate::pairing::Pairing>) -> Result<i32> {
+fn cmd_run(args: &RunArgs, pairing: &mut Option<benchsuite_fleet::Pairing>) -> Result<i32> {
     let stdout_tty = io::stdout().is_terminal();
     let (mut cfg, output, flags) = config::run_config(args, stdout_tty)?;
     // The launcher's task (into the report), and --output-dir checked.
-    let placement = crate::fleet::Placement::new(&args.cluster, &mut cfg)?;
+    let placement = benchsuite_fleet::Placement::new(&config::placement(&args.cluster), &mut cfg)?;
     let registry = benchsuite::registry();
     // Fail before measuring, not after, if the output cannot be written.
     // Not truncated: a reader (node_exporter's textfile collector) keeps
@@ -83,8 +91,8 @@ fn cmd_run(args: &RunArgs, pairing: &mut Option<crate::pairing::Pairing>) -> Res
     });
     // Under a launcher, net.* run last, between ranks (pairing.rs); from
     // here on this rank beats, and an error leaves its failure marker.
-    *pairing = crate::pairing::Pairing::new(
-        &args.cluster,
+    *pairing = benchsuite_fleet::Pairing::new(
+        &config::pairing(&args.cluster),
         &placement,
         &cfg,
         &registry,
@@ -92,8 +100,7 @@ fn cmd_run(args: &RunArgs, pairing: &mut Option<crate::pairing::Pairing>) -> Res
     )?;
     // One phase, or those of a plan file (`-f`), each planned (and so
     // checked) before anything runs.
-    let phases: Vec<(Option<crate::planfile::PlannedPhase>, benchsuite::RunConfig)> = match planned
-    {
+    let phases: Vec<(Option<benchsuite::phase::Phase>, benchsuite::RunConfig)> = match planned {
         Some(p) => p?
             .into_iter()
             .map(|p| {
@@ -115,7 +122,7 @@ fn cmd_run(args: &RunArgs, pairing: &mut Option<crate::pairing::Pairing>) -> Res
                     .map_err(|e| {
                         phase
                             .as_ref()
-                            .map_or(anyhow::anyhow!("{e}"), |p| p.explain(e))
+                            .map_or(anyhow::anyhow!("{e}"), |p| p.explain(e).into())
                     })?
                     .iter()
                     .any(|b| b.meta().param(key).is_some());
@@ -137,7 +144,7 @@ fn cmd_run(args: &RunArgs, pairing: &mut Option<crate::pairing::Pairing>) -> Res
         .iter()
         .map(|(phase, c)| {
             benchsuite::runner::plan(&registry, c).map_err(|e| match phase {
-                Some(p) => p.explain(e),
+                Some(p) => p.explain(e).into(),
                 None => flags.explain(e),
             })
         })
@@ -463,29 +470,6 @@ fn write_report(
         });
     }
     Ok(format!("; written to {}", written.join(" and ")))
-}
-
-/// Writes `path` atomically: into a temporary file beside it, renamed over
-/// it when complete, so a reader never sees half a report.
-fn replace_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
-    replace_file_as("-o", path, write)
-}
-
-/// [`replace_file`], its errors naming the option `flag` (`--output-dir`).
-pub(crate) fn replace_file_as(
-    flag: &str,
-    path: &Path,
-    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> Result<()> {
-    use benchsuite::atomic::AtomicError;
-    benchsuite::atomic::replace_file(path, write).map_err(|e| {
-        let (what, cause) = match e {
-            AtomicError::Create(_, c) => ("cannot create the file", c),
-            AtomicError::Write(_, c) => ("write failed", c),
-            AtomicError::Replace(_, c) => ("cannot replace the file", c),
-        };
-        anyhow::Error::new(cause).context(format!("{flag} {}: {what}", path.display()))
-    })
 }
 
 /// Prints the JSON Schema of the report.

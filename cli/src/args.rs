@@ -78,7 +78,7 @@ pub enum Command {
     /// report, and print the fleet view: per record the median, spread
     /// (scaled MAD), min and max across hosts, and the outlier (slow)
     /// hosts, with hosts of different hardware or kernel grouped apart.
-    Merge(crate::fleet::MergeArgs),
+    Merge(MergeArgs),
     /// The local-vs-remote break-even: from which transferred data size a
     /// job (CPU events plus storage bytes) runs faster locally than shipped
     /// to a remote machine, from measured reports.
@@ -231,7 +231,7 @@ pub struct RunArgs {
     pub no_progress: bool,
 
     #[command(flatten)]
-    pub cluster: crate::fleet::ClusterArgs,
+    pub cluster: ClusterArgs,
 
     /// Table output: list the records' notes (what each number includes,
     /// the clock, the storage) instead of counting them.
@@ -440,4 +440,135 @@ pub struct ServeArgs {
     /// placement is then known. Default: not pinned.
     #[arg(long, value_name = "CPU")]
     pub echo_cpu: Option<usize>,
+}
+
+/// `run`'s flags for launched jobs.
+#[derive(Debug, Args)]
+pub struct ClusterArgs {
+    /// Write this task's JSON report to DIR/JOB/HOST-rRANK.json (JOB: the
+    /// launcher's job id, or `local`; HOST: the host name; RANK: the task's
+    /// rank, 0 without a launcher), atomically. On a shared file system,
+    /// `benchsuite merge DIR/JOB/*.json` then gathers the fleet. The report
+    /// then goes to stdout only with -o, --format or a terminal.
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+
+    /// Under a launcher (Slurm, MPI...), make every task measure. By
+    /// default only the first task of each node (local rank 0) measures, so
+    /// two tasks never compete for one node's cores or disk; the others
+    /// exit 0 at once, saying so.
+    #[arg(long)]
+    pub per_task: bool,
+
+    /// Ignore the launcher's environment (SLURM_*, OMPI_COMM_WORLD_*,
+    /// PMI*, JOB_COMPLETION_INDEX, RANK): no `cluster` section in the
+    /// report, and every task measures.
+    #[arg(long, conflicts_with = "world_size")]
+    pub no_cluster: bool,
+
+    /// The number of tasks in the job, for launchers that do not put it
+    /// in the environment (a Kubernetes Indexed Job: its completions).
+    #[arg(long, value_name = "N")]
+    pub world_size: Option<u64>,
+
+    /// The job's id, for launchers that put none in the environment (a
+    /// Kubernetes Indexed Job: pass its controller-uid from the downward
+    /// API; Open MPI or PMI without PMIx; RANK without a torchrun run id).
+    /// It names DIR/JOB of --output-dir (else `local`, shared by every run)
+    /// and the report's cluster.job, and keeps one run's reports and
+    /// rendezvous files apart from another's; --rendezvous requires one.
+    /// It must agree with a job id the launcher gives.
+    #[arg(long, value_name = "ID", conflicts_with = "no_cluster")]
+    pub job_id: Option<String>,
+
+    /// How network benchmarks (net.*) measure under a launcher: between
+    /// ranks, with no `benchsuite serve` to start. `pairwise`: the
+    /// measuring ranks pair up (i with i + N/2, a bisection), all pairs at
+    /// once; the lower rank serves while the upper measures, then the other
+    /// way, so every rank's report has cross-host records (with an odd
+    /// count, the last rank has no partner and says so). `fan-in`: the
+    /// first measuring rank serves and all the others measure it at once,
+    /// each recording its own result. `off`: each rank measures its own
+    /// loopback. `auto` (the default) is `pairwise` under a launcher with a
+    /// world size of 2 or more, --output-dir (or --rendezvous) given and a
+    /// net benchmark selected (on the command line or in a -f plan's
+    /// phases; no --peer), `off` otherwise. Net benchmarks run after all
+    /// others (a plan's in its phases' order, each with its phase's
+    /// settings); ranks find each other through files in
+    /// DIR/JOB/.rendezvous/ (DIR: --output-dir, shared by all ranks), or at
+    /// the --rendezvous meeting point.
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = NetPairsArg::Auto)]
+    pub net_pairs: NetPairsArg,
+
+    /// With --net-pairs: the address this rank's server listens on and
+    /// publishes to the others. The default is the first non-loopback
+    /// address of the host name, else the source address of the default
+    /// route, else 127.0.0.1 (reachable from this host only). Give the
+    /// address of the network to measure (e.g. the fabric, not the
+    /// management LAN); not 0.0.0.0, :: or a multicast address, since the
+    /// other ranks connect to it.
+    #[arg(long, value_name = "ADDR")]
+    pub net_bind: Option<std::net::IpAddr>,
+
+    /// With --net-pairs: how long a rank waits for another whose
+    /// heartbeat (a file in the rendezvous directory, or an entry at the
+    /// --rendezvous meeting point, rewritten every second while the rank
+    /// runs) does not change, before giving up and recording its network
+    /// benchmarks as failed, naming that rank and its files; with
+    /// --rendezvous, also how long a rank waits for the meeting point to
+    /// answer. A rank still busy with its other benchmarks, or with a long
+    /// net record, is alive and waited for. The default is 10m; make it
+    /// longer than a host's file system can lag or stall.
+    #[arg(long, value_name = "DURATION")]
+    pub rendezvous_timeout: Option<String>,
+
+    /// Network benchmarks between ranks without a shared file system: the
+    /// ranks meet at HOST:PORT instead of a directory of --output-dir (a
+    /// free port, like torchrun's MASTER_ADDR:MASTER_PORT but not the same
+    /// port: torchrun's store listens there). Rank 0 serves the meeting point
+    /// there (HOST must name rank 0's own host, e.g. `benchsuite-0.benchsuite` of
+    /// a Kubernetes headless Service; not 0.0.0.0, :: or multicast) until
+    /// every rank has left; the others connect, waiting up to
+    /// --rendezvous-timeout for it. Every rank needs the same token
+    /// (BENCHSUITE_TOKEN or --token-file; at least 16 characters, e.g.
+    /// `openssl rand -hex 32`), which proves each connection and guards
+    /// each rank's server, and never crosses the network; only ranks of
+    /// one job (id, step, world size) meet, so a job id is required
+    /// (--job-id where the launcher gives none); at most 4096 ranks. After
+    /// an error, rank 0 serves on until the ranks whose heartbeats go on
+    /// learnt of it (one never seen: 30 s at most). Turns --net-pairs auto
+    /// into pairwise; without a net benchmark selected it is an error.
+    /// Reports go where they go without it (-o, stdout, or a node-local
+    /// --output-dir).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub rendezvous: Option<String>,
+}
+
+/// `benchsuite merge`'s arguments.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The hosts' JSON reports (e.g. DIR/JOB/*.json from `run
+    /// --output-dir`); a fleet report adds all its hosts.
+    #[arg(value_name = "REPORT.json", required = true)]
+    pub reports: Vec<PathBuf>,
+
+    /// Write the fleet report (JSON) to FILE, atomically. The fleet view is
+    /// printed to stdout either way.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// `--net-pairs MODE` (see [`benchsuite_fleet::NetPairs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum NetPairsArg {
+    /// `pairwise` under a launcher with `--output-dir` (or `--rendezvous`),
+    /// a world size of 2 or more and a net benchmark selected; `off`
+    /// otherwise.
+    Auto,
+    /// Each rank measures its own loopback (an in-process server).
+    Off,
+    /// Rank pairs i <-> i + N/2 (bisection), each way in turn.
+    Pairwise,
+    /// All ranks measure the first one at once.
+    FanIn,
 }

@@ -12,10 +12,10 @@ use benchsuite::sweep::parse_values;
 use benchsuite::units::parse_duration;
 use benchsuite::{ConfigError, ParamSpec, RunConfig};
 
-use crate::args::{CompareArgs, RunArgs, Secret};
+use crate::args::{ClusterArgs, CompareArgs, NetPairsArg, RunArgs, Secret};
 
 /// The environment variable holding the network token.
-pub const TOKEN_ENV: &str = "BENCHSUITE_TOKEN";
+pub use benchsuite_fleet::TOKEN_ENV;
 
 /// The most bytes read from a `--token-file` (its first line must fit).
 const TOKEN_FILE_MAX: u64 = 64 * 1024;
@@ -377,4 +377,32 @@ pub fn compare_options(args: &CompareArgs) -> Result<benchsuite::compare::Compar
         rule,
         paired: false,
     })
+}
+
+/// `run`'s launcher flags as the fleet crate takes them.
+pub fn placement(args: &ClusterArgs) -> benchsuite_fleet::PlacementConfig {
+    benchsuite_fleet::PlacementConfig {
+        output_dir: args.output_dir.clone(),
+        per_task: args.per_task,
+        no_cluster: args.no_cluster,
+        world_size: args.world_size,
+        job_id: args.job_id.clone(),
+    }
+}
+
+/// `run`'s pairing flags as the fleet crate takes them (it checks their
+/// values once a failed check can be told to the other ranks).
+pub fn pairing(args: &ClusterArgs) -> benchsuite_fleet::PairingConfig {
+    use benchsuite_fleet::NetPairs;
+    benchsuite_fleet::PairingConfig {
+        net_pairs: match args.net_pairs {
+            NetPairsArg::Auto => NetPairs::Auto,
+            NetPairsArg::Off => NetPairs::Off,
+            NetPairsArg::Pairwise => NetPairs::Pairwise,
+            NetPairsArg::FanIn => NetPairs::FanIn,
+        },
+        net_bind: args.net_bind,
+        rendezvous_timeout: args.rendezvous_timeout.clone(),
+        rendezvous: args.rendezvous.clone(),
+    }
 }

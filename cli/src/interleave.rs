@@ -64,7 +64,7 @@ pub fn run(bins: &[PathBuf], args: &CompareArgs) -> Result<(Report, Report)> {
     let new = pool(new, new_bin)?;
     for (name, r) in [("base", &base), ("new", &new)] {
         let path = args.interleave_dir.join(format!("interleave-{name}.json"));
-        crate::app::replace_file_as("--interleave-dir", &path, |w| {
+        crate::output::replace_file_as("--interleave-dir", &path, |w| {
             serde_json::to_writer_pretty(&mut *w, r)?;
             writeln!(w)
         })?;

@@ -11,11 +11,10 @@ mod breakeven;
 mod config;
 mod fleet;
 mod interleave;
-mod pairing;
+mod output;
 mod planfile;
 mod progress;
 mod reference;
-mod rendezvous;
 mod report_cmd;
 
 use std::io::ErrorKind;

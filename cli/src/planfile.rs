@@ -1,248 +1,34 @@
-//! Plan files: `benchsuite run -f plan.toml`.
-//!
-//! ```toml
-//! # A plan: named phases run one after the other into one report.
-//! [[phase]]
-//! name = "flops"                          # required, unique
-//! select = ["cpu.flops", "cpu.iops"]      # selectors, as on the command line
-//! params = { threads = "1,2,4,8", precision = "f64,f32" }   # as --param
-//! quick_params = { threads = "1,2" }      # replaces params of the same name with --quick
-//! runs = 5                                # also rounds, duration, interval,
-//! rounds = 3                              # min_sample_time, warmup,
-//! quick_duration = "20s"                  # and duration with --quick
-//! ```
-//!
-//! Command-line flags override the file: `--param`/`--block`/`--threads`
-//! replace a phase's parameter of that name, `--runs`, `--rounds`,
-//! `--duration`, `--interval`, `--min-sample-time`, `--warmup` its
-//! setting. Selectors come from the file only. An unknown key, a bad value
-//! or a parameter no selected benchmark takes is an error naming the file
-//! and line, before anything runs (exit 2). Each record carries its
-//! phase's name (`record.phase`); the HTML report draws phases apart.
+//! Plan files (`benchsuite run -f plan.toml`): the library reads them
+//! (`benchsuite::phase`); here the command line says which of its flags it
+//! gave, since those win over the file.
 
-use std::collections::BTreeMap;
-use std::ops::Range;
 use std::path::Path;
 
-use anyhow::{Result, anyhow};
-use benchsuite::units::parse_duration;
-use benchsuite::{ConfigError, RunConfig};
-use serde::Deserialize;
-use toml::Spanned;
+use anyhow::Result;
+use benchsuite::RunConfig;
+use benchsuite::phase::{Given, Phase, read_plan};
 
 use crate::args::RunArgs;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PlanFile {
-    /// What the plan is for (shown nowhere; for readers of the file).
-    #[serde(default)]
-    #[allow(dead_code)]
-    description: Option<String>,
-    phase: Vec<Spanned<Phase>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Phase {
-    name: String,
-    select: Spanned<Vec<String>>,
-    #[serde(default)]
-    params: BTreeMap<String, Spanned<toml::Value>>,
-    #[serde(default)]
-    quick_params: BTreeMap<String, Spanned<toml::Value>>,
-    runs: Option<Spanned<usize>>,
-    rounds: Option<Spanned<usize>>,
-    duration: Option<Spanned<String>>,
-    /// Replaces `duration` with `--quick`.
-    quick_duration: Option<Spanned<String>>,
-    interval: Option<Spanned<String>>,
-    min_sample_time: Option<Spanned<String>>,
-    warmup: Option<Spanned<String>>,
-}
-
-/// One phase, ready to plan: its name, configuration, and where its
-/// parameters are in the file (for errors).
-#[derive(Clone)]
-pub struct PlannedPhase {
-    /// The phase's name.
-    pub name: String,
-    /// The run configuration: the command line's, with the phase applied.
-    pub config: RunConfig,
-    file: String,
-    line: usize,
-    param_lines: BTreeMap<String, usize>,
-}
-
-impl PlannedPhase {
-    /// A planning error of this phase, with the file and line it comes
-    /// from (the parameter's line when the error names one).
-    pub fn explain(&self, e: ConfigError) -> anyhow::Error {
-        let param = match &e {
-            ConfigError::InvalidValue { param, .. } | ConfigError::UnknownParam { param, .. } => {
-                Some(param.as_str())
-            }
-            _ => None,
-        };
-        let line = param
-            .and_then(|p| self.param_lines.get(p))
-            .copied()
-            .unwrap_or(self.line);
-        anyhow!("{}:{line}: phase `{}`: {e}", self.file, self.name)
-    }
-}
-
-fn line_of(text: &str, span: Range<usize>) -> usize {
-    text[..span.start.min(text.len())].matches('\n').count() + 1
-}
-
-/// The value of a parameter as the command line would type it.
-fn param_text(v: &toml::Value) -> Option<String> {
-    match v {
-        toml::Value::String(s) => Some(s.clone()),
-        toml::Value::Integer(i) => Some(i.to_string()),
-        toml::Value::Float(f) => Some(f.to_string()),
-        toml::Value::Boolean(b) => Some(if *b { "on" } else { "off" }.into()),
-        toml::Value::Array(a) => a
-            .iter()
-            .map(param_text)
-            .collect::<Option<Vec<_>>>()
-            .map(|v| v.join(",")),
-        _ => None,
-    }
-}
-
-/// Reads `path` and builds one configuration per phase from `base` (the
-/// command line's configuration) and `args` (to know which settings the
-/// command line gave, which win).
-pub fn phases(path: &Path, args: &RunArgs, base: &RunConfig) -> Result<Vec<PlannedPhase>> {
-    let file = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| anyhow!("-f {file}: cannot read it: {e}"))?;
-    let plan: PlanFile = toml::from_str(&text).map_err(|e| {
-        let line = e.span().map_or(1, |s| line_of(&text, s));
-        anyhow!("{file}:{line}: {}", e.message())
-    })?;
-    if !args.selectors.is_empty() {
-        anyhow::bail!(
-            "-f {file}: the plan names what to run; give no selectors on the command line (they were: {})",
-            args.selectors.join(" ")
-        );
-    }
-    if plan.phase.is_empty() {
-        anyhow::bail!("{file}:1: the plan has no [[phase]]");
-    }
-    let mut out: Vec<PlannedPhase> = Vec::new();
-    for sp in plan.phase {
-        let line = line_of(&text, sp.span());
-        let p = sp.into_inner();
-        let at = |span: Range<usize>| line_of(&text, span);
-        if out.iter().any(|o| o.name == p.name) {
-            anyhow::bail!("{file}:{line}: a second phase named `{}`", p.name);
-        }
-        if p.select.get_ref().is_empty() {
-            anyhow::bail!(
-                "{file}:{}: phase `{}`: `select` is empty",
-                at(p.select.span()),
-                p.name
-            );
-        }
-        let mut cfg = base.clone();
-        cfg.selectors = p.select.get_ref().clone();
-        let mut param_lines = BTreeMap::new();
-        let mut params: BTreeMap<String, (String, usize)> = BTreeMap::new();
-        let quick = args.quick;
-        for (table, active) in [(&p.params, true), (&p.quick_params, quick)] {
-            for (k, v) in table {
-                let l = at(v.span());
-                let value = param_text(v.get_ref()).ok_or_else(|| {
-                    anyhow!(
-                        "{file}:{l}: phase `{}`: parameter `{k}`: expected a value as on the command line (\"1,2,4\", 4096, \"4K..1M:x2\")",
-                        p.name
-                    )
-                })?;
-                if active {
-                    params.insert(k.clone(), (value, l));
-                }
-            }
-        }
-        for (k, (value, l)) in params {
-            param_lines.insert(k.clone(), l);
-            // The command line's value of the same parameter wins.
-            cfg.sweep.entry(k).or_insert(value);
-        }
-        if args.runs.is_none()
-            && let Some(r) = &p.runs
-        {
-            cfg.runs = *r.get_ref();
-        }
-        if args.rounds.is_none()
-            && let Some(r) = &p.rounds
-        {
-            cfg.rounds = *r.get_ref();
-        }
-        let dur = |v: &Option<Spanned<String>>, key: &str| -> Result<Option<std::time::Duration>> {
-            v.as_ref()
-                .map(|s| {
-                    parse_duration(s.get_ref()).map_err(|e| {
-                        anyhow!("{file}:{}: phase `{}`: `{key}`: {e}", at(s.span()), p.name)
-                    })
-                })
-                .transpose()
-        };
-        if args.duration.is_none()
-            && let Some(d) = dur(&p.duration, "duration")?
-        {
-            cfg.duration = Some(d);
-        }
-        if args.duration.is_none()
-            && quick
-            && let Some(d) = dur(&p.quick_duration, "quick_duration")?
-        {
-            cfg.duration = Some(d);
-        }
-        if args.interval.is_none()
-            && let Some(d) = dur(&p.interval, "interval")?
-        {
-            cfg.interval = Some(d);
-        }
-        if args.min_sample_time.is_none()
-            && let Some(d) = dur(&p.min_sample_time, "min_sample_time")?
-        {
-            cfg.min_sample_time = d;
-        }
-        if args.warmup.is_none()
-            && let Some(d) = dur(&p.warmup, "warmup")?
-        {
-            cfg.warmup = d;
-        }
-        cfg.validate()
-            .map_err(|e| anyhow!("{file}:{line}: phase `{}`: {e}", p.name))?;
-        out.push(PlannedPhase {
-            name: p.name,
-            config: cfg,
-            file: file.clone(),
-            line,
-            param_lines,
-        });
-    }
-    Ok(out)
+/// Reads `path` into phases over `base` (the command line's
+/// configuration); what `args` gave wins over the file.
+pub fn phases(path: &Path, args: &RunArgs, base: &RunConfig) -> Result<Vec<Phase>> {
+    let given = Given {
+        quick: args.quick,
+        selectors: args.selectors.clone(),
+        runs: args.runs.is_some(),
+        rounds: args.rounds.is_some(),
+        duration: args.duration.is_some(),
+        interval: args.interval.is_some(),
+        min_sample_time: args.min_sample_time.is_some(),
+        warmup: args.warmup.is_some(),
+    };
+    Ok(read_plan(path, &given, base)?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn values_read_as_typed_on_the_command_line() {
-        let v: toml::Value =
-            toml::from_str("a = [1, 2, 4]\nb = \"4K..1M:x2\"\nc = true\nd = 8").unwrap();
-        assert_eq!(param_text(&v["a"]).unwrap(), "1,2,4");
-        assert_eq!(param_text(&v["b"]).unwrap(), "4K..1M:x2");
-        assert_eq!(param_text(&v["c"]).unwrap(), "on");
-        assert_eq!(param_text(&v["d"]).unwrap(), "8");
-        assert_eq!(line_of("x\ny\nz", 4..5), 3);
-    }
 
     use proptest::prelude::*;
 

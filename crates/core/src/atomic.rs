@@ -112,6 +112,15 @@ pub enum AtomicError {
     Replace(PathBuf, #[source] io::Error),
 }
 
+impl AtomicError {
+    /// The system's error beneath.
+    pub fn into_io(self) -> io::Error {
+        match self {
+            AtomicError::Create(_, e) | AtomicError::Write(_, e) | AtomicError::Replace(_, e) => e,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

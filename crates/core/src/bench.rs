@@ -206,6 +206,35 @@ pub struct OptionSpec {
     /// A secret (a token): its value never reaches a report, an export or
     /// a log; reports show [`REDACTED`] instead.
     pub secret: bool,
+    /// What the option is to the rest of the tool (a peer's address, its
+    /// token), so that a launcher's pairing knows which benchmarks need a
+    /// peer and what to fill in, whatever their module.
+    pub role: OptionRole,
+}
+
+/// What an option is beyond its value: a declared capability of the
+/// benchmark that takes it (as fio's engines declare theirs in
+/// `ioengine_ops` flags), read by tools that compose benchmarks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OptionRole {
+    /// An ordinary option.
+    #[default]
+    Plain,
+    /// The address of the server the benchmark measures: the benchmark
+    /// needs a peer. Under a launcher, the pairing fills it with another
+    /// rank's server.
+    Peer,
+    /// The token that peer takes; the pairing fills it with its own.
+    Token,
+}
+
+/// The name of `bench`'s option with `role`, if it declares one.
+pub fn option_with_role(bench: &dyn Benchmark, role: OptionRole) -> Option<&'static str> {
+    bench
+        .options()
+        .iter()
+        .find(|o| o.role == role)
+        .map(|o| o.name)
 }
 
 /// What a report shows in place of a secret option's value.
@@ -219,7 +248,13 @@ impl OptionSpec {
             help,
             check: |_| Ok(()),
             secret: false,
+            role: OptionRole::Plain,
         }
+    }
+
+    /// The same option with `role` (see [`OptionRole`]).
+    pub fn role(self, role: OptionRole) -> Self {
+        OptionSpec { role, ..self }
     }
 
     /// A secret taking any text (a token): redacted in every report.
@@ -237,6 +272,7 @@ impl OptionSpec {
             help,
             check: |v| parse_bool(v).map(|_| ()),
             secret: false,
+            role: OptionRole::Plain,
         }
     }
 
@@ -247,6 +283,7 @@ impl OptionSpec {
             help,
             check: |v| crate::units::parse_duration(v).map(|_| ()),
             secret: false,
+            role: OptionRole::Plain,
         }
     }
 
@@ -261,6 +298,7 @@ impl OptionSpec {
             help,
             check,
             secret: false,
+            role: OptionRole::Plain,
         }
     }
 }

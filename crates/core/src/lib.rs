@@ -52,6 +52,7 @@ pub mod config;
 pub mod error;
 pub mod host;
 pub mod param;
+pub mod phase;
 pub mod plan;
 pub mod reference;
 pub mod registry;
@@ -67,7 +68,7 @@ pub mod units;
 
 pub use bench::{
     About, Benchmark, Case, Context, Direction, Finished, Meta, MetricSource, MetricSpec,
-    OptionSpec, Probe, RedactedOptions, Work, is_secret_key,
+    OptionRole, OptionSpec, Probe, RedactedOptions, Work, is_secret_key,
 };
 pub use caveat::Caveat;
 pub use cluster::Cluster;

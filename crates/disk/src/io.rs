@@ -46,6 +46,7 @@ impl Benchmark for DiskIo {
                 help: "PATH[,PATH...]: lets write tests overwrite these existing files or block devices in place (--allow-overwrite=PATH); on authorises a single target",
                 check: crate::target::check_allow_overwrite,
                 secret: false,
+                role: benchsuite_core::OptionRole::Plain,
             },
         ]
     }

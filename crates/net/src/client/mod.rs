@@ -138,11 +138,13 @@ impl Target {
                             .map_or(text.clone(), |(_, why)| why.to_string())
                     })
                 },
-            ),
+            )
+            .role(benchsuite_core::OptionRole::Peer),
             OptionSpec::secret(
                 "token",
                 "the peer's shared secret (BENCHSUITE_TOKEN, --token-file or --token); proved by challenge and response, never sent, never written to a report",
-            ),
+            )
+            .role(benchsuite_core::OptionRole::Token),
             OptionSpec::with_check(
                 "connect-timeout",
                 "how long to wait for the peer (default 5s)",

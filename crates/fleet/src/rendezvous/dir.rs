@@ -1,0 +1,95 @@
+//! A shared directory as the store (`--output-dir`).
+
+use super::*;
+
+/// The rendezvous directory of `--output-dir`.
+#[derive(Debug)]
+pub struct DirStore {
+    pub(crate) dir: PathBuf,
+}
+
+impl DirStore {
+    /// The store in `dir`, created.
+    pub fn create(dir: PathBuf) -> io::Result<DirStore> {
+        fs::create_dir_all(&dir)?;
+        Ok(DirStore { dir })
+    }
+}
+
+impl Store for DirStore {
+    fn put(&self, name: &str, text: &str, how: Put) -> Result<(), String> {
+        publish(
+            &self.dir.join(name),
+            text,
+            how == Put::Secret,
+            how != Put::Beat,
+        )
+    }
+
+    fn get(&self, name: &str) -> Result<String, String> {
+        let path = self.dir.join(name);
+        fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    fn remove(&self, name: &str) -> Result<(), String> {
+        let path = self.dir.join(name);
+        match fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                Err(format!("cannot remove {}: {e}", path.display()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A listing, not a look-up per file: on NFS a failed look-up may be
+    /// cached for many seconds, while a listing is revalidated when the
+    /// directory changed. An unreadable directory lists nothing.
+    fn list(&self) -> Result<HashSet<String>, String> {
+        Ok(fs::read_dir(&self.dir)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    fn place(&self) -> String {
+        format!("in {}", self.dir.display())
+    }
+
+    fn location(&self) -> String {
+        self.dir.display().to_string()
+    }
+
+    fn flag(&self) -> &'static str {
+        "--output-dir"
+    }
+}
+
+/// Writes `path` atomically (a temporary file renamed over it); a
+/// `private` file is readable by this user only; `sync`ed to disk before
+/// the rename.
+pub fn publish(path: &Path, text: &str, private: bool, sync: bool) -> Result<(), String> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let write = || -> io::Result<()> {
+        let mut o = fs::OpenOptions::new();
+        o.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        if private {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            o.mode(0o600);
+        }
+        let mut f = o.open(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        if sync {
+            f.sync_all()?;
+        }
+        fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        format!("cannot write {}: {e}", path.display())
+    })
+}
