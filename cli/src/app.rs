@@ -359,7 +359,7 @@ pub(crate) fn install_ctrlc(cancel: &Arc<AtomicBool>) {
         } else {
             // Reference tools run in process groups of their own.
             benchsuite::reference::kill_running_tools();
-            crate::reference::remove_scratch();
+            benchsuite::reference::run::remove_scratch();
             std::process::exit(130);
         }
     });

@@ -38,6 +38,7 @@ pub mod html;
 mod json;
 mod markdown;
 mod openmetrics;
+pub mod reference;
 mod table;
 
 pub use gha::GhaTool;

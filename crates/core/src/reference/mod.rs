@@ -12,6 +12,8 @@
 //! everything it forked (`perf bench`, `ip netns exec`, iperf3). A record
 //! then carries a [`ReferenceResult`].
 
+pub mod run;
+
 use std::io;
 use std::process::{Child, Command, ExitStatus};
 use std::sync::Mutex;

@@ -1,0 +1,486 @@
+//! The reference runner: each planned record measured by benchsuite and by
+//! its reference tool, interleaved A B A B for a number of rounds, the
+//! tool's median and the ratio attached to the record (`reference`).
+//!
+//! Ours: the one point through the runner, one round at a time, pooled as
+//! `--rounds` pools. The tool: the command line the benchmark's
+//! [`Benchmark::reference`](crate::Benchmark::reference) gives, its server
+//! (if any) started first and killed after, its scratch files removed.
+//! The tool and its server each run in a process group of their own
+//! ([`ToolProcess`]): a timeout, a cancel (Ctrl-C) or the end of the round
+//! stops everything they forked.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{Reference, ReferenceResult, Stopped, ToolProcess};
+use crate::config::RunConfig;
+use crate::plan::{Plan, PlannedBench};
+use crate::report::{Record, Report, Status};
+use crate::runner::Silent;
+
+/// What the reference runner tells as it goes (the CLI prints it).
+pub trait ReferenceObserver {
+    /// Point `done` of `total` starts.
+    fn point(&mut self, done: usize, total: usize, id: &str, label: &str) {
+        let _ = (done, total, id, label);
+    }
+    /// Our round `round` of `rounds` gave `record`; `metric` is the one the
+    /// tool measures (if any).
+    fn our_round(&mut self, round: usize, rounds: usize, record: &Record, metric: Option<&str>) {
+        let _ = (round, rounds, record, metric);
+    }
+    /// The tool's round gave a value in `unit`, or failed saying why.
+    fn tool_round(
+        &mut self,
+        round: usize,
+        rounds: usize,
+        reference: &Reference,
+        unit: &str,
+        outcome: Result<f64, &str>,
+    ) {
+        let _ = (round, rounds, reference, unit, outcome);
+    }
+}
+
+/// Tells nothing.
+impl ReferenceObserver for Silent {}
+
+/// Runs every point of `plan` against its reference tool, `rounds` rounds
+/// each (ours, then the tool's, in turn), with `cfg` (its `rounds` should be
+/// 1: the rounds are these). `None` when nothing ran (nothing planned, or
+/// cancelled before the first point). The report's records are the pooled
+/// rounds, each with its `reference` section; its configuration says
+/// `rounds`.
+pub fn run_references(
+    plan: &Plan<'_>,
+    cfg: &RunConfig,
+    rounds: usize,
+    observer: &mut dyn ReferenceObserver,
+) -> Option<Report> {
+    let rounds = rounds.max(1);
+    let total = plan.len();
+    let mut done = 0;
+    let mut first: Option<Report> = None;
+    let mut records = Vec::new();
+    'points: for pb in &plan.benches {
+        for point in &pb.points {
+            if plan.ctx.cancelled() {
+                break 'points;
+            }
+            done += 1;
+            let id = pb.bench.meta().id;
+            let label = point.label();
+            observer.point(done, total, id, &label);
+            let reference = pb.bench.reference(&plan.ctx, point);
+            // The unit of the metric the tool measures, from the declaration.
+            let unit = reference.as_ref().map_or(String::new(), |r| {
+                let meta = pb.bench.meta();
+                meta.metrics
+                    .iter()
+                    .find(|m| m.name == r.metric)
+                    .map_or(String::new(), |m| m.unit.to_string())
+            });
+            let mut tool = reference.as_ref().map(ToolRun::new);
+            let mut ours = Vec::new();
+            for round in 1..=rounds {
+                let single = Plan {
+                    benches: vec![PlannedBench {
+                        bench: pb.bench,
+                        points: vec![point.clone()],
+                    }],
+                    ctx: plan.ctx.clone(),
+                };
+                let mut report = match reference.as_ref().and_then(|r| r.same_cpu) {
+                    Some(cpu) => on_cpu(cpu, || crate::runner::run_plan(&single, cfg, &mut Silent)),
+                    None => crate::runner::run_plan(&single, cfg, &mut Silent),
+                };
+                if let Some(r) = report.records.pop() {
+                    observer.our_round(round, rounds, &r, reference.as_ref().map(|x| x.metric));
+                    ours.push(r);
+                }
+                match &mut first {
+                    None => first = Some(report),
+                    Some(f) => f.host.extra.append(&mut report.host.extra),
+                }
+                if let (Some(t), Some(r)) = (tool.as_mut(), reference.as_ref()) {
+                    t.round(r, &unit, round, rounds, &|| plan.ctx.cancelled(), observer);
+                }
+                if plan.ctx.cancelled() {
+                    break;
+                }
+            }
+            let Some(mut record) = crate::runner::pool_rounds(ours) else {
+                continue;
+            };
+            if let (Some(t), Some(r)) = (tool, reference.as_ref()) {
+                record.reference = Some(t.result(r, &record, &unit));
+            }
+            records.push(record);
+        }
+    }
+    let mut report = first?;
+    report.records = records;
+    report.config.rounds = rounds;
+    report.config.selectors = cfg.selectors.clone();
+    report.progress = None;
+    Some(report)
+}
+
+/// How long a tool's server gets to start listening.
+const SERVER_START: Duration = Duration::from_millis(500);
+
+/// How long a tool's output may stay open after the tool exited.
+const PIPE_GRACE: Duration = Duration::from_secs(5);
+
+/// Prefixes of a job launcher's environment variables (Slurm, PMI/PMIx,
+/// Open MPI, MPICH/Hydra, Intel MPI), removed from a tool's environment.
+const LAUNCHER_ENV: [&str; 7] = [
+    "SLURM_", "PMI_", "PMIX_", "OMPI_", "MPICH_", "HYDRA_", "I_MPI_",
+];
+
+/// Runs `f` with the calling thread pinned to `cpu` (where the tool runs
+/// too: [`Reference::same_cpu`]), then restores the thread's CPUs. If the
+/// pin fails, `f` runs where it would have, and the ratio says so no
+/// better than before.
+pub fn on_cpu<T>(cpu: usize, f: impl FnOnce() -> T) -> T {
+    let before = crate::team::allowed_cpus();
+    let pinned = crate::team::pin_current_thread(cpu).is_ok();
+    let out = f();
+    if pinned && !before.is_empty() {
+        let _ = crate::team::set_current_thread_cpus(&before);
+    }
+    out
+}
+
+/// The tool's side of one record: its version, its value per round, and
+/// why it did not run (not installed, a failed round).
+struct ToolRun {
+    version: Option<String>,
+    values: Vec<f64>,
+    note: Option<String>,
+}
+
+impl ToolRun {
+    fn new(r: &Reference) -> ToolRun {
+        let missing = [r.tool, r.argv[0].as_str()]
+            .into_iter()
+            .chain(r.server_argv.iter().map(|s| s[0].as_str()))
+            .find(|p| find_program(p).is_none());
+        if let Some(p) = missing {
+            let package = if p == r.tool { r.package } else { "util-linux" };
+            return ToolRun {
+                version: None,
+                values: Vec::new(),
+                note: Some(format!(
+                    "not installed: apt install {package} ({p} is not on PATH)"
+                )),
+            };
+        }
+        if let Some(why) = &r.unusable {
+            return ToolRun {
+                version: None,
+                values: Vec::new(),
+                note: Some(format!("not run: {why}")),
+            };
+        }
+        let version = Command::new(&r.version_argv[0])
+            .args(&r.version_argv[1..])
+            .stdin(Stdio::null())
+            .output()
+            .ok()
+            .and_then(|o| {
+                let text = String::from_utf8_lossy(&o.stdout).to_string()
+                    + &String::from_utf8_lossy(&o.stderr);
+                text.lines()
+                    .map(str::trim)
+                    .find(|l| !l.is_empty())
+                    .map(str::to_string)
+            });
+        ToolRun {
+            version,
+            values: Vec::new(),
+            note: None,
+        }
+    }
+
+    /// Runs the tool once, unless it is missing or an earlier round failed.
+    fn round(
+        &mut self,
+        r: &Reference,
+        unit: &str,
+        round: usize,
+        rounds: usize,
+        cancelled: &dyn Fn() -> bool,
+        observer: &mut dyn ReferenceObserver,
+    ) {
+        if self.note.is_some() && self.values.is_empty() {
+            return;
+        }
+        let outcome = run_tool(r, cancelled).and_then(|out| (r.parse)(&out));
+        observer.tool_round(
+            round,
+            rounds,
+            r,
+            unit,
+            outcome.as_ref().map(|v| *v).map_err(String::as_str),
+        );
+        match outcome {
+            Ok(v) => {
+                self.values.push(v);
+            }
+            Err(e) => {
+                let e = if r.tool == "perf" {
+                    format!("perf bench unavailable: {e}")
+                } else {
+                    e
+                };
+                self.note.get_or_insert(format!("round {round}: {e}"));
+            }
+        }
+    }
+
+    /// The record's `reference` section.
+    fn result(self, r: &Reference, record: &Record, unit: &str) -> ReferenceResult {
+        let metric = record.metric(r.metric);
+        let median = super::median(&self.values);
+        let ratio = match (metric, median) {
+            (Some(m), Some(t)) if record.status == Status::Ok => {
+                super::ratio(m.summary.median, t, m.direction)
+            }
+            _ => None,
+        };
+        let note = match (self.note, &r.note) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or_else(|| b.clone()),
+        };
+        ReferenceResult {
+            tool: r.tool.to_string(),
+            version: self.version,
+            command: r.command(),
+            metric: r.metric.to_string(),
+            median,
+            unit: metric.map_or_else(|| unit.to_string(), |m| m.unit.clone()),
+            ratio,
+            rounds: self.values,
+            note,
+        }
+    }
+}
+
+/// The path of `program` on `PATH`, if it is there.
+fn find_program(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Path::new(program).is_file().then(|| PathBuf::from(program));
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(program))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Removes the tool's scratch files when dropped.
+struct Cleanup<'a>(&'a [PathBuf]);
+
+impl<'a> Cleanup<'a> {
+    fn new(files: &'a [PathBuf]) -> Cleanup<'a> {
+        SCRATCH
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(files.iter().cloned());
+        Cleanup(files)
+    }
+}
+
+impl Drop for Cleanup<'_> {
+    fn drop(&mut self) {
+        for f in self.0 {
+            let _ = std::fs::remove_file(f);
+        }
+        SCRATCH
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|d| !self.0.contains(d));
+    }
+}
+
+/// Runs a reference once and returns its standard output. The tool (and
+/// its server) is stopped with everything it forked when it runs past its
+/// time, when `cancelled()` turns true (Ctrl-C), and, for the server, when
+/// the round ends.
+fn run_tool(r: &Reference, cancelled: &dyn Fn() -> bool) -> Result<String, String> {
+    // Dropped in reverse order: the server is stopped, then the files go.
+    let _cleanup = Cleanup::new(&r.cleanup);
+    let _server = match &r.server_argv {
+        Some(s) => {
+            let mut c = Command::new(&s[0]);
+            c.args(&s[1..])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            let server =
+                ToolProcess::spawn(c).map_err(|e| format!("cannot start {}: {e}", s[0]))?;
+            std::thread::sleep(SERVER_START);
+            Some(server)
+        }
+        None => None,
+    };
+    let mut c = Command::new(&r.argv[0]);
+    c.args(&r.argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // Inputs go to a fresh scratch directory the tool runs in, removed
+    // after the run (dropped after the tool is stopped).
+    let scratch = match r.inputs.is_empty() && r.output_file.is_none() {
+        true => None,
+        false => Some(Scratch::new(r)?),
+    };
+    if let Some(dir) = &scratch {
+        c.current_dir(&dir.0);
+    }
+    // A tool started under a launcher must not join its job (hpcc calls
+    // MPI_Init, which reads these): it runs alone, as it would by hand.
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy();
+        if LAUNCHER_ENV.iter().any(|p| k.starts_with(p)) {
+            c.env_remove(k.as_ref());
+        }
+    }
+    for (k, v) in &r.env {
+        c.env(k, v);
+    }
+    let mut child =
+        ToolProcess::spawn(c).map_err(|e| format!("cannot start {}: {e}", r.argv[0]))?;
+    // Read both pipes on threads so a chatty tool never blocks; a process
+    // that left the tool's group (a daemon) may keep a pipe open after the
+    // tool is gone, so the reads are awaited for a bounded time.
+    let reader = |pipe: Option<Box<dyn Read + Send>>| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_string(&mut s);
+            }
+            let _ = tx.send(s);
+        });
+        rx
+    };
+    let out_t = reader(
+        child
+            .child_mut()
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err_t = reader(
+        child
+            .child_mut()
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let deadline = Instant::now() + r.timeout;
+    let status = match child.wait(deadline, cancelled) {
+        Ok(s) => s,
+        Err(Stopped::TimedOut) => {
+            return Err(format!(
+                "{} did not finish in time; killed with the processes it started",
+                r.tool
+            ));
+        }
+        Err(Stopped::Cancelled) => return Err(format!("{} stopped: interrupted", r.tool)),
+        Err(Stopped::Wait(e)) => return Err(format!("waiting for {}: {e}", r.tool)),
+    };
+    let drained = |rx: std::sync::mpsc::Receiver<String>| {
+        rx.recv_timeout(PIPE_GRACE).map_err(|_| {
+            format!(
+                "{} exited, but a process it started outside its process group keeps its output open",
+                r.tool
+            )
+        })
+    };
+    let out = drained(out_t)?;
+    let err = drained(err_t)?;
+    if !status.success() {
+        let tail: String = err
+            .lines()
+            .chain(out.lines())
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" / ");
+        return Err(format!("{} exited with {status}: {tail}", r.tool));
+    }
+    match (r.output_file, &scratch) {
+        (Some(name), Some(dir)) => std::fs::read_to_string(dir.0.join(name))
+            .map(|file| format!("{file}\n{out}\n{err}"))
+            .map_err(|e| format!("{} wrote no {name}: {e}", r.tool)),
+        _ => Ok(out),
+    }
+}
+
+/// A scratch directory for a tool's input and output files, removed with
+/// everything in it when dropped.
+struct Scratch(PathBuf);
+
+/// The reference tools' scratch directories and files that exist now:
+/// removed by [`remove_scratch`] when the process exits without unwinding
+/// (a second Ctrl-C).
+static SCRATCH: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Removes every reference scratch directory and file that still exists.
+pub fn remove_scratch() {
+    let paths = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
+    for p in paths.iter() {
+        if std::fs::remove_file(p).is_err() {
+            let _ = std::fs::remove_dir_all(p);
+        }
+    }
+}
+
+impl Scratch {
+    /// Creates `benchsuite-ref-PID-N-NONCE` in the temporary directory
+    /// (the nonce so that a directory left by a killed run with the same
+    /// PID is never in the way) and writes the reference's input files
+    /// into it.
+    fn new(r: &Reference) -> Result<Scratch, String> {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let nonce = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let dir = std::env::temp_dir().join(format!(
+            "benchsuite-ref-{}-{}-{nonce:x}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir(&dir)
+            .map_err(|e| format!("cannot create the scratch directory {}: {e}", dir.display()))?;
+        SCRATCH
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(dir.clone());
+        let scratch = Scratch(dir);
+        for (name, text) in &r.inputs {
+            let path = scratch.0.join(name);
+            std::fs::write(&path, text)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        Ok(scratch)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+        SCRATCH
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|d| *d != self.0);
+    }
+}
