@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, anyhow, bail};
 use benchsuite::Report;
-use benchsuite::breakeven::{self, BreakEven, Input};
-use benchsuite::units::{format_size, parse_size};
+use benchsuite::breakeven::{self, Input};
+use benchsuite::units::parse_size;
 use clap::Args;
 
 #[derive(Debug, Args)]
@@ -123,7 +123,7 @@ pub fn cmd_breakeven(args: &BreakevenArgs) -> Result<i32> {
     let b = breakeven::solve(args.events, bytes, inputs);
     let text = match args.format.as_str() {
         "json" => format!("{}\n", serde_json::to_string_pretty(&b)?),
-        "table" => render(&b),
+        "table" => breakeven::render(&b),
         other => bail!("--format {other}: expected table or json"),
     };
     // `print!` would panic on a closed stdout; a write error is returned.
@@ -131,37 +131,4 @@ pub fn cmd_breakeven(args: &BreakevenArgs) -> Result<i32> {
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(0)
-}
-
-fn render(b: &BreakEven) -> String {
-    let mut s = String::new();
-    s.push_str("local  = C / cpu_local + D / io_local\n");
-    s.push_str("remote = n / net + connect + C / cpu_remote + D / io_remote\n");
-    s.push_str("n*     = (local - connect - C / cpu_remote - D / io_remote) x net\n\n");
-    s.push_str(&format!(
-        "C = {} events, D = {} ({} B)\n",
-        b.events,
-        format_size(b.bytes as u64),
-        b.bytes
-    ));
-    for i in &b.inputs {
-        s.push_str(&format!(
-            "{:<20} {:>14.6e} {:<8} {}\n",
-            i.what, i.value, i.unit, i.source
-        ));
-    }
-    s.push_str(&format!(
-        "\nlocal: {:.3} s; remote without the transfer: {:.3} s\n",
-        b.local_s, b.remote_fixed_s
-    ));
-    match b.n_bytes {
-        Some(n) => s.push_str(&format!(
-            "break-even: n* = {} ({n:.0} B): ship less and the remote machine finishes first, more and the local one does\n",
-            format_size(n as u64)
-        )),
-        None => s.push_str(
-            "no break-even: the remote machine is not faster even shipping nothing; run locally\n",
-        ),
-    }
-    s
 }

@@ -44,7 +44,7 @@ pub fn run(bins: &[PathBuf], args: &CompareArgs) -> Result<(Report, Report)> {
     // its round, and then this one removes the rounds' reports and exits
     // 130 without judging half a comparison.
     let cancel = Arc::new(AtomicBool::new(false));
-    crate::app::install_ctrlc(&cancel);
+    crate::output::install_ctrlc(&cancel);
     let mut sides: [Vec<Report>; 2] = [Vec::new(), Vec::new()];
     for round in 1..=args.rounds {
         for (i, (name, bin)) in [("base", base_bin), ("new", new_bin)].iter().enumerate() {

@@ -16,8 +16,8 @@ mod planfile;
 mod progress;
 mod reference;
 mod report_cmd;
+mod run;
 
-use std::io::ErrorKind;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -34,17 +34,11 @@ fn main() -> ExitCode {
     };
     match app::run(cli) {
         Ok(code) => ExitCode::from(code as u8),
-        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             // Every error prints one level; `{:#}` joins the chain.
             eprintln!("error: {e:#}");
             ExitCode::from(2)
         }
     }
-}
-
-pub(crate) fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain()
-        .filter_map(|c| c.downcast_ref::<std::io::Error>())
-        .any(|io| io.kind() == ErrorKind::BrokenPipe)
 }

@@ -1,10 +1,16 @@
-//! Every file the CLI writes, atomically (see `benchsuite::atomic`), its
-//! errors naming the flag that asked for it.
+//! Where output goes and what survives it: every file the CLI writes,
+//! atomically (see `benchsuite::atomic`), its errors naming the flag that
+//! asked for it; the exit code that a closed stdout must not change; and
+//! Ctrl-C.
 
-use std::io::{self, Write};
-use std::path::Path;
+use std::io::{self, ErrorKind, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use anyhow::Result;
+use benchsuite::Report;
+use benchsuite::export::{self, Format, GhaTool};
 
 /// Writes `path` atomically: into a temporary file beside it, renamed over
 /// it when complete, so a reader never sees half a report.
@@ -25,4 +31,104 @@ pub(crate) fn replace_file_as(
         let what = format!("{flag} {e}");
         anyhow::Error::new(e.into_io()).context(what)
     })
+}
+
+/// What became of a command's output when its exit code was already
+/// decided.
+pub(crate) enum Output<T> {
+    /// Written in full.
+    Written(T),
+    /// Stdout was closed by its reader (`| head -1`): the output stops,
+    /// the exit code stays.
+    StdoutClosed(i32),
+}
+
+/// A verdict outlives its output. `main` treats a broken pipe as success,
+/// which is right for output that carries no verdict (`run | head` read
+/// what it wanted); where the exit code *is* the answer (`compare`,
+/// `--strict`) a reader that closed stdout early must not turn a failed
+/// gate into exit 0. `code` is the exit code decided before writing.
+pub(crate) fn keep_verdict<T>(code: i32, written: Result<T>) -> Result<Output<T>> {
+    match written {
+        Ok(w) => Ok(Output::Written(w)),
+        Err(e) if is_broken_pipe(&e) => Ok(Output::StdoutClosed(code)),
+        Err(e) => Err(e),
+    }
+}
+
+/// First Ctrl-C: finish the current record, write what is done, exit 130.
+/// Second Ctrl-C: exit 130 at once.
+pub(crate) fn install_ctrlc(cancel: &Arc<AtomicBool>) {
+    let cancel = cancel.clone();
+    let presses = AtomicUsize::new(0);
+    // An error here only means a handler exists already (embedding tests).
+    let _ = ctrlc::set_handler(move || {
+        if presses.fetch_add(1, Ordering::SeqCst) == 0 {
+            cancel.store(true, Ordering::SeqCst);
+            eprintln!(
+                "\ninterrupt: finishing the current record, then writing the report (Ctrl-C again to abort)"
+            );
+        } else {
+            // Reference tools run in process groups of their own.
+            benchsuite::reference::kill_running_tools();
+            benchsuite::reference::run::remove_scratch();
+            std::process::exit(130);
+        }
+    });
+}
+
+/// Whether `e` is, or was caused by, a closed stdout (EPIPE).
+pub(crate) fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain()
+        .filter_map(|c| c.downcast_ref::<std::io::Error>())
+        .any(|io| io.kind() == ErrorKind::BrokenPipe)
+}
+
+/// The files `-o FILE` stands for: FILE itself, or for `gha` one file per
+/// github-action-benchmark tool, named from FILE as a prefix.
+pub(crate) fn output_files(format: Format, file: &Path) -> Vec<(PathBuf, Option<GhaTool>)> {
+    if format.writes_one_stream() {
+        vec![(file.to_path_buf(), None)]
+    } else {
+        GhaTool::BOTH.map(|t| (t.path(file), Some(t))).to_vec()
+    }
+}
+
+/// Writes the report to `file` (or stdout) and returns what to add to the
+/// closing summary line: `; written to FILE`.
+pub(crate) fn write_report(
+    report: &Report,
+    format: Format,
+    file: Option<&Path>,
+    table: &export::TableOptions,
+) -> Result<String> {
+    let Some(file) = file else {
+        let mut out = io::stdout().lock();
+        export::write_report_with(format, report, table, &mut out)?;
+        out.flush()?;
+        return Ok(String::new());
+    };
+    let mut written = Vec::new();
+    for (path, tool) in output_files(format, file) {
+        replace_file(&path, |w| match tool {
+            Some(t) => export::write_gha(t, report, w),
+            None => export::write_report_with(format, report, table, w),
+        })?;
+        written.push(match tool {
+            Some(t) => {
+                let n = t.count(report);
+                if n == 0 {
+                    eprintln!(
+                        "note: {} is empty (no ok metric where {} is better); github-action-benchmark rejects an empty file, so give it only the other one",
+                        path.display(),
+                        if t == GhaTool::BiggerIsBetter { "higher" } else { "lower" },
+                    );
+                }
+                let entries = if n == 1 { "entry" } else { "entries" };
+                format!("{} ({n} {entries}, tool {})", path.display(), t.tool_name())
+            }
+            None => path.display().to_string(),
+        });
+    }
+    Ok(format!("; written to {}", written.join(" and ")))
 }

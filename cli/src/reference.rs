@@ -62,7 +62,7 @@ pub fn cmd_reference(args: &RunArgs) -> Result<i32> {
     }
     // Ctrl-C finishes the round in flight (the tool's scratch files are
     // removed after it), then writes what is done.
-    crate::app::install_ctrlc(&cfg.cancel);
+    crate::output::install_ctrlc(&cfg.cancel);
     let Some(report) = run_references(&plan, &cfg, rounds, &mut Printer) else {
         bail!("nothing selected");
     };
@@ -87,9 +87,9 @@ pub fn cmd_reference(args: &RunArgs) -> Result<i32> {
         }
         Ok(written)
     })();
-    let written = match crate::app::keep_verdict(code, written)? {
-        crate::app::Output::Written(w) => w,
-        crate::app::Output::StdoutClosed(code) => return Ok(code),
+    let written = match crate::output::keep_verdict(code, written)? {
+        crate::output::Output::Written(w) => w,
+        crate::output::Output::StdoutClosed(code) => return Ok(code),
     };
     eprintln!(
         "{} records, {} with a reference ratio, {failed} failed{written}",

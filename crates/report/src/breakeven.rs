@@ -117,6 +117,41 @@ pub fn solve(events: f64, bytes: f64, inputs: [Input; 6]) -> BreakEven {
     }
 }
 
+/// The solution as `benchsuite breakeven` prints it: the model, the
+/// inputs with their sources, and n* (or why there is none).
+pub fn render(b: &BreakEven) -> String {
+    let mut s = String::new();
+    s.push_str("local  = C / cpu_local + D / io_local\n");
+    s.push_str("remote = n / net + connect + C / cpu_remote + D / io_remote\n");
+    s.push_str("n*     = (local - connect - C / cpu_remote - D / io_remote) x net\n\n");
+    s.push_str(&format!(
+        "C = {} events, D = {} ({} B)\n",
+        b.events,
+        benchsuite_core::units::format_size(b.bytes as u64),
+        b.bytes
+    ));
+    for i in &b.inputs {
+        s.push_str(&format!(
+            "{:<20} {:>14.6e} {:<8} {}\n",
+            i.what, i.value, i.unit, i.source
+        ));
+    }
+    s.push_str(&format!(
+        "\nlocal: {:.3} s; remote without the transfer: {:.3} s\n",
+        b.local_s, b.remote_fixed_s
+    ));
+    match b.n_bytes {
+        Some(n) => s.push_str(&format!(
+            "break-even: n* = {} ({n:.0} B): ship less and the remote machine finishes first, more and the local one does\n",
+            benchsuite_core::units::format_size(n as u64)
+        )),
+        None => s.push_str(
+            "no break-even: the remote machine is not faster even shipping nothing; run locally\n",
+        ),
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

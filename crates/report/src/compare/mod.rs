@@ -102,6 +102,7 @@ use benchsuite_core::report::{
 
 mod context;
 pub mod fleet;
+pub mod history;
 pub mod interval;
 mod judge;
 mod model;
