@@ -33,6 +33,7 @@ pub use benchsuite_core::{
     atomic, bench, catalog, caveat, cluster, error, host, param, phase, report, runner, schema,
     stats, sweep, team, units,
 };
+pub use benchsuite_fleet::launcher;
 pub use benchsuite_report::{CompareOptions, Comparison, Verdict};
 pub use benchsuite_report::{breakeven, compare, export, fleet};
 pub use registry::registry;

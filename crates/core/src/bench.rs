@@ -510,8 +510,12 @@ pub trait Case: Send {
 
     /// Releases what `prepare` made (files removed, sockets closed, threads
     /// joined) and says what the record carries. Always called once, also
-    /// after `run` failed, panicked or was interrupted.
-    fn finish(self: Box<Self>) -> Finished;
+    /// after `run` failed, panicked or was interrupted. The default drops
+    /// the case (its `Drop` releases what it holds) and adds nothing to
+    /// the record.
+    fn finish(self: Box<Self>) -> Finished {
+        Finished::default()
+    }
 }
 
 /// A benchmark: a stateless descriptor registered in a [`crate::Registry`].

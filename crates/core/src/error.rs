@@ -85,6 +85,18 @@ pub enum ConfigError {
 /// recorded as a `failed` record (or `skipped`, for [`BenchError::Skip`]);
 /// the run continues with the next point.
 ///
+/// Which variant:
+///
+/// | the situation | variant | record |
+/// |---|---|---|
+/// | not possible here, and not a fault (an ISA the CPU lacks) | [`Skip`](BenchError::Skip) | skipped |
+/// | possible, but not as asked here (too little space, a block size the operation cannot take): the message says what to change | [`Failed`](BenchError::Failed) | failed |
+/// | an OS call failed | [`Io`](BenchError::Io) (via [`BenchError::io`]) | failed |
+/// | another error value caused it (a parser's, a driver's) | [`Caused`](BenchError::Caused) (via [`BenchError::caused`]) | failed |
+/// | the work ran, but its result is wrong | [`Verify`](BenchError::Verify) | failed |
+/// | a fault with no error value beneath (a broken invariant, an impossible answer from the system) | [`Other`](BenchError::Other) | failed |
+/// | Ctrl-C | [`Interrupted`](BenchError::Interrupted) | (the run stops) |
+///
 /// `Display` shows one level; the cause is [`std::error::Error::source`].
 /// Records and the CLI show the whole chain (see [`error_chain`]), so
 /// wrap a cause with [`BenchError::caused`] instead of formatting it into
@@ -129,7 +141,10 @@ pub enum BenchError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
-    /// Anything else.
+    /// A fault with no error value beneath it (a broken invariant, an
+    /// impossible answer from the system). Not for a point that cannot run
+    /// as asked ([`BenchError::Failed`]) or an error of another type
+    /// ([`BenchError::caused`]).
     #[error("{0}")]
     Other(String),
 }

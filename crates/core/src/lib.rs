@@ -21,9 +21,6 @@
 //!         }
 //!         Ok(Work::ops(iters))
 //!     }
-//!     fn finish(self: Box<Self>) -> Finished {
-//!         Finished::default()
-//!     }
 //! }
 //! impl Benchmark for Add {
 //!     fn meta(&self) -> Meta {

@@ -3,7 +3,7 @@
 use std::hint::black_box;
 
 use benchsuite_core::{
-    BenchError, Benchmark, Case, Context, Finished, Meta, MetricSpec, ParamSpec, Point, Work,
+    BenchError, Benchmark, Case, Context, Meta, MetricSpec, ParamSpec, Point, Work,
 };
 
 /// Most arguments a callee takes. On x86_64 System V the first six integer
@@ -118,10 +118,6 @@ impl Case for CallCase {
         self.sink = self.sink.wrapping_add(calls(self.args, iters));
         black_box(self.sink);
         Ok(Work::ops(iters))
-    }
-
-    fn finish(self: Box<Self>) -> Finished {
-        Finished::default()
     }
 }
 

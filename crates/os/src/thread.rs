@@ -1,8 +1,6 @@
 //! `os.thread_create`: creating and joining an OS thread.
 
-use benchsuite_core::{
-    BenchError, Benchmark, Case, Context, Finished, Meta, MetricSpec, Point, Work,
-};
+use benchsuite_core::{BenchError, Benchmark, Case, Context, Meta, MetricSpec, Point, Work};
 
 /// Thread create + join; see the crate docs.
 #[derive(Debug, Default)]
@@ -42,9 +40,5 @@ impl Case for ThreadCase {
             }
         }
         Ok(Work::ops(iters))
-    }
-
-    fn finish(self: Box<Self>) -> Finished {
-        Finished::default()
     }
 }
