@@ -2,11 +2,10 @@
 //! more JSON reports (the first is the base the others are compared to),
 //! or the fleet page of one merged fleet report (`benchsuite merge`).
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Result, bail};
 use benchsuite::export::html;
 use benchsuite::fleet::{Fleet, ReportFile};
 use clap::Args;
@@ -72,12 +71,8 @@ pub fn cmd_report(args: &ReportArgs) -> Result<i32> {
     };
     match &args.output {
         Some(path) => {
-            let f =
-                File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-            let mut w = BufWriter::new(f);
-            w.write_all(page.0.as_bytes())
-                .and_then(|()| w.flush())
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            // Atomically: a full disk leaves the old page whole.
+            crate::output::replace_file(path, |w| w.write_all(page.0.as_bytes()))?;
             eprintln!("{} -> {}", page.1, path.display());
         }
         None => {

@@ -60,6 +60,12 @@ pub fn replace_file(
 /// A new file `.NAME.RANDOM.tmp` beside `path`, created exclusively and
 /// never through a link.
 pub fn create_temporary(path: &Path) -> io::Result<(PathBuf, File)> {
+    create_temporary_mode(path, 0o666)
+}
+
+/// [`create_temporary`] with the file's mode (`0o600` for a secret; the
+/// umask applies as to any new file).
+pub fn create_temporary_mode(path: &Path, mode: u32) -> io::Result<(PathBuf, File)> {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let mut last = None;
     for _ in 0..8 {
@@ -67,6 +73,7 @@ pub fn create_temporary(path: &Path) -> io::Result<(PathBuf, File)> {
         match OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(mode)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&tmp)
         {

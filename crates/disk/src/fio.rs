@@ -1,8 +1,6 @@
 //! `disk.io`'s reference: the fio command line that runs the same point
 //! (`benchsuite reference disk.io`).
 
-use std::path::{Path, PathBuf};
-
 use benchsuite_core::reference::{REFERENCE_SECS, Reference};
 use benchsuite_core::{Context, Point};
 
@@ -24,13 +22,9 @@ pub fn reference(ctx: &Context, point: &Point) -> Option<Reference> {
     Some(command(&s, &target))
 }
 
-/// The scratch file fio lays out for job `job` in `dir`.
-fn scratch_file(dir: &Path, job: usize) -> PathBuf {
-    dir.join(format!(
-        "benchsuite-reference-fio-{}.{job}",
-        std::process::id()
-    ))
-}
+/// The scratch file fio lays out for job `job`, in the private directory
+/// it runs in ([`Reference::scratch_in`]).
+const SCRATCH_FILE: &str = "benchsuite-reference-fio";
 
 fn command(s: &Settings, target: &Target) -> Reference {
     let rw = match s.op {
@@ -67,23 +61,19 @@ fn command(s: &Settings, target: &Target) -> Reference {
     if let Fsync::Every(n) = s.fsync {
         a.push(format!("--fsync={n}"));
     }
-    let mut cleanup = Vec::new();
+    let mut scratch_in = None;
     match target {
         Target::Dir(dir) => {
+            // fio runs in a private directory made in `dir` (the disk
+            // under test), its files named relative to it.
             a.push(format!("--size={}", s.size));
             if s.threads == 1 {
-                let f = scratch_file(dir, 0);
-                a.push(format!("--filename={}", f.display()));
-                cleanup.push(f);
+                a.push(format!("--filename={SCRATCH_FILE}.0"));
             } else {
                 // One file per job, as ours has one per thread.
-                a.push(format!("--directory={}", dir.display()));
-                let name = scratch_file(Path::new(""), 0);
-                let stem = name.to_string_lossy();
-                let stem = stem.trim_end_matches(".0");
-                a.push(format!("--filename_format={stem}.$jobnum"));
-                cleanup.extend((0..=s.threads).map(|j| scratch_file(dir, j)));
+                a.push(format!("--filename_format={SCRATCH_FILE}.$jobnum"));
             }
+            scratch_in = Some(dir.clone());
         }
         Target::InPlace(t) => {
             // Reads only (a writing point in place has no reference): the
@@ -107,7 +97,7 @@ fn command(s: &Settings, target: &Target) -> Reference {
         ("bandwidth", parse_bandwidth)
     };
     let mut r = Reference::new("fio", "fio", a, metric, parse);
-    r.cleanup = cleanup;
+    r.scratch_in = scratch_in;
     r
 }
 
@@ -164,7 +154,7 @@ mod tests {
         p
     }
 
-    fn ctx(dir: &Path) -> Context {
+    fn ctx(dir: &std::path::Path) -> Context {
         let mut ctx = Context::new(Arc::new(Host::default()));
         ctx.scratch_dir = dir.to_path_buf();
         ctx
@@ -178,7 +168,6 @@ mod tests {
     fn sequential_read_in_the_scratch_dir() {
         let dir = tempfile::tempdir().unwrap();
         let r = reference(&ctx(dir.path()), &point(&[("qd", Value::Int(4))])).unwrap();
-        let f = scratch_file(dir.path(), 0);
         assert_eq!(
             r.argv,
             [
@@ -191,7 +180,7 @@ mod tests {
                 "--iodepth=4".into(),
                 "--numjobs=1".into(),
                 "--size=1073741824".into(),
-                format!("--filename={}", f.display()),
+                "--filename=benchsuite-reference-fio.0".into(),
                 "--group_reporting".into(),
                 "--time_based".into(),
                 format!("--runtime={REFERENCE_SECS}"),
@@ -199,7 +188,9 @@ mod tests {
             ]
         );
         assert_eq!(r.metric, "bandwidth");
-        assert_eq!(r.cleanup, vec![f]);
+        // In a private directory made in the one given, never a name
+        // of the shared directory itself.
+        assert_eq!(r.scratch_in.as_deref(), Some(dir.path()));
         assert_eq!(r.server_argv, None);
     }
 
@@ -233,13 +224,13 @@ mod tests {
         ] {
             assert!(a.contains(want), "{want} missing from {a}");
         }
-        assert!(a.contains(&format!("--directory={}", dir.path().display())));
-        assert!(a.contains("--filename_format=benchsuite-reference-fio-"));
+        assert!(!a.contains("--directory"), "{a}");
+        assert!(a.contains("--filename_format=benchsuite-reference-fio.$jobnum"));
         assert!(
             a.ends_with(".$jobnum --group_reporting --time_based --runtime=4 --output-format=json")
         );
         assert_eq!(r.metric, "iops");
-        assert!(r.cleanup.contains(&scratch_file(dir.path(), 1)));
+        assert_eq!(r.scratch_in.as_deref(), Some(dir.path()));
     }
 
     #[test]
@@ -279,8 +270,8 @@ mod tests {
             "{a}"
         );
         assert!(
-            r.cleanup.is_empty(),
-            "never removes a file it did not create"
+            r.scratch_in.is_none(),
+            "reads in place; no directory made, nothing removed"
         );
     }
 

@@ -57,9 +57,15 @@ pub struct Reference {
     /// runs them (a virtual machine's vCPUs need not be alike), so the
     /// ratio compares code, not placement.
     pub same_cpu: Option<usize>,
-    /// Files the tool creates that must be removed after each run (fio's
-    /// scratch files).
-    pub cleanup: Vec<std::path::PathBuf>,
+    /// Where the tool's files go (fio's, on the disk under test): the
+    /// tool runs in a fresh private directory (mode 0700, a random name,
+    /// created exclusively) made in this one before each run, and that
+    /// directory is removed with what the tool wrote in it after the run.
+    /// Nothing outside it is ever removed, and no name in a shared
+    /// directory is opened, so a link planted there by another user is
+    /// never followed. Without it (and without `inputs` or `output_file`)
+    /// the tool runs where benchsuite runs.
+    pub scratch_in: Option<std::path::PathBuf>,
     /// A known reason the tool's number may mislead on this point; the
     /// record carries it.
     pub note: Option<String>,
@@ -107,7 +113,7 @@ impl Reference {
             server_argv: None,
             metric,
             parse,
-            cleanup: Vec::new(),
+            scratch_in: None,
             same_cpu: None,
             note: None,
             env: Vec::new(),

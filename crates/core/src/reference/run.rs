@@ -282,38 +282,11 @@ fn find_program(program: &str) -> Option<PathBuf> {
     })
 }
 
-/// Removes the tool's scratch files when dropped.
-struct Cleanup<'a>(&'a [PathBuf]);
-
-impl<'a> Cleanup<'a> {
-    fn new(files: &'a [PathBuf]) -> Cleanup<'a> {
-        SCRATCH
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(files.iter().cloned());
-        Cleanup(files)
-    }
-}
-
-impl Drop for Cleanup<'_> {
-    fn drop(&mut self) {
-        for f in self.0 {
-            let _ = std::fs::remove_file(f);
-        }
-        SCRATCH
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|d| !self.0.contains(d));
-    }
-}
-
 /// Runs a reference once and returns its standard output. The tool (and
 /// its server) is stopped with everything it forked when it runs past its
 /// time, when `cancelled()` turns true (Ctrl-C), and, for the server, when
 /// the round ends.
 fn run_tool(r: &Reference, cancelled: &dyn Fn() -> bool) -> Result<String, String> {
-    // Dropped in reverse order: the server is stopped, then the files go.
-    let _cleanup = Cleanup::new(&r.cleanup);
     let _server = match &r.server_argv {
         Some(s) => {
             let mut c = Command::new(&s[0]);
@@ -333,9 +306,10 @@ fn run_tool(r: &Reference, cancelled: &dyn Fn() -> bool) -> Result<String, Strin
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // Inputs go to a fresh scratch directory the tool runs in, removed
-    // after the run (dropped after the tool is stopped).
-    let scratch = match r.inputs.is_empty() && r.output_file.is_none() {
+    // Inputs and the tool's files go to a fresh private directory the tool
+    // runs in, removed after the run (dropped after the tool and its
+    // server are stopped).
+    let scratch = match r.inputs.is_empty() && r.output_file.is_none() && r.scratch_in.is_none() {
         true => None,
         false => Some(Scratch::new(r)?),
     };
@@ -428,38 +402,33 @@ fn run_tool(r: &Reference, cancelled: &dyn Fn() -> bool) -> Result<String, Strin
 /// everything in it when dropped.
 struct Scratch(PathBuf);
 
-/// The reference tools' scratch directories and files that exist now:
-/// removed by [`remove_scratch`] when the process exits without unwinding
-/// (a second Ctrl-C).
+/// The reference tools' scratch directories that exist now (each created
+/// by this process, exclusively, mode 0700): removed by [`remove_scratch`]
+/// when the process exits without unwinding (a second Ctrl-C).
 static SCRATCH: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
-/// Removes every reference scratch directory and file that still exists.
+/// Removes every reference scratch directory that still exists.
 pub fn remove_scratch() {
     let paths = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
     for p in paths.iter() {
-        if std::fs::remove_file(p).is_err() {
-            let _ = std::fs::remove_dir_all(p);
-        }
+        let _ = std::fs::remove_dir_all(p);
     }
 }
 
 impl Scratch {
-    /// Creates `benchsuite-ref-PID-N-NONCE` in the temporary directory
-    /// (the nonce so that a directory left by a killed run with the same
-    /// PID is never in the way) and writes the reference's input files
-    /// into it.
+    /// Creates `benchsuite-ref-PID-RANDOM` in [`Reference::scratch_in`]
+    /// (else the temporary directory), exclusively and private (mode
+    /// 0700: nobody else can put a name in it), and writes the
+    /// reference's input files into it.
     fn new(r: &Reference) -> Result<Scratch, String> {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let nonce = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let dir = std::env::temp_dir().join(format!(
-            "benchsuite-ref-{}-{}-{nonce:x}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir(&dir)
+        use std::os::unix::fs::DirBuilderExt as _;
+        let parent = r.scratch_in.clone().unwrap_or_else(std::env::temp_dir);
+        let nonce = crate::atomic::random_hex()
+            .map_err(|e| format!("cannot name a scratch directory: {e}"))?;
+        let dir = parent.join(format!("benchsuite-ref-{}-{nonce}", std::process::id()));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
             .map_err(|e| format!("cannot create the scratch directory {}: {e}", dir.display()))?;
         SCRATCH
             .lock()
@@ -482,5 +451,61 @@ impl Drop for Scratch {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|d| *d != self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tool that writes its scratch file (as fio does) into a shared
+    /// directory where another user planted links at every name it used
+    /// to open there: it writes inside a private directory of its own, the
+    /// victims are untouched, and only what this process made is removed
+    /// (the planted links stay).
+    #[test]
+    fn a_planted_link_in_the_scratch_directory_is_never_followed_or_removed() {
+        let shared = std::env::temp_dir().join(format!(
+            "benchsuite-shared-{}",
+            crate::atomic::random_hex().unwrap()
+        ));
+        std::fs::create_dir(&shared).unwrap();
+        let victim = shared.join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let pid = std::process::id();
+        let planted: Vec<PathBuf> = [
+            "benchsuite-reference-fio.0".to_string(),
+            format!("benchsuite-reference-fio-{pid}.0"),
+            format!("benchsuite-reference-fio-{pid}.1"),
+        ]
+        .iter()
+        .map(|n| shared.join(n))
+        .collect();
+        for p in &planted {
+            std::os::unix::fs::symlink(&victim, p).unwrap();
+        }
+        let argv = vec![
+            "sh".to_string(),
+            "-c".into(),
+            "echo overwritten > benchsuite-reference-fio.0 && pwd".into(),
+        ];
+        let mut r = Reference::new("sh", "dash", argv, "x", |_| Ok(1.0));
+        r.scratch_in = Some(shared.clone());
+        let out = run_tool(&r, &|| false).unwrap();
+        let ran_in = PathBuf::from(out.trim());
+        assert_ne!(ran_in, shared, "the tool ran in the shared directory");
+        assert!(ran_in.starts_with(&shared), "{}", ran_in.display());
+        assert!(!ran_in.exists(), "its private directory is removed");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        for p in &planted {
+            assert!(p.symlink_metadata().is_ok(), "{} was removed", p.display());
+        }
+        let mut left: Vec<String> = std::fs::read_dir(&shared)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left.len(), planted.len() + 1, "{left:?}");
+        std::fs::remove_dir_all(&shared).unwrap();
     }
 }

@@ -71,17 +71,13 @@ impl Store for DirStore {
 /// `private` file is readable by this user only; `sync`ed to disk before
 /// the rename.
 pub fn publish(path: &Path, text: &str, private: bool, sync: bool) -> Result<(), String> {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let write = || -> io::Result<()> {
-        let mut o = fs::OpenOptions::new();
-        o.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        if private {
-            use std::os::unix::fs::OpenOptionsExt as _;
-            o.mode(0o600);
-        }
-        let mut f = o.open(&tmp)?;
+    // A random name created exclusively, never through a link: another
+    // user of a group-writable directory cannot make this write land
+    // elsewhere.
+    let mode = if private { 0o600 } else { 0o666 };
+    let (tmp, mut f) = benchsuite_core::atomic::create_temporary_mode(path, mode)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let mut write = || -> io::Result<()> {
         f.write_all(text.as_bytes())?;
         if sync {
             f.sync_all()?;
