@@ -134,3 +134,82 @@ fn a_large_report_loads_and_compares() {
     );
     assert!(c.passed, "a report against itself passes");
 }
+
+/// A fleet file of two hosts (the fixture under two names), as `merge`
+/// writes it.
+fn fleet_text() -> String {
+    let a = Report::from_json(base(), "a.json").unwrap();
+    let mut b = a.clone();
+    b.host.hostname = Some("other-host".into());
+    let fleet =
+        benchsuite_report::fleet::Fleet::merge(vec![("a".into(), a), ("b".into(), b)]).unwrap();
+    fleet.to_json()
+}
+
+/// Applies byte edits (xor at an index) to `text`.
+fn mutate(text: &str, edits: &[(prop::sample::Index, u8)]) -> Vec<u8> {
+    let mut bytes = text.as_bytes().to_vec();
+    for (at, x) in edits {
+        let i = at.index(bytes.len());
+        bytes[i] ^= x;
+    }
+    bytes
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// `merge` and `compare` read a file that may be a host's report or a
+    /// fleet: mangled fleet files load or fail naming the file, never
+    /// panic, and whatever loads merges again.
+    #[test]
+    fn mutated_fleet_files_load_or_fail_naming_the_file(
+        edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8)
+    ) {
+        use benchsuite_report::fleet::{Fleet, ReportFile};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("fleet.json");
+        std::fs::write(&path, mutate(&fleet_text(), &edits)).unwrap();
+        match Fleet::read_file(&path) {
+            Err(e) => prop_assert!(e.to_string().contains("fleet.json"), "{e}"),
+            Ok(ReportFile::Fleet(f)) => {
+                let hosts: Vec<(String, Report)> =
+                    f.into_iter().map(|r| ("x".to_string(), r)).collect();
+                let _ = Fleet::merge(hosts);
+            }
+            Ok(ReportFile::Report(_)) => {}
+        }
+        let _ = Fleet::read_hosts(&path);
+    }
+
+    /// `report` reads reports back from a page (`read_embedded`): a mangled
+    /// page is `None`, an error or reports, never a panic.
+    #[test]
+    fn mutated_pages_read_back_or_fail(
+        edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8)
+    ) {
+        let r = Report::from_json(base(), "a.json").unwrap();
+        let page = benchsuite_report::export::html::render(&[("a.json".into(), r)]);
+        let bytes = mutate(&page, &edits);
+        let text = String::from_utf8_lossy(&bytes);
+        let _ = benchsuite_report::export::html::read_embedded(&text);
+    }
+
+    #[test]
+    fn arbitrary_text_is_not_a_page(t in any::<String>()) {
+        let _ = benchsuite_report::export::html::read_embedded(&t);
+        let marked = format!(r#"<script type="application/json" id="benchsuite-reports">{t}"#);
+        let _ = benchsuite_report::export::html::read_embedded(&marked);
+    }
+}
+
+#[test]
+fn a_page_gives_back_the_reports_it_embeds() {
+    let r = Report::from_json(base(), "a.json").unwrap();
+    let page = benchsuite_report::export::html::render(&[("a.json".into(), r.clone())]);
+    let back = benchsuite_report::export::html::read_embedded(&page)
+        .expect("a page embeds its reports")
+        .unwrap();
+    assert_eq!(back.len(), 1);
+    assert_eq!(back[0].records.len(), r.records.len());
+}
