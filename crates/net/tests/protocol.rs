@@ -826,3 +826,67 @@ fn udp_echo_answers_only_the_tests_own_host() {
     }
     srv.shutdown();
 }
+
+/// Starts a test of `tcp` TCP streams on an authenticated control
+/// connection: its session id.
+fn start_tcp(s: &mut TcpStream, tcp: u32) -> u64 {
+    let spec = TestSpec {
+        block: 64,
+        tcp_streams: tcp,
+        udp_streams: 0,
+        udp_mode: UdpMode::Sink,
+        nodelay: false,
+    };
+    proto::write_frame(s, &Message::Start { spec }).unwrap();
+    match reply(s, false) {
+        Message::Ready { session, .. } => session,
+        m => panic!("no ready: {m:?}"),
+    }
+}
+
+fn attach(addr: SocketAddr, session: u64) -> (TcpStream, Message) {
+    let mut d = raw(
+        addr,
+        &Message::Attach {
+            session,
+            role: Role::Echo,
+        },
+    );
+    let m = reply(&mut d, true);
+    (d, m)
+}
+
+#[test]
+fn an_attach_refused_for_want_of_a_data_thread_gives_its_stream_back() {
+    let token = "attach-slot-token-5e1d";
+    let srv = server_with(Some(token), |c| c.max_data_threads = 1);
+    let addr = srv.local_addr();
+    // Test A takes the server's only data thread.
+    let (mut a, v) = authenticate(lo(1), addr, token);
+    assert!(matches!(v, Message::Welcome { .. }), "{v:?}");
+    let session_a = start_tcp(&mut a, 1);
+    let (_da, m) = attach(addr, session_a);
+    assert_eq!(m, Message::Attached);
+    // Test B's one stream is refused: no data thread left.
+    let (mut b, v) = authenticate(lo(1), addr, token);
+    assert!(matches!(v, Message::Welcome { .. }), "{v:?}");
+    let session_b = start_tcp(&mut b, 1);
+    match attach(addr, session_b).1 {
+        Message::Error {
+            code: ErrorCode::Busy,
+            ..
+        } => {}
+        m => panic!("{m:?}"),
+    }
+    // Once A ends, B's retry gets the stream it was refused, not "all its
+    // streams attached".
+    proto::write_frame(&mut a, &Message::Stop).unwrap();
+    assert!(matches!(reply(&mut a, false), Message::Stopped { .. }));
+    let t = Instant::now();
+    while srv.data_threads() > 0 && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (_db, m) = attach(addr, session_b);
+    assert_eq!(m, Message::Attached, "the refused attach kept its stream");
+    srv.shutdown();
+}
