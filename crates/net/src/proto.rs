@@ -60,6 +60,8 @@
 //! [`Role`]. The session id is a random 64-bit number known only to the
 //! control connection that authenticated, and the data connection must
 //! come from that connection's address, so it needs no token of its own.
+//! An id that names no test (or another host's) is a failed
+//! authentication, answered as one and backed off as a wrong MAC is.
 //!
 //! # Limits
 //!

@@ -716,7 +716,10 @@ fn hostile_clients_are_cut_off_by_limits_and_deadlines() {
             ..
         }
     ));
-    let mut d3 = raw(
+    // (A wrong id is a failed authentication: it backs its address off,
+    // so it comes from another one here.)
+    let mut d3 = raw_from(
+        lo(2),
         addr,
         &Message::Attach {
             session: session ^ 1,
@@ -888,5 +891,81 @@ fn an_attach_refused_for_want_of_a_data_thread_gives_its_stream_back() {
     }
     let (_db, m) = attach(addr, session_b);
     assert_eq!(m, Message::Attached, "the refused attach kept its stream");
+    srv.shutdown();
+}
+
+#[test]
+fn an_attach_to_an_unknown_test_is_a_failed_authentication() {
+    let token = "unknown-attach-token-77";
+    let srv = server(Some(token));
+    let addr = srv.local_addr();
+    let bad = lo(71);
+    let mut d = raw_from(
+        bad,
+        addr,
+        &Message::Attach {
+            session: 0x5eed,
+            role: Role::Source,
+        },
+    );
+    match reply(&mut d, true) {
+        Message::Error {
+            code: ErrorCode::BadRequest,
+            message,
+            ..
+        } => assert!(message.contains("no such test"), "{message}"),
+        m => panic!("{m:?}"),
+    }
+    assert_eq!(srv.backoff_entries(), 1, "no back-off earned");
+    // At once again, from that address: refused before anything is read,
+    // an attach as a hello.
+    let mut s = connect_from(bad, addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let why = auth_refusal(&reply(&mut s, true));
+    assert!(
+        why.contains("too many failed authentications from 127.0.0.71"),
+        "{why}"
+    );
+    // Another address is not affected.
+    let (_, v) = authenticate(lo(72), addr, token);
+    assert!(matches!(v, Message::Welcome { .. }), "{v:?}");
+    // Connections opened before a failure cannot each spend a guess: the
+    // back-off is checked again when the attach arrives.
+    let early: Vec<TcpStream> = (0..3)
+        .map(|_| {
+            let s = connect_from(lo(73), addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            s
+        })
+        .collect();
+    let t = Instant::now();
+    while srv.pending_connections() < 3 && t.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let guess = |mut s: TcpStream, id: u64| {
+        let mut f = MAGIC.to_vec();
+        f.extend(proto::encode(&Message::Attach {
+            session: id,
+            role: Role::Sink,
+        }));
+        s.write_all(&f).unwrap();
+        reply(&mut s, true)
+    };
+    let mut early = early.into_iter();
+    let first = guess(early.next().unwrap(), 1);
+    assert!(
+        matches!(
+            first,
+            Message::Error {
+                code: ErrorCode::BadRequest,
+                ..
+            }
+        ),
+        "{first:?}"
+    );
+    for (i, s) in early.enumerate() {
+        let why = auth_refusal(&guess(s, 2 + i as u64));
+        assert!(why.contains("too many failed"), "{why}");
+    }
     srv.shutdown();
 }

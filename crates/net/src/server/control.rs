@@ -63,14 +63,7 @@ fn admit(
     stop: &watch::Receiver<bool>,
 ) {
     let refusal = match shared.gate.admit(peer.ip(), Instant::now()) {
-        Err(Refusal::BackedOff(left)) => (
-            ErrorCode::Auth,
-            format!(
-                "too many failed authentications from {}; retry in {:.1} s",
-                peer.ip(),
-                left.as_secs_f64().max(0.1)
-            ),
-        ),
+        Err(Refusal::BackedOff(left)) => (ErrorCode::Auth, backed_off(peer, left)),
         Err(Refusal::TooMany(held)) => (
             ErrorCode::Busy,
             format!(
@@ -172,8 +165,9 @@ async fn handshake_frame(sock: &mut TcpStream) -> io::Result<Vec<u8>> {
 enum Handshake {
     /// An authenticated control connection; whether our magic is sent.
     Control { magic_sent: bool },
-    /// A data connection's attach.
-    Attach { session: u64, role: Role },
+    /// A data connection's attach, to a test that exists and is its
+    /// host's.
+    Attach { session: Arc<Session>, role: Role },
     /// Refused or failed (already answered and logged).
     Done,
 }
@@ -279,7 +273,12 @@ async fn handshake(
             }
             software
         }
-        Ok(Message::Attach { session, role }) => return Ok(Handshake::Attach { session, role }),
+        Ok(Message::Attach { session, role }) => {
+            return Ok(match find_test(shared, sock, peer, session).await {
+                Some(session) => Handshake::Attach { session, role },
+                None => Handshake::Done,
+            });
+        }
         Ok(other) => {
             shared.log_refusal(format_args!(
                 "{peer}: refused: the first message must be a hello, not {}",
@@ -349,11 +348,7 @@ async fn handshake(
     // A connection opened before another from this address failed must
     // not spend a guess while that back-off runs.
     if let Some(wait) = shared.gate.backed_off(peer.ip(), Instant::now()) {
-        let msg = format!(
-            "too many failed authentications from {}; retry in {:.1} s",
-            peer.ip(),
-            wait.as_secs_f64()
-        );
+        let msg = backed_off(peer, wait);
         shared.log_refusal(format_args!("{peer} ({software}): refused: {msg}"));
         refuse_in_place(sock, ErrorCode::Auth, &msg, true).await;
         return Ok(Handshake::Done);
@@ -378,6 +373,58 @@ async fn handshake(
     }
     shared.gate.succeeded(peer.ip());
     Ok(Handshake::Control { magic_sent: true })
+}
+
+/// The test a data connection's attach names, or `None` (answered and
+/// logged). The session id is the data connection's credential: an id
+/// that names no test, or another host's, is a failed authentication
+/// (it earns the address a back-off, as a wrong MAC does), and while the
+/// address serves one its attaches are refused unread, so connections
+/// opened before a failure cannot each spend a guess. All of this happens
+/// while the connection still awaits authentication: it counts against
+/// its address's cap and may be evicted.
+async fn find_test(
+    shared: &Arc<Shared>,
+    sock: &mut TcpStream,
+    peer: SocketAddr,
+    id: u64,
+) -> Option<Arc<Session>> {
+    if let Some(wait) = shared.gate.backed_off(peer.ip(), Instant::now()) {
+        let msg = backed_off(peer, wait);
+        shared.log_refusal(format_args!("{peer}: refused a data connection: {msg}"));
+        refuse_in_place(sock, ErrorCode::Auth, &msg, false).await;
+        return None;
+    }
+    let (code, msg, what) = match lock(&shared.sessions).get(&id).cloned() {
+        Some(s) if s.peer_ip == peer.ip() => return Some(s),
+        Some(_) => (
+            ErrorCode::Auth,
+            "a data connection must come from the test's own host",
+            "another host's test",
+        ),
+        None => (
+            ErrorCode::BadRequest,
+            "no such test (it ended, or the id is wrong)",
+            "an unknown test",
+        ),
+    };
+    let delay = shared.gate.failed(peer.ip(), Instant::now());
+    shared.log_refusal(format_args!(
+        "{peer}: refused a data connection for {what} (further connections from {} refused for {:.1} s)",
+        peer.ip(),
+        delay.as_secs_f64()
+    ));
+    refuse_in_place(sock, code, msg, false).await;
+    None
+}
+
+/// The refusal of an address serving a back-off.
+fn backed_off(peer: SocketAddr, wait: Duration) -> String {
+    format!(
+        "too many failed authentications from {}; retry in {:.1} s",
+        peer.ip(),
+        wait.as_secs_f64().max(0.1)
+    )
 }
 
 fn version_mismatch(theirs: u64) -> String {

@@ -23,37 +23,15 @@ use super::control::refuse;
 use super::session::{Session, pin_data_thread};
 use super::{Shared, lock};
 
+/// Attaches a data connection to `session` (found, and its host's: see
+/// `control::find_test`) and starts its thread.
 pub(super) async fn attach(
     shared: &Arc<Shared>,
     mut sock: TcpStream,
     peer: SocketAddr,
-    id: u64,
+    session: Arc<Session>,
     role: Role,
 ) {
-    let Some(session) = lock(&shared.sessions).get(&id).cloned() else {
-        shared.log_refusal(format_args!(
-            "{peer}: refused a data connection for an unknown test"
-        ));
-        refuse(
-            sock,
-            ErrorCode::BadRequest,
-            "no such test (it ended, or the id is wrong)",
-        )
-        .await;
-        return;
-    };
-    if peer.ip() != session.peer_ip {
-        shared.log_refusal(format_args!(
-            "{peer}: refused a data connection for another host's test"
-        ));
-        refuse(
-            sock,
-            ErrorCode::Auth,
-            "a data connection must come from the test's own host",
-        )
-        .await;
-        return;
-    }
     // Reserve one of the test's TCP streams (atomically: attaches race);
     // given back unless the connection ends up attached, so a client that
     // retries a refused attach finds its stream still there.

@@ -2,7 +2,7 @@
 //! accept, before the server reads a byte.
 //!
 //! - **Back-off after failed authentications.** Each wrong MAC from an
-//!   address doubles how long further connections from it are refused
+//!   address (or attach naming a test that does not exist) doubles how long further connections from it are refused
 //!   outright: 100 ms after the first failure, 200 ms after the second...
 //!   up to [`BACKOFF_MAX`] (30 s). A success from the address clears it.
 //!   The table holds at most [`BACKOFF_TABLE`] addresses: an entry is
@@ -13,7 +13,8 @@
 //!   address is an IPv4 address or an IPv6 /64 prefix.
 //! - **Connections awaiting authentication.** Every connection counts as
 //!   *pending* from its accept until the server welcomes it (control) or
-//!   attaches it (data). An address may hold at most
+//!   finds the test it attaches to (data); a refusal made during the
+//!   handshake is still pending while it is answered. An address may hold at most
 //!   [`ServerConfig::max_per_address`](super::ServerConfig::max_per_address)
 //!   pending connections; more are refused `busy`. When the whole server is
 //!   at [`ServerConfig::max_connections`](super::ServerConfig::max_connections),

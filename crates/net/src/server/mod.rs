@@ -21,10 +21,15 @@
 //! - at most [`ServerConfig::max_per_address`] connections awaiting
 //!   authentication (from the accept to the welcome or the attach) per
 //!   source address (64); more are answered `busy` at once;
-//! - after a failed authentication, connections from that address are
-//!   refused (`auth`, with the time to wait) before anything is read, for
-//!   100 ms doubling with each consecutive failure up to 30 s, cleared by
-//!   a success (the table is bounded: 4096 addresses);
+//! - after a failed authentication — a wrong MAC, or a data connection's
+//!   attach naming a test that does not exist or is another host's (the
+//!   session id is a data connection's credential) — connections from
+//!   that address are refused (`auth`, with the time to wait) before
+//!   anything is read, for 100 ms doubling with each consecutive failure
+//!   up to 30 s, cleared by a success (the table is bounded: 4096
+//!   addresses); an attach, like a hello, awaits authentication until its
+//!   test is found, so it counts against its address's cap and may be
+//!   evicted;
 //! - the whole handshake (hello, challenge, auth) must complete within
 //!   [`IO_TIMEOUT`] of the accept, every later frame within [`IO_TIMEOUT`]
 //!   of its first byte; frames are at most
