@@ -19,7 +19,11 @@
 //! does not exist, held open while the server's refusal lingers) while
 //! legitimate runs measure; their median must stay within 2× the quiet
 //! median, and the server's descriptors and threads return to where they
-//! started. The soaks that time a legitimate run run one at a time.
+//! started. A third runs the server with a limit of 256 open files and
+//! holds 400 idle connections open against it: it must raise a lower soft
+//! limit to the hard one, fit its own limits to 256, never fail an accept,
+//! and let legitimate runs in. The soaks that time a legitimate run run
+//! one at a time.
 //!
 //! Linux only (it reads /proc and binds source addresses in 127/8);
 //! elsewhere it is skipped with the reason printed.
@@ -91,7 +95,24 @@ impl Drop for Serve {
 
 impl Serve {
     fn start() -> Serve {
-        let mut child = Command::new(BIN)
+        Self::start_with(Command::new(BIN))
+    }
+
+    /// A server whose limit of open files is `soft` (and `hard`, where
+    /// given: it can only be lowered), set by the shell that `exec`s it,
+    /// so its PID is the server's.
+    fn start_limited(soft: u64, hard: Option<u64>) -> Serve {
+        let mut set = format!("ulimit -Sn {soft}");
+        if let Some(h) = hard {
+            set.push_str(&format!(" && ulimit -Hn {h}"));
+        }
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", &format!("{set} && exec \"$0\" \"$@\""), BIN]);
+        Self::start_with(cmd)
+    }
+
+    fn start_with(mut cmd: Command) -> Serve {
+        let mut child = cmd
             .args(["serve", "--bind", "127.0.0.1:0"])
             .env("BENCHSUITE_TOKEN", TOKEN)
             .stdin(Stdio::null())
@@ -1071,5 +1092,175 @@ fn a_sustained_unknown_attach_flood_keeps_no_one_out() {
         "peak RSS {} KiB above the bound",
         after.2
     );
+    drop(server);
+}
+
+/// The limit of open files the server gets in the descriptor soak.
+const FD_LIMIT: u64 = 256;
+
+/// Idle connections the descriptor soak keeps open: more than the server
+/// could hold at [`FD_LIMIT`].
+const IDLE_HELD: usize = 400;
+
+/// The "Max open files" soft and hard limits of a process, as
+/// /proc/PID/limits shows them (a number or "unlimited").
+fn fd_limits(pid: &str) -> (String, String) {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap_or_default();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap_or_default();
+    let f: Vec<&str> = line.split_whitespace().collect();
+    (
+        f.get(3).unwrap_or(&"?").to_string(),
+        f.get(4).unwrap_or(&"?").to_string(),
+    )
+}
+
+/// `benchsuite serve` raises its soft limit of open files to the hard one,
+/// and where even the hard one is low (256 here) fits its limits to it:
+/// with 400 idle connections held open from 50 addresses and more coming
+/// (each one the server takes a descriptor for), it never runs out of
+/// descriptors (no failed accept in its log) and legitimate runs get in
+/// and finish within 2× their quiet time, as a full server evicts the
+/// oldest connection awaiting authentication for them.
+#[test]
+fn serve_under_a_256_file_limit_keeps_serving() {
+    if let Some(why) = cannot_soak() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _serial = serial();
+    let test_start = Instant::now();
+    // A soft limit below the hard one is raised.
+    let (_, hard) = fd_limits("self");
+    match hard.parse::<u64>() {
+        Ok(h) if h <= FD_LIMIT => {
+            eprintln!("fd soak: the raise is not checked: this process's hard limit is {h}")
+        }
+        _ => {
+            let srv = Serve::start_limited(FD_LIMIT, None);
+            let (soft, hard) = fd_limits(&srv.pid().to_string());
+            eprintln!("fd soak: started with soft limit {FD_LIMIT}: now soft {soft}, hard {hard}");
+            assert_eq!(
+                soft, hard,
+                "serve did not raise its soft limit to the hard one"
+            );
+        }
+    }
+
+    // Both limits at 256.
+    let server = Serve::start_limited(FD_LIMIT, Some(FD_LIMIT));
+    let (addr, pid) = (server.addr, server.pid());
+    std::thread::sleep(Duration::from_millis(300));
+    let limits = fd_limits(&pid.to_string());
+    assert_eq!(
+        limits,
+        (FD_LIMIT.to_string(), FD_LIMIT.to_string()),
+        "the server's limit of open files"
+    );
+    let before = proc_stats(pid);
+    let mut quiet: Vec<Duration> = (0..3).map(|_| legit_run(addr)).collect();
+    quiet.sort();
+    let quiet_time = quiet[1];
+
+    // Idle connections from 127.0.0.10-59, renewed all the time: the
+    // oldest is closed once IDLE_HELD are open, 200 new ones a second.
+    let stop = Arc::new(AtomicBool::new(false));
+    let peaks = watch_peaks(pid, stop.clone());
+    let opened = Arc::new(AtomicUsize::new(0));
+    let churn = {
+        let (stop, opened) = (stop.clone(), opened.clone());
+        std::thread::spawn(move || {
+            let mut held = std::collections::VecDeque::new();
+            let mut i = 0usize;
+            let start = Instant::now();
+            while !stop.load(Ordering::Relaxed) && start.elapsed() < Duration::from_secs(20) {
+                if let Some(s) = connect_from(lo(10 + (i % 50) as u8), addr) {
+                    held.push_back(s);
+                    opened.fetch_add(1, Ordering::Relaxed);
+                }
+                if held.len() > IDLE_HELD {
+                    held.pop_front();
+                }
+                i += 1;
+                if i >= IDLE_HELD {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+            held.len()
+        })
+    };
+    while opened.load(Ordering::Relaxed) < IDLE_HELD {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut held_runs: Vec<Duration> = (0..3).map(|_| legit_run(addr)).collect();
+    stop.store(true, Ordering::Relaxed);
+    let still_held = churn.join().unwrap();
+    let during = peaks.join().unwrap();
+    let opened = opened.load(Ordering::Relaxed);
+
+    let t = Instant::now();
+    let mut after = proc_stats(pid);
+    while (after.0 > before.0 || after.1 > before.1) && t.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(100));
+        after = proc_stats(pid);
+    }
+    let log = server.log.lock().unwrap().clone();
+    let failed_accepts = log.iter().filter(|l| l.contains("accept failed")).count();
+    let note = log
+        .iter()
+        .find(|l| l.contains("note: this process may open"));
+
+    eprintln!("fd soak: server pid {pid} on {addr}, open files limit {limits:?}");
+    eprintln!("fd soak: its note: {note:?}");
+    eprintln!(
+        "fd soak: {opened} idle connections opened, {IDLE_HELD} held at a time ({still_held} at the end)"
+    );
+    held_runs.sort();
+    eprintln!(
+        "fd soak: legit `run net.tcp_throughput --peer`: quiet {:?}, with the idle connections {:?}",
+        quiet
+            .iter()
+            .map(|d| format!("{:.3} s", d.as_secs_f64()))
+            .collect::<Vec<_>>(),
+        held_runs
+            .iter()
+            .map(|d| format!("{:.3} s", d.as_secs_f64()))
+            .collect::<Vec<_>>()
+    );
+    eprintln!(
+        "fd soak: server fds {} before, {} at most during, {} after; threads {} / {} / {}; failed accepts logged: {failed_accepts}; whole test {:.1} s",
+        before.0,
+        during.0,
+        after.0,
+        before.1,
+        during.1,
+        after.1,
+        test_start.elapsed().as_secs_f64()
+    );
+
+    assert_eq!(
+        failed_accepts,
+        0,
+        "the server ran out of descriptors: {:?}",
+        log.iter()
+            .filter(|l| l.contains("accept failed"))
+            .take(3)
+            .collect::<Vec<_>>()
+    );
+    assert!(note.is_some(), "no note on the limits it cut: {log:?}");
+    assert!(
+        held_runs[1] <= quiet_time * 2,
+        "legit runs took {held_runs:?} (median {:?}), more than 2 × their quiet {quiet_time:?}",
+        held_runs[1]
+    );
+    assert!(during.0 as u64 <= FD_LIMIT);
+    assert_eq!(
+        after.0, before.0,
+        "server file descriptors: {} before",
+        before.0
+    );
+    assert_eq!(after.1, before.1, "server threads: {} before", before.1);
     drop(server);
 }
