@@ -24,7 +24,7 @@ use crate::proto::{
 };
 
 use super::data::attach;
-use super::gate::{Refusal, Ticket};
+use super::gate::{self, Refusal, Ticket};
 use super::session::Session;
 use super::{CountGuard, Shared, lock};
 
@@ -361,7 +361,7 @@ async fn handshake(
         _ => false,
     };
     if !ok {
-        let delay = shared.gate.failed(peer.ip(), Instant::now());
+        let delay = failed(shared, peer);
         let msg = "wrong token: the authentication code does not match this server's token";
         shared.log_refusal(format_args!(
             "{peer} ({software}): refused: wrong token (further connections from {} refused for {:.1} s)",
@@ -408,7 +408,7 @@ async fn find_test(
             "an unknown test",
         ),
     };
-    let delay = shared.gate.failed(peer.ip(), Instant::now());
+    let delay = failed(shared, peer);
     shared.log_refusal(format_args!(
         "{peer}: refused a data connection for {what} (further connections from {} refused for {:.1} s)",
         peer.ip(),
@@ -416,6 +416,20 @@ async fn find_test(
     ));
     refuse_in_place(sock, code, msg, false).await;
     None
+}
+
+/// Records a failed authentication from `peer`: the back-off it earned.
+/// Logs (not rate-limited: it is rare) when the back-off table was full
+/// and widened entries to make room.
+fn failed(shared: &Shared, peer: SocketAddr) -> Duration {
+    let gate::Failure { delay, widened } = shared.gate.failed(peer.ip(), Instant::now());
+    if widened > 0 {
+        shared.log(format_args!(
+            "the back-off table is full ({} entries of sources that failed to authenticate): {widened} entries widened to their /24 or /16 (IPv6 /48 or /32), or to every address; their back-offs now cover their neighbours",
+            super::BACKOFF_TABLE
+        ));
+    }
+    delay
 }
 
 /// The refusal of an address serving a back-off.

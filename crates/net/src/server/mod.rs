@@ -31,9 +31,11 @@
 //!   session id is a data connection's credential) — connections from
 //!   that address are refused (`auth`, with the time to wait) before
 //!   anything is read, for 100 ms doubling with each consecutive failure
-//!   up to 30 s, cleared by a success (the table is bounded: 4096
-//!   addresses); an attach, like a hello, awaits authentication until its
-//!   test is found, so it counts against its address's cap and may be
+//!   up to 30 s, cleared by a success (the table is bounded, 4096
+//!   entries: when it is full, the oldest entries are widened to their
+//!   /24 or /16 — IPv6 /48 or /32 — rather than forgotten, so no back-off
+//!   is cut short); an attach, like a hello, awaits authentication until
+//!   its test is found, so it counts against its address's cap and may be
 //!   evicted;
 //! - the whole handshake (hello, challenge, auth) must complete within
 //!   [`IO_TIMEOUT`] of the accept, every later frame within [`IO_TIMEOUT`]
