@@ -205,7 +205,7 @@ use benchsuite_core::{BenchError, Benchmark};
 
 pub use connect::Connect;
 pub use latency::Latency;
-pub use proto::{DEFAULT_PORT, PROTOCOL_VERSION};
+pub use proto::{DEFAULT_PORT, MIN_TOKEN_LEN, PROTOCOL_VERSION};
 pub use server::{Server, ServerConfig, serve};
 pub use tcp::TcpThroughput;
 pub use udp::{UdpThroughput, parse_rate};

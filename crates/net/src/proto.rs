@@ -102,6 +102,28 @@ pub const MAX_HANDSHAKE_FRAME: usize = 4 * 1024;
 /// Bytes of the server's authentication nonce.
 pub const NONCE_LEN: usize = 32;
 
+/// The shortest token a server takes, and a client sends a MAC of, in
+/// characters. Whoever the client reaches — the real server or one posing
+/// as it — receives one authentication code per connection, and so does
+/// someone recording the handshake; each can be tested offline against
+/// guessed tokens as fast as HMACs compute. A short token falls to that;
+/// 16 characters is the floor (`--rendezvous` has the same), a long random
+/// token (`openssl rand -hex 32`) is the advice.
+pub const MIN_TOKEN_LEN: usize = 16;
+
+/// Why `token` is too short to use ([`MIN_TOKEN_LEN`]), or `None`.
+pub fn token_too_short(token: &str) -> Option<String> {
+    let n = token.chars().count();
+    (n < MIN_TOKEN_LEN).then(|| {
+        format!(
+            "the token has {n} characters; benchsuite-net takes tokens of at least {MIN_TOKEN_LEN}: \
+             each authentication code a server (or whoever poses as one, or records the handshake) gets \
+             can be tested offline against guessed tokens, and a short one falls quickly; \
+             use a long random one, e.g. from `openssl rand -hex 32`"
+        )
+    })
+}
+
 /// What the authentication MAC covers before the nonce (domain
 /// separation: a MAC made with the token for anything else never passes).
 /// It names the authentication scheme, unchanged since protocol version 2.

@@ -19,6 +19,9 @@ use benchsuite_net::proto::{
 use benchsuite_net::test_support::connect_from;
 use benchsuite_net::{DESCRIPTION, MODULE, Server, ServerConfig, benchmarks};
 
+/// A token long enough for a server (16 characters at least).
+const T: &str = "protocol-test-token-0001";
+
 fn registry() -> Registry {
     let mut r = Registry::new();
     r.add_module(MODULE, DESCRIPTION, benchmarks());
@@ -150,9 +153,12 @@ fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
 
 #[test]
 fn the_token_is_enforced() {
-    let srv = server(Some("s3cret"));
+    let srv = server(Some("s3cret-s3cret-s3cret"));
     let peer = srv.local_addr().to_string();
-    let e = failure("net.connect", &[("peer", &peer), ("token", "guess")]);
+    let e = failure(
+        "net.connect",
+        &[("peer", &peer), ("token", "guess-guess-guess-guess")],
+    );
     assert!(e.contains("refused") && e.contains("wrong token"), "{e}");
     // That failure backs 127.0.0.1 off for 100 ms.
     std::thread::sleep(Duration::from_millis(150));
@@ -161,7 +167,10 @@ fn the_token_is_enforced() {
         e.contains("requires a token") && e.contains("BENCHSUITE_TOKEN") && e.contains("--token"),
         "{e}"
     );
-    let ok = run_with("net.connect", &[("peer", &peer), ("token", "s3cret")]);
+    let ok = run_with(
+        "net.connect",
+        &[("peer", &peer), ("token", "s3cret-s3cret-s3cret")],
+    );
     assert_eq!(ok[0].status, Status::Ok, "{:?}", ok[0].reason);
     // The raw refusal carries the auth code, and the connection closes.
     let (mut s, verdict) = authenticate(lo(1), srv.local_addr(), "s3cre");
@@ -262,7 +271,7 @@ fn a_server_without_a_token_welcomes_the_hello_at_once() {
 
 #[test]
 fn failed_authentications_back_off_per_source_address() {
-    let token = "back-off-token";
+    let token = "back-off-token-0123";
     let srv = server(Some(token));
     let addr = srv.local_addr();
     let bad = lo(23);
@@ -308,7 +317,7 @@ fn failed_authentications_back_off_per_source_address() {
 
 #[test]
 fn refusals_have_their_own_bound_and_take_no_real_slot() {
-    let srv = server_with(Some("t"), |c| {
+    let srv = server_with(Some(T), |c| {
         c.max_connections = 2;
         c.max_per_address = 1;
         c.io_timeout = Duration::from_secs(10);
@@ -349,14 +358,14 @@ fn refusals_have_their_own_bound_and_take_no_real_slot() {
     });
     assert!(unanswered, "answered past the refusal bound");
     // The refusals took no real slot: a real client gets the one left.
-    let (_c, v) = authenticate(lo(1), addr, "t");
+    let (_c, v) = authenticate(lo(1), addr, T);
     assert!(matches!(v, Message::Welcome { .. }), "{v:?}");
     srv.shutdown();
 }
 
 #[test]
 fn connections_awaiting_authentication_are_capped_per_address() {
-    let srv = server_with(Some("t"), |c| {
+    let srv = server_with(Some(T), |c| {
         c.max_per_address = 3;
         c.io_timeout = Duration::from_secs(5);
     });
@@ -383,10 +392,9 @@ fn connections_awaiting_authentication_are_capped_per_address() {
     }
     // Other addresses get in; an authenticated connection no longer
     // counts against its address.
-    let (_c1, v) = authenticate(lo(32), addr, "t");
+    let (_c1, v) = authenticate(lo(32), addr, T);
     assert!(matches!(v, Message::Welcome { .. }));
-    let _held: Vec<(TcpStream, Message)> =
-        (0..4).map(|_| authenticate(lo(33), addr, "t")).collect();
+    let _held: Vec<(TcpStream, Message)> = (0..4).map(|_| authenticate(lo(33), addr, T)).collect();
     assert!(
         _held
             .iter()
@@ -398,14 +406,14 @@ fn connections_awaiting_authentication_are_capped_per_address() {
     while srv.pending_connections() > 0 && t.elapsed() < Duration::from_secs(2) {
         std::thread::sleep(Duration::from_millis(5));
     }
-    let (_, v) = authenticate(lo(31), addr, "t");
+    let (_, v) = authenticate(lo(31), addr, T);
     assert!(matches!(v, Message::Welcome { .. }), "{v:?}");
     srv.shutdown();
 }
 
 #[test]
 fn a_full_server_evicts_the_oldest_unauthenticated_connection() {
-    let srv = server_with(Some("t"), |c| {
+    let srv = server_with(Some(T), |c| {
         c.max_connections = 4;
         c.io_timeout = Duration::from_secs(10);
     });
@@ -420,7 +428,7 @@ fn a_full_server_evicts_the_oldest_unauthenticated_connection() {
     }
     // ...but a client that authenticates still gets in, and the oldest
     // idle one is closed to make room.
-    let (_c, v) = authenticate(lo(1), addr, "t");
+    let (_c, v) = authenticate(lo(1), addr, T);
     assert!(matches!(v, Message::Welcome { .. }), "{v:?}");
     assert!(
         closed_within(&mut idle[0], Duration::from_secs(2)),
@@ -435,7 +443,7 @@ fn a_full_server_evicts_the_oldest_unauthenticated_connection() {
 
 #[test]
 fn handshake_frames_are_small() {
-    let srv = server(Some("t"));
+    let srv = server(Some(T));
     let mut s = raw(
         srv.local_addr(),
         &Message::Hello {
@@ -968,4 +976,21 @@ fn an_attach_to_an_unknown_test_is_a_failed_authentication() {
         assert!(why.contains("too many failed"), "{why}");
     }
     srv.shutdown();
+}
+
+#[test]
+fn a_client_refuses_a_token_too_short_for_any_server() {
+    // A listener that records whether anything reached it.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    l.set_nonblocking(true).unwrap();
+    let e = failure(
+        "net.connect",
+        &[("peer", &addr.to_string()), ("token", "short-token")],
+    );
+    assert!(
+        e.contains("11 characters") && e.contains("at least 16"),
+        "{e}"
+    );
+    assert!(l.accept().is_err(), "the client connected with it");
 }

@@ -168,12 +168,20 @@ impl ServerConfig {
     }
 
     /// Refuses a server that anyone on the network could use: a
-    /// non-loopback address needs a token, and a token must not be empty.
+    /// non-loopback address needs a token, and a token must have at least
+    /// [`MIN_TOKEN_LEN`](crate::proto::MIN_TOKEN_LEN) characters.
     pub fn check(&self) -> Result<(), NetError> {
         if self.token.as_deref() == Some("") {
             return Err(NetError::Config(
                 "the token is empty: give a non-empty token".into(),
             ));
+        }
+        if let Some(why) = self
+            .token
+            .as_deref()
+            .and_then(crate::proto::token_too_short)
+        {
+            return Err(NetError::Config(why));
         }
         if !self.bind.ip().is_loopback() && self.token.is_none() {
             return Err(NetError::Config(format!(
@@ -571,7 +579,11 @@ mod tests {
                 && e.contains("BENCHSUITE_TOKEN"),
             "{e}"
         );
-        assert!(ServerConfig::new(public, Some("t".into())).check().is_ok());
+        assert!(
+            ServerConfig::new(public, Some("a-token-of-16-ch".into()))
+                .check()
+                .is_ok()
+        );
         let lo: SocketAddr = "127.0.0.1:0".parse().unwrap();
         assert!(ServerConfig::new(lo, None).check().is_ok());
         let v6: SocketAddr = "[::1]:0".parse().unwrap();
@@ -584,6 +596,30 @@ mod tests {
         let mut c = ServerConfig::new(lo, None);
         c.max_per_address = 0;
         assert!(c.check().is_err());
+    }
+
+    #[test]
+    fn a_token_shorter_than_16_characters_is_refused() {
+        let lo: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let e = ServerConfig::new(lo, Some("fifteen-chars-x".into()))
+            .check()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("15 characters") && e.contains("at least 16") && e.contains("offline"),
+            "{e}"
+        );
+        // Characters, not bytes.
+        let e = ServerConfig::new(lo, Some("ééééééééééééééé".into()))
+            .check()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("15 characters"), "{e}");
+        assert!(
+            ServerConfig::new(lo, Some("sixteen-chars-xx".into()))
+                .check()
+                .is_ok()
+        );
     }
 
     #[test]
