@@ -23,7 +23,8 @@
 //! holds 400 idle connections open against it: it must raise a lower soft
 //! limit to the hard one, fit its own limits to 256, never fail an accept,
 //! and let legitimate runs in. The soaks that time a legitimate run run
-//! one at a time.
+//! one at a time (so does the test of a peer killed mid-measurement,
+//! whose streaming would load the machine under them).
 //!
 //! Linux only (it reads /proc and binds source addresses in 127/8);
 //! elsewhere it is skipped with the reason printed.
@@ -255,10 +256,14 @@ fn framed(msg: &Message) -> Vec<u8> {
     f
 }
 
+/// The nonce of the soak's raw hellos.
+const CLIENT_NONCE: [u8; proto::NONCE_LEN] = [0x5a; proto::NONCE_LEN];
+
 fn hello(software: &str) -> Vec<u8> {
     framed(&Message::Hello {
         version: PROTOCOL_VERSION,
         software: software.into(),
+        nonce: proto::to_hex(&CLIENT_NONCE),
     })
 }
 
@@ -280,7 +285,7 @@ fn authenticate(from: IpAddr, addr: SocketAddr, token: &str) -> (TcpStream, Opti
     s.write_all(&hello("soak")).unwrap();
     match first_reply(&mut s) {
         Some(Message::Challenge { nonce }) => {
-            let auth = proto::answer_challenge(token, &nonce, "soak").unwrap();
+            let auth = proto::answer_challenge(token, &nonce, &CLIENT_NONCE, "soak").unwrap();
             proto::write_frame(&mut s, &auth).unwrap();
             let v =
                 proto::read_frame_blocking(&mut s, Instant::now() + Duration::from_secs(3)).ok();
@@ -399,7 +404,8 @@ fn hostile(
             match first_reply(&mut s) {
                 Some(Message::Challenge { nonce }) => {
                     let guess = format!("guess-{}", rng.next());
-                    let auth = proto::answer_challenge(&guess, &nonce, "guesser").unwrap();
+                    let auth =
+                        proto::answer_challenge(&guess, &nonce, &CLIENT_NONCE, "guesser").unwrap();
                     let _ = proto::write_frame(&mut s, &auth);
                     let v =
                         proto::read_frame_blocking(&mut s, Instant::now() + Duration::from_secs(3))
@@ -773,6 +779,9 @@ fn a_real_serve_process_shrugs_off_a_hostile_storm() {
 /// panics, and the report (with the failed record) is still written.
 #[test]
 fn a_peer_killed_mid_measurement_fails_the_record_promptly() {
+    // Its 3 s of streaming would load the machine under another soak's
+    // timings.
+    let _serial = serial();
     let mut server = Serve::start();
     let addr = server.addr;
     let dir = std::env::temp_dir().join(format!("bs-vanish-{}", std::process::id()));

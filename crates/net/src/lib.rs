@@ -295,6 +295,17 @@ pub enum NetError {
         /// Ours.
         ours: u32,
     },
+    /// The server did not prove that it knows the token (protocol
+    /// version 4): it is not the server meant, or its token differs.
+    #[error(
+        "the server at {peer} did not prove that it knows the token: {detail}; whoever answers there may be posing as the server (check --peer); nothing was sent to it but the handshake"
+    )]
+    Unproven {
+        /// Who.
+        peer: SocketAddr,
+        /// What it did instead.
+        detail: String,
+    },
     /// The server refused (wrong token, a limit, busy).
     #[error("the server at {peer} refused: {message}")]
     Refused {

@@ -91,9 +91,23 @@ fn authenticate(from: IpAddr, addr: SocketAddr, token: &str) -> (TcpStream, Mess
     let Message::Challenge { nonce } = reply(&mut s, true) else {
         panic!("no challenge");
     };
-    let auth = proto::answer_challenge(token, &nonce, "test").unwrap();
+    let auth = proto::answer_challenge(token, &nonce, &CLIENT_NONCE, "test").unwrap();
     proto::write_frame(&mut s, &auth).unwrap();
     let verdict = reply(&mut s, false);
+    // A welcome proves that the server knows the token.
+    if let Message::Welcome { proof, .. } = &verdict {
+        let ns = proto::nonce_from_hex(&nonce).unwrap();
+        assert!(
+            proof.as_deref().is_some_and(|p| proto::proof_is_right(
+                token,
+                &ns,
+                &CLIENT_NONCE,
+                "test",
+                p
+            )),
+            "a welcome without the right proof: {verdict:?}"
+        );
+    }
     (s, verdict)
 }
 
@@ -118,10 +132,14 @@ fn reply(s: &mut TcpStream, first: bool) -> Message {
     proto::read_frame_blocking(s, deadline).unwrap()
 }
 
+/// The nonce of the raw clients' hellos.
+const CLIENT_NONCE: [u8; NONCE_LEN] = [0x42; NONCE_LEN];
+
 fn hello() -> Message {
     Message::Hello {
         version: PROTOCOL_VERSION,
         software: "test".into(),
+        nonce: proto::to_hex(&CLIENT_NONCE),
     }
 }
 
@@ -181,6 +199,29 @@ fn the_token_is_enforced() {
     assert!(matches!(reply(&mut s, true), Message::Challenge { .. }));
     proto::write_frame(&mut s, &Message::Auth { mac: "zz".into() }).unwrap();
     assert!(auth_refusal(&reply(&mut s, false)).contains("wrong token"));
+    // A hello whose nonce is not 32 bytes of hex gets no challenge.
+    for nonce in ["", "abcd"] {
+        let mut s = raw_from(
+            lo(10),
+            srv.local_addr(),
+            &Message::Hello {
+                version: PROTOCOL_VERSION,
+                software: "test".into(),
+                nonce: nonce.into(),
+            },
+        );
+        match reply(&mut s, true) {
+            Message::Error {
+                code: ErrorCode::BadRequest,
+                message,
+                ..
+            } => assert!(
+                message.contains("nonce must be 32 random bytes"),
+                "{message}"
+            ),
+            m => panic!("{m:?}"),
+        }
+    }
     srv.shutdown();
 }
 
@@ -202,10 +243,15 @@ fn the_token_never_travels_only_a_mac_of_a_fresh_nonce() {
             if proto::read_exact_by(&mut s, &mut magic, deadline).is_err() {
                 continue;
             }
-            let Ok(Message::Hello { software, .. }) = proto::read_frame_blocking(&mut s, deadline)
+            let Ok(Message::Hello {
+                software,
+                nonce: client_nonce,
+                ..
+            }) = proto::read_frame_blocking(&mut s, deadline)
             else {
                 continue;
             };
+            let cn = proto::nonce_from_hex(&client_nonce).expect("a client nonce");
             let nonce = [i as u8; NONCE_LEN];
             let mut f = MAGIC.to_vec();
             f.extend(proto::encode(&Message::Challenge {
@@ -216,12 +262,18 @@ fn the_token_never_travels_only_a_mac_of_a_fresh_nonce() {
             let Ok(Message::Auth { mac }) = proto::read_frame_blocking(&mut s, deadline) else {
                 continue;
             };
-            let want = proto::auth_mac(token.as_bytes(), &nonce, &software);
+            let want = proto::client_mac(token.as_bytes(), &nonce, &cn, &software);
             let answer = if proto::from_hex(&mac).as_deref() == Some(&want[..]) {
                 Message::Welcome {
                     version: PROTOCOL_VERSION,
                     software: "fake".into(),
                     max_streams: 1,
+                    proof: Some(proto::to_hex(&proto::server_proof(
+                        token.as_bytes(),
+                        &nonce,
+                        &cn,
+                        &software,
+                    ))),
                 }
             } else {
                 Message::Error {
@@ -238,6 +290,7 @@ fn the_token_never_travels_only_a_mac_of_a_fresh_nonce() {
             all.extend(proto::encode(&Message::Hello {
                 version: PROTOCOL_VERSION,
                 software,
+                nonce: client_nonce,
             }));
             all.extend(proto::encode(&Message::Auth { mac }));
             all.extend(rest);
@@ -449,6 +502,7 @@ fn handshake_frames_are_small() {
         &Message::Hello {
             version: PROTOCOL_VERSION,
             software: "x".repeat(MAX_HANDSHAKE_FRAME),
+            nonce: proto::to_hex(&CLIENT_NONCE),
         },
     );
     match reply(&mut s, true) {
@@ -471,6 +525,7 @@ fn a_version_mismatch_names_both_versions() {
         &Message::Hello {
             version: 99,
             software: "future".into(),
+            nonce: String::new(),
         },
     );
     match reply(&mut s, true) {
@@ -524,19 +579,58 @@ fn a_version_mismatch_names_both_versions() {
         m => panic!("{m:?}"),
     }
     srv.shutdown();
+    // A version-3 client (no nonce in its hello, authenticated one way
+    // only), to a server with a token and to one without.
+    for token in [Some(T), None] {
+        let srv = server(token);
+        let mut s = TcpStream::connect(srv.local_addr()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let body = br#"{"type":"hello","version":3,"software":"benchsuite 0.1.0"}"#;
+        let mut f = MAGIC.to_vec();
+        f.extend((body.len() as u32).to_be_bytes());
+        f.extend(body);
+        s.write_all(&f).unwrap();
+        match reply(&mut s, true) {
+            Message::Error { code, message, .. } => {
+                assert_eq!(code, ErrorCode::Version);
+                assert!(
+                    message.contains("version 3,") && message.contains("version 4"),
+                    "{message}"
+                );
+            }
+            m => panic!("{m:?}"),
+        }
+        srv.shutdown();
+    }
 
-    // The client side: a server of another version.
-    for answer in [
-        Message::Error {
-            code: ErrorCode::Version,
-            message: "client speaks 1, server speaks 9".into(),
-            version: 9,
-        },
-        Message::Welcome {
-            version: 9,
-            software: "benchsuite 9".into(),
-            max_streams: 1,
-        },
+    // The client side: a server of another version, an older one (3: it
+    // refuses this client's hello naming its version) or a newer one.
+    for (theirs, answer) in [
+        (
+            3,
+            Message::Error {
+                code: ErrorCode::Version,
+                message: "the client speaks benchsuite-net protocol version 4, this server speaks version 3".into(),
+                version: 3,
+            },
+        ),
+        (
+            9,
+            Message::Error {
+                code: ErrorCode::Version,
+                message: "client speaks 1, server speaks 9".into(),
+                version: 9,
+            },
+        ),
+        (
+            9,
+            Message::Welcome {
+                version: 9,
+                software: "benchsuite 9".into(),
+                max_streams: 1,
+                proof: None,
+            },
+        ),
     ] {
         let fake = fake_server(move |mut s| {
             let mut buf = [0u8; 512];
@@ -547,7 +641,9 @@ fn a_version_mismatch_names_both_versions() {
         });
         let e = failure("net.connect", &[("peer", &fake.to_string())]);
         assert!(
-            e.contains("version 9") && e.contains(&format!("version {PROTOCOL_VERSION}")),
+            e.contains(&format!("speaks benchsuite-net protocol version {theirs}"))
+                && e.contains(&format!("this client speaks version {PROTOCOL_VERSION}"))
+                && e.contains("run the same benchsuite version on both hosts"),
             "{e}"
         );
     }
@@ -993,4 +1089,81 @@ fn a_client_refuses_a_token_too_short_for_any_server() {
         "{e}"
     );
     assert!(l.accept().is_err(), "the client connected with it");
+}
+
+/// A fake server that takes any answer to its challenge: it writes
+/// `welcome` (raw JSON, with `"version"` set to ours) after the client's
+/// answer, or at once when `challenge` is false. `proof` is what it puts
+/// in the welcome's `proof`: nothing, a fixed value, or (`"echo"`) the
+/// client's own MAC sent back. It serves every connection (a client that
+/// believes it goes on to measure), each on a thread of its own.
+fn impostor(challenge: bool, proof: Option<&'static str>) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            std::thread::spawn(move || impostor_answers(s, challenge, proof));
+        }
+    });
+    addr
+}
+
+fn impostor_answers(mut s: TcpStream, challenge: bool, proof: Option<&'static str>) {
+    {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut magic = [0u8; 4];
+        if proto::read_exact_by(&mut s, &mut magic, deadline).is_err()
+            || proto::read_frame_blocking(&mut s, deadline).is_err()
+        {
+            return;
+        }
+        let mut out = MAGIC.to_vec();
+        let mut mac = String::new();
+        if challenge {
+            out.extend(proto::encode(&Message::Challenge {
+                nonce: proto::to_hex(&[3u8; NONCE_LEN]),
+            }));
+            let _ = s.write_all(&out);
+            out.clear();
+            if let Ok(Message::Auth { mac: m }) = proto::read_frame_blocking(&mut s, deadline) {
+                mac = m;
+            }
+        }
+        let proof = match proof {
+            None => String::new(),
+            Some("echo") => format!(r#","proof":"{mac}""#),
+            Some(p) => format!(r#","proof":"{p}""#),
+        };
+        let body = format!(
+            r#"{{"type":"welcome","version":{PROTOCOL_VERSION},"software":"impostor","max_streams":128{proof}}}"#
+        );
+        out.extend((body.len() as u32).to_be_bytes());
+        out.extend(body.as_bytes());
+        let _ = s.write_all(&out);
+        // Whatever the client sends next (a start, a bye) goes unanswered.
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        let _ = s.read_to_end(&mut Vec::new());
+    }
+}
+
+#[test]
+fn a_server_that_does_not_prove_the_token_is_refused_by_the_client() {
+    let token = "the-clients-token-0123";
+    let zeros: &'static str = Box::leak("0".repeat(64).into_boxed_str());
+    for (challenge, proof) in [
+        (true, None),
+        (true, Some(zeros)),
+        (true, Some("echo")),
+        (false, None),
+    ] {
+        let fake = impostor(challenge, proof);
+        let e = failure(
+            "net.connect",
+            &[("peer", &fake.to_string()), ("token", token)],
+        );
+        assert!(
+            e.contains("did not prove that it knows the token"),
+            "challenge {challenge}, proof {proof:?}: {e}"
+        );
+    }
 }

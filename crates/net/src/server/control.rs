@@ -163,8 +163,13 @@ async fn handshake_frame(sock: &mut TcpStream) -> io::Result<Vec<u8>> {
 
 /// How a connection's handshake ended.
 enum Handshake {
-    /// An authenticated control connection; whether our magic is sent.
-    Control { magic_sent: bool },
+    /// An authenticated control connection: whether our magic is sent,
+    /// and the proof that we know the token, for the welcome (none
+    /// without a token).
+    Control {
+        magic_sent: bool,
+        proof: Option<String>,
+    },
     /// A data connection's attach, to a test that exists and is its
     /// host's.
     Attach { session: Arc<Session>, role: Role },
@@ -224,7 +229,9 @@ async fn connection(
     };
     drop(pending);
     match outcome {
-        Handshake::Control { magic_sent } => control(shared, sock, peer, stop, magic_sent).await,
+        Handshake::Control { magic_sent, proof } => {
+            control(shared, sock, peer, stop, magic_sent, proof).await
+        }
         Handshake::Attach { session, role } => attach(shared, sock, peer, session, role).await,
         Handshake::Done => {}
     }
@@ -260,8 +267,12 @@ async fn handshake(
         Err(e) => return Err(e.to_string()),
     };
     let first = proto::decode_body(&body).map_err(|e| (e.to_string(), proto::version_of(&body)));
-    let software_raw = match first {
-        Ok(Message::Hello { version, software }) => {
+    let (software_raw, client_nonce) = match first {
+        Ok(Message::Hello {
+            version,
+            software,
+            nonce,
+        }) => {
             if version != PROTOCOL_VERSION {
                 let msg = version_mismatch(u64::from(version));
                 shared.log_refusal(format_args!(
@@ -271,7 +282,7 @@ async fn handshake(
                 refuse_in_place(sock, ErrorCode::Version, &msg, false).await;
                 return Ok(Handshake::Done);
             }
-            software
+            (software, nonce)
         }
         Ok(Message::Attach { session, role }) => {
             return Ok(match find_test(shared, sock, peer, session).await {
@@ -306,11 +317,22 @@ async fn handshake(
         }
     };
     let Some(token) = &shared.cfg.token else {
-        return Ok(Handshake::Control { magic_sent: false });
+        return Ok(Handshake::Control {
+            magic_sent: false,
+            proof: None,
+        });
     };
     // The client's own words: escaped and cut short before they reach
     // the server's log (a terminal escape, 4 KiB of text).
     let software = printable(&software_raw);
+    let Some(client_nonce) = proto::nonce_from_hex(&client_nonce) else {
+        let msg = format!(
+            "the hello's nonce must be {NONCE_LEN} random bytes in hex (protocol version {PROTOCOL_VERSION})"
+        );
+        shared.log_refusal(format_args!("{peer} ({software}): refused: {msg}"));
+        refuse_in_place(sock, ErrorCode::BadRequest, &msg, false).await;
+        return Ok(Handshake::Done);
+    };
     let mut nonce = [0u8; NONCE_LEN];
     if let Err(e) = crate::sys::random_bytes(&mut nonce) {
         shared.log(format_args!("{peer}: cannot make a nonce: {e}"));
@@ -353,7 +375,7 @@ async fn handshake(
         refuse_in_place(sock, ErrorCode::Auth, &msg, true).await;
         return Ok(Handshake::Done);
     }
-    let expected = proto::auth_mac(token.as_bytes(), &nonce, &software_raw);
+    let expected = proto::client_mac(token.as_bytes(), &nonce, &client_nonce, &software_raw);
     let ok = match proto::decode_body(&body) {
         Ok(Message::Auth { mac }) => {
             proto::from_hex(&mac).is_some_and(|given| proto::constant_time_eq(&given, &expected))
@@ -372,7 +394,13 @@ async fn handshake(
         return Ok(Handshake::Done);
     }
     shared.gate.succeeded(peer.ip());
-    Ok(Handshake::Control { magic_sent: true })
+    // Only now, to a client that proved it knows the token: a client that
+    // merely reaches the server gets nothing to test guesses against.
+    let proof = proto::server_proof(token.as_bytes(), &nonce, &client_nonce, &software_raw);
+    Ok(Handshake::Control {
+        magic_sent: true,
+        proof: Some(proto::to_hex(&proof)),
+    })
 }
 
 /// The test a data connection's attach names, or `None` (answered and
@@ -591,6 +619,7 @@ async fn control(
     peer: SocketAddr,
     mut stop: watch::Receiver<bool>,
     magic_sent: bool,
+    proof: Option<String>,
 ) {
     let mut welcome = if magic_sent {
         Vec::new()
@@ -601,6 +630,7 @@ async fn control(
         version: PROTOCOL_VERSION,
         software: software(),
         max_streams: MAX_STREAMS,
+        proof,
     }));
     if tokio::time::timeout(IO_TIMEOUT, sock.write_all(&welcome))
         .await
