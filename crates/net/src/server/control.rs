@@ -1,11 +1,12 @@
 //! The control side of the server, on the tokio runtime: the accept loop
 //! (the connection limit and the per-address gate of [`super::gate`]), a
 //! connection's handshake (hello with the version check, then the
-//! challenge and response when the server has a token; or a data
-//! connection's attach, handed to [`super::data`]), and the control
-//! conversation of one client (start, `udp_batch`, stop, bye) with its
-//! timeouts. Everything here is async and speaks [`crate::proto`] frames;
-//! the blocking data path lives elsewhere.
+//! challenge, the client's response and the server's proof when the
+//! server has a token; or a data connection's attach, whose test is found
+//! here — a wrong id is a failed authentication — before it is handed to
+//! [`super::data`]), and the control conversation of one client (start,
+//! `udp_batch`, stop, bye) with its timeouts. Everything here is async and
+//! speaks [`crate::proto`] frames; the blocking data path lives elsewhere.
 
 use std::io;
 use std::net::SocketAddr;

@@ -378,14 +378,6 @@ impl Server {
         })
     }
 
-    /// The limits it runs with: its configuration's, or fewer where this
-    /// process's limit of open files could not hold them
-    /// ([`ServerConfig::fit_open_files`]).
-    pub fn limits(&self) -> (usize, usize, usize) {
-        let c = &self.shared.cfg;
-        (c.max_connections, c.max_per_address, c.max_data_threads)
-    }
-
     /// The address it listens on (with the real port when bound to port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
