@@ -635,7 +635,7 @@ fn the_token_from_env_or_file_reaches_no_output_and_the_flag_is_warned_about() {
             "json",
         ])
         .args(FAST)
-        .env("BENCHSUITE_TOKEN", "not-it")
+        .env("BENCHSUITE_TOKEN", "not-it-not-it-not-it")
         .output()
         .unwrap();
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -734,6 +734,18 @@ fn serve_requires_a_token_unless_no_auth_on_loopback() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("without a token"), "{}", stderr(&o));
+    // A token shorter than 16 characters is refused, saying why.
+    let o = bin()
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env("BENCHSUITE_TOKEN", "short-token")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("11 characters") && e.contains("at least 16") && e.contains("offline"),
+        "{e}"
+    );
     // --no-auth on loopback: clients need nothing, and one round trip.
     let srv = serve(&["--no-auth"], &[("BENCHSUITE_TOKEN", "ignored-here")]);
     let log = srv.log.lock().unwrap().clone();

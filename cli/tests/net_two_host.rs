@@ -198,7 +198,13 @@ fn serve_and_run_across_two_network_namespaces() {
 
     let mut server = in_ns(
         &ns.server_ns,
-        &["serve", "--bind", "10.203.0.1:5301", "--token", "two-hosts"],
+        &[
+            "serve",
+            "--bind",
+            "10.203.0.1:5301",
+            "--token",
+            "two-hosts-token-0123",
+        ],
     )
     .stderr(Stdio::piped())
     .spawn()
@@ -229,7 +235,7 @@ fn serve_and_run_across_two_network_namespaces() {
         "run",
         "net.tcp_throughput",
         "--token",
-        "two-hosts",
+        "two-hosts-token-0123",
         "--block",
         "64K",
     ];
@@ -261,7 +267,7 @@ fn serve_and_run_across_two_network_namespaces() {
         ("net.latency", vec!["--param", "proto=tcp,udp"]),
         ("net.connect", vec![]),
     ] {
-        let mut args = vec!["run", bench, "--token", "two-hosts"];
+        let mut args = vec!["run", bench, "--token", "two-hosts-token-0123"];
         args.extend(peer);
         args.extend(extra);
         args.extend(FAST);
@@ -297,7 +303,7 @@ fn serve_and_run_across_two_network_namespaces() {
     assert_eq!(v["host"]["extra"]["net"]["path"], "loopback");
 
     // A wrong token: the client's record says so, and so does the server.
-    let mut args = vec!["run", "net.connect", "--token", "guess"];
+    let mut args = vec!["run", "net.connect", "--token", "guess-guess-guess-guess"];
     args.extend(peer);
     args.extend(FAST);
     let (_, v) = run_json(&ns.client_ns, &args);

@@ -14,6 +14,18 @@
 //! the legitimate client on 127.0.0.1; one case shows that it does apply
 //! to the hostile address, one that the per-address cap does.
 //!
+//! A second soak keeps up a *sustained* flood from one address (about
+//! 2000 connections a second for 8 s, each an attach naming a test that
+//! does not exist, held open while the server's refusal lingers) while
+//! legitimate runs measure; their median must stay within 2× the quiet
+//! median, and the server's descriptors and threads return to where they
+//! started. A third runs the server with a limit of 256 open files and
+//! holds 400 idle connections open against it: it must raise a lower soft
+//! limit to the hard one, fit its own limits to 256, never fail an accept,
+//! and let legitimate runs in. The soaks that time a legitimate run run
+//! one at a time (so does the test of a peer killed mid-measurement,
+//! whose streaming would load the machine under them).
+//!
 //! Linux only (it reads /proc and binds source addresses in 127/8);
 //! elsewhere it is skipped with the reason printed.
 
@@ -45,6 +57,28 @@ const HOSTILE_MIN: usize = 1200;
 /// Worker threads making hostile connections.
 const WORKERS: usize = 8;
 
+/// The soaks that time a legitimate run run one at a time: one's hostile
+/// load would slow the other's quiet measurement.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Why a soak cannot run here (it reads /proc and binds source addresses
+/// in 127/8), or `None`.
+fn cannot_soak() -> Option<&'static str> {
+    if !cfg!(target_os = "linux") {
+        return Some("needs Linux (/proc, source addresses in 127/8)");
+    }
+    if benchsuite_net::test_support::connect_from(lo(2), "127.0.0.1:9".parse().unwrap())
+        .is_err_and(|e| e.kind() == std::io::ErrorKind::AddrNotAvailable)
+    {
+        return Some("cannot use 127.0.0.2 as a source address on this machine");
+    }
+    None
+}
+
 /// The server process, killed (by its own handle, so by its PID) and
 /// reaped whatever happens.
 struct Serve {
@@ -62,7 +96,24 @@ impl Drop for Serve {
 
 impl Serve {
     fn start() -> Serve {
-        let mut child = Command::new(BIN)
+        Self::start_with(Command::new(BIN))
+    }
+
+    /// A server whose limit of open files is `soft` (and `hard`, where
+    /// given: it can only be lowered), set by the shell that `exec`s it,
+    /// so its PID is the server's.
+    fn start_limited(soft: u64, hard: Option<u64>) -> Serve {
+        let mut set = format!("ulimit -Sn {soft}");
+        if let Some(h) = hard {
+            set.push_str(&format!(" && ulimit -Hn {h}"));
+        }
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", &format!("{set} && exec \"$0\" \"$@\""), BIN]);
+        Self::start_with(cmd)
+    }
+
+    fn start_with(mut cmd: Command) -> Serve {
+        let mut child = cmd
             .args(["serve", "--bind", "127.0.0.1:0"])
             .env("BENCHSUITE_TOKEN", TOKEN)
             .stdin(Stdio::null())
@@ -205,10 +256,14 @@ fn framed(msg: &Message) -> Vec<u8> {
     f
 }
 
+/// The nonce of the soak's raw hellos.
+const CLIENT_NONCE: [u8; proto::NONCE_LEN] = [0x5a; proto::NONCE_LEN];
+
 fn hello(software: &str) -> Vec<u8> {
     framed(&Message::Hello {
         version: PROTOCOL_VERSION,
         software: software.into(),
+        nonce: proto::to_hex(&CLIENT_NONCE),
     })
 }
 
@@ -230,7 +285,7 @@ fn authenticate(from: IpAddr, addr: SocketAddr, token: &str) -> (TcpStream, Opti
     s.write_all(&hello("soak")).unwrap();
     match first_reply(&mut s) {
         Some(Message::Challenge { nonce }) => {
-            let auth = proto::answer_challenge(token, &nonce, "soak").unwrap();
+            let auth = proto::answer_challenge(token, &nonce, &CLIENT_NONCE, "soak").unwrap();
             proto::write_frame(&mut s, &auth).unwrap();
             let v =
                 proto::read_frame_blocking(&mut s, Instant::now() + Duration::from_secs(3)).ok();
@@ -349,7 +404,8 @@ fn hostile(
             match first_reply(&mut s) {
                 Some(Message::Challenge { nonce }) => {
                     let guess = format!("guess-{}", rng.next());
-                    let auth = proto::answer_challenge(&guess, &nonce, "guesser").unwrap();
+                    let auth =
+                        proto::answer_challenge(&guess, &nonce, &CLIENT_NONCE, "guesser").unwrap();
                     let _ = proto::write_frame(&mut s, &auth);
                     let v =
                         proto::read_frame_blocking(&mut s, Instant::now() + Duration::from_secs(3))
@@ -476,16 +532,11 @@ fn forge_udp(addr: SocketAddr) -> (usize, String) {
 
 #[test]
 fn a_real_serve_process_shrugs_off_a_hostile_storm() {
-    if !cfg!(target_os = "linux") {
-        eprintln!("skipped: needs Linux (/proc, source addresses in 127/8)");
+    if let Some(why) = cannot_soak() {
+        eprintln!("skipped: {why}");
         return;
     }
-    if benchsuite_net::test_support::connect_from(lo(2), "127.0.0.1:9".parse().unwrap())
-        .is_err_and(|e| e.kind() == std::io::ErrorKind::AddrNotAvailable)
-    {
-        eprintln!("skipped: cannot use 127.0.0.2 as a source address on this machine");
-        return;
-    }
+    let _serial = serial();
     let test_start = Instant::now();
     let server = Serve::start();
     let (addr, pid) = (server.addr, server.pid());
@@ -728,6 +779,9 @@ fn a_real_serve_process_shrugs_off_a_hostile_storm() {
 /// panics, and the report (with the failed record) is still written.
 #[test]
 fn a_peer_killed_mid_measurement_fails_the_record_promptly() {
+    // Its 3 s of streaming would load the machine under another soak's
+    // timings.
+    let _serial = serial();
     let mut server = Serve::start();
     let addr = server.addr;
     let dir = std::env::temp_dir().join(format!("bs-vanish-{}", std::process::id()));
@@ -794,4 +848,428 @@ fn a_peer_killed_mid_measurement_fails_the_record_promptly() {
     assert!(!reason.is_empty(), "{rec}");
     eprintln!("its record: failed: {reason}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The sustained flood's source: one address, as one attacker has.
+const FLOOD_FROM: u8 = 3;
+
+/// Connections a second the flood aims at, over all its workers: about
+/// what it takes to keep 512 connections busy when each refusal lingers
+/// 250 ms.
+const FLOOD_RATE: f64 = 2000.0;
+
+/// Threads making the flood's connections.
+const FLOOD_WORKERS: usize = 4;
+
+/// How long a flood connection stays open after its attach (the server's
+/// refusal lingers while it does, up to 250 ms).
+const FLOOD_HOLD: Duration = Duration::from_millis(300);
+
+/// How long the flood goes on (legitimate runs are measured from its
+/// first second on, until it ends).
+const FLOOD_TIME: Duration = Duration::from_secs(8);
+
+/// Bounds on the flood, whatever happens: connections and seconds.
+const FLOOD_MAX: usize = 40_000;
+const FLOOD_MAX_TIME: Duration = Duration::from_secs(15);
+
+/// What one flood connection heard, read without blocking when it is
+/// closed: the server's answer, or how the connection ended.
+fn flood_outcome(s: &TcpStream) -> String {
+    let _ = s.set_nonblocking(true);
+    let mut buf = [0u8; 512];
+    let mut s = s;
+    match s.read(&mut buf) {
+        Ok(0) => "closed unanswered".into(),
+        Ok(n) if n >= 8 && buf[..4] == MAGIC => {
+            let m = proto::read_frame_blocking(&mut &buf[4..n], Instant::now() + FLOOD_HOLD).ok();
+            match &m {
+                Some(Message::Error {
+                    code: ErrorCode::BadRequest,
+                    message,
+                    ..
+                }) if message.starts_with("no such test") => "no such test".into(),
+                _ => code_of(&m),
+            }
+        }
+        Ok(_) => "answered garbage".into(),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => "no answer yet".into(),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => "reset".into(),
+        Err(e) => format!("error: {}", e.kind()),
+    }
+}
+
+/// One flood worker: attaches naming random tests that do not exist, from
+/// `from`, at `rate` a second, each held open [`FLOOD_HOLD`], until `stop`
+/// (or the bounds). Returns the connections it made.
+fn flood_worker(
+    addr: SocketAddr,
+    from: IpAddr,
+    rate: f64,
+    seed: u64,
+    stop: &AtomicBool,
+    tally: &Tally,
+) -> usize {
+    let mut rng = Rng(seed);
+    let mut held: std::collections::VecDeque<(TcpStream, Instant)> =
+        std::collections::VecDeque::new();
+    let start = Instant::now();
+    let mut n = 0usize;
+    while !stop.load(Ordering::Relaxed)
+        && n < FLOOD_MAX / FLOOD_WORKERS
+        && start.elapsed() < FLOOD_MAX_TIME
+    {
+        let due = start + Duration::from_secs_f64(n as f64 / rate);
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep(due - now);
+        }
+        while held.front().is_some_and(|(_, t)| t.elapsed() >= FLOOD_HOLD) {
+            let (s, _) = held.pop_front().unwrap();
+            tally.reply(flood_outcome(&s));
+        }
+        n += 1;
+        tally.tried.fetch_add(1, Ordering::Relaxed);
+        let Ok(mut s) = benchsuite_net::test_support::connect_from(from, addr) else {
+            tally.reply("connect failed".into());
+            continue;
+        };
+        let _ = s.write_all(&framed(&Message::Attach {
+            session: rng.next(),
+            role: Role::Sink,
+        }));
+        held.push_back((s, Instant::now()));
+    }
+    for (s, t) in held {
+        std::thread::sleep(FLOOD_HOLD.saturating_sub(t.elapsed()));
+        tally.reply(flood_outcome(&s));
+    }
+    n
+}
+
+/// The highest (fds, threads, VmRSS KiB) of `pid` seen until `stop`,
+/// sampled every 20 ms.
+fn watch_peaks(pid: u32, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<(usize, usize, u64)> {
+    std::thread::spawn(move || {
+        let mut peak = (0, 0, 0);
+        while !stop.load(Ordering::Relaxed) {
+            let (fds, threads, _, rss) = proc_stats(pid);
+            peak = (peak.0.max(fds), peak.1.max(threads), peak.2.max(rss));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        peak
+    })
+}
+
+/// A sustained flood of attaches naming tests that do not exist, from one
+/// address, at about [`FLOOD_RATE`] connections a second, each held open
+/// while the server's refusal lingers — enough, were each one to hold a
+/// connection slot that cannot be evicted, to keep the server's 512 slots
+/// full. An unknown attach is a failed authentication: the address is
+/// backed off after the first, and almost all of the flood is refused
+/// before a byte is read. A legitimate `run --peer` from 127.0.0.1 must
+/// finish within 2× its quiet time while the flood goes on, and the
+/// server's descriptors and threads must return to their starting counts.
+#[test]
+fn a_sustained_unknown_attach_flood_keeps_no_one_out() {
+    if let Some(why) = cannot_soak() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _serial = serial();
+    let test_start = Instant::now();
+    let server = Serve::start();
+    let (addr, pid) = (server.addr, server.pid());
+    std::thread::sleep(Duration::from_millis(300));
+    let before = proc_stats(pid);
+
+    // Quiet: five legitimate runs; the median is the quiet time.
+    let mut quiet: Vec<Duration> = (0..5).map(|_| legit_run(addr)).collect();
+    quiet.sort();
+    let quiet_time = quiet[2];
+
+    let tally = Arc::new(Tally::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let peaks = watch_peaks(pid, stop.clone());
+    let flood_start = Instant::now();
+    let workers: Vec<_> = (0..FLOOD_WORKERS)
+        .map(|w| {
+            let (tally, stop) = (tally.clone(), stop.clone());
+            std::thread::spawn(move || {
+                flood_worker(
+                    addr,
+                    lo(FLOOD_FROM),
+                    FLOOD_RATE / FLOOD_WORKERS as f64,
+                    0xf1_00d0 + w as u64,
+                    &stop,
+                    &tally,
+                )
+            })
+        })
+        .collect();
+    // Let the flood build up, then measure in the thick of it, run after
+    // run until it ends (three runs at least).
+    std::thread::sleep(Duration::from_secs(1));
+    let mut flood_runs = Vec::new();
+    while flood_runs.len() < 3 || flood_start.elapsed() < FLOOD_TIME {
+        flood_runs.push(legit_run(addr));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let made: usize = workers.into_iter().map(|w| w.join().unwrap()).sum();
+    let flood_time = flood_start.elapsed();
+    let during = peaks.join().unwrap();
+
+    let t = Instant::now();
+    let mut after = proc_stats(pid);
+    while (after.0 > before.0 || after.1 > before.1) && t.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(100));
+        after = proc_stats(pid);
+    }
+    let settle = t.elapsed();
+    let replies = tally.replies.lock().unwrap().clone();
+    let guesses = replies.get("no such test").copied().unwrap_or(0);
+
+    eprintln!("attach flood: server pid {pid} on {addr}");
+    eprintln!(
+        "attach flood: {made} connections from {} in {:.1} s ({:.0}/s, aimed at {FLOOD_RATE:.0}/s), each held {} ms",
+        lo(FLOOD_FROM),
+        flood_time.as_secs_f64(),
+        made as f64 / flood_time.as_secs_f64(),
+        FLOOD_HOLD.as_millis()
+    );
+    eprintln!("attach flood: what they heard: {replies:?}");
+    let mut sorted = flood_runs.clone();
+    sorted.sort();
+    eprintln!(
+        "attach flood: legit `run net.tcp_throughput --peer`: quiet {:?} (median {:.3} s), under the flood {:?} (median {:.3} s)",
+        quiet
+            .iter()
+            .map(|d| format!("{:.3} s", d.as_secs_f64()))
+            .collect::<Vec<_>>(),
+        quiet_time.as_secs_f64(),
+        flood_runs
+            .iter()
+            .map(|d| format!("{:.3} s", d.as_secs_f64()))
+            .collect::<Vec<_>>(),
+        sorted[sorted.len() / 2].as_secs_f64()
+    );
+    eprintln!(
+        "attach flood: server fds {} before, {} at most during, {} after ({:.1} s to settle); threads {} / {} / {}; VmRSS {} KiB / {} KiB / {} KiB; peak RSS (VmHWM) {} KiB",
+        before.0,
+        during.0,
+        after.0,
+        settle.as_secs_f64(),
+        before.1,
+        during.1,
+        after.1,
+        before.3,
+        during.2,
+        after.3,
+        after.2
+    );
+    eprintln!(
+        "attach flood: whole test {:.1} s",
+        test_start.elapsed().as_secs_f64()
+    );
+
+    let mut sorted = flood_runs.clone();
+    sorted.sort();
+    let flood_median = sorted[sorted.len() / 2];
+    assert!(
+        flood_median <= quiet_time * 2,
+        "legit runs under the flood took {flood_median:?} (median), more than 2 × their quiet {quiet_time:?}"
+    );
+    // Each guess the server looked up earned a back-off that refuses the
+    // next connections unread: a handful of lookups in all (the back-off
+    // doubles), never one per connection.
+    assert!(
+        guesses <= 64,
+        "{guesses} attaches were looked up: the flood was not backed off ({replies:?})"
+    );
+    assert!(
+        replies.get("Auth (backed off)").copied().unwrap_or(0) > made / 2,
+        "the flood was not refused as backed off: {replies:?}"
+    );
+    assert_eq!(
+        after.0, before.0,
+        "server file descriptors: {} before",
+        before.0
+    );
+    assert_eq!(after.1, before.1, "server threads: {} before", before.1);
+    assert!(
+        after.2 <= PEAK_RSS_BOUND_KIB,
+        "peak RSS {} KiB above the bound",
+        after.2
+    );
+    drop(server);
+}
+
+/// The limit of open files the server gets in the descriptor soak.
+const FD_LIMIT: u64 = 256;
+
+/// Idle connections the descriptor soak keeps open: more than the server
+/// could hold at [`FD_LIMIT`].
+const IDLE_HELD: usize = 400;
+
+/// The "Max open files" soft and hard limits of a process, as
+/// /proc/PID/limits shows them (a number or "unlimited").
+fn fd_limits(pid: &str) -> (String, String) {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap_or_default();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap_or_default();
+    let f: Vec<&str> = line.split_whitespace().collect();
+    (
+        f.get(3).unwrap_or(&"?").to_string(),
+        f.get(4).unwrap_or(&"?").to_string(),
+    )
+}
+
+/// `benchsuite serve` raises its soft limit of open files to the hard one,
+/// and where even the hard one is low (256 here) fits its limits to it:
+/// with 400 idle connections held open from 50 addresses and more coming
+/// (each one the server takes a descriptor for), it never runs out of
+/// descriptors (no failed accept in its log) and legitimate runs get in
+/// and finish within 2× their quiet time, as a full server evicts the
+/// oldest connection awaiting authentication for them.
+#[test]
+fn serve_under_a_256_file_limit_keeps_serving() {
+    if let Some(why) = cannot_soak() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _serial = serial();
+    let test_start = Instant::now();
+    // A soft limit below the hard one is raised.
+    let (_, hard) = fd_limits("self");
+    match hard.parse::<u64>() {
+        Ok(h) if h <= FD_LIMIT => {
+            eprintln!("fd soak: the raise is not checked: this process's hard limit is {h}")
+        }
+        _ => {
+            let srv = Serve::start_limited(FD_LIMIT, None);
+            let (soft, hard) = fd_limits(&srv.pid().to_string());
+            eprintln!("fd soak: started with soft limit {FD_LIMIT}: now soft {soft}, hard {hard}");
+            assert_eq!(
+                soft, hard,
+                "serve did not raise its soft limit to the hard one"
+            );
+        }
+    }
+
+    // Both limits at 256.
+    let server = Serve::start_limited(FD_LIMIT, Some(FD_LIMIT));
+    let (addr, pid) = (server.addr, server.pid());
+    std::thread::sleep(Duration::from_millis(300));
+    let limits = fd_limits(&pid.to_string());
+    assert_eq!(
+        limits,
+        (FD_LIMIT.to_string(), FD_LIMIT.to_string()),
+        "the server's limit of open files"
+    );
+    let before = proc_stats(pid);
+    let mut quiet: Vec<Duration> = (0..3).map(|_| legit_run(addr)).collect();
+    quiet.sort();
+    let quiet_time = quiet[1];
+
+    // Idle connections from 127.0.0.10-59, renewed all the time: the
+    // oldest is closed once IDLE_HELD are open, 200 new ones a second.
+    let stop = Arc::new(AtomicBool::new(false));
+    let peaks = watch_peaks(pid, stop.clone());
+    let opened = Arc::new(AtomicUsize::new(0));
+    let churn = {
+        let (stop, opened) = (stop.clone(), opened.clone());
+        std::thread::spawn(move || {
+            let mut held = std::collections::VecDeque::new();
+            let mut i = 0usize;
+            let start = Instant::now();
+            while !stop.load(Ordering::Relaxed) && start.elapsed() < Duration::from_secs(20) {
+                if let Some(s) = connect_from(lo(10 + (i % 50) as u8), addr) {
+                    held.push_back(s);
+                    opened.fetch_add(1, Ordering::Relaxed);
+                }
+                if held.len() > IDLE_HELD {
+                    held.pop_front();
+                }
+                i += 1;
+                if i >= IDLE_HELD {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+            held.len()
+        })
+    };
+    while opened.load(Ordering::Relaxed) < IDLE_HELD {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut held_runs: Vec<Duration> = (0..3).map(|_| legit_run(addr)).collect();
+    stop.store(true, Ordering::Relaxed);
+    let still_held = churn.join().unwrap();
+    let during = peaks.join().unwrap();
+    let opened = opened.load(Ordering::Relaxed);
+
+    let t = Instant::now();
+    let mut after = proc_stats(pid);
+    while (after.0 > before.0 || after.1 > before.1) && t.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(100));
+        after = proc_stats(pid);
+    }
+    let log = server.log.lock().unwrap().clone();
+    let failed_accepts = log.iter().filter(|l| l.contains("accept failed")).count();
+    let note = log
+        .iter()
+        .find(|l| l.contains("note: this process may open"));
+
+    eprintln!("fd soak: server pid {pid} on {addr}, open files limit {limits:?}");
+    eprintln!("fd soak: its note: {note:?}");
+    eprintln!(
+        "fd soak: {opened} idle connections opened, {IDLE_HELD} held at a time ({still_held} at the end)"
+    );
+    held_runs.sort();
+    eprintln!(
+        "fd soak: legit `run net.tcp_throughput --peer`: quiet {:?}, with the idle connections {:?}",
+        quiet
+            .iter()
+            .map(|d| format!("{:.3} s", d.as_secs_f64()))
+            .collect::<Vec<_>>(),
+        held_runs
+            .iter()
+            .map(|d| format!("{:.3} s", d.as_secs_f64()))
+            .collect::<Vec<_>>()
+    );
+    eprintln!(
+        "fd soak: server fds {} before, {} at most during, {} after; threads {} / {} / {}; failed accepts logged: {failed_accepts}; whole test {:.1} s",
+        before.0,
+        during.0,
+        after.0,
+        before.1,
+        during.1,
+        after.1,
+        test_start.elapsed().as_secs_f64()
+    );
+
+    assert_eq!(
+        failed_accepts,
+        0,
+        "the server ran out of descriptors: {:?}",
+        log.iter()
+            .filter(|l| l.contains("accept failed"))
+            .take(3)
+            .collect::<Vec<_>>()
+    );
+    assert!(note.is_some(), "no note on the limits it cut: {log:?}");
+    assert!(
+        held_runs[1] <= quiet_time * 2,
+        "legit runs took {held_runs:?} (median {:?}), more than 2 × their quiet {quiet_time:?}",
+        held_runs[1]
+    );
+    assert!(during.0 as u64 <= FD_LIMIT);
+    assert_eq!(
+        after.0, before.0,
+        "server file descriptors: {} before",
+        before.0
+    );
+    assert_eq!(after.1, before.1, "server threads: {} before", before.1);
+    drop(server);
 }

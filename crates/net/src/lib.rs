@@ -17,9 +17,10 @@
 //!
 //! `--peer HOST:PORT` (option `peer`; port 5301 when left out) names a
 //! `benchsuite serve`; its token (option `token`: `BENCHSUITE_TOKEN`,
-//! `--token-file PATH` or `--token T`) answers the server's challenge —
-//! an HMAC-SHA256 of a fresh server nonce, so the token itself never
-//! crosses the network (see [`proto`]). Without `--peer`, each record
+//! `--token-file PATH` or `--token T`; at least 16 characters) answers the
+//! server's challenge, and the server proves it knows the token too — an
+//! HMAC-SHA256 each way over fresh nonces of both sides, so the token
+//! itself never crosses the network (see [`proto`]). Without `--peer`, each record
 //! starts an in-process server on `127.0.0.1:0` in `prepare`, with a
 //! random one-time token only this process knows (another user of the
 //! machine cannot use it), and stops it in `finish` (every thread joined,
@@ -136,7 +137,8 @@
 //! ## `net.connect`
 //!
 //! One trial: TCP connect, the hello, the server's challenge, the
-//! client's answer (an HMAC-SHA256), the server's welcome (so
+//! client's answer (an HMAC-SHA256), the server's welcome and the check of
+//! its proof (another HMAC-SHA256; so
 //! authentication is included: two round trips, as with every
 //! `benchsuite serve` that has a token; one against `--no-auth`), a bye
 //! and close — the classic "connection setup + authentication + teardown"
@@ -205,7 +207,7 @@ use benchsuite_core::{BenchError, Benchmark};
 
 pub use connect::Connect;
 pub use latency::Latency;
-pub use proto::{DEFAULT_PORT, PROTOCOL_VERSION};
+pub use proto::{DEFAULT_PORT, MIN_TOKEN_LEN, PROTOCOL_VERSION};
 pub use server::{Server, ServerConfig, serve};
 pub use tcp::TcpThroughput;
 pub use udp::{UdpThroughput, parse_rate};
@@ -294,6 +296,17 @@ pub enum NetError {
         theirs: u32,
         /// Ours.
         ours: u32,
+    },
+    /// The server did not prove that it knows the token (protocol
+    /// version 4): it is not the server meant, or its token differs.
+    #[error(
+        "the server at {peer} did not prove that it knows the token: {detail}; whoever answers there may be posing as the server (check --peer); nothing was sent to it but the handshake"
+    )]
+    Unproven {
+        /// Who.
+        peer: SocketAddr,
+        /// What it did instead.
+        detail: String,
     },
     /// The server refused (wrong token, a limit, busy).
     #[error("the server at {peer} refused: {message}")]

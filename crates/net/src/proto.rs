@@ -1,7 +1,7 @@
 //! The control protocol between a client (`benchsuite run net ...`) and a
 //! server (`benchsuite serve`, or the in-process one on loopback).
 //!
-//! # Wire format (protocol version 3)
+//! # Wire format (protocol version 4)
 //!
 //! Every TCP connection starts with the 4 bytes [`MAGIC`] (`BSNT`) from each
 //! side, followed by *frames*: a 4-byte big-endian length `n`
@@ -15,13 +15,13 @@
 //!
 //! ```text
 //! client                                   server
-//! Hello {version, software}          →
+//! Hello {version, software, nonce}   →
 //!   server with a token:
-//!                                    ←     Challenge {nonce}                    |  Error {code, message, version}
+//!                                    ←     Challenge {nonce}                           |  Error {code, message, version}
 //! Auth {mac}                         →
-//!                                    ←     Welcome {version, software, limits}  |  Error {auth}
+//!                                    ←     Welcome {version, software, limits, proof}  |  Error {auth}
 //!   server without a token (--no-auth): the hello is answered at once
-//!                                    ←     Welcome ...                          |  Error
+//!                                    ←     Welcome ... (no proof)                      |  Error
 //! Start {spec}                       →
 //!                                    ←     Ready {session, udp_ports}           |  Error
 //!   ... data connections attach, data flows (TCP: see Role), per-batch UdpBatch → UdpStats ...
@@ -31,35 +31,48 @@
 //! Bye                                →     (both close)
 //! ```
 //!
-//! # Authentication: challenge and response
+//! # Authentication: challenge and response, both ways
 //!
-//! The token never travels. A server with a token answers the hello with
-//! [`Message::Challenge`]: a fresh nonce of [`NONCE_LEN`] (32) bytes from
-//! the kernel's secure random generator, in lowercase hex. The client
-//! answers [`Message::Auth`] with, in lowercase hex,
+//! The token never travels, and each side proves that it knows it. The
+//! client's hello carries a fresh nonce `Nc` of [`NONCE_LEN`] (32) bytes; a
+//! server with a token answers with [`Message::Challenge`], its own fresh
+//! nonce `Ns` (both from the kernel's secure random generator, in
+//! lowercase hex). The client answers [`Message::Auth`] with `mac`, and a
+//! server that finds it right sends [`Message::Welcome`] with `proof`
+//! (lowercase hex):
 //!
 //! ```text
-//! mac = HMAC-SHA256(key = token (its UTF-8 bytes),
-//!                   msg = "benchsuite-net v2 auth" || nonce (the 32 raw bytes) || software (the hello's, UTF-8))
+//! mac   = HMAC-SHA256(key = token (its UTF-8 bytes),
+//!                     msg = "benchsuite-net v4 client" || Ns || Nc || software)
+//! proof = HMAC-SHA256(key = token,
+//!                     msg = "benchsuite-net v4 server" || Ns || Nc || software)
 //! ```
 //!
-//! ([`auth_mac`]). The server computes the same and compares in constant
-//! time; on a match it sends `Welcome`, otherwise `Error {code: auth}` and
-//! closes. Someone who records a conversation learns a nonce and a MAC,
-//! not the token, and cannot replay the MAC (the next nonce differs); a
-//! token can still be guessed offline from a recorded pair if it is weak,
-//! so tokens should be long and random. The server does not prove to the
-//! client that it knows the token, and nothing after the handshake is
-//! authenticated or encrypted: see `docs/security.md`.
+//! (the nonces as their 32 raw bytes, `software` the hello's, UTF-8;
+//! [`client_mac`], [`server_proof`]). Each side compares in constant time.
+//! A wrong `mac` is answered `Error {code: auth}` (and backed off), so a
+//! client that merely reaches the server gets nothing to test guessed
+//! tokens against; a client with a token accepts a welcome only with the
+//! right `proof`, before it sends anything else, and refuses a server that
+//! welcomes it without a challenge. Someone who records a conversation
+//! learns nonces and codes, not the token, and cannot replay them (the
+//! next nonces differ). A server posing as the real one gets the client's
+//! `mac` and can test guessed tokens against it offline, as an eavesdropper
+//! can: hence tokens of at least [`MIN_TOKEN_LEN`] characters, long and
+//! random. Nothing after the handshake is authenticated or encrypted: see
+//! `docs/security.md`.
 //!
 //! A server without a token (`benchsuite serve --no-auth`, loopback only)
-//! answers the hello with `Welcome` directly, one round trip as before.
+//! answers the hello with `Welcome` directly, one round trip, without a
+//! proof; only a client without a token accepts that.
 //!
 //! A **data connection** sends `Attach {session, role}` and receives
 //! `Attached` (or `Error`); after that it carries raw bytes, see
 //! [`Role`]. The session id is a random 64-bit number known only to the
 //! control connection that authenticated, and the data connection must
 //! come from that connection's address, so it needs no token of its own.
+//! An id that names no test (or another host's) is a failed
+//! authentication, answered as one and backed off as a wrong MAC is.
 //!
 //! # Limits
 //!
@@ -83,8 +96,10 @@ use serde::{Deserialize, Serialize};
 /// change; peers with different versions refuse each other and both name
 /// the two versions. Version 2 replaced the token in the hello with a
 /// challenge and response; version 3 added continuous TCP streams
-/// ([`STREAM`]: count reports from a sink, a stop byte to a source).
-pub const PROTOCOL_VERSION: u32 = 3;
+/// ([`STREAM`]: count reports from a sink, a stop byte to a source);
+/// version 4 made the authentication mutual (a client nonce in the hello,
+/// a proof in the welcome).
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// The 4 bytes each side sends first on every connection.
 pub const MAGIC: [u8; 4] = *b"BSNT";
@@ -100,10 +115,41 @@ pub const MAX_HANDSHAKE_FRAME: usize = 4 * 1024;
 /// Bytes of the server's authentication nonce.
 pub const NONCE_LEN: usize = 32;
 
-/// What the authentication MAC covers before the nonce (domain
-/// separation: a MAC made with the token for anything else never passes).
-/// It names the authentication scheme, unchanged since protocol version 2.
+/// The shortest token a server takes, and a client sends a MAC of, in
+/// characters. Whoever the client reaches — the real server or one posing
+/// as it — receives one authentication code per connection, and so does
+/// someone recording the handshake; each can be tested offline against
+/// guessed tokens as fast as HMACs compute. A short token falls to that;
+/// 16 characters is the floor (`--rendezvous` has the same), a long random
+/// token (`openssl rand -hex 32`) is the advice.
+pub const MIN_TOKEN_LEN: usize = 16;
+
+/// Why `token` is too short to use ([`MIN_TOKEN_LEN`]), or `None`.
+pub fn token_too_short(token: &str) -> Option<String> {
+    let n = token.chars().count();
+    (n < MIN_TOKEN_LEN).then(|| {
+        format!(
+            "the token has {n} characters; benchsuite-net takes tokens of at least {MIN_TOKEN_LEN}: \
+             each authentication code a server (or whoever poses as one, or records the handshake) gets \
+             can be tested offline against guessed tokens, and a short one falls quickly; \
+             use a long random one, e.g. from `openssl rand -hex 32`"
+        )
+    })
+}
+
+/// What [`auth_mac`] covers before the nonce: protocol versions 2 and 3
+/// authenticated clients with it (domain separation: a MAC made with the
+/// token for anything else never passes). `--rendezvous` derives its keys
+/// with it.
 pub const AUTH_CONTEXT: &[u8] = b"benchsuite-net v2 auth";
+
+/// What a client's [`Message::Auth`] MAC covers first ([`client_mac`]).
+pub const CLIENT_CONTEXT: &[u8] = b"benchsuite-net v4 client";
+
+/// What a server's [`Message::Welcome`] proof covers first
+/// ([`server_proof`]): another context than the client's, so neither
+/// side's code can be sent back as the other's.
+pub const SERVER_CONTEXT: &[u8] = b"benchsuite-net v4 server";
 
 /// The most data streams (TCP connections plus UDP sockets) one test may use.
 pub const MAX_STREAMS: u32 = 128;
@@ -319,6 +365,11 @@ pub enum Message {
         /// Free text, e.g. `benchsuite 0.1.0`; part of the MAC in
         /// [`Message::Auth`].
         software: String,
+        /// The client's [`NONCE_LEN`] random bytes, lowercase hex: part of
+        /// both codes, so the server's proof is fresh for this client.
+        /// (Empty when left out, as in a hello of an older version.)
+        #[serde(default)]
+        nonce: String,
     },
     /// Server → client: the server has a token; prove you know it.
     Challenge {
@@ -327,8 +378,8 @@ pub enum Message {
     },
     /// Client → server: the answer to [`Message::Challenge`].
     Auth {
-        /// [`auth_mac`] of the token, the nonce and the hello's software
-        /// string, lowercase hex (64 digits).
+        /// [`client_mac`] of the token, both nonces and the hello's
+        /// software string, lowercase hex (64 digits).
         mac: String,
     },
     /// Server → client: the hello is accepted.
@@ -339,6 +390,11 @@ pub enum Message {
         software: String,
         /// The server's stream limit.
         max_streams: u32,
+        /// A server with a token: [`server_proof`] of it, both nonces and
+        /// the hello's software string, lowercase hex. Left out by a
+        /// server without a token.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        proof: Option<String>,
     },
     /// Either way: a refusal. The connection is closed after it, except
     /// for `bad_request`/`limit` answers to `Start`.
@@ -397,18 +453,77 @@ pub enum Message {
     Bye,
 }
 
-/// The authentication code a client sends in [`Message::Auth`]:
-/// HMAC-SHA256 keyed with the token over [`AUTH_CONTEXT`], the raw nonce
-/// bytes and the hello's software string.
-pub fn auth_mac(token: &[u8], nonce: &[u8], software: &str) -> [u8; 32] {
+/// HMAC-SHA256 keyed with `key` over `parts`, one after the other.
+fn hmac_sha256(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
     use hmac::{Hmac, Mac};
     // HMAC takes keys of any length (long ones are hashed first).
-    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(token)
+    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(key)
         .unwrap_or_else(|_| unreachable!("HMAC accepts any key length"));
-    mac.update(AUTH_CONTEXT);
-    mac.update(nonce);
-    mac.update(software.as_bytes());
+    for p in parts {
+        mac.update(p);
+    }
     mac.finalize().into_bytes().into()
+}
+
+/// The authentication code of protocol versions 2 and 3: HMAC-SHA256
+/// keyed with the token over [`AUTH_CONTEXT`], the raw nonce bytes and
+/// the hello's software string. Version 4 authenticates with
+/// [`client_mac`] and [`server_proof`]; `--rendezvous` derives its keys
+/// with this one.
+pub fn auth_mac(token: &[u8], nonce: &[u8], software: &str) -> [u8; 32] {
+    hmac_sha256(token, &[AUTH_CONTEXT, nonce, software.as_bytes()])
+}
+
+/// The code a client sends in [`Message::Auth`]: HMAC-SHA256 keyed with
+/// the token over [`CLIENT_CONTEXT`], the server's nonce, the client's
+/// nonce (raw bytes) and the hello's software string.
+pub fn client_mac(
+    token: &[u8],
+    server_nonce: &[u8],
+    client_nonce: &[u8],
+    software: &str,
+) -> [u8; 32] {
+    hmac_sha256(
+        token,
+        &[
+            CLIENT_CONTEXT,
+            server_nonce,
+            client_nonce,
+            software.as_bytes(),
+        ],
+    )
+}
+
+/// The proof a server sends in [`Message::Welcome`]: as [`client_mac`],
+/// over [`SERVER_CONTEXT`].
+pub fn server_proof(
+    token: &[u8],
+    server_nonce: &[u8],
+    client_nonce: &[u8],
+    software: &str,
+) -> [u8; 32] {
+    hmac_sha256(
+        token,
+        &[
+            SERVER_CONTEXT,
+            server_nonce,
+            client_nonce,
+            software.as_bytes(),
+        ],
+    )
+}
+
+/// Whether `proof_hex` is the [`server_proof`] of `token` for these
+/// nonces and software string (compared in constant time).
+pub fn proof_is_right(
+    token: &str,
+    server_nonce: &[u8],
+    client_nonce: &[u8],
+    software: &str,
+    proof_hex: &str,
+) -> bool {
+    let want = server_proof(token.as_bytes(), server_nonce, client_nonce, software);
+    from_hex(proof_hex).is_some_and(|p| constant_time_eq(&p, &want))
 }
 
 /// Compares without an early exit, so the time taken does not tell how
@@ -430,13 +545,30 @@ pub fn random_bytes(n: usize) -> io::Result<Vec<u8>> {
     Ok(b)
 }
 
-/// The [`Message::Auth`] a client with `token` answers a
-/// [`Message::Challenge`] with, or `None` if the nonce is not
-/// [`NONCE_LEN`] bytes of hex.
-pub fn answer_challenge(token: &str, nonce_hex: &str, software: &str) -> Option<Message> {
-    let nonce = from_hex(nonce_hex).filter(|n| n.len() == NONCE_LEN)?;
+/// A nonce in hex as the protocol carries it: its [`NONCE_LEN`] bytes, or
+/// `None` for anything else.
+pub fn nonce_from_hex(hex: &str) -> Option<Vec<u8>> {
+    from_hex(hex).filter(|n| n.len() == NONCE_LEN)
+}
+
+/// The [`Message::Auth`] a client with `token`, which said hello with
+/// `client_nonce` and `software`, answers a [`Message::Challenge`] of
+/// `server_nonce_hex` with; `None` if that is not [`NONCE_LEN`] bytes of
+/// hex.
+pub fn answer_challenge(
+    token: &str,
+    server_nonce_hex: &str,
+    client_nonce: &[u8],
+    software: &str,
+) -> Option<Message> {
+    let server_nonce = nonce_from_hex(server_nonce_hex)?;
     Some(Message::Auth {
-        mac: to_hex(&auth_mac(token.as_bytes(), &nonce, software)),
+        mac: to_hex(&client_mac(
+            token.as_bytes(),
+            &server_nonce,
+            client_nonce,
+            software,
+        )),
     })
 }
 
@@ -642,6 +774,7 @@ mod tests {
             Message::Hello {
                 version: PROTOCOL_VERSION,
                 software: "benchsuite 0.1.0".into(),
+                nonce: to_hex(&[5u8; NONCE_LEN]),
             },
             Message::Challenge {
                 nonce: to_hex(&[7u8; NONCE_LEN]),
@@ -653,6 +786,13 @@ mod tests {
                 version: PROTOCOL_VERSION,
                 software: "x".into(),
                 max_streams: MAX_STREAMS,
+                proof: Some(to_hex(&[6u8; 32])),
+            },
+            Message::Welcome {
+                version: PROTOCOL_VERSION,
+                software: "no token".into(),
+                max_streams: MAX_STREAMS,
+                proof: None,
             },
             Message::Error {
                 code: ErrorCode::Auth,
@@ -798,14 +938,48 @@ mod tests {
         assert_ne!(base, auth_mac(b"tokeN", &nonce, "sw"));
         assert_ne!(base, auth_mac(b"token", &[2u8; NONCE_LEN], "sw"));
         assert_ne!(base, auth_mac(b"token", &nonce, "sw2"));
+    }
+
+    #[test]
+    fn the_v4_codes_are_hmac_sha256_of_context_both_nonces_and_software() {
+        // Known answers, computed independently (Python's hmac module):
+        // hmac.new(b"token", b"benchsuite-net v4 client" + bytes([1] * 32) + bytes([2] * 32) + b"sw", sha256)
+        let (ns, nc) = ([1u8; NONCE_LEN], [2u8; NONCE_LEN]);
+        let mac = client_mac(b"token", &ns, &nc, "sw");
         assert_eq!(
-            answer_challenge("token", &to_hex(&nonce), "sw"),
-            Some(Message::Auth { mac: to_hex(&base) })
+            to_hex(&mac),
+            "deefc56aeb83e45439eeb6acfed4a93b549e7e94663abb5fe2dc36bc53da6d49"
         );
-        assert_eq!(answer_challenge("token", "abc", "sw"), None);
-        assert_eq!(answer_challenge("token", &to_hex(&[1u8; 8]), "sw"), None);
+        // ...and b"benchsuite-net v4 server" for the proof.
+        let proof = server_proof(b"token", &ns, &nc, "sw");
+        assert_eq!(
+            to_hex(&proof),
+            "0d6f37bf72c05125e123d24635d911cbdee805d5e5d16ca430026c2280ffb39d"
+        );
+        // Every input matters, and the two sides' codes differ (neither
+        // can be sent back as the other), as does the older scheme's.
+        assert_ne!(mac, proof);
+        assert_ne!(mac, auth_mac(b"token", &ns, "sw"));
+        assert_ne!(mac, client_mac(b"tokeN", &ns, &nc, "sw"));
+        assert_ne!(mac, client_mac(b"token", &nc, &ns, "sw"));
+        assert_ne!(mac, client_mac(b"token", &ns, &ns, "sw"));
+        assert_ne!(mac, client_mac(b"token", &ns, &nc, "sw2"));
+        assert!(proof_is_right("token", &ns, &nc, "sw", &to_hex(&proof)));
+        assert!(!proof_is_right("token", &ns, &nc, "sw", &to_hex(&mac)));
+        assert!(!proof_is_right("tokeN", &ns, &nc, "sw", &to_hex(&proof)));
+        assert!(!proof_is_right("token", &ns, &nc, "sw", "zz"));
+        assert!(!proof_is_right("token", &ns, &nc, "sw", ""));
+        assert_eq!(
+            answer_challenge("token", &to_hex(&ns), &nc, "sw"),
+            Some(Message::Auth { mac: to_hex(&mac) })
+        );
+        assert_eq!(answer_challenge("token", "abc", &nc, "sw"), None);
+        assert_eq!(
+            answer_challenge("token", &to_hex(&[1u8; 8]), &nc, "sw"),
+            None
+        );
         // The token is nowhere in what goes on the wire.
-        let auth = encode(&answer_challenge("s3cret-token", &to_hex(&nonce), "sw").unwrap());
+        let auth = encode(&answer_challenge("s3cret-token", &to_hex(&ns), &nc, "sw").unwrap());
         assert!(!String::from_utf8_lossy(&auth).contains("s3cret"));
     }
 

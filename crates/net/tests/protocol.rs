@@ -19,6 +19,9 @@ use benchsuite_net::proto::{
 use benchsuite_net::test_support::connect_from;
 use benchsuite_net::{DESCRIPTION, MODULE, Server, ServerConfig, benchmarks};
 
+/// A token long enough for a server (16 characters at least).
+const T: &str = "protocol-test-token-0001";
+
 fn registry() -> Registry {
     let mut r = Registry::new();
     r.add_module(MODULE, DESCRIPTION, benchmarks());
@@ -88,9 +91,23 @@ fn authenticate(from: IpAddr, addr: SocketAddr, token: &str) -> (TcpStream, Mess
     let Message::Challenge { nonce } = reply(&mut s, true) else {
         panic!("no challenge");
     };
-    let auth = proto::answer_challenge(token, &nonce, "test").unwrap();
+    let auth = proto::answer_challenge(token, &nonce, &CLIENT_NONCE, "test").unwrap();
     proto::write_frame(&mut s, &auth).unwrap();
     let verdict = reply(&mut s, false);
+    // A welcome proves that the server knows the token.
+    if let Message::Welcome { proof, .. } = &verdict {
+        let ns = proto::nonce_from_hex(&nonce).unwrap();
+        assert!(
+            proof.as_deref().is_some_and(|p| proto::proof_is_right(
+                token,
+                &ns,
+                &CLIENT_NONCE,
+                "test",
+                p
+            )),
+            "a welcome without the right proof: {verdict:?}"
+        );
+    }
     (s, verdict)
 }
 
@@ -115,10 +132,14 @@ fn reply(s: &mut TcpStream, first: bool) -> Message {
     proto::read_frame_blocking(s, deadline).unwrap()
 }
 
+/// The nonce of the raw clients' hellos.
+const CLIENT_NONCE: [u8; NONCE_LEN] = [0x42; NONCE_LEN];
+
 fn hello() -> Message {
     Message::Hello {
         version: PROTOCOL_VERSION,
         software: "test".into(),
+        nonce: proto::to_hex(&CLIENT_NONCE),
     }
 }
 
@@ -150,9 +171,12 @@ fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
 
 #[test]
 fn the_token_is_enforced() {
-    let srv = server(Some("s3cret"));
+    let srv = server(Some("s3cret-s3cret-s3cret"));
     let peer = srv.local_addr().to_string();
-    let e = failure("net.connect", &[("peer", &peer), ("token", "guess")]);
+    let e = failure(
+        "net.connect",
+        &[("peer", &peer), ("token", "guess-guess-guess-guess")],
+    );
     assert!(e.contains("refused") && e.contains("wrong token"), "{e}");
     // That failure backs 127.0.0.1 off for 100 ms.
     std::thread::sleep(Duration::from_millis(150));
@@ -161,7 +185,10 @@ fn the_token_is_enforced() {
         e.contains("requires a token") && e.contains("BENCHSUITE_TOKEN") && e.contains("--token"),
         "{e}"
     );
-    let ok = run_with("net.connect", &[("peer", &peer), ("token", "s3cret")]);
+    let ok = run_with(
+        "net.connect",
+        &[("peer", &peer), ("token", "s3cret-s3cret-s3cret")],
+    );
     assert_eq!(ok[0].status, Status::Ok, "{:?}", ok[0].reason);
     // The raw refusal carries the auth code, and the connection closes.
     let (mut s, verdict) = authenticate(lo(1), srv.local_addr(), "s3cre");
@@ -172,6 +199,29 @@ fn the_token_is_enforced() {
     assert!(matches!(reply(&mut s, true), Message::Challenge { .. }));
     proto::write_frame(&mut s, &Message::Auth { mac: "zz".into() }).unwrap();
     assert!(auth_refusal(&reply(&mut s, false)).contains("wrong token"));
+    // A hello whose nonce is not 32 bytes of hex gets no challenge.
+    for nonce in ["", "abcd"] {
+        let mut s = raw_from(
+            lo(10),
+            srv.local_addr(),
+            &Message::Hello {
+                version: PROTOCOL_VERSION,
+                software: "test".into(),
+                nonce: nonce.into(),
+            },
+        );
+        match reply(&mut s, true) {
+            Message::Error {
+                code: ErrorCode::BadRequest,
+                message,
+                ..
+            } => assert!(
+                message.contains("nonce must be 32 random bytes"),
+                "{message}"
+            ),
+            m => panic!("{m:?}"),
+        }
+    }
     srv.shutdown();
 }
 
@@ -193,10 +243,15 @@ fn the_token_never_travels_only_a_mac_of_a_fresh_nonce() {
             if proto::read_exact_by(&mut s, &mut magic, deadline).is_err() {
                 continue;
             }
-            let Ok(Message::Hello { software, .. }) = proto::read_frame_blocking(&mut s, deadline)
+            let Ok(Message::Hello {
+                software,
+                nonce: client_nonce,
+                ..
+            }) = proto::read_frame_blocking(&mut s, deadline)
             else {
                 continue;
             };
+            let cn = proto::nonce_from_hex(&client_nonce).expect("a client nonce");
             let nonce = [i as u8; NONCE_LEN];
             let mut f = MAGIC.to_vec();
             f.extend(proto::encode(&Message::Challenge {
@@ -207,12 +262,18 @@ fn the_token_never_travels_only_a_mac_of_a_fresh_nonce() {
             let Ok(Message::Auth { mac }) = proto::read_frame_blocking(&mut s, deadline) else {
                 continue;
             };
-            let want = proto::auth_mac(token.as_bytes(), &nonce, &software);
+            let want = proto::client_mac(token.as_bytes(), &nonce, &cn, &software);
             let answer = if proto::from_hex(&mac).as_deref() == Some(&want[..]) {
                 Message::Welcome {
                     version: PROTOCOL_VERSION,
                     software: "fake".into(),
                     max_streams: 1,
+                    proof: Some(proto::to_hex(&proto::server_proof(
+                        token.as_bytes(),
+                        &nonce,
+                        &cn,
+                        &software,
+                    ))),
                 }
             } else {
                 Message::Error {
@@ -229,6 +290,7 @@ fn the_token_never_travels_only_a_mac_of_a_fresh_nonce() {
             all.extend(proto::encode(&Message::Hello {
                 version: PROTOCOL_VERSION,
                 software,
+                nonce: client_nonce,
             }));
             all.extend(proto::encode(&Message::Auth { mac }));
             all.extend(rest);
@@ -262,7 +324,7 @@ fn a_server_without_a_token_welcomes_the_hello_at_once() {
 
 #[test]
 fn failed_authentications_back_off_per_source_address() {
-    let token = "back-off-token";
+    let token = "back-off-token-0123";
     let srv = server(Some(token));
     let addr = srv.local_addr();
     let bad = lo(23);
@@ -308,7 +370,7 @@ fn failed_authentications_back_off_per_source_address() {
 
 #[test]
 fn refusals_have_their_own_bound_and_take_no_real_slot() {
-    let srv = server_with(Some("t"), |c| {
+    let srv = server_with(Some(T), |c| {
         c.max_connections = 2;
         c.max_per_address = 1;
         c.io_timeout = Duration::from_secs(10);
@@ -349,14 +411,14 @@ fn refusals_have_their_own_bound_and_take_no_real_slot() {
     });
     assert!(unanswered, "answered past the refusal bound");
     // The refusals took no real slot: a real client gets the one left.
-    let (_c, v) = authenticate(lo(1), addr, "t");
+    let (_c, v) = authenticate(lo(1), addr, T);
     assert!(matches!(v, Message::Welcome { .. }), "{v:?}");
     srv.shutdown();
 }
 
 #[test]
 fn connections_awaiting_authentication_are_capped_per_address() {
-    let srv = server_with(Some("t"), |c| {
+    let srv = server_with(Some(T), |c| {
         c.max_per_address = 3;
         c.io_timeout = Duration::from_secs(5);
     });
@@ -383,10 +445,9 @@ fn connections_awaiting_authentication_are_capped_per_address() {
     }
     // Other addresses get in; an authenticated connection no longer
     // counts against its address.
-    let (_c1, v) = authenticate(lo(32), addr, "t");
+    let (_c1, v) = authenticate(lo(32), addr, T);
     assert!(matches!(v, Message::Welcome { .. }));
-    let _held: Vec<(TcpStream, Message)> =
-        (0..4).map(|_| authenticate(lo(33), addr, "t")).collect();
+    let _held: Vec<(TcpStream, Message)> = (0..4).map(|_| authenticate(lo(33), addr, T)).collect();
     assert!(
         _held
             .iter()
@@ -398,14 +459,14 @@ fn connections_awaiting_authentication_are_capped_per_address() {
     while srv.pending_connections() > 0 && t.elapsed() < Duration::from_secs(2) {
         std::thread::sleep(Duration::from_millis(5));
     }
-    let (_, v) = authenticate(lo(31), addr, "t");
+    let (_, v) = authenticate(lo(31), addr, T);
     assert!(matches!(v, Message::Welcome { .. }), "{v:?}");
     srv.shutdown();
 }
 
 #[test]
 fn a_full_server_evicts_the_oldest_unauthenticated_connection() {
-    let srv = server_with(Some("t"), |c| {
+    let srv = server_with(Some(T), |c| {
         c.max_connections = 4;
         c.io_timeout = Duration::from_secs(10);
     });
@@ -420,7 +481,7 @@ fn a_full_server_evicts_the_oldest_unauthenticated_connection() {
     }
     // ...but a client that authenticates still gets in, and the oldest
     // idle one is closed to make room.
-    let (_c, v) = authenticate(lo(1), addr, "t");
+    let (_c, v) = authenticate(lo(1), addr, T);
     assert!(matches!(v, Message::Welcome { .. }), "{v:?}");
     assert!(
         closed_within(&mut idle[0], Duration::from_secs(2)),
@@ -435,12 +496,13 @@ fn a_full_server_evicts_the_oldest_unauthenticated_connection() {
 
 #[test]
 fn handshake_frames_are_small() {
-    let srv = server(Some("t"));
+    let srv = server(Some(T));
     let mut s = raw(
         srv.local_addr(),
         &Message::Hello {
             version: PROTOCOL_VERSION,
             software: "x".repeat(MAX_HANDSHAKE_FRAME),
+            nonce: proto::to_hex(&CLIENT_NONCE),
         },
     );
     match reply(&mut s, true) {
@@ -463,6 +525,7 @@ fn a_version_mismatch_names_both_versions() {
         &Message::Hello {
             version: 99,
             software: "future".into(),
+            nonce: String::new(),
         },
     );
     match reply(&mut s, true) {
@@ -516,19 +579,58 @@ fn a_version_mismatch_names_both_versions() {
         m => panic!("{m:?}"),
     }
     srv.shutdown();
+    // A version-3 client (no nonce in its hello, authenticated one way
+    // only), to a server with a token and to one without.
+    for token in [Some(T), None] {
+        let srv = server(token);
+        let mut s = TcpStream::connect(srv.local_addr()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let body = br#"{"type":"hello","version":3,"software":"benchsuite 0.1.0"}"#;
+        let mut f = MAGIC.to_vec();
+        f.extend((body.len() as u32).to_be_bytes());
+        f.extend(body);
+        s.write_all(&f).unwrap();
+        match reply(&mut s, true) {
+            Message::Error { code, message, .. } => {
+                assert_eq!(code, ErrorCode::Version);
+                assert!(
+                    message.contains("version 3,") && message.contains("version 4"),
+                    "{message}"
+                );
+            }
+            m => panic!("{m:?}"),
+        }
+        srv.shutdown();
+    }
 
-    // The client side: a server of another version.
-    for answer in [
-        Message::Error {
-            code: ErrorCode::Version,
-            message: "client speaks 1, server speaks 9".into(),
-            version: 9,
-        },
-        Message::Welcome {
-            version: 9,
-            software: "benchsuite 9".into(),
-            max_streams: 1,
-        },
+    // The client side: a server of another version, an older one (3: it
+    // refuses this client's hello naming its version) or a newer one.
+    for (theirs, answer) in [
+        (
+            3,
+            Message::Error {
+                code: ErrorCode::Version,
+                message: "the client speaks benchsuite-net protocol version 4, this server speaks version 3".into(),
+                version: 3,
+            },
+        ),
+        (
+            9,
+            Message::Error {
+                code: ErrorCode::Version,
+                message: "client speaks 1, server speaks 9".into(),
+                version: 9,
+            },
+        ),
+        (
+            9,
+            Message::Welcome {
+                version: 9,
+                software: "benchsuite 9".into(),
+                max_streams: 1,
+                proof: None,
+            },
+        ),
     ] {
         let fake = fake_server(move |mut s| {
             let mut buf = [0u8; 512];
@@ -539,7 +641,9 @@ fn a_version_mismatch_names_both_versions() {
         });
         let e = failure("net.connect", &[("peer", &fake.to_string())]);
         assert!(
-            e.contains("version 9") && e.contains(&format!("version {PROTOCOL_VERSION}")),
+            e.contains(&format!("speaks benchsuite-net protocol version {theirs}"))
+                && e.contains(&format!("this client speaks version {PROTOCOL_VERSION}"))
+                && e.contains("run the same benchsuite version on both hosts"),
             "{e}"
         );
     }
@@ -716,7 +820,10 @@ fn hostile_clients_are_cut_off_by_limits_and_deadlines() {
             ..
         }
     ));
-    let mut d3 = raw(
+    // (A wrong id is a failed authentication: it backs its address off,
+    // so it comes from another one here.)
+    let mut d3 = raw_from(
+        lo(2),
         addr,
         &Message::Attach {
             session: session ^ 1,
@@ -825,4 +932,238 @@ fn udp_echo_answers_only_the_tests_own_host() {
         assert!(other.recv_from(&mut buf).is_err(), "answered a stranger");
     }
     srv.shutdown();
+}
+
+/// Starts a test of `tcp` TCP streams on an authenticated control
+/// connection: its session id.
+fn start_tcp(s: &mut TcpStream, tcp: u32) -> u64 {
+    let spec = TestSpec {
+        block: 64,
+        tcp_streams: tcp,
+        udp_streams: 0,
+        udp_mode: UdpMode::Sink,
+        nodelay: false,
+    };
+    proto::write_frame(s, &Message::Start { spec }).unwrap();
+    match reply(s, false) {
+        Message::Ready { session, .. } => session,
+        m => panic!("no ready: {m:?}"),
+    }
+}
+
+fn attach(addr: SocketAddr, session: u64) -> (TcpStream, Message) {
+    let mut d = raw(
+        addr,
+        &Message::Attach {
+            session,
+            role: Role::Echo,
+        },
+    );
+    let m = reply(&mut d, true);
+    (d, m)
+}
+
+#[test]
+fn an_attach_refused_for_want_of_a_data_thread_gives_its_stream_back() {
+    let token = "attach-slot-token-5e1d";
+    let srv = server_with(Some(token), |c| c.max_data_threads = 1);
+    let addr = srv.local_addr();
+    // Test A takes the server's only data thread.
+    let (mut a, v) = authenticate(lo(1), addr, token);
+    assert!(matches!(v, Message::Welcome { .. }), "{v:?}");
+    let session_a = start_tcp(&mut a, 1);
+    let (_da, m) = attach(addr, session_a);
+    assert_eq!(m, Message::Attached);
+    // Test B's one stream is refused: no data thread left.
+    let (mut b, v) = authenticate(lo(1), addr, token);
+    assert!(matches!(v, Message::Welcome { .. }), "{v:?}");
+    let session_b = start_tcp(&mut b, 1);
+    match attach(addr, session_b).1 {
+        Message::Error {
+            code: ErrorCode::Busy,
+            ..
+        } => {}
+        m => panic!("{m:?}"),
+    }
+    // Once A ends, B's retry gets the stream it was refused, not "all its
+    // streams attached".
+    proto::write_frame(&mut a, &Message::Stop).unwrap();
+    assert!(matches!(reply(&mut a, false), Message::Stopped { .. }));
+    let t = Instant::now();
+    while srv.data_threads() > 0 && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (_db, m) = attach(addr, session_b);
+    assert_eq!(m, Message::Attached, "the refused attach kept its stream");
+    srv.shutdown();
+}
+
+#[test]
+fn an_attach_to_an_unknown_test_is_a_failed_authentication() {
+    let token = "unknown-attach-token-77";
+    let srv = server(Some(token));
+    let addr = srv.local_addr();
+    let bad = lo(71);
+    let mut d = raw_from(
+        bad,
+        addr,
+        &Message::Attach {
+            session: 0x5eed,
+            role: Role::Source,
+        },
+    );
+    match reply(&mut d, true) {
+        Message::Error {
+            code: ErrorCode::BadRequest,
+            message,
+            ..
+        } => assert!(message.contains("no such test"), "{message}"),
+        m => panic!("{m:?}"),
+    }
+    assert_eq!(srv.backoff_entries(), 1, "no back-off earned");
+    // At once again, from that address: refused before anything is read,
+    // an attach as a hello.
+    let mut s = connect_from(bad, addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let why = auth_refusal(&reply(&mut s, true));
+    assert!(
+        why.contains("too many failed authentications from 127.0.0.71"),
+        "{why}"
+    );
+    // Another address is not affected.
+    let (_, v) = authenticate(lo(72), addr, token);
+    assert!(matches!(v, Message::Welcome { .. }), "{v:?}");
+    // Connections opened before a failure cannot each spend a guess: the
+    // back-off is checked again when the attach arrives.
+    let early: Vec<TcpStream> = (0..3)
+        .map(|_| {
+            let s = connect_from(lo(73), addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            s
+        })
+        .collect();
+    let t = Instant::now();
+    while srv.pending_connections() < 3 && t.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let guess = |mut s: TcpStream, id: u64| {
+        let mut f = MAGIC.to_vec();
+        f.extend(proto::encode(&Message::Attach {
+            session: id,
+            role: Role::Sink,
+        }));
+        s.write_all(&f).unwrap();
+        reply(&mut s, true)
+    };
+    let mut early = early.into_iter();
+    let first = guess(early.next().unwrap(), 1);
+    assert!(
+        matches!(
+            first,
+            Message::Error {
+                code: ErrorCode::BadRequest,
+                ..
+            }
+        ),
+        "{first:?}"
+    );
+    for (i, s) in early.enumerate() {
+        let why = auth_refusal(&guess(s, 2 + i as u64));
+        assert!(why.contains("too many failed"), "{why}");
+    }
+    srv.shutdown();
+}
+
+#[test]
+fn a_client_refuses_a_token_too_short_for_any_server() {
+    // A listener that records whether anything reached it.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    l.set_nonblocking(true).unwrap();
+    let e = failure(
+        "net.connect",
+        &[("peer", &addr.to_string()), ("token", "short-token")],
+    );
+    assert!(
+        e.contains("11 characters") && e.contains("at least 16"),
+        "{e}"
+    );
+    assert!(l.accept().is_err(), "the client connected with it");
+}
+
+/// A fake server that takes any answer to its challenge: it writes
+/// `welcome` (raw JSON, with `"version"` set to ours) after the client's
+/// answer, or at once when `challenge` is false. `proof` is what it puts
+/// in the welcome's `proof`: nothing, a fixed value, or (`"echo"`) the
+/// client's own MAC sent back. It serves every connection (a client that
+/// believes it goes on to measure), each on a thread of its own.
+fn impostor(challenge: bool, proof: Option<&'static str>) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            std::thread::spawn(move || impostor_answers(s, challenge, proof));
+        }
+    });
+    addr
+}
+
+fn impostor_answers(mut s: TcpStream, challenge: bool, proof: Option<&'static str>) {
+    {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut magic = [0u8; 4];
+        if proto::read_exact_by(&mut s, &mut magic, deadline).is_err()
+            || proto::read_frame_blocking(&mut s, deadline).is_err()
+        {
+            return;
+        }
+        let mut out = MAGIC.to_vec();
+        let mut mac = String::new();
+        if challenge {
+            out.extend(proto::encode(&Message::Challenge {
+                nonce: proto::to_hex(&[3u8; NONCE_LEN]),
+            }));
+            let _ = s.write_all(&out);
+            out.clear();
+            if let Ok(Message::Auth { mac: m }) = proto::read_frame_blocking(&mut s, deadline) {
+                mac = m;
+            }
+        }
+        let proof = match proof {
+            None => String::new(),
+            Some("echo") => format!(r#","proof":"{mac}""#),
+            Some(p) => format!(r#","proof":"{p}""#),
+        };
+        let body = format!(
+            r#"{{"type":"welcome","version":{PROTOCOL_VERSION},"software":"impostor","max_streams":128{proof}}}"#
+        );
+        out.extend((body.len() as u32).to_be_bytes());
+        out.extend(body.as_bytes());
+        let _ = s.write_all(&out);
+        // Whatever the client sends next (a start, a bye) goes unanswered.
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        let _ = s.read_to_end(&mut Vec::new());
+    }
+}
+
+#[test]
+fn a_server_that_does_not_prove_the_token_is_refused_by_the_client() {
+    let token = "the-clients-token-0123";
+    let zeros: &'static str = Box::leak("0".repeat(64).into_boxed_str());
+    for (challenge, proof) in [
+        (true, None),
+        (true, Some(zeros)),
+        (true, Some("echo")),
+        (false, None),
+    ] {
+        let fake = impostor(challenge, proof);
+        let e = failure(
+            "net.connect",
+            &[("peer", &fake.to_string()), ("token", token)],
+        );
+        assert!(
+            e.contains("did not prove that it knows the token"),
+            "challenge {challenge}, proof {proof:?}: {e}"
+        );
+    }
 }

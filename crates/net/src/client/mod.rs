@@ -189,12 +189,19 @@ impl Target {
             Some(_) if echo_cpu.is_some() || stream_cpu.is_some() => Err(BenchError::Other(
                 "cannot pin the server's threads: with --peer the server is another process".into(),
             )),
-            Some(p) => Ok(Target {
-                addr: resolve_peer(p)?,
-                token,
-                connect_timeout,
-                local: None,
-            }),
+            Some(p) => {
+                // Refused before anything is sent: no server takes it, and
+                // its MAC would hand whoever answers an easy offline guess.
+                if let Some(why) = token.as_deref().and_then(crate::proto::token_too_short) {
+                    return Err(BenchError::Other(format!("--token: {why}")));
+                }
+                Ok(Target {
+                    addr: resolve_peer(p)?,
+                    token,
+                    connect_timeout,
+                    local: None,
+                })
+            }
             None => {
                 // Its own token, whatever the user gave: only this process
                 // can use the server, though it listens on loopback.

@@ -83,53 +83,87 @@ pub(crate) struct Control {
 
 impl Control {
     /// Connects to `addr` and says hello; answers the server's challenge
-    /// with `token` (the token itself never travels): a control
-    /// connection once the server welcomed it.
+    /// with `token` (the token itself never travels) and checks the
+    /// server's proof that it knows the token too: a control connection
+    /// once a server that proved it welcomed it. With a token, a server
+    /// that welcomes without a challenge, or without the right proof, is
+    /// refused ([`NetError::Unproven`]) before anything else is sent.
     pub fn hello(
         addr: SocketAddr,
         token: Option<&str>,
         connect_timeout: Duration,
     ) -> Result<Control, NetError> {
+        let mut client_nonce = [0u8; proto::NONCE_LEN];
+        crate::sys::random_bytes(&mut client_nonce)
+            .map_err(|e| NetError::io("making the hello's nonce", e))?;
         let mut sock = connect(addr, connect_timeout)?;
         let software = format!("benchsuite {}", env!("CARGO_PKG_VERSION"));
         let mut hello = MAGIC.to_vec();
         hello.extend(proto::encode(&Message::Hello {
             version: PROTOCOL_VERSION,
             software: software.clone(),
+            nonce: proto::to_hex(&client_nonce),
         }));
         sock.write_all(&hello)
             .map_err(|e| NetError::io(format!("sending hello to {addr}"), e))?;
-        let mut reply = read_reply(&mut sock, addr, true)?;
-        if let Message::Challenge { nonce } = &reply {
-            let Some(token) = token else {
+        let reply = read_reply(&mut sock, addr, true)?;
+        let unproven = |detail: &str| NetError::Unproven {
+            peer: addr,
+            detail: detail.into(),
+        };
+        let (reply, server_nonce) = match (reply, token) {
+            (Message::Challenge { nonce }, Some(token)) => {
+                let server_nonce =
+                    proto::nonce_from_hex(&nonce).ok_or_else(|| NetError::Protocol {
+                        peer: addr,
+                        detail: format!(
+                            "the challenge's nonce is not {} bytes of hex",
+                            proto::NONCE_LEN
+                        ),
+                    })?;
+                let auth = proto::answer_challenge(token, &nonce, &client_nonce, &software)
+                    .unwrap_or_else(|| unreachable!("the nonce was checked"));
+                proto::write_frame(&mut sock, &auth)
+                    .map_err(|e| NetError::io(format!("answering the challenge of {addr}"), e))?;
+                (read_reply(&mut sock, addr, false)?, Some(server_nonce))
+            }
+            (Message::Challenge { .. }, None) => {
                 return Err(NetError::Refused {
                     peer: addr,
                     code: ErrorCode::Auth,
                     message: "this server requires a token: set BENCHSUITE_TOKEN, or give --token-file PATH (or --token)".into(),
                 });
-            };
-            let auth = proto::answer_challenge(token, nonce, &software).ok_or_else(|| {
-                NetError::Protocol {
-                    peer: addr,
-                    detail: format!(
-                        "the challenge's nonce is not {} bytes of hex",
-                        proto::NONCE_LEN
-                    ),
-                }
-            })?;
-            proto::write_frame(&mut sock, &auth)
-                .map_err(|e| NetError::io(format!("answering the challenge of {addr}"), e))?;
-            reply = read_reply(&mut sock, addr, false)?;
-        }
-        match reply {
-            Message::Welcome { version, .. } if version == PROTOCOL_VERSION => {
-                Ok(Control { sock, peer: addr })
             }
-            Message::Welcome { version, .. } => Err(NetError::Version {
-                peer: addr,
-                theirs: version,
-                ours: PROTOCOL_VERSION,
-            }),
+            (other, _) => (other, None),
+        };
+        match reply {
+            Message::Welcome { version, .. } if version != PROTOCOL_VERSION => {
+                Err(NetError::Version {
+                    peer: addr,
+                    theirs: version,
+                    ours: PROTOCOL_VERSION,
+                })
+            }
+            Message::Welcome { proof, .. } => match (token, server_nonce) {
+                (None, _) => Ok(Control { sock, peer: addr }),
+                (Some(_), None) => Err(unproven(
+                    "it welcomed this client without asking for the token (a server run with --no-auth has none to prove; to use one, run without a token)",
+                )),
+                (Some(token), Some(server_nonce)) => {
+                    let right = proof.as_deref().is_some_and(|p| {
+                        proto::proof_is_right(token, &server_nonce, &client_nonce, &software, p)
+                    });
+                    if right {
+                        Ok(Control { sock, peer: addr })
+                    } else {
+                        Err(unproven(if proof.is_none() {
+                            "its welcome carries no proof"
+                        } else {
+                            "its welcome's proof is wrong"
+                        }))
+                    }
+                }
+            },
             other => Err(unexpected(addr, "welcome", &other)),
         }
     }

@@ -1,11 +1,12 @@
 //! The control side of the server, on the tokio runtime: the accept loop
 //! (the connection limit and the per-address gate of [`super::gate`]), a
 //! connection's handshake (hello with the version check, then the
-//! challenge and response when the server has a token; or a data
-//! connection's attach, handed to [`super::data`]), and the control
-//! conversation of one client (start, `udp_batch`, stop, bye) with its
-//! timeouts. Everything here is async and speaks [`crate::proto`] frames;
-//! the blocking data path lives elsewhere.
+//! challenge, the client's response and the server's proof when the
+//! server has a token; or a data connection's attach, whose test is found
+//! here — a wrong id is a failed authentication — before it is handed to
+//! [`super::data`]), and the control conversation of one client (start,
+//! `udp_batch`, stop, bye) with its timeouts. Everything here is async and
+//! speaks [`crate::proto`] frames; the blocking data path lives elsewhere.
 
 use std::io;
 use std::net::SocketAddr;
@@ -24,7 +25,7 @@ use crate::proto::{
 };
 
 use super::data::attach;
-use super::gate::{Refusal, Ticket};
+use super::gate::{self, Refusal, Ticket};
 use super::session::Session;
 use super::{CountGuard, Shared, lock};
 
@@ -63,14 +64,7 @@ fn admit(
     stop: &watch::Receiver<bool>,
 ) {
     let refusal = match shared.gate.admit(peer.ip(), Instant::now()) {
-        Err(Refusal::BackedOff(left)) => (
-            ErrorCode::Auth,
-            format!(
-                "too many failed authentications from {}; retry in {:.1} s",
-                peer.ip(),
-                left.as_secs_f64().max(0.1)
-            ),
-        ),
+        Err(Refusal::BackedOff(left)) => (ErrorCode::Auth, backed_off(peer, left)),
         Err(Refusal::TooMany(held)) => (
             ErrorCode::Busy,
             format!(
@@ -170,10 +164,16 @@ async fn handshake_frame(sock: &mut TcpStream) -> io::Result<Vec<u8>> {
 
 /// How a connection's handshake ended.
 enum Handshake {
-    /// An authenticated control connection; whether our magic is sent.
-    Control { magic_sent: bool },
-    /// A data connection's attach.
-    Attach { session: u64, role: Role },
+    /// An authenticated control connection: whether our magic is sent,
+    /// and the proof that we know the token, for the welcome (none
+    /// without a token).
+    Control {
+        magic_sent: bool,
+        proof: Option<String>,
+    },
+    /// A data connection's attach, to a test that exists and is its
+    /// host's.
+    Attach { session: Arc<Session>, role: Role },
     /// Refused or failed (already answered and logged).
     Done,
 }
@@ -230,7 +230,9 @@ async fn connection(
     };
     drop(pending);
     match outcome {
-        Handshake::Control { magic_sent } => control(shared, sock, peer, stop, magic_sent).await,
+        Handshake::Control { magic_sent, proof } => {
+            control(shared, sock, peer, stop, magic_sent, proof).await
+        }
         Handshake::Attach { session, role } => attach(shared, sock, peer, session, role).await,
         Handshake::Done => {}
     }
@@ -266,8 +268,12 @@ async fn handshake(
         Err(e) => return Err(e.to_string()),
     };
     let first = proto::decode_body(&body).map_err(|e| (e.to_string(), proto::version_of(&body)));
-    let software_raw = match first {
-        Ok(Message::Hello { version, software }) => {
+    let (software_raw, client_nonce) = match first {
+        Ok(Message::Hello {
+            version,
+            software,
+            nonce,
+        }) => {
             if version != PROTOCOL_VERSION {
                 let msg = version_mismatch(u64::from(version));
                 shared.log_refusal(format_args!(
@@ -277,9 +283,14 @@ async fn handshake(
                 refuse_in_place(sock, ErrorCode::Version, &msg, false).await;
                 return Ok(Handshake::Done);
             }
-            software
+            (software, nonce)
         }
-        Ok(Message::Attach { session, role }) => return Ok(Handshake::Attach { session, role }),
+        Ok(Message::Attach { session, role }) => {
+            return Ok(match find_test(shared, sock, peer, session).await {
+                Some(session) => Handshake::Attach { session, role },
+                None => Handshake::Done,
+            });
+        }
         Ok(other) => {
             shared.log_refusal(format_args!(
                 "{peer}: refused: the first message must be a hello, not {}",
@@ -307,11 +318,22 @@ async fn handshake(
         }
     };
     let Some(token) = &shared.cfg.token else {
-        return Ok(Handshake::Control { magic_sent: false });
+        return Ok(Handshake::Control {
+            magic_sent: false,
+            proof: None,
+        });
     };
     // The client's own words: escaped and cut short before they reach
     // the server's log (a terminal escape, 4 KiB of text).
     let software = printable(&software_raw);
+    let Some(client_nonce) = proto::nonce_from_hex(&client_nonce) else {
+        let msg = format!(
+            "the hello's nonce must be {NONCE_LEN} random bytes in hex (protocol version {PROTOCOL_VERSION})"
+        );
+        shared.log_refusal(format_args!("{peer} ({software}): refused: {msg}"));
+        refuse_in_place(sock, ErrorCode::BadRequest, &msg, false).await;
+        return Ok(Handshake::Done);
+    };
     let mut nonce = [0u8; NONCE_LEN];
     if let Err(e) = crate::sys::random_bytes(&mut nonce) {
         shared.log(format_args!("{peer}: cannot make a nonce: {e}"));
@@ -349,16 +371,12 @@ async fn handshake(
     // A connection opened before another from this address failed must
     // not spend a guess while that back-off runs.
     if let Some(wait) = shared.gate.backed_off(peer.ip(), Instant::now()) {
-        let msg = format!(
-            "too many failed authentications from {}; retry in {:.1} s",
-            peer.ip(),
-            wait.as_secs_f64()
-        );
+        let msg = backed_off(peer, wait);
         shared.log_refusal(format_args!("{peer} ({software}): refused: {msg}"));
         refuse_in_place(sock, ErrorCode::Auth, &msg, true).await;
         return Ok(Handshake::Done);
     }
-    let expected = proto::auth_mac(token.as_bytes(), &nonce, &software_raw);
+    let expected = proto::client_mac(token.as_bytes(), &nonce, &client_nonce, &software_raw);
     let ok = match proto::decode_body(&body) {
         Ok(Message::Auth { mac }) => {
             proto::from_hex(&mac).is_some_and(|given| proto::constant_time_eq(&given, &expected))
@@ -366,7 +384,7 @@ async fn handshake(
         _ => false,
     };
     if !ok {
-        let delay = shared.gate.failed(peer.ip(), Instant::now());
+        let delay = failed(shared, peer);
         let msg = "wrong token: the authentication code does not match this server's token";
         shared.log_refusal(format_args!(
             "{peer} ({software}): refused: wrong token (further connections from {} refused for {:.1} s)",
@@ -377,7 +395,79 @@ async fn handshake(
         return Ok(Handshake::Done);
     }
     shared.gate.succeeded(peer.ip());
-    Ok(Handshake::Control { magic_sent: true })
+    // Only now, to a client that proved it knows the token: a client that
+    // merely reaches the server gets nothing to test guesses against.
+    let proof = proto::server_proof(token.as_bytes(), &nonce, &client_nonce, &software_raw);
+    Ok(Handshake::Control {
+        magic_sent: true,
+        proof: Some(proto::to_hex(&proof)),
+    })
+}
+
+/// The test a data connection's attach names, or `None` (answered and
+/// logged). The session id is the data connection's credential: an id
+/// that names no test, or another host's, is a failed authentication
+/// (it earns the address a back-off, as a wrong MAC does), and while the
+/// address serves one its attaches are refused unread, so connections
+/// opened before a failure cannot each spend a guess. All of this happens
+/// while the connection still awaits authentication: it counts against
+/// its address's cap and may be evicted.
+async fn find_test(
+    shared: &Arc<Shared>,
+    sock: &mut TcpStream,
+    peer: SocketAddr,
+    id: u64,
+) -> Option<Arc<Session>> {
+    if let Some(wait) = shared.gate.backed_off(peer.ip(), Instant::now()) {
+        let msg = backed_off(peer, wait);
+        shared.log_refusal(format_args!("{peer}: refused a data connection: {msg}"));
+        refuse_in_place(sock, ErrorCode::Auth, &msg, false).await;
+        return None;
+    }
+    let (code, msg, what) = match lock(&shared.sessions).get(&id).cloned() {
+        Some(s) if s.peer_ip == peer.ip() => return Some(s),
+        Some(_) => (
+            ErrorCode::Auth,
+            "a data connection must come from the test's own host",
+            "another host's test",
+        ),
+        None => (
+            ErrorCode::BadRequest,
+            "no such test (it ended, or the id is wrong)",
+            "an unknown test",
+        ),
+    };
+    let delay = failed(shared, peer);
+    shared.log_refusal(format_args!(
+        "{peer}: refused a data connection for {what} (further connections from {} refused for {:.1} s)",
+        peer.ip(),
+        delay.as_secs_f64()
+    ));
+    refuse_in_place(sock, code, msg, false).await;
+    None
+}
+
+/// Records a failed authentication from `peer`: the back-off it earned.
+/// Logs (not rate-limited: it is rare) when the back-off table was full
+/// and widened entries to make room.
+fn failed(shared: &Shared, peer: SocketAddr) -> Duration {
+    let gate::Failure { delay, widened } = shared.gate.failed(peer.ip(), Instant::now());
+    if widened > 0 {
+        shared.log(format_args!(
+            "the back-off table is full ({} entries of sources that failed to authenticate): {widened} entries widened to their /24 or /16 (IPv6 /48 or /32), or to every address; their back-offs now cover their neighbours",
+            super::BACKOFF_TABLE
+        ));
+    }
+    delay
+}
+
+/// The refusal of an address serving a back-off.
+fn backed_off(peer: SocketAddr, wait: Duration) -> String {
+    format!(
+        "too many failed authentications from {}; retry in {:.1} s",
+        peer.ip(),
+        wait.as_secs_f64().max(0.1)
+    )
 }
 
 fn version_mismatch(theirs: u64) -> String {
@@ -530,6 +620,7 @@ async fn control(
     peer: SocketAddr,
     mut stop: watch::Receiver<bool>,
     magic_sent: bool,
+    proof: Option<String>,
 ) {
     let mut welcome = if magic_sent {
         Vec::new()
@@ -540,6 +631,7 @@ async fn control(
         version: PROTOCOL_VERSION,
         software: software(),
         max_streams: MAX_STREAMS,
+        proof,
     }));
     if tokio::time::timeout(IO_TIMEOUT, sock.write_all(&welcome))
         .await

@@ -23,54 +23,34 @@ use super::control::refuse;
 use super::session::{Session, pin_data_thread};
 use super::{Shared, lock};
 
+/// Attaches a data connection to `session` (found, and its host's: see
+/// `control::find_test`) and starts its thread.
 pub(super) async fn attach(
     shared: &Arc<Shared>,
     mut sock: TcpStream,
     peer: SocketAddr,
-    id: u64,
+    session: Arc<Session>,
     role: Role,
 ) {
-    let Some(session) = lock(&shared.sessions).get(&id).cloned() else {
-        shared.log_refusal(format_args!(
-            "{peer}: refused a data connection for an unknown test"
-        ));
+    // Reserve one of the test's TCP streams (atomically: attaches race);
+    // given back unless the connection ends up attached, so a client that
+    // retries a refused attach finds its stream still there.
+    let stream = StreamSlot::take(&session);
+    if session.stop.load(Ordering::SeqCst) || stream.index >= session.spec.tcp_streams {
+        drop(stream);
         refuse(
             sock,
-            ErrorCode::BadRequest,
-            "no such test (it ended, or the id is wrong)",
+            ErrorCode::Limit,
+            &format!(
+                "this test has all its {} TCP streams attached",
+                session.spec.tcp_streams
+            ),
         )
         .await;
         return;
-    };
-    if peer.ip() != session.peer_ip {
-        shared.log_refusal(format_args!(
-            "{peer}: refused a data connection for another host's test"
-        ));
-        refuse(
-            sock,
-            ErrorCode::Auth,
-            "a data connection must come from the test's own host",
-        )
-        .await;
-        return;
-    }
-    // Reserve one of the test's TCP streams (atomically: attaches race).
-    let taken = session.tcp_attached.fetch_add(1, Ordering::SeqCst);
-    {
-        if session.stop.load(Ordering::SeqCst) || taken >= session.spec.tcp_streams {
-            refuse(
-                sock,
-                ErrorCode::Limit,
-                &format!(
-                    "this test has all its {} TCP streams attached",
-                    session.spec.tcp_streams
-                ),
-            )
-            .await;
-            return;
-        }
     }
     if let Err(why) = Session::reserve_thread(shared) {
+        drop(stream);
         refuse(sock, ErrorCode::Busy, &why).await;
         return;
     }
@@ -141,11 +121,41 @@ pub(super) async fn attach(
             count.release();
         });
     match spawned {
-        Ok(h) => tcp.push((handle, h)),
+        Ok(h) => {
+            tcp.push((handle, h));
+            stream.keep();
+        }
         Err(e) => {
             shared.log(format_args!("{peer}: spawning a data thread failed: {e}"));
             release();
         }
+    }
+}
+
+/// One of a test's TCP streams, reserved by an attach in progress: given
+/// back when dropped, unless [`StreamSlot::keep`] says the connection
+/// attached.
+struct StreamSlot<'a> {
+    session: &'a Session,
+    /// How many were reserved before this one.
+    index: u32,
+}
+
+impl<'a> StreamSlot<'a> {
+    fn take(session: &'a Session) -> StreamSlot<'a> {
+        let index = session.tcp_attached.fetch_add(1, Ordering::SeqCst);
+        StreamSlot { session, index }
+    }
+
+    /// The stream is attached for good.
+    fn keep(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for StreamSlot<'_> {
+    fn drop(&mut self) {
+        self.session.tcp_attached.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

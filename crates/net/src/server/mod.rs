@@ -11,6 +11,11 @@
 //!
 //! # Limits (what a hostile or broken client can cost)
 //!
+//! - the limits below are the defaults; where this process's soft limit of
+//!   open files could not hold what they can take
+//!   ([`ServerConfig::open_files_needed`]: 1600 descriptors), they are
+//!   scaled down together to fit ([`ServerConfig::fit_open_files`]), and
+//!   [`serve`] first raises the soft limit to the hard one;
 //! - at most [`ServerConfig::max_connections`] connections at once (512);
 //!   at the limit a new connection evicts the oldest one still awaiting
 //!   authentication, or, if every connection is authenticated, is
@@ -21,10 +26,17 @@
 //! - at most [`ServerConfig::max_per_address`] connections awaiting
 //!   authentication (from the accept to the welcome or the attach) per
 //!   source address (64); more are answered `busy` at once;
-//! - after a failed authentication, connections from that address are
-//!   refused (`auth`, with the time to wait) before anything is read, for
-//!   100 ms doubling with each consecutive failure up to 30 s, cleared by
-//!   a success (the table is bounded: 4096 addresses);
+//! - after a failed authentication — a wrong MAC, or a data connection's
+//!   attach naming a test that does not exist or is another host's (the
+//!   session id is a data connection's credential) — connections from
+//!   that address are refused (`auth`, with the time to wait) before
+//!   anything is read, for 100 ms doubling with each consecutive failure
+//!   up to 30 s, cleared by a success (the table is bounded, 4096
+//!   entries: when it is full, the oldest entries are widened to their
+//!   /24 or /16 — IPv6 /48 or /32 — rather than forgotten, so no back-off
+//!   is cut short); an attach, like a hello, awaits authentication until
+//!   its test is found, so it counts against its address's cap and may be
+//!   evicted;
 //! - the whole handshake (hello, challenge, auth) must complete within
 //!   [`IO_TIMEOUT`] of the accept, every later frame within [`IO_TIMEOUT`]
 //!   of its first byte; frames are at most
@@ -156,12 +168,20 @@ impl ServerConfig {
     }
 
     /// Refuses a server that anyone on the network could use: a
-    /// non-loopback address needs a token, and a token must not be empty.
+    /// non-loopback address needs a token, and a token must have at least
+    /// [`MIN_TOKEN_LEN`](crate::proto::MIN_TOKEN_LEN) characters.
     pub fn check(&self) -> Result<(), NetError> {
         if self.token.as_deref() == Some("") {
             return Err(NetError::Config(
                 "the token is empty: give a non-empty token".into(),
             ));
+        }
+        if let Some(why) = self
+            .token
+            .as_deref()
+            .and_then(crate::proto::token_too_short)
+        {
+            return Err(NetError::Config(why));
         }
         if !self.bind.ip().is_loopback() && self.token.is_none() {
             return Err(NetError::Config(format!(
@@ -191,6 +211,79 @@ impl ServerConfig {
             }
         }
         Ok(())
+    }
+}
+
+/// Descriptors a server keeps besides those its limits count: its
+/// listener, its runtime's (epoll, event and signal descriptors), the
+/// standard streams, the connection accepted past a full server before
+/// it is closed, and headroom for the process it runs in.
+pub const FD_RESERVE: u64 = 64;
+
+impl ServerConfig {
+    /// The open files this configuration's limits can take at worst: a
+    /// descriptor per connection and per refusal being answered (each
+    /// bounded by [`max_connections`](Self::max_connections)), two per
+    /// data thread (a TCP data connection's socket and the handle that
+    /// shuts it down; a UDP stream takes one), and [`FD_RESERVE`].
+    pub fn open_files_needed(&self) -> u64 {
+        let per = |n: usize| 2 * n as u64;
+        per(self.max_connections)
+            .saturating_add(per(self.max_data_threads))
+            .saturating_add(FD_RESERVE)
+    }
+
+    /// Fits the limits to `limit` open files (the soft `RLIMIT_NOFILE`):
+    /// where [`open_files_needed`](Self::open_files_needed) exceeds it,
+    /// [`max_connections`](Self::max_connections),
+    /// [`max_per_address`](Self::max_per_address) and
+    /// [`max_data_threads`](Self::max_data_threads) are scaled down
+    /// together, so the server refuses (`busy`) and evicts at its own
+    /// limits instead of failing to accept at the system's, when legitimate
+    /// clients could no longer connect. Returns a sentence saying what was
+    /// cut, or `None` if the limits fit as they are; an error if `limit`
+    /// leaves no room for a server at all.
+    pub fn fit_open_files(&mut self, limit: u64) -> Result<Option<String>, NetError> {
+        let need = self.open_files_needed();
+        if need <= limit {
+            return Ok(None);
+        }
+        const FLOOR: (usize, usize, usize) = (4, 1, 2);
+        let floor = ServerConfig {
+            max_connections: FLOOR.0,
+            max_per_address: FLOOR.1,
+            max_data_threads: FLOOR.2,
+            ..self.clone()
+        };
+        if limit < floor.open_files_needed() {
+            return Err(NetError::Config(format!(
+                "this process may open only {limit} files (ulimit -n), too few for a server ({} at least); raise the limit",
+                floor.open_files_needed()
+            )));
+        }
+        let (room, want) = (limit - FD_RESERVE, need - FD_RESERVE);
+        let scale = |n: usize, at_least: usize| {
+            ((n as u128 * u128::from(room) / u128::from(want)) as usize).clamp(at_least, n)
+        };
+        let before = (
+            self.max_connections,
+            self.max_per_address,
+            self.max_data_threads,
+        );
+        self.max_connections = scale(before.0, FLOOR.0);
+        self.max_per_address = scale(before.1, FLOOR.1);
+        self.max_data_threads = scale(before.2, FLOOR.2);
+        Ok(Some(format!(
+            "this process may open {limit} files (ulimit -n), fewer than the {need} its limits could take: \
+             at most {} connections (not {}), {} awaiting authentication per address (not {}) and {} data streams (not {}); \
+             raise the hard limit (LimitNOFILE=, `ulimit -Hn`) for the full limits",
+            self.max_connections,
+            before.0,
+            self.max_per_address,
+            before.1,
+            self.max_data_threads,
+            before.2
+        )))
     }
 }
 
@@ -226,6 +319,8 @@ pub struct Server {
     stop: watch::Sender<bool>,
     accept: Option<tokio::task::JoinHandle<()>>,
     shared: Arc<Shared>,
+    /// What [`ServerConfig::fit_open_files`] cut, if anything.
+    fit_note: Option<String>,
 }
 
 impl std::fmt::Debug for Server {
@@ -235,9 +330,15 @@ impl std::fmt::Debug for Server {
 }
 
 impl Server {
-    /// Checks the configuration, binds, and starts accepting.
-    pub fn start(cfg: ServerConfig) -> Result<Server, NetError> {
+    /// Checks the configuration, fits its limits to this process's soft
+    /// limit of open files ([`ServerConfig::fit_open_files`]; it does not
+    /// raise it, [`serve`] does), binds, and starts accepting.
+    pub fn start(mut cfg: ServerConfig) -> Result<Server, NetError> {
         cfg.check()?;
+        let fit_note = match crate::sys::open_file_limit() {
+            Some((Some(soft), _)) => cfg.fit_open_files(soft)?,
+            _ => None,
+        };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(cfg.control_threads)
             .thread_name("benchsuite-net-ctl")
@@ -273,6 +374,7 @@ impl Server {
             stop,
             accept: Some(accept),
             shared,
+            fit_note,
         })
     }
 
@@ -372,11 +474,18 @@ impl Drop for Server {
 }
 
 /// Starts a server and runs it until SIGINT or SIGTERM: what
-/// `benchsuite serve` does. `on_listening` is told the bound address once
-/// the server accepts connections.
+/// `benchsuite serve` does. First it raises this process's soft limit of
+/// open files to the hard one (the default soft limit, often 1024, is
+/// below what the default limits can take), so only a low hard limit cuts
+/// the server's limits (logged). `on_listening` is told the bound address
+/// once the server accepts connections.
 pub fn serve(cfg: ServerConfig, on_listening: impl FnOnce(SocketAddr)) -> Result<(), NetError> {
+    crate::sys::raise_open_file_limit();
     let server = Server::start(cfg)?;
     on_listening(server.local_addr());
+    if let Some(note) = &server.fit_note {
+        server.shared.log(format_args!("note: {note}"));
+    }
     server.run_until_signal()
 }
 
@@ -462,7 +571,11 @@ mod tests {
                 && e.contains("BENCHSUITE_TOKEN"),
             "{e}"
         );
-        assert!(ServerConfig::new(public, Some("t".into())).check().is_ok());
+        assert!(
+            ServerConfig::new(public, Some("a-token-of-16-ch".into()))
+                .check()
+                .is_ok()
+        );
         let lo: SocketAddr = "127.0.0.1:0".parse().unwrap();
         assert!(ServerConfig::new(lo, None).check().is_ok());
         let v6: SocketAddr = "[::1]:0".parse().unwrap();
@@ -475,6 +588,64 @@ mod tests {
         let mut c = ServerConfig::new(lo, None);
         c.max_per_address = 0;
         assert!(c.check().is_err());
+    }
+
+    #[test]
+    fn a_token_shorter_than_16_characters_is_refused() {
+        let lo: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let e = ServerConfig::new(lo, Some("fifteen-chars-x".into()))
+            .check()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("15 characters") && e.contains("at least 16") && e.contains("offline"),
+            "{e}"
+        );
+        // Characters, not bytes.
+        let e = ServerConfig::new(lo, Some("ééééééééééééééé".into()))
+            .check()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("15 characters"), "{e}");
+        assert!(
+            ServerConfig::new(lo, Some("sixteen-chars-xx".into()))
+                .check()
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn the_limits_fit_the_open_files_allowed() {
+        let lo: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let mut c = ServerConfig::new(lo, None);
+        // 512 connections and 512 refusals, 2 descriptors × 256 data
+        // threads, and the reserve.
+        assert_eq!(c.open_files_needed(), 1600);
+        assert!(c.fit_open_files(1600).unwrap().is_none());
+        assert_eq!(c.max_connections, 512);
+        for limit in [1024u64, 256, 80] {
+            let mut c = ServerConfig::new(lo, None);
+            let note = c.fit_open_files(limit).unwrap().unwrap();
+            assert!(c.open_files_needed() <= limit, "{limit}: {c:?}");
+            assert!(
+                note.contains(&format!("may open {limit} files"))
+                    && note.contains("(not 512)")
+                    && note.contains("ulimit"),
+                "{note}"
+            );
+            assert!(c.max_connections >= 4 && c.max_per_address >= 1 && c.max_data_threads >= 2);
+        }
+        let mut c = ServerConfig::new(lo, None);
+        c.fit_open_files(256).unwrap();
+        assert_eq!(
+            (c.max_connections, c.max_per_address, c.max_data_threads),
+            (64, 8, 32)
+        );
+        let e = ServerConfig::new(lo, None)
+            .fit_open_files(50)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("only 50 files"), "{e}");
     }
 
     #[test]

@@ -29,7 +29,8 @@ pub(super) struct Session {
     pub(super) stop: Arc<AtomicBool>,
     /// TCP data connections: a handle to shut the socket down, and the thread.
     pub(super) tcp: Mutex<Vec<(StdTcpStream, JoinHandle<()>)>>,
-    /// TCP data connections attached or being attached (never decreases).
+    /// TCP data connections attached or being attached (an attach that
+    /// fails gives its place back).
     pub(super) tcp_attached: std::sync::atomic::AtomicU32,
     pub(super) udp: Vec<UdpStream>,
     pub(super) udp_ports: Vec<u16>,

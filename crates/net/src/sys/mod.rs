@@ -295,10 +295,68 @@ pub(crate) fn random_bytes(buf: &mut [u8]) -> std::io::Result<()> {
     }
 }
 
+/// This process's limit of open files (`RLIMIT_NOFILE`): (soft, hard),
+/// `None` for an unlimited one, or `None` altogether where it is unknown.
+#[allow(clippy::useless_conversion, reason = "rlim_t is i64 on some systems")]
+pub(crate) fn open_file_limit() -> Option<(Option<u64>, Option<u64>)> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one `rlimit` into the one passed, which
+    // lives for the call.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return None;
+    }
+    let finite =
+        |v: libc::rlim_t| (v != libc::RLIM_INFINITY).then(|| u64::try_from(v).unwrap_or(u64::MAX));
+    Some((finite(lim.rlim_cur), finite(lim.rlim_max)))
+}
+
+/// Raises this process's soft limit of open files to its hard limit (no
+/// privilege needed). Where the system refuses — Linux refuses an
+/// unlimited soft limit (above `fs.nr_open`), macOS one above `OPEN_MAX` —
+/// it tries 2^20, Linux's default `fs.nr_open`, and otherwise the soft
+/// limit stays. Returns the limit then, as [`open_file_limit`] gives it.
+pub(crate) fn raise_open_file_limit() -> Option<(Option<u64>, Option<u64>)> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: as in `open_file_limit`.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return None;
+    }
+    let fallback: libc::rlim_t = 1 << 20;
+    for want in [lim.rlim_max, lim.rlim_max.min(fallback)] {
+        if lim.rlim_cur >= want {
+            break;
+        }
+        let raised = libc::rlimit {
+            rlim_cur: want,
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: setrlimit reads the `rlimit` passed, which lives for the
+        // call; a soft limit up to the hard one needs no privilege.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            break;
+        }
+    }
+    open_file_limit()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::net::UdpSocket;
+
+    #[test]
+    fn the_open_file_limit_is_read() {
+        let (soft, hard) = open_file_limit().unwrap();
+        if let (Some(s), Some(h)) = (soft, hard) {
+            assert!(s <= h && s > 0, "{s} {h}");
+        }
+    }
 
     #[test]
     fn random_bytes_differ_each_time() {
