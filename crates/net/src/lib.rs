@@ -209,6 +209,7 @@ pub use connect::Connect;
 pub use latency::Latency;
 pub use proto::{DEFAULT_PORT, MIN_TOKEN_LEN, PROTOCOL_VERSION};
 pub use server::{Server, ServerConfig, serve};
+pub use sys::{open_file_limit, raise_open_file_limit};
 pub use tcp::TcpThroughput;
 pub use udp::{UdpThroughput, parse_rate};
 

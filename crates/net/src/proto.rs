@@ -764,6 +764,35 @@ fn invalid(e: impl ToString) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e.to_string())
 }
 
+/// The most characters of a peer's text (an `Error` message) that this
+/// side shows.
+pub const MAX_UNTRUSTED: usize = 512;
+
+/// A text from the peer, fit to print on one line of a terminal or a
+/// report: control and direction-changing characters escaped (`\n`,
+/// `\u{1b}`), at most [`MAX_UNTRUSTED`] characters (then `…`). A server's
+/// refusal may hold anything up to a frame's size.
+pub fn untrusted(text: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == MAX_UNTRUSTED {
+            out.push('…');
+            break;
+        }
+        // Zero-width and bidirectional controls (which reorder a line).
+        let hidden = matches!(
+            c,
+            '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        );
+        if c.is_control() || hidden {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -692,6 +692,39 @@ fn a_peer_that_is_not_a_benchsuite_server_is_named_as_such() {
 }
 
 #[test]
+fn a_servers_refusal_cannot_steer_the_terminal() {
+    // A hostile server's refusal: escape sequences, a bidi override, a
+    // newline, and 60 KiB of text.
+    let hostile = format!(
+        "\u{1b}]0;pwned\u{7}\u{1b}[2J\u{202e}evil\nline{}",
+        "x".repeat(60 << 10)
+    );
+    let fake = fake_server(move |mut s| {
+        let mut buf = [0u8; 512];
+        let _ = s.read(&mut buf);
+        let mut f = MAGIC.to_vec();
+        f.extend(proto::encode(&Message::Error {
+            code: ErrorCode::BadRequest,
+            message: hostile,
+            version: PROTOCOL_VERSION,
+        }));
+        let _ = s.write_all(&f);
+    });
+    let e = failure("net.connect", &[("peer", &fake.to_string())]);
+    assert!(
+        !e.chars()
+            .any(|c| c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c)),
+        "{e:?}"
+    );
+    assert!(e.contains("\\u{1b}[2J") && e.contains("evil\\nline"), "{e}");
+    assert!(
+        e.chars().count() < 2_000,
+        "{} characters",
+        e.chars().count()
+    );
+}
+
+#[test]
 fn an_unreachable_peer_fails_within_the_connect_timeout() {
     // A port nobody listens on: refused at once, and the message says what
     // to check.

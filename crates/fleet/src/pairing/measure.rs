@@ -420,6 +420,9 @@ impl Pairing {
     /// for every other rank measuring it at once (fan-in).
     pub(super) fn start_server(&self, token: &str) -> Result<benchsuite_net::Server, String> {
         let world = usize::try_from(self.world).unwrap_or(usize::MAX);
+        // Up to 16 connections per rank (fan-in): a run process's usual
+        // soft limit of 1024 open files would cut the server's limits.
+        let _ = benchsuite_net::raise_open_file_limit();
         let mut c = benchsuite_net::ServerConfig::new(
             SocketAddr::new(self.bind, 0),
             Some(token.to_string()),

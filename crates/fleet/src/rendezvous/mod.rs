@@ -128,7 +128,7 @@ pub const MAX_CONNECTIONS: usize = 256;
 /// The shortest token `--rendezvous` takes, in characters: a fake meeting
 /// point gets one authentication code per connection to test guesses
 /// against offline.
-pub const MIN_TOKEN_LEN: usize = 16;
+pub const MIN_TOKEN_LEN: usize = benchsuite_net::MIN_TOKEN_LEN;
 /// From the accept to the `welcome`.
 pub const HANDSHAKE: Duration = Duration::from_secs(5);
 /// The longest wait for an authenticated rank's next request.
@@ -279,37 +279,8 @@ fn check_fd_limit(given: &str, world: u64) -> Result<(), String> {
 
 /// Raises this process's soft limit of open files to its hard limit, and
 /// returns the soft limit then (`None`: unlimited or unknown).
-#[cfg(unix)]
-#[allow(clippy::useless_conversion, reason = "rlim_t is i64 on some systems")]
 fn raise_fd_limit() -> Option<u64> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes one `rlimit` into the one passed, which
-    // lives for the call.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return None;
-    }
-    if lim.rlim_cur < lim.rlim_max {
-        let raised = libc::rlimit {
-            rlim_cur: lim.rlim_max,
-            rlim_max: lim.rlim_max,
-        };
-        // SAFETY: setrlimit reads the `rlimit` passed, which lives for the
-        // call; a soft limit up to the hard one needs no privilege (where
-        // it is refused, as macOS refuses one above OPEN_MAX, the old one
-        // stays).
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
-            lim.rlim_cur = lim.rlim_max;
-        }
-    }
-    (lim.rlim_cur != libc::RLIM_INFINITY).then(|| u64::try_from(lim.rlim_cur).unwrap_or(u64::MAX))
-}
-
-#[cfg(not(unix))]
-fn raise_fd_limit() -> Option<u64> {
-    None
+    benchsuite_net::raise_open_file_limit().and_then(|(soft, _)| soft)
 }
 
 fn check_ip(given: &str, ip: IpAddr) -> Result<(), String> {

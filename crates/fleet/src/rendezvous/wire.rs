@@ -176,30 +176,14 @@ pub(crate) fn derive_key(token: &str) -> [u8; 32] {
 
 /// The most characters of a text from a peer not authenticated yet that
 /// a rank shows.
-pub const MAX_UNTRUSTED: usize = 512;
+pub const MAX_UNTRUSTED: usize = benchsuite_net::proto::MAX_UNTRUSTED;
 
 /// A text from a peer not authenticated yet, fit to print on one line:
 /// control and direction-changing characters escaped (`\n`, `\u{1b}`),
-/// at most [`MAX_UNTRUSTED`] characters (then `…`).
+/// at most [`MAX_UNTRUSTED`] characters (then `…`); the network crate's
+/// rule ([`benchsuite_net::proto::untrusted`]).
 pub fn untrusted(text: &str) -> String {
-    let mut out = String::new();
-    for (i, c) in text.chars().enumerate() {
-        if i == MAX_UNTRUSTED {
-            out.push('…');
-            break;
-        }
-        // Zero-width and bidirectional controls (which reorder a line).
-        let hidden = matches!(
-            c,
-            '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
-        );
-        if c.is_control() || hidden {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    benchsuite_net::proto::untrusted(text)
 }
 
 /// Whether `name` may be stored: 1 to [`MAX_NAME`] bytes of

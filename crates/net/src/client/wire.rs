@@ -306,7 +306,8 @@ fn read_reply(sock: &mut TcpStream, peer: SocketAddr, first: bool) -> Result<Mes
         Message::Error { code, message, .. } => Err(NetError::Refused {
             peer,
             code,
-            message,
+            // A stranger's text: it reaches stderr and reports.
+            message: crate::proto::untrusted(&message),
         }),
         m => Ok(m),
     }
@@ -315,6 +316,9 @@ fn read_reply(sock: &mut TcpStream, peer: SocketAddr, first: bool) -> Result<Mes
 fn unexpected(peer: SocketAddr, wanted: &str, got: &Message) -> NetError {
     NetError::Protocol {
         peer,
-        detail: format!("expected {wanted}, got {got:?}"),
+        detail: format!(
+            "expected {wanted}, got {}",
+            crate::proto::untrusted(&format!("{got:?}"))
+        ),
     }
 }

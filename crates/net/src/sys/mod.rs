@@ -298,7 +298,7 @@ pub(crate) fn random_bytes(buf: &mut [u8]) -> std::io::Result<()> {
 /// This process's limit of open files (`RLIMIT_NOFILE`): (soft, hard),
 /// `None` for an unlimited one, or `None` altogether where it is unknown.
 #[allow(clippy::useless_conversion, reason = "rlim_t is i64 on some systems")]
-pub(crate) fn open_file_limit() -> Option<(Option<u64>, Option<u64>)> {
+pub fn open_file_limit() -> Option<(Option<u64>, Option<u64>)> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -318,7 +318,7 @@ pub(crate) fn open_file_limit() -> Option<(Option<u64>, Option<u64>)> {
 /// unlimited soft limit (above `fs.nr_open`), macOS one above `OPEN_MAX` —
 /// it tries 2^20, Linux's default `fs.nr_open`, and otherwise the soft
 /// limit stays. Returns the limit then, as [`open_file_limit`] gives it.
-pub(crate) fn raise_open_file_limit() -> Option<(Option<u64>, Option<u64>)> {
+pub fn raise_open_file_limit() -> Option<(Option<u64>, Option<u64>)> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
