@@ -15,94 +15,20 @@ use benchsuite::{ConfigError, ParamSpec, RunConfig};
 use crate::args::{ClusterArgs, CompareArgs, NetPairsArg, RunArgs, Secret};
 
 /// The environment variable holding the network token.
-pub use benchsuite_fleet::TOKEN_ENV;
+pub use benchsuite_net::token::TOKEN_ENV;
 
-/// The most bytes read from a `--token-file` (its first line must fit).
-const TOKEN_FILE_MAX: u64 = 64 * 1024;
-
-/// Where the token came from, for messages (never the token itself).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TokenSource {
-    Flag,
-    File,
-    Env,
-}
-
-impl std::fmt::Display for TokenSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            TokenSource::Flag => "--token",
-            TokenSource::File => "--token-file",
-            TokenSource::Env => TOKEN_ENV,
-        })
-    }
-}
-
-/// The token from its sources: `--token` or `--token-file` (clap refuses
-/// both at once), either of which overrides `BENCHSUITE_TOKEN`; the
-/// environment is read only when `use_env`. `--token` is accepted with a
-/// warning that it is visible in `ps`.
+/// The token from `--token`, `--token-file` or the environment (see
+/// [`benchsuite_net::token::resolve`]).
 pub fn resolve_token(
     flag: Option<&Secret>,
     file: Option<&std::path::Path>,
     use_env: bool,
-) -> Result<Option<(String, TokenSource)>> {
-    if let Some(Secret(t)) = flag {
-        eprintln!(
-            "warning: --token puts the token on the command line, where other users of this machine can read it (ps, /proc) and shell history keeps it; use {TOKEN_ENV}=... or --token-file PATH instead"
-        );
-        if t.is_empty() {
-            bail!("--token is empty: give a non-empty token");
-        }
-        return Ok(Some((t.clone(), TokenSource::Flag)));
-    }
-    if let Some(path) = file {
-        return read_token_file(path).map(|t| Some((t, TokenSource::File)));
-    }
-    if !use_env {
-        return Ok(None);
-    }
-    match std::env::var(TOKEN_ENV) {
-        Ok(t) if t.is_empty() => {
-            bail!("{TOKEN_ENV} is set but empty: give a non-empty token, or unset it")
-        }
-        Ok(t) => Ok(Some((t, TokenSource::Env))),
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(_)) => bail!("{TOKEN_ENV} is not valid UTF-8"),
-    }
-}
-
-/// The first line of `path`, its line ending removed; an error naming the
-/// file if it cannot be read or the line is empty. Warns when other users
-/// may read the file.
-fn read_token_file(path: &std::path::Path) -> Result<String> {
-    use std::io::{BufRead, Read};
-    let shown = path.display();
-    let f = std::fs::File::open(path)
-        .with_context(|| format!("--token-file {shown}: cannot read the token"))?;
-    #[cfg(unix)]
-    if let Ok(meta) = f.metadata() {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = meta.permissions().mode();
-        if meta.is_file() && mode & 0o077 != 0 {
-            eprintln!(
-                "warning: --token-file {shown} may be read by other users (mode {:o}); chmod 600 it",
-                mode & 0o777
-            );
-        }
-    }
-    let mut line = String::new();
-    std::io::BufReader::new(f.take(TOKEN_FILE_MAX))
-        .read_line(&mut line)
-        .with_context(|| format!("--token-file {shown}: cannot read the token"))?;
-    let token = line
-        .strip_suffix('\n')
-        .map(|l| l.strip_suffix('\r').unwrap_or(l))
-        .unwrap_or(&line);
-    if token.is_empty() {
-        bail!("--token-file {shown}: the first line is empty; put the token on it");
-    }
-    Ok(token.to_string())
+) -> Result<Option<(String, benchsuite_net::token::Source)>> {
+    Ok(benchsuite_net::token::resolve(
+        flag.map(|Secret(t)| t.as_str()),
+        file,
+        use_env,
+    )?)
 }
 
 /// Where and how to write the run's report.

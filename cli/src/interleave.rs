@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context as _, Result, bail};
-use benchsuite::{Record, Report};
+use benchsuite::Report;
 
 use crate::args::CompareArgs;
 
@@ -60,6 +60,10 @@ pub fn run(bins: &[PathBuf], args: &CompareArgs) -> Result<(Report, Report)> {
         }
     }
     let [base, new] = sides;
+    let pool = |runs, bin: &Path| {
+        benchsuite::runner::pool_reports(runs)
+            .map_err(|e| anyhow::anyhow!("--interleave {}: {e}", bin.display()))
+    };
     let base = pool(base, base_bin)?;
     let new = pool(new, new_bin)?;
     for (name, r) in [("base", &base), ("new", &new)] {
@@ -115,47 +119,14 @@ fn run_once(bin: &Path, run_args: &[String], out: &Path) -> Result<Report> {
     })
 }
 
-/// One build's rounds as one report: each record's rounds pooled (its
-/// metrics' `rounds` say which samples came from which round).
-fn pool(rounds: Vec<Report>, bin: &Path) -> Result<Report> {
-    let n = rounds.len();
-    let mut it = rounds.into_iter();
-    let mut first = it.next().expect("at least 3 rounds");
-    let later: Vec<Report> = it.collect();
-    let mut records = Vec::with_capacity(first.records.len());
-    for rec in std::mem::take(&mut first.records) {
-        let key = rec.requested_key();
-        let mut all: Vec<Record> = vec![rec];
-        for r in &later {
-            match r.records.iter().find(|x| x.requested_key() == key) {
-                Some(x) => all.push(x.clone()),
-                None => bail!(
-                    "--interleave {}: {key} ran in its first round but not in a later one",
-                    bin.display()
-                ),
-            }
-        }
-        records.extend(benchsuite::runner::pool_rounds(all));
-    }
-    first.records = records;
-    first.config.rounds = n;
-    Ok(first)
-}
-
 /// A private directory for the rounds' reports, removed at the end.
 struct Scratch(PathBuf);
 
 impl Scratch {
     fn new() -> Result<Scratch> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let dir = std::env::temp_dir().join(format!(
-            "benchsuite-interleave-{}-{nanos}",
-            std::process::id()
-        ));
-        // create_dir fails if it exists: nobody else's directory is used.
-        std::fs::create_dir(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let tmp = std::env::temp_dir();
+        let dir = benchsuite::atomic::private_dir(&tmp, "benchsuite-interleave")
+            .with_context(|| format!("cannot create a directory in {}", tmp.display()))?;
         Ok(Scratch(dir))
     }
 }

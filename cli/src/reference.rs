@@ -14,11 +14,9 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 use benchsuite::export::Format;
-use benchsuite::export::reference::{headline, summary_table};
-use benchsuite::reference::Reference;
-use benchsuite::reference::run::{ReferenceObserver, run_references};
-use benchsuite::units::format_value;
-use benchsuite::{Record, Report, Status};
+use benchsuite::export::reference::summary_table;
+use benchsuite::reference::run::{Stderr, run_references};
+use benchsuite::{Report, Status};
 
 use crate::args::RunArgs;
 use crate::config;
@@ -63,7 +61,7 @@ pub fn cmd_reference(args: &RunArgs) -> Result<i32> {
     // Ctrl-C finishes the round in flight (the tool's scratch files are
     // removed after it), then writes what is done.
     crate::output::install_ctrlc(&cfg.cancel);
-    let Some(report) = run_references(&plan, &cfg, rounds, &mut Printer) else {
+    let Some(report) = run_references(&plan, &cfg, rounds, &mut Stderr) else {
         bail!("nothing selected");
     };
 
@@ -116,35 +114,4 @@ fn write(report: &Report, format: Format, file: Option<&Path>) -> Result<String>
         benchsuite::export::write_report(format, report, w)
     })?;
     Ok(format!("; written to {}", file.display()))
-}
-
-/// Prints the runner's progress on stderr.
-struct Printer;
-
-impl ReferenceObserver for Printer {
-    fn point(&mut self, done: usize, total: usize, id: &str, label: &str) {
-        eprintln!("[{done}/{total}] {id} {label}");
-    }
-    fn our_round(&mut self, round: usize, rounds: usize, record: &Record, metric: Option<&str>) {
-        let shown = headline(record, metric);
-        eprintln!("    round {round}/{rounds}: benchsuite {shown}");
-    }
-    fn tool_round(
-        &mut self,
-        round: usize,
-        rounds: usize,
-        r: &Reference,
-        unit: &str,
-        outcome: Result<f64, &str>,
-    ) {
-        match outcome {
-            Ok(v) => eprintln!(
-                "    round {round}/{rounds}: {} {} {}",
-                r.tool,
-                r.metric,
-                format_value(v, unit)
-            ),
-            Err(e) => eprintln!("    round {round}/{rounds}: {} failed: {e}", r.tool),
-        }
-    }
 }

@@ -85,6 +85,16 @@ pub fn create_temporary_mode(path: &Path, mode: u32) -> io::Result<(PathBuf, Fil
     Err(last.unwrap_or_else(|| io::Error::other("no free temporary name")))
 }
 
+/// A new private directory `PREFIX-PID-RANDOM` in `parent`: created
+/// exclusively (an existing name, link or not, is never used) with mode
+/// 0700, so nobody else can put a name in it.
+pub fn private_dir(parent: &Path, prefix: &str) -> io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    let dir = parent.join(format!("{prefix}-{}-{}", std::process::id(), random_hex()?));
+    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    Ok(dir)
+}
+
 /// 16 random hex digits from the kernel (`getrandom(2)`).
 pub fn random_hex() -> io::Result<String> {
     let mut b = [0u8; 8];

@@ -24,7 +24,7 @@ pub use placement::{Placement, PlacementConfig};
 
 /// The environment variable that holds the token of `serve`,
 /// `run --peer` and `--rendezvous`.
-pub const TOKEN_ENV: &str = "BENCHSUITE_TOKEN";
+pub use benchsuite_net::token::TOKEN_ENV;
 
 /// Why a fleet step failed. Each message names the flag or file it is
 /// about, as the command line reads it.

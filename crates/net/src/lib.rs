@@ -199,6 +199,7 @@ mod route;
 pub mod server;
 mod sys;
 mod tcp;
+pub mod token;
 mod udp;
 
 use std::net::SocketAddr;

@@ -20,6 +20,7 @@ use crate::config::RunConfig;
 use crate::plan::{Plan, PlannedBench};
 use crate::report::{Record, Report, Status};
 use crate::runner::Silent;
+use crate::units::format_value;
 
 /// What the reference runner tells as it goes (the CLI prints it).
 pub trait ReferenceObserver {
@@ -47,6 +48,52 @@ pub trait ReferenceObserver {
 
 /// Tells nothing.
 impl ReferenceObserver for Silent {}
+
+/// Prints the runner's progress on stderr, one line per point and
+/// round, as `benchsuite reference` shows it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stderr;
+
+impl ReferenceObserver for Stderr {
+    fn point(&mut self, done: usize, total: usize, id: &str, label: &str) {
+        eprintln!("[{done}/{total}] {id} {label}");
+    }
+    fn our_round(&mut self, round: usize, rounds: usize, record: &Record, metric: Option<&str>) {
+        let shown = headline(record, metric);
+        eprintln!("    round {round}/{rounds}: benchsuite {shown}");
+    }
+    fn tool_round(
+        &mut self,
+        round: usize,
+        rounds: usize,
+        r: &Reference,
+        unit: &str,
+        outcome: Result<f64, &str>,
+    ) {
+        match outcome {
+            Ok(v) => eprintln!(
+                "    round {round}/{rounds}: {} {} {}",
+                r.tool,
+                r.metric,
+                format_value(v, unit)
+            ),
+            Err(e) => eprintln!("    round {round}/{rounds}: {} failed: {e}", r.tool),
+        }
+    }
+}
+
+/// A record's value of `metric` (its headline without one), for progress.
+pub fn headline(r: &Record, metric: Option<&str>) -> String {
+    if r.status != Status::Ok {
+        return format!("{:?}: {}", r.status, r.reason.as_deref().unwrap_or(""));
+    }
+    let m = metric
+        .and_then(|m| r.metric(m))
+        .or_else(|| r.metrics.first());
+    m.map_or_else(String::new, |m| {
+        format!("{} {}", m.name, format_value(m.summary.median, &m.unit))
+    })
+}
 
 /// Runs every point of `plan` against its reference tool, `rounds` rounds
 /// each (ours, then the tool's, in turn), with `cfg` (its `rounds` should be
@@ -421,15 +468,13 @@ impl Scratch {
     /// 0700: nobody else can put a name in it), and writes the
     /// reference's input files into it.
     fn new(r: &Reference) -> Result<Scratch, String> {
-        use std::os::unix::fs::DirBuilderExt as _;
         let parent = r.scratch_in.clone().unwrap_or_else(std::env::temp_dir);
-        let nonce = crate::atomic::random_hex()
-            .map_err(|e| format!("cannot name a scratch directory: {e}"))?;
-        let dir = parent.join(format!("benchsuite-ref-{}-{nonce}", std::process::id()));
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&dir)
-            .map_err(|e| format!("cannot create the scratch directory {}: {e}", dir.display()))?;
+        let dir = crate::atomic::private_dir(&parent, "benchsuite-ref").map_err(|e| {
+            format!(
+                "cannot create a scratch directory in {}: {e}",
+                parent.display()
+            )
+        })?;
         SCRATCH
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -30,7 +30,7 @@ use crate::stats::latency_histogram;
 pub use crate::config::RunConfig;
 pub use crate::plan::{Plan, PlannedBench, plan, plan_on};
 pub use measure::NOISY_CV;
-pub use rounds::pool_rounds;
+pub use rounds::{pool_reports, pool_rounds};
 pub use steal::STEAL_WARN;
 
 mod measure;

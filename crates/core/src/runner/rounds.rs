@@ -1,7 +1,7 @@
 //! `--rounds`: each later round of a record is pooled into the first.
 
 use crate::caveat::Caveat;
-use crate::report::{Record, SampleTails, Status};
+use crate::report::{Record, Report, SampleTails, Status};
 use crate::stats::{LatencySummary, Summary};
 
 use super::measure::{Hists, noisy_warning, over_peak_warning};
@@ -131,6 +131,39 @@ fn states_warning(m: &crate::report::Metric) -> Option<Caveat> {
         low_rounds: medians.iter().filter(|v| **v < cut).count(),
         rounds: medians.len(),
     })
+}
+
+/// Whole runs of one build (one report per round, interleaved with
+/// another build's, as `compare --interleave` runs them) as one report:
+/// each record's rounds pooled as [`pool_rounds`] pools them, and
+/// `config.rounds` the number of runs. `Err` names a record of the first
+/// run that a later run lacks.
+pub fn pool_reports(runs: Vec<Report>) -> Result<Report, String> {
+    let n = runs.len();
+    let mut it = runs.into_iter();
+    let Some(mut first) = it.next() else {
+        return Err("no run to pool".into());
+    };
+    let later: Vec<Report> = it.collect();
+    let mut records = Vec::with_capacity(first.records.len());
+    for rec in std::mem::take(&mut first.records) {
+        let key = rec.requested_key();
+        let mut all: Vec<Record> = vec![rec];
+        for r in &later {
+            match r.records.iter().find(|x| x.requested_key() == key) {
+                Some(x) => all.push(x.clone()),
+                None => {
+                    return Err(format!(
+                        "{key} ran in its first round but not in a later one"
+                    ));
+                }
+            }
+        }
+        records.extend(pool_rounds(all));
+    }
+    first.records = records;
+    first.config.rounds = n;
+    Ok(first)
 }
 
 #[cfg(test)]

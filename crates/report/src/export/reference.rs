@@ -1,21 +1,9 @@
 //! The summary `benchsuite reference` prints: one line per record, ours
 //! against the tool.
 
-use benchsuite_core::report::{Record, Report, Status};
+use benchsuite_core::reference::run::headline;
+use benchsuite_core::report::{Report, Status};
 use benchsuite_core::units::format_value;
-
-/// A record's value of `metric` (its headline without one), for progress.
-pub fn headline(r: &Record, metric: Option<&str>) -> String {
-    if r.status != Status::Ok {
-        return format!("{:?}: {}", r.status, r.reason.as_deref().unwrap_or(""));
-    }
-    let m = metric
-        .and_then(|m| r.metric(m))
-        .or_else(|| r.metrics.first());
-    m.map_or_else(String::new, |m| {
-        format!("{} {}", m.name, format_value(m.summary.median, &m.unit))
-    })
-}
 
 /// The summary: one line per record, ours against the tool.
 pub fn summary_table(report: &Report) -> String {
