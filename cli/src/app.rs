@@ -262,7 +262,7 @@ fn cmd_info(args: &InfoArgs) -> Result<i32> {
         writeln!(out, "{}", serde_json::to_string_pretty(&host)?)?;
         return Ok(0);
     }
-    benchsuite::export::host::write_host(&host, &mut out)?;
+    benchsuite::export::host::write_host(&host, crate::output::text_width(), &mut out)?;
     Ok(0)
 }
 

@@ -284,13 +284,25 @@ fn select<P: Copy + fmt::Display>(
     match isa {
         Some(i) => pick(precision, i),
         None => {
-            let mut why = Vec::new();
+            // ISAs refused for one reason are named together, the reason
+            // once ("avx2, sse2, scalar: no native f16 arithmetic ...").
+            let mut why: Vec<(Vec<String>, String)> = Vec::new();
             for &i in Isa::ALL {
                 match pick(precision, i) {
                     Ok(k) => return Ok(k),
-                    Err(e) => why.push(format!("{i}: {e}")),
+                    Err(e) => {
+                        let e = e.to_string();
+                        match why.iter_mut().find(|(_, r)| *r == e) {
+                            Some((isas, _)) => isas.push(i.to_string()),
+                            None => why.push((vec![i.to_string()], e)),
+                        }
+                    }
                 }
             }
+            let why: Vec<String> = why
+                .iter()
+                .map(|(isas, e)| format!("{}: {e}", isas.join(", ")))
+                .collect();
             Err(no_kernel(format!(
                 "no {precision} kernel can run on this CPU ({})",
                 why.join("; ")

@@ -310,62 +310,17 @@ fn verdict_color(v: Verdict) -> &'static str {
 }
 
 fn host(h: &mut String, label: &str, r: &Report) {
-    let host = &r.host;
-    let cpu = &host.cpu;
     let _ = write!(h, "<h2>Host: {}</h2>\n<table>", escape(label));
-    let mut row = |k: &str, v: String| {
-        let _ = write!(h, "<tr><th>{}</th><td>{}</td></tr>", escape(k), escape(&v));
+    let mut row = |k: &str, v: &str| {
+        let _ = write!(h, "<tr><th>{}</th><td>{}</td></tr>", escape(k), escape(v));
     };
-    let opt = |v: Option<String>| v.unwrap_or_else(|| "unknown".into());
-    row("hostname", opt(host.hostname.clone()));
-    row("os / arch", format!("{} / {}", host.os, host.arch));
-    row("kernel", opt(host.kernel.clone()));
-    row("cpu", opt(cpu.model.clone()));
-    row("vendor", opt(cpu.vendor.clone()));
-    row("microarchitecture", opt(cpu.microarchitecture.clone()));
-    row(
-        "cores",
-        format!(
-            "{} logical, {} physical, {} sockets",
-            opt(cpu.logical_cpus.map(|v| v.to_string())),
-            opt(cpu.physical_cores.map(|v| v.to_string())),
-            opt(cpu.sockets.map(|v| v.to_string()))
-        ),
-    );
-    row(
-        "frequency",
-        format!(
-            "base {} MHz, max {} MHz, governor {}",
-            opt(cpu.base_mhz.map(|v| format!("{v:.0}"))),
-            opt(cpu.max_mhz.map(|v| format!("{v:.0}"))),
-            opt(cpu.governor.clone())
-        ),
-    );
-    row("simd", cpu.simd.join(" "));
-    row(
-        "caches",
-        cpu.caches
-            .iter()
-            .map(|c| format!("L{} {} {}", c.level, c.kind, format_size(c.size_bytes)))
-            .collect::<Vec<_>>()
-            .join(", "),
-    );
-    row("memory", opt(host.memory_bytes.map(format_size)));
-    row(
-        "memory available",
-        opt(host.memory_available_bytes.map(format_size)),
-    );
-    row("virtualization", opt(host.virtualization.clone()));
-    row(
-        "build",
-        format!(
-            "{} {} {}",
-            host.build.version, host.build.profile, host.build.target
-        ),
-    );
+    // The rows `info` prints, module facts (disk, GPU, network) included.
+    for (k, v) in super::host::rows(&r.host) {
+        row(&k, &v);
+    }
     row(
         "config",
-        format!(
+        &format!(
             "runs {}, rounds {}, quick {}, selectors {}",
             r.config.runs,
             r.config.rounds,
@@ -374,14 +329,6 @@ fn host(h: &mut String, label: &str, r: &Report) {
         ),
     );
     h.push_str("</table>\n");
-    for (k, v) in &host.extra {
-        let _ = writeln!(
-            h,
-            "<h3>{}</h3><pre>{}</pre>",
-            escape(k),
-            escape(&serde_json::to_string_pretty(v).unwrap_or_default())
-        );
-    }
 }
 
 fn records(h: &mut String, label: &str, r: &Report) {

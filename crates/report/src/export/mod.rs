@@ -33,6 +33,7 @@ use benchsuite_core::units::format_value;
 
 mod bmf;
 mod csv;
+pub mod facts;
 mod gha;
 pub mod host;
 pub mod html;
