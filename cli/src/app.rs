@@ -39,7 +39,36 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Merge(a) => crate::fleet::cmd_merge(&a),
         Command::Breakeven(a) => crate::breakeven::cmd_breakeven(&a),
         Command::Report(a) => crate::report_cmd::cmd_report(&a),
+        Command::Completions(a) => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(a.shell, &mut cmd, "benchsuite", &mut io::stdout().lock());
+            Ok(0)
+        }
+        Command::Man(a) => cmd_man(&a.out_dir),
     }
+}
+
+/// Writes `benchsuite.1` and one page per subcommand (`benchsuite-run.1`)
+/// into `dir`, each atomically.
+fn cmd_man(dir: &std::path::Path) -> Result<i32> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("--out-dir {}: cannot create it: {e}", dir.display()))?;
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let mut pages = vec![("benchsuite".to_string(), cmd.clone())];
+    for sub in cmd.get_subcommands() {
+        let name = format!("benchsuite-{}", sub.get_name());
+        // The page's title and usage name the whole command.
+        let sub = sub.clone().name(name.clone()).bin_name(format!("benchsuite {}", sub.get_name()));
+        pages.push((name, sub));
+    }
+    for (name, page) in &pages {
+        let path = dir.join(format!("{name}.1"));
+        crate::output::replace_file_as("--out-dir", &path, |w| {
+            clap_mangen::Man::new(page.clone()).render(w)
+        })?;
+    }
+    eprintln!("{} man pages written to {}", pages.len(), dir.display());
+    Ok(0)
 }
 
 /// Prints the JSON Schema of the report.

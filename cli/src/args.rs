@@ -26,8 +26,20 @@ fn secret(text: &str) -> Result<Secret, String> {
 /// `benchsuite compare` is a CI gate: it exits 1 on a regression whose
 /// whole confidence interval lies beyond the threshold, and on a benchmark
 /// that ran in the baseline but failed, was skipped or vanished.
+/// `benchsuite --version`: the version, then what the binary was built
+/// with (`-V` gives the first line alone).
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "\nfeatures: ",
+    env!("BENCHSUITE_FEATURES_SHOWN"),
+    "\nprofile:  ",
+    env!("BENCHSUITE_PROFILE"),
+    "\ncommit:   ",
+    env!("BENCHSUITE_COMMIT_SHOWN")
+);
+
 #[derive(Debug, Parser)]
-#[command(name = "benchsuite", version, about, long_about = None, propagate_version = true)]
+#[command(name = "benchsuite", version, long_version = LONG_VERSION, about, long_about = None, propagate_version = true)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -88,6 +100,30 @@ pub enum Command {
     /// per sweep, latency percentiles, time series, the host, warnings and
     /// notes; with two or more reports, base vs new and the change verdicts.
     Report(crate::report_cmd::ReportArgs),
+    /// Print a shell completion script: `benchsuite completions bash >
+    /// ~/.local/share/bash-completion/completions/benchsuite` (zsh: a file
+    /// `_benchsuite` on $fpath; fish: ~/.config/fish/completions/).
+    Completions(CompletionsArgs),
+    /// Write the man pages (benchsuite.1 and one per subcommand,
+    /// benchsuite-run.1 ...) into DIR; read one with `man -l DIR/benchsuite-run.1`.
+    Man(ManArgs),
+}
+
+/// `benchsuite completions SHELL`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// `benchsuite man --out-dir DIR`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Where to write the pages (created if missing), e.g.
+    /// ~/.local/share/man/man1.
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: PathBuf,
 }
 
 #[derive(Debug, Args)]

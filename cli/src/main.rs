@@ -23,6 +23,18 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Every report's `host.build` says what `--version` says.
+    let features = env!("BENCHSUITE_FEATURES");
+    benchsuite::host::BuildInfo::set_program(
+        features
+            .split(',')
+            .filter(|f| !f.is_empty())
+            .map(str::to_string)
+            .collect(),
+        Some(env!("BENCHSUITE_COMMIT"))
+            .filter(|c| !c.is_empty())
+            .map(str::to_string),
+    );
     let cli = match args::Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -109,11 +109,23 @@ pub struct BuildInfo {
     pub profile: String,
     /// Target triple parts (`x86_64-linux`).
     pub target: String,
+    /// Cargo features the program was built with (`wgpu`), as it said
+    /// ([`BuildInfo::set_program`]); absent for none or unknown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub features: Vec<String>,
+    /// The source revision it was built from (`git describe`, `-dirty`
+    /// for uncommitted changes), where the build knew it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
 }
+
+/// What the program embedding this library said of its own build.
+static PROGRAM: std::sync::OnceLock<(Vec<String>, Option<String>)> = std::sync::OnceLock::new();
 
 impl BuildInfo {
     /// This build.
     pub fn current() -> BuildInfo {
+        let (features, commit) = PROGRAM.get().cloned().unwrap_or_default();
         BuildInfo {
             version: env!("CARGO_PKG_VERSION").to_string(),
             profile: if cfg!(debug_assertions) {
@@ -123,7 +135,17 @@ impl BuildInfo {
             }
             .to_string(),
             target: format!("{}-{}", std::env::consts::ARCH, std::env::consts::OS),
+            features,
+            commit,
         }
+    }
+
+    /// Says, once per process, which features the program was built with
+    /// and from which revision (the `benchsuite` binary knows; a library
+    /// cannot): every report's `host.build` carries them. A second call is
+    /// ignored.
+    pub fn set_program(features: Vec<String>, commit: Option<String>) {
+        let _ = PROGRAM.set((features, commit));
     }
 
     /// True for a debug build (numbers from it are not representative).

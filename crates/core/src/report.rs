@@ -1,10 +1,10 @@
 //! The result model: plain, versioned data, serialised as JSON.
 //!
-//! # Wire format (schema 1.6)
+//! # Wire format (schema 1.7)
 //!
 //! ```text
 //! {
-//!   "schema_version": "1.6",          // "MAJOR.MINOR"; MAJOR bumps on breaking change
+//!   "schema_version": "1.7",          // "MAJOR.MINOR"; MAJOR bumps on breaking change
 //!   "tool_version": "0.1.0",           // benchsuite version that wrote the file
 //!   "started_at": "2026-11-21T21:00:00Z",   // RFC 3339, UTC
 //!   "host": { ... },                   // see `Host`; unknown fields are null
@@ -70,6 +70,10 @@
 //! have none, and readers take the benchmark's declaration (or, for an
 //! unknown benchmark, the first metric as the headline and the others as
 //! secondary).
+//!
+//! 1.7 added `host.build.features` (the Cargo features the binary was built
+//! with, e.g. `["wgpu"]`) and `host.build.commit` (its source revision),
+//! each absent when unknown or empty.
 
 use std::collections::BTreeMap;
 
@@ -86,7 +90,7 @@ use crate::reference::ReferenceResult;
 use crate::stats::{LatencySummary, Summary};
 
 /// Current schema version, `MAJOR.MINOR`.
-pub const SCHEMA_VERSION: &str = "1.6";
+pub const SCHEMA_VERSION: &str = "1.7";
 /// Major schema version this build reads.
 pub const SCHEMA_MAJOR: u32 = 1;
 

@@ -88,13 +88,15 @@ pub fn rows(host: &Host) -> Vec<(String, String)> {
     for (module, facts) in &host.extra {
         r.extend(flatten(module, facts));
     }
-    r.push((
-        "build".into(),
-        format!(
-            "benchsuite {} ({}, {})",
-            host.build.version, host.build.profile, host.build.target
-        ),
-    ));
+    let b = &host.build;
+    let mut build = format!("benchsuite {} ({}, {}", b.version, b.profile, b.target);
+    if !b.features.is_empty() {
+        build += &format!(", features {}", b.features.join(" "));
+    }
+    if let Some(c) = &b.commit {
+        build += &format!(", commit {c}");
+    }
+    r.push(("build".into(), build + ")"));
     let unknown = host.unknown_fields();
     if !unknown.is_empty() {
         r.push((

@@ -5,8 +5,14 @@ use benchsuite_core::reference::run::headline;
 use benchsuite_core::report::{Report, Status};
 use benchsuite_core::units::format_value;
 
-/// The summary: one line per record, ours against the tool.
+/// The widest line of the summary (the tool's command and notes wrap).
+const WIDTH: usize = 120;
+
+/// The summary: one line per record, ours against the tool. Records are
+/// keyed as `run`'s table keys them (what differs, sizes in human units),
+/// and the tool's command wraps so that no line is over 120 columns.
 pub fn summary_table(report: &Report) -> String {
+    let keys = super::table::short_keys(report);
     let mut rows = vec![[
         "record".to_string(),
         "metric".into(),
@@ -15,7 +21,7 @@ pub fn summary_table(report: &Report) -> String {
         "ratio".into(),
         "tool command / note".into(),
     ]];
-    for r in &report.records {
+    for (r, key) in report.records.iter().zip(keys) {
         let Some(x) = &r.reference else {
             // The value in its column; a skip's or failure's reason with the
             // notes, so that it does not widen the value column.
@@ -27,7 +33,7 @@ pub fn summary_table(report: &Report) -> String {
                 ),
                 _ => (String::new(), "-".into(), headline(r, None)),
             };
-            rows.push([r.key(), metric, value, "-".into(), "-".into(), note]);
+            rows.push([key, metric, value, "-".into(), "-".into(), note]);
             continue;
         };
         let ours = r
@@ -42,7 +48,7 @@ pub fn summary_table(report: &Report) -> String {
         if let Some(n) = &x.note {
             what = format!("{what}  [{n}]");
         }
-        rows.push([r.key(), x.metric.clone(), ours, tool, ratio, what]);
+        rows.push([key, x.metric.clone(), ours, tool, ratio, what]);
     }
     let widths: Vec<usize> = (0..5)
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
@@ -51,20 +57,33 @@ pub fn summary_table(report: &Report) -> String {
         "\nbenchsuite vs reference tools (ratio > 1: benchsuite better; median of interleaved rounds)\n",
     );
     for row in &rows {
+        let mut line = String::new();
         for (i, w) in widths.iter().enumerate() {
             let cell = &row[i];
             let pad = w - cell.chars().count();
             if (2..5).contains(&i) {
-                s.push_str(&" ".repeat(pad));
-                s.push_str(cell);
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
             } else {
-                s.push_str(cell);
-                s.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad));
             }
-            s.push_str("  ");
+            line.push_str("  ");
         }
-        s.push_str(&row[5]);
-        s.push('\n');
+        let at = line.chars().count();
+        // The command after the columns, wrapped under itself; where the
+        // columns leave too little room, on the lines below.
+        let lines = if at + 40 <= WIDTH {
+            super::facts::wrap(&line, &row[5], at, WIDTH)
+        } else {
+            let mut l = vec![line.trim_end().to_string()];
+            l.extend(super::facts::wrap("", &row[5], 4, WIDTH));
+            l
+        };
+        for l in lines {
+            s.push_str(l.trim_end());
+            s.push('\n');
+        }
     }
     s
 }
@@ -84,6 +103,10 @@ mod tests {
         report.records[0].reason = Some(long.clone());
         report.records[0].metrics.clear();
         let table = summary_table(&report);
+        assert!(
+            table.lines().all(|l| l.chars().count() <= WIDTH),
+            "a line over {WIDTH} columns:\n{table}"
+        );
         let header = table.lines().nth(2).unwrap();
         let before_notes = header.find("tool command / note").unwrap();
         let key_width = report
@@ -97,8 +120,11 @@ mod tests {
             "the value columns are {} wide:\n{table}",
             before_notes - key_width
         );
-        let skipped = table.lines().find(|l| l.contains(&long)).unwrap();
-        assert!(skipped.trim_end().ends_with(&long), "{skipped}");
+        // The reason whole, wrapped after the columns.
+        let flat: String = table.split_whitespace().collect();
+        let want: String = long.split_whitespace().collect();
+        assert!(flat.contains(&want), "{table}");
+        assert!(table.lines().any(|l| l.trim_end().ends_with(&"x".repeat(20))));
         assert!(table.contains("(no reference for this point)"));
     }
 }

@@ -1,0 +1,50 @@
+//! Says what this binary is built from, for `benchsuite --version` and
+//! every report's `host.build`: its Cargo features, its profile, and the
+//! source revision where the sources are a git checkout (`git describe
+//! --always --dirty`; nothing where git or the repository is absent, as in
+//! a crate downloaded from crates.io).
+
+use std::process::Command;
+
+fn main() {
+    let features: Vec<String> = std::env::vars()
+        .filter_map(|(k, _)| k.strip_prefix("CARGO_FEATURE_").map(str::to_lowercase))
+        .filter(|f| f != "default")
+        .map(|f| f.replace('_', "-"))
+        .collect();
+    let profile = std::env::var("PROFILE").unwrap_or_else(|_| "unknown".into());
+    let commit = Command::new("git")
+        .args(["describe", "--always", "--dirty", "--abbrev=12"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|s| !s.is_empty());
+    println!("cargo:rustc-env=BENCHSUITE_FEATURES={}", features.join(","));
+    println!(
+        "cargo:rustc-env=BENCHSUITE_COMMIT={}",
+        commit.clone().unwrap_or_default()
+    );
+    // One line each: `--version` joins them (cargo reads one per line).
+    println!(
+        "cargo:rustc-env=BENCHSUITE_FEATURES_SHOWN={}",
+        if features.is_empty() {
+            "none".to_string()
+        } else {
+            features.join(", ")
+        }
+    );
+    println!("cargo:rustc-env=BENCHSUITE_PROFILE={profile}");
+    println!(
+        "cargo:rustc-env=BENCHSUITE_COMMIT_SHOWN={}",
+        commit.as_deref().unwrap_or("unknown (not built from a git checkout)")
+    );
+    // A new commit or a changed working tree gives another revision.
+    for f in ["../.git/HEAD", "../.git/index", "../.git/refs"] {
+        if std::path::Path::new(f).exists() {
+            println!("cargo:rerun-if-changed={f}");
+        }
+    }
+    println!("cargo:rerun-if-changed=build.rs");
+}
