@@ -38,7 +38,9 @@ fn main() {
     println!("cargo:rustc-env=BENCHSUITE_PROFILE={profile}");
     println!(
         "cargo:rustc-env=BENCHSUITE_COMMIT_SHOWN={}",
-        commit.as_deref().unwrap_or("unknown (not built from a git checkout)")
+        commit
+            .as_deref()
+            .unwrap_or("unknown (not built from a git checkout)")
     );
     // A new commit or a changed working tree gives another revision.
     for f in ["../.git/HEAD", "../.git/index", "../.git/refs"] {

@@ -58,7 +58,10 @@ fn cmd_man(dir: &std::path::Path) -> Result<i32> {
     for sub in cmd.get_subcommands() {
         let name = format!("benchsuite-{}", sub.get_name());
         // The page's title and usage name the whole command.
-        let sub = sub.clone().name(name.clone()).bin_name(format!("benchsuite {}", sub.get_name()));
+        let sub = sub
+            .clone()
+            .name(name.clone())
+            .bin_name(format!("benchsuite {}", sub.get_name()));
         pages.push((name, sub));
     }
     for (name, page) in &pages {

@@ -22,16 +22,26 @@ fn version_says_features_profile_and_commit() {
     let lines: Vec<&str> = long.lines().collect();
     assert!(lines[0].starts_with("benchsuite "), "{long}");
     for key in ["features: ", "profile:  ", "commit:   "] {
-        assert!(lines.iter().any(|l| l.starts_with(key)), "{key} missing: {long}");
+        assert!(
+            lines.iter().any(|l| l.starts_with(key)),
+            "{key} missing: {long}"
+        );
     }
-    let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
     assert!(long.contains(&format!("profile:  {profile}")), "{long}");
     let (_, short, _) = out(&["-V"], &[]);
     assert_eq!(short.lines().count(), 1, "{short}");
     // A report's build facts say the same.
     let (_, json, err) = out(&["run", "os.timer", "--quick", "--format", "json"], &[]);
     let r: serde_json::Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {err}"));
-    let commit = long.lines().find_map(|l| l.strip_prefix("commit:   ")).unwrap();
+    let commit = long
+        .lines()
+        .find_map(|l| l.strip_prefix("commit:   "))
+        .unwrap();
     match r["host"]["build"]["commit"].as_str() {
         Some(c) => assert_eq!(c, commit),
         None => assert!(commit.starts_with("unknown"), "{commit}"),
@@ -43,7 +53,10 @@ fn completions_parse_in_their_shells() {
     for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
         let (code, script, err) = out(&["completions", shell], &[]);
         assert_eq!(code, 0, "{shell}: {err}");
-        assert!(script.contains("benchsuite") && script.len() > 1000, "{shell}");
+        assert!(
+            script.contains("benchsuite") && script.len() > 1000,
+            "{shell}"
+        );
     }
     let (_, script, _) = out(&["completions", "bash"], &[]);
     let dir = tempfile::tempdir().unwrap();
@@ -70,11 +83,12 @@ echo "flags: ${{COMPREPLY[*]}}"
         .output()
         .expect("bash runs");
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{text}{}", String::from_utf8_lossy(&o.stderr));
     assert!(
-        text.contains("-F _benchsuite benchsuite"),
-        "{text}"
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
     );
+    assert!(text.contains("-F _benchsuite benchsuite"), "{text}");
     assert!(text.contains("words: run"), "{text}");
     assert!(text.contains("--threads"), "{text}");
 }
@@ -105,7 +119,10 @@ fn man_pages_render() {
         .unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(text.contains("benchsuite-run") && text.contains("--threads"), "{text}");
+    assert!(
+        text.contains("benchsuite-run") && text.contains("--threads"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -43,7 +43,7 @@ pub struct RunConfig {
     pub options: BTreeMap<String, String>,
     /// Set to stop after the current record (Ctrl-C).
     pub cancel: Arc<AtomicBool>,
-    /// The launched task this run is (see [`crate::cluster::detect`]),
+    /// The launched task this run is (see `benchsuite_fleet::launcher::detect`),
     /// recorded in the report. `None`: not launched, or not recorded.
     pub cluster: Option<crate::cluster::Cluster>,
 }

@@ -124,7 +124,11 @@ mod tests {
         let flat: String = table.split_whitespace().collect();
         let want: String = long.split_whitespace().collect();
         assert!(flat.contains(&want), "{table}");
-        assert!(table.lines().any(|l| l.trim_end().ends_with(&"x".repeat(20))));
+        assert!(
+            table
+                .lines()
+                .any(|l| l.trim_end().ends_with(&"x".repeat(20)))
+        );
         assert!(table.contains("(no reference for this point)"));
     }
 }
