@@ -142,8 +142,8 @@ impl fmt::Display for Capability {
 /// - `BENCHSUITE_SKIP_LOG`: a file each skip appends one line to,
 ///   `[capability] test-binary test-name: reason`, in one `O_APPEND`
 ///   write, so tests in parallel threads or processes never interleave
-///   within a line. `.ci/run` prints it at the end. Unset (the default): no
-///   file.
+///   within a line. `.ci/run` prints it at the end. Unset or empty (the
+///   default): no file.
 ///
 /// ```no_run
 /// use benchsuite_core::testing::{Capability, skip};
@@ -166,7 +166,7 @@ impl fmt::Display for Capability {
 #[track_caller]
 pub fn skip(capability: Capability, reason: &str) {
     let require = std::env::var("BENCHSUITE_REQUIRE").ok();
-    let log = std::env::var_os("BENCHSUITE_SKIP_LOG");
+    let log = std::env::var_os("BENCHSUITE_SKIP_LOG").filter(|p| !p.is_empty());
     skip_with(
         capability,
         reason,
