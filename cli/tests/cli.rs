@@ -1149,8 +1149,9 @@ fn every_shipped_plan_runs_quick_into_one_report() {
     ];
     let browser = common::chromium();
     if browser.is_none() {
-        eprintln!(
-            "skipping the plans' browser render: neither `chromium` nor `chromium-browser` is on PATH (apt-get install chromium)"
+        benchsuite_core::testing::skip(
+            benchsuite_core::testing::Capability::Chromium,
+            "the plans' browser render: neither `chromium` nor `chromium-browser` is on PATH (apt-get install chromium)",
         );
     }
     for (plan, phases, min_charts, extra) in cases {

@@ -7,6 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use benchsuite_core::testing::{Capability, skip};
+
 mod common;
 
 /// A 1 MiB tmpfs on a fresh directory, unmounted on drop.
@@ -65,7 +67,7 @@ fn a_full_disk_fails_naming_the_flag_and_keeps_the_old_output() {
     let fs = match Small::mount() {
         Ok(fs) => fs,
         Err(why) => {
-            eprintln!("skipped: {why}");
+            skip(Capability::Tmpfs, &why);
             return;
         }
     };

@@ -16,8 +16,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// Builds the stub as `libcuda.so` in `dir`; `None` (the test skips) where
-/// no C compiler is installed.
+use benchsuite_core::testing::{Capability, skip};
+
+/// Builds the stub as `libcuda.so` in `dir`; `None` (the test skips,
+/// capability `cc`) where no C compiler builds it.
 fn build_stub(dir: &Path) -> Option<PathBuf> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/libcuda_stub.c");
     let out = dir.join("libcuda.so");
@@ -29,7 +31,10 @@ fn build_stub(dir: &Path) -> Option<PathBuf> {
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        eprintln!("skipped: no C compiler ({cc}) to build the stub driver");
+        skip(
+            Capability::Cc,
+            &format!("no C compiler ({cc}) builds the stub driver"),
+        );
         return None;
     }
     Some(out)
@@ -97,6 +102,10 @@ fn usage_error(o: &Output, needles: &[&str]) {
 #[test]
 fn a_stub_driver_is_detected_checked_and_survived() {
     if !cfg!(target_os = "linux") {
+        skip(
+            Capability::Linux,
+            "the stub driver is a Linux shared library",
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -144,7 +153,10 @@ fn a_stub_driver_is_detected_checked_and_survived() {
     let records = report["records"].as_array().unwrap();
     assert!(records.len() >= 5, "{report}");
     if !report.to_string().contains("NVRTC not found") {
-        eprintln!("skipped the NVRTC checks: this machine has NVRTC or cuBLAS");
+        skip(
+            Capability::NoCuda,
+            "the NVRTC checks: this machine has NVRTC or cuBLAS",
+        );
     } else {
         for r in records {
             assert_eq!(r["status"], "skipped", "{r}");
@@ -195,6 +207,10 @@ fn median(r: &serde_json::Value, name: &str) -> f64 {
 #[test]
 fn host_copies_run_verify_and_free_everything_through_the_emulated_driver() {
     if !cfg!(target_os = "linux") {
+        skip(
+            Capability::Linux,
+            "the stub driver is a Linux shared library",
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use benchsuite_core::testing::{Capability, skip};
 use serde_json::{Value, json};
 
 mod common;
@@ -136,8 +137,9 @@ fn report_writes_a_self_contained_page_for_one_and_two_reports() {
     assert_eq!(out.status.code(), Some(2));
 
     let Some(browser) = chromium() else {
-        eprintln!(
-            "skipped the browser render: neither `chromium` nor `chromium-browser` is on PATH (apt-get install chromium)"
+        skip(
+            Capability::Chromium,
+            "the browser render: neither `chromium` nor `chromium-browser` is on PATH (apt-get install chromium)",
         );
         return;
     };
@@ -225,8 +227,9 @@ fn report_of_a_fleet_shows_the_slow_host() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("fleet report"));
 
     let Some(browser) = chromium() else {
-        eprintln!(
-            "skipped the browser render: neither `chromium` nor `chromium-browser` is on PATH (apt-get install chromium)"
+        skip(
+            Capability::Chromium,
+            "the browser render: neither `chromium` nor `chromium-browser` is on PATH (apt-get install chromium)",
         );
         return;
     };

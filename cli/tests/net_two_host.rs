@@ -14,6 +14,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use benchsuite_core::testing::{Capability, skip};
+
 const BIN: &str = env!("CARGO_BIN_EXE_benchsuite");
 
 /// Deletes the namespaces (and with them the veth pair) and stops the
@@ -178,8 +180,9 @@ fn serve_and_run_across_two_network_namespaces() {
     let mut ns = match setup() {
         Ok(ns) => ns,
         Err(why) => {
-            eprintln!(
-                "skipped: cannot create network namespaces here (needs root and iproute2): {why}"
+            skip(
+                Capability::Netns,
+                &format!("cannot create network namespaces here (needs root and iproute2): {why}"),
             );
             return;
         }

@@ -107,7 +107,10 @@ fn man_pages_render() {
         assert!(pages.iter().any(|p| p == want), "{want} missing: {pages:?}");
     }
     if Command::new("man").arg("--version").output().is_err() {
-        eprintln!("skipped the rendering: no `man` here (Debian: man-db)");
+        benchsuite_core::testing::skip(
+            benchsuite_core::testing::Capability::Man,
+            "no `man` here to render the page (Debian: man-db)",
+        );
         return;
     }
     let o = Command::new("man")

@@ -29,6 +29,7 @@
 //! Linux only (it reads /proc and binds source addresses in 127/8);
 //! elsewhere it is skipped with the reason printed.
 
+use benchsuite_core::testing::{Capability, skip};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::process::{Child, Command, Stdio};
@@ -67,14 +68,20 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 /// Why a soak cannot run here (it reads /proc and binds source addresses
 /// in 127/8), or `None`.
-fn cannot_soak() -> Option<&'static str> {
+fn cannot_soak() -> Option<(Capability, &'static str)> {
     if !cfg!(target_os = "linux") {
-        return Some("needs Linux (/proc, source addresses in 127/8)");
+        return Some((
+            Capability::Linux,
+            "needs Linux (/proc, source addresses in 127/8)",
+        ));
     }
     if benchsuite_net::test_support::connect_from(lo(2), "127.0.0.1:9".parse().unwrap())
         .is_err_and(|e| e.kind() == std::io::ErrorKind::AddrNotAvailable)
     {
-        return Some("cannot use 127.0.0.2 as a source address on this machine");
+        return Some((
+            Capability::Loopback127,
+            "cannot use 127.0.0.2 as a source address on this machine",
+        ));
     }
     None
 }
@@ -532,8 +539,8 @@ fn forge_udp(addr: SocketAddr) -> (usize, String) {
 
 #[test]
 fn a_real_serve_process_shrugs_off_a_hostile_storm() {
-    if let Some(why) = cannot_soak() {
-        eprintln!("skipped: {why}");
+    if let Some((capability, why)) = cannot_soak() {
+        skip(capability, why);
         return;
     }
     let _serial = serial();
@@ -972,8 +979,8 @@ fn watch_peaks(pid: u32, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<(usiz
 /// server's descriptors and threads must return to their starting counts.
 #[test]
 fn a_sustained_unknown_attach_flood_keeps_no_one_out() {
-    if let Some(why) = cannot_soak() {
-        eprintln!("skipped: {why}");
+    if let Some((capability, why)) = cannot_soak() {
+        skip(capability, why);
         return;
     }
     let _serial = serial();
@@ -1135,8 +1142,8 @@ fn fd_limits(pid: &str) -> (String, String) {
 /// oldest connection awaiting authentication for them.
 #[test]
 fn serve_under_a_256_file_limit_keeps_serving() {
-    if let Some(why) = cannot_soak() {
-        eprintln!("skipped: {why}");
+    if let Some((capability, why)) = cannot_soak() {
+        skip(capability, why);
         return;
     }
     let _serial = serial();

@@ -45,6 +45,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
+use benchsuite_core::testing::{Capability, skip};
 use serde_json::Value;
 
 /// What each task runs: the selection (every OS primitive, the
@@ -734,7 +735,7 @@ fn net_records(report: &Value) -> Vec<&Value> {
 #[test]
 fn srun_on_two_slurm_nodes_then_merge() {
     if let Some(why) = skip_reason() {
-        eprintln!("skipping the real-Slurm test: {why}");
+        skip(Capability::Slurm, &why);
         return;
     }
     let started = Instant::now();
@@ -1090,8 +1091,12 @@ impl Drop for Namespaces {
 
 #[test]
 fn srun_on_two_slurm_nodes_in_namespaces_then_merge() {
-    if let Some(why) = skip_reason().or_else(ns_skip_reason) {
-        eprintln!("skipping: {why}");
+    if let Some(why) = skip_reason() {
+        skip(Capability::Slurm, &why);
+        return;
+    }
+    if let Some(why) = ns_skip_reason() {
+        skip(Capability::Netns, &why);
         return;
     }
     let started = Instant::now();
@@ -1110,7 +1115,10 @@ fn srun_on_two_slurm_nodes_in_namespaces_then_merge() {
     let nss = match Namespaces::create(&tmp_path) {
         Ok(nss) => nss,
         Err(why) => {
-            eprintln!("skipping: cannot make the namespaces: {why}");
+            skip(
+                Capability::Netns,
+                &format!("cannot make the namespaces: {why}"),
+            );
             return;
         }
     };

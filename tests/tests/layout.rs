@@ -127,3 +127,35 @@ fn the_cli_files_import_each_other_without_a_circle() {
         }
     }
 }
+
+#[test]
+fn no_library_source_reads_a_file_outside_its_crate() {
+    // A published crate carries only its own directory: `include_str!` of
+    // `../../` in library code would build here and not from crates.io.
+    let mut files = Vec::new();
+    for dir in ["crates", "cli/src"] {
+        rust_files(&root().join(dir), &mut files);
+    }
+    let mut escaping = Vec::new();
+    for f in &files {
+        let rel = f
+            .strip_prefix(root())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if !rel.contains("/src/") || rel.ends_with("/tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(f).unwrap();
+        let code = &text[..text.find("#[cfg(test)]\nmod tests").unwrap_or(text.len())];
+        for (i, _) in code.match_indices("include_") {
+            let call = &code[i..code.len().min(i + 120)];
+            if (call.starts_with("include_str!(\"") || call.starts_with("include_bytes!(\""))
+                && call.contains("\"../../")
+            {
+                escaping.push(format!("{rel}: {}", call.lines().next().unwrap_or("")));
+            }
+        }
+    }
+    assert!(escaping.is_empty(), "{escaping:?}");
+}

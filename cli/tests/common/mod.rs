@@ -1,6 +1,7 @@
 //! Shared by the integration tests: the binary with a clean launcher
 //! environment, and rendering the HTML report in a real browser (Debian's
-//! `chromium`; a test without one prints why and skips the render).
+//! `chromium`; a test without one skips the render, saying why, with
+//! capability `chromium`).
 
 #![allow(dead_code)] // each test binary uses its own subset
 

@@ -32,6 +32,15 @@
 //! - [`Conformance::check_choices`]: every value of every choice parameter
 //!   (their product, or one parameter at a time where the product is
 //!   large) runs or is a skip the module allows; never `failed`.
+//!
+//! A test that cannot run on this machine (no root, no tool, no device)
+//! calls [`skip`] with the [`Capability`] it lacks: CI can then require
+//! the capability (`BENCHSUITE_REQUIRE`) and list every skip
+//! (`BENCHSUITE_SKIP_LOG`).
+
+mod skip;
+
+pub use skip::{Capability, skip};
 
 use std::collections::BTreeMap;
 use std::ops::Range;

@@ -412,6 +412,8 @@ mod tests {
     fn a_small_system_is_solved_where_a_library_loads() {
         std::thread::Builder::new()
             .stack_size(CALLER_STACK)
+            // The test's name, for a skip to say which test it was.
+            .name(std::thread::current().name().unwrap_or_default().into())
             .spawn(small_system)
             .unwrap()
             .join()
@@ -422,7 +424,7 @@ mod tests {
         let lapack = match load() {
             Ok(l) => l,
             Err(why) => {
-                eprintln!("skipping: {why}");
+                benchsuite_core::testing::skip(benchsuite_core::testing::Capability::Openblas, why);
                 return;
             }
         };

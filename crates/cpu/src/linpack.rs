@@ -672,7 +672,7 @@ mod tests {
         let lib = match crate::lapack::load() {
             Ok(l) => l,
             Err(why) => {
-                eprintln!("skipping: {why}");
+                benchsuite_core::testing::skip(benchsuite_core::testing::Capability::Openblas, why);
                 return;
             }
         };
@@ -723,7 +723,10 @@ mod tests {
             crate::lapack::load(),
             Linpack.prepare(&ctx, &point(8, "lapack", false)),
         ) {
-            (Ok(_), Ok(_)) => eprintln!("skipping: an optimised LAPACK is installed here"),
+            (Ok(_), Ok(_)) => benchsuite_core::testing::skip(
+                benchsuite_core::testing::Capability::NoOpenblas,
+                "an optimised LAPACK is installed here",
+            ),
             (Err(_), Err(BenchError::Skip(why))) => assert!(
                 why.starts_with(
                     "solver=lapack: no optimised LAPACK found (tried libopenblasp.so.0"

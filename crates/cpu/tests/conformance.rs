@@ -5,7 +5,7 @@
 use std::ops::Range;
 
 use benchsuite_core::runner::{self, Silent};
-use benchsuite_core::testing::Conformance;
+use benchsuite_core::testing::{Capability, Conformance, skip};
 use benchsuite_core::{Record, RunConfig, Status};
 use benchsuite_cpu::{DESCRIPTION, MODULE, benchmarks};
 
@@ -174,11 +174,19 @@ fn oversubscription_runs_and_says_so() {
 #[test]
 fn linpack_refuses_a_matrix_that_cannot_fit_before_allocating() {
     let Some(mem) = benchsuite_core::Host::detect().memory_bytes else {
+        skip(
+            Capability::Linux,
+            "the host's memory size is unknown (no MemTotal in /proc/meminfo)",
+        );
         return;
     };
     // 16·N² bytes > 4 × total memory.
     let n = ((mem as f64 * 4.0 / 16.0).sqrt() as u64).min(200_000);
     if 16 * n * n <= mem {
+        skip(
+            Capability::MemUnder640g,
+            &format!("{mem} bytes of memory: even n={n} fits"),
+        );
         return;
     }
     let e = plan_error(&RunConfig::smoke_test(

@@ -384,7 +384,10 @@ mod tests {
     fn the_temp_dir_has_a_mount() {
         let dir = std::env::temp_dir();
         let Some(m) = mount_of(&dir) else {
-            eprintln!("skipped: /proc/self/mountinfo is not readable here");
+            benchsuite_core::testing::skip(
+                benchsuite_core::testing::Capability::Linux,
+                "/proc/self/mountinfo is not readable here",
+            );
             return;
         };
         let fs = crate::sys::fs_info(&dir).unwrap();

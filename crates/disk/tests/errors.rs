@@ -7,6 +7,7 @@
 mod common;
 
 use benchsuite_core::Status;
+use benchsuite_core::testing::{Capability, skip};
 use benchsuite_disk::SPACE_CHECK_OPTION;
 use common::{Tmpfs, config, entries, run, scratch};
 
@@ -56,7 +57,10 @@ fn an_unwritable_dir_is_refused_naming_the_parameter() {
                 (Some(t), p)
             }
             Err(reason) => {
-                eprintln!("skipping the read-only dir case: {reason}");
+                skip(
+                    Capability::Tmpfs,
+                    &format!("the read-only dir case: {reason}"),
+                );
                 return;
             }
         }
@@ -105,7 +109,7 @@ fn a_full_file_system_fails_the_record_and_leaves_nothing_behind() {
     let fs = match Tmpfs::mount("size=8M") {
         Ok(t) => t,
         Err(reason) => {
-            eprintln!("skipping: {reason}");
+            skip(Capability::Tmpfs, &reason);
             return;
         }
     };

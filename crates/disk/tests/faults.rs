@@ -14,6 +14,7 @@ use std::path::Path;
 use std::process::Command;
 
 use benchsuite_core::Status;
+use benchsuite_core::testing::{Capability, skip};
 use common::{Loop, config, entries, run, scratch};
 
 /// A device-mapper device, removed on drop.
@@ -59,8 +60,9 @@ fn mapped_exists(name: &str) -> bool {
 #[test]
 fn an_io_error_mid_run_fails_the_record_naming_errno_and_offset_and_the_run_goes_on() {
     if !Path::new("/dev/mapper/control").exists() {
-        eprintln!(
-            "skipping: no /dev/mapper/control (this kernel has no device-mapper, or it is not exposed here)"
+        skip(
+            Capability::Dm,
+            "no /dev/mapper/control (this kernel has no device-mapper, or it is not exposed here)",
         );
         return;
     }
@@ -72,7 +74,7 @@ fn an_io_error_mid_run_fails_the_record_naming_errno_and_offset_and_the_run_goes
     let lo = match Loop::attach(&backing) {
         Ok(l) => l,
         Err(reason) => {
-            eprintln!("skipping: {reason}");
+            skip(Capability::Loop, &reason);
             return;
         }
     };
@@ -80,7 +82,7 @@ fn an_io_error_mid_run_fails_the_record_naming_errno_and_offset_and_the_run_goes
     let dm = match Mapped::half_failing(&lo.dev, 65536, 65536) {
         Ok(m) => m,
         Err(reason) => {
-            eprintln!("skipping: {reason}");
+            skip(Capability::Dm, &reason);
             return;
         }
     };

@@ -11,6 +11,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use benchsuite_core::testing::{Capability, skip};
 use benchsuite_core::{Record, RunConfig, Status};
 use benchsuite_disk::ALLOW_OVERWRITE_OPTION;
 use common::{Loop, config, entries, run, scratch};
@@ -540,7 +541,10 @@ fn a_block_device_is_tested_in_place() {
     let lo = match Loop::attach(&path) {
         Ok(l) => l,
         Err(reason) => {
-            eprintln!("skipping the block device case: {reason}");
+            skip(
+                Capability::Loop,
+                &format!("the block device case: {reason}"),
+            );
             return;
         }
     };
@@ -609,7 +613,10 @@ fn a_file_swapped_for_a_link_to_a_block_device_after_the_plan_is_not_written() {
     let lo = match Loop::attach(&b) {
         Ok(l) => l,
         Err(reason) => {
-            eprintln!("skipping the block device swap case: {reason}");
+            skip(
+                Capability::Loop,
+                &format!("the block device swap case: {reason}"),
+            );
             return;
         }
     };

@@ -476,7 +476,7 @@ mod tests {
         use crate::cuda::nvrtc::{compile_for, supported_archs};
         use benchsuite_core::error_chain;
         if let Err(e) = crate::cuda::libs::nvrtc() {
-            eprintln!("skipped: {e}");
+            benchsuite_core::testing::skip(benchsuite_core::testing::Capability::Nvrtc, &e);
             return;
         }
         let archs = supported_archs().unwrap();

@@ -5,7 +5,7 @@
 //! × 1.05. Bad input is refused before anything runs.
 
 use benchsuite_core::runner::{self, Silent};
-use benchsuite_core::testing::Conformance;
+use benchsuite_core::testing::{Capability, Conformance, skip};
 use benchsuite_core::{Record, Registry, RunConfig, Status};
 use benchsuite_gpu::{DESCRIPTION, MODULE, benchmarks, cuda_status, nvrtc_status};
 
@@ -118,8 +118,15 @@ fn every_choice_runs() {
 
 #[test]
 fn without_cuda_every_cuda_record_is_skipped_with_the_driver_s_reason() {
-    let Err(reason) = cuda_status() else {
-        return;
+    let reason = match cuda_status() {
+        Ok(devices) => {
+            skip(
+                Capability::NoCuda,
+                &format!("CUDA runs here ({})", devices.join(", ")),
+            );
+            return;
+        }
+        Err(reason) => reason,
     };
     assert!(
         reason.starts_with("no CUDA driver")
@@ -204,9 +211,10 @@ fn an_unknown_device_is_an_error_listing_the_devices() {
 
 #[test]
 fn a_block_larger_than_the_device_is_refused_before_allocating() {
-    let Ok(_) = cuda_status() else {
+    if let Err(why) = cuda_status() {
+        skip(Capability::Cuda, &why);
         return;
-    };
+    }
     let e = runner::run(
         &registry(),
         &RunConfig::smoke_test("gpu.bandwidth", &[("block", "1T")]),

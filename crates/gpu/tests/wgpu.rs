@@ -1,22 +1,13 @@
 //! The wgpu backend end to end through the real runner and the registered
 //! `gpu.flops` / `gpu.bandwidth` descriptors, on whatever adapter exists
 //! (Mesa's lavapipe on CI). Without any adapter (no Vulkan loader or
-//! driver) every test prints why and passes: that machine cannot run the
-//! path, which is not a failure of the code.
+//! driver) every test skips saying why (capability `vulkan`, which CI
+//! requires): that machine cannot run the path.
 #![cfg(feature = "wgpu")]
 
-use benchsuite_core::testing::Conformance;
+use benchsuite_core::testing::{Capability, Conformance, skip};
 use benchsuite_core::{Record, Status};
 use benchsuite_gpu::{DESCRIPTION, MODULE, benchmarks};
-
-/// False (with the reason printed) while `id` is not registered yet.
-fn registered(id: &str) -> bool {
-    let found = benchmarks().iter().any(|b| b.meta().id == id);
-    if !found {
-        eprintln!("skipped: {id} is not registered in benchsuite_gpu::benchmarks() yet");
-    }
-    found
-}
 
 /// Runs `selector` at its smoke point with `sweep` through the runner
 /// (the conformance harness's; this file checks the records itself).
@@ -27,12 +18,12 @@ fn run(selector: &str, sweep: &[(&str, &str)]) -> Vec<Record> {
 }
 
 /// True when the record was skipped because the machine has no wgpu
-/// adapter at all; prints the reason.
+/// adapter at all; says so with [`skip`] (the caller returns).
 fn no_adapter(r: &Record) -> bool {
     let reason = r.reason.as_deref().unwrap_or_default();
     let none = r.status == Status::Skipped && reason.contains("no wgpu adapter");
     if none {
-        eprintln!("skipped: {reason}");
+        skip(Capability::Vulkan, reason);
     }
     none
 }
@@ -80,9 +71,6 @@ fn check_common(r: &Record) {
 
 #[test]
 fn flops_f32_runs_on_the_adapter() {
-    if !registered("gpu.flops") {
-        return;
-    }
     let records = run(
         "gpu.flops",
         &[("backend", "wgpu"), ("precision", "f32"), ("blocks", "0")],
@@ -115,9 +103,6 @@ fn flops_f32_runs_on_the_adapter() {
 
 #[test]
 fn flops_other_precisions_are_skipped_with_the_reason() {
-    if !registered("gpu.flops") {
-        return;
-    }
     for r in run(
         "gpu.flops",
         &[("backend", "wgpu"), ("precision", "f64,f16,bf16")],
@@ -133,9 +118,6 @@ fn flops_other_precisions_are_skipped_with_the_reason() {
 
 #[test]
 fn bandwidth_every_op_copies_and_verifies() {
-    if !registered("gpu.bandwidth") {
-        return;
-    }
     let records = run(
         "gpu.bandwidth",
         &[

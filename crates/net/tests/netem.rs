@@ -38,6 +38,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use benchsuite_core::runner::{self, Silent};
+use benchsuite_core::testing::{Capability, skip};
 use benchsuite_core::{Registry, RunConfig, Status};
 use benchsuite_net::{DESCRIPTION, MODULE, Server, ServerConfig, benchmarks};
 
@@ -372,7 +373,10 @@ fn benchsuite(p: &Path, direction: &str) -> Result<(f64, Option<f64>), String> {
     let carried = match (rx0, rx_bytes(receiver)) {
         (Ok(a), Ok(b)) => Some(b.saturating_sub(a) as f64 * 8.0 / elapsed),
         (Err(e), _) | (_, Err(e)) => {
-            eprintln!("skipping the upper bound: cannot read the interface counters: {e}");
+            skip(
+                Capability::Netns,
+                &format!("the upper bound: cannot read the interface counters: {e}"),
+            );
             None
         }
     };
@@ -504,15 +508,18 @@ fn other_binary(p: &Path, bin: &str, direction: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("{bin}: no throughput in {v}"))
 }
 
-/// Why this machine cannot run the test, if it cannot.
-fn missing() -> Option<String> {
+/// What this machine lacks to run the test, and why, if it cannot.
+fn missing() -> Option<(Capability, String)> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        return Some("needs root (network namespaces)".into());
+        return Some((Capability::Netns, "needs root (network namespaces)".into()));
     }
-    for (tool, arg) in [("ip", "-V"), ("iperf3", "--version")] {
+    for (tool, arg, capability) in [
+        ("ip", "-V", Capability::Netns),
+        ("iperf3", "--version", Capability::Iperf3),
+    ] {
         if cmd(&[tool, arg]).is_err() {
-            return Some(format!("`{tool}` is not installed"));
+            return Some((capability, format!("`{tool}` is not installed")));
         }
     }
     None
@@ -520,14 +527,17 @@ fn missing() -> Option<String> {
 
 #[test]
 fn a_30_ms_round_trip_reads_at_least_0_8_of_iperf3() {
-    if let Some(why) = missing() {
-        eprintln!("skipping: {why}");
+    if let Some((capability, why)) = missing() {
+        skip(capability, &why);
         return;
     }
     let p = match path() {
         Ok(p) => p,
         Err(why) => {
-            eprintln!("skipping: cannot build the delayed path: {why}");
+            skip(
+                Capability::Netns,
+                &format!("cannot build the delayed path: {why}"),
+            );
             return;
         }
     };

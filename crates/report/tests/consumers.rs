@@ -12,6 +12,7 @@ use std::io::Write as _;
 use std::process::{Command, Stdio};
 
 use benchsuite_core::param::{Point, Value as Param};
+use benchsuite_core::testing::{Capability, skip};
 use benchsuite_core::{Record, Report};
 use benchsuite_report::export::{Format, GhaTool, write_gha, write_report};
 use serde_json::{Value, json};
@@ -209,8 +210,9 @@ fn python_with_prometheus_client() -> Option<String> {
 #[test]
 fn openmetrics_reads_in_prometheus_client_and_gitlab() {
     let Some(py) = python_with_prometheus_client() else {
-        eprintln!(
-            "skipped: no python3 with prometheus_client (apt-get install python3-prometheus-client)"
+        skip(
+            Capability::PrometheusClient,
+            "no python3 with prometheus_client (apt-get install python3-prometheus-client)",
         );
         return;
     };

@@ -1,4 +1,5 @@
 use super::*;
+use benchsuite_core::testing::{Capability, skip};
 
 fn frame_of(body: &[u8]) -> Vec<u8> {
     let mut v = u32::try_from(body.len()).unwrap().to_be_bytes().to_vec();
@@ -640,11 +641,14 @@ fn one_source_cannot_crowd_out_the_others_handshakes() {
 fn a_world_beyond_the_open_file_limit_is_refused_up_front() {
     let limits = fs::read_to_string("/proc/self/limits").unwrap_or_default();
     let Some(files) = limits.lines().find(|l| l.starts_with("Max open files")) else {
-        eprintln!("skipping: no open-file limit in /proc/self/limits");
+        skip(Capability::Linux, "no open-file limit in /proc/self/limits");
         return;
     };
     if files.split_whitespace().nth(3) == Some("unlimited") {
-        eprintln!("skipping: no open-file limit");
+        skip(
+            Capability::Linux,
+            "no open-file limit (RLIMIT_NOFILE is unlimited)",
+        );
         return;
     }
     assert!(check_fd_limit("h:1", 2).is_ok());

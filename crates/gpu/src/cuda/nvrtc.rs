@@ -333,8 +333,8 @@ mod tests {
 
     #[test]
     fn a_syntax_error_comes_back_with_nvrtc_s_log() {
-        if libs::nvrtc().is_err() {
-            eprintln!("skipped: {}", libs::nvrtc().unwrap_err());
+        if let Err(e) = libs::nvrtc() {
+            benchsuite_core::testing::skip(benchsuite_core::testing::Capability::Nvrtc, &e);
             return;
         }
         let e = compile_for(

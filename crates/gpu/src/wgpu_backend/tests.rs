@@ -1,21 +1,23 @@
 //! The backend's entry points, driven directly with hand-built points on
 //! whatever adapter exists (lavapipe on CI). Every test that needs an
-//! adapter prints why and returns when there is none.
+//! adapter skips saying why when there is none (capability `vulkan`).
 
 use std::sync::Arc;
 use std::time::Instant;
 
+use benchsuite_core::testing::{Capability, skip};
 use benchsuite_core::{About, BenchError, Case, Context, Finished, Host, Point, Value};
 
 use super::{bandwidth_case, flops_case, probe};
 
-/// A context on this host, if wgpu finds adapter 0; else prints the reason.
+/// A context on this host, if wgpu finds adapter 0; else says why with
+/// [`skip`] (the caller returns).
 pub(super) fn ctx_with_adapter() -> Option<Context> {
     let ctx = Context::new(Arc::new(Host::detect()));
     match probe(&ctx, 0) {
         Ok(_) => Some(ctx),
         Err(reason) => {
-            eprintln!("skipped: {reason}");
+            skip(Capability::Vulkan, &reason);
             None
         }
     }

@@ -24,7 +24,10 @@ fn net_thread_cpus() -> Vec<String> {
 fn cpus_split_pins_the_two_ends_apart() {
     let allowed = benchsuite_core::team::allowed_cpus();
     if allowed.len() < 2 {
-        eprintln!("skipping: cpus=split needs two CPUs, this process has {allowed:?}");
+        benchsuite_core::testing::skip(
+            benchsuite_core::testing::Capability::TwoCpus,
+            &format!("cpus=split needs two CPUs, this process has {allowed:?}"),
+        );
         return;
     }
     let ctx = Context::new(Arc::new(benchsuite_core::Host::default()));
