@@ -1200,3 +1200,53 @@ fn a_server_that_does_not_prove_the_token_is_refused_by_the_client() {
         );
     }
 }
+
+mod replies {
+    //! The client reading a hostile server's replies: whatever bytes follow
+    //! the handshake's magic (garbage, a truncated frame, a huge length, a
+    //! valid message out of order), the record fails with a reason that is
+    //! one printable line, never a panic or a hang.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    fn hostile() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..300),
+            // A length prefix and a body of another size.
+            (any::<u32>(), proptest::collection::vec(any::<u8>(), 0..64)).prop_map(|(n, b)| {
+                let mut v = n.to_be_bytes().to_vec();
+                v.extend(b);
+                v
+            }),
+            // A well-formed message the client did not ask for, cut anywhere.
+            (any::<u64>(), any::<prop::sample::Index>()).prop_map(|(session, cut)| {
+                let f = proto::encode(&Message::Ready {
+                    session,
+                    udp_ports: vec![1, 2],
+                });
+                f[..cut.index(f.len() + 1)].to_vec()
+            }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn a_hostile_reply_fails_the_record_with_one_printable_line(bytes in hostile()) {
+            let fake = fake_server(move |mut s| {
+                let mut buf = [0u8; 512];
+                let _ = s.read(&mut buf);
+                let mut f = MAGIC.to_vec();
+                f.extend(&bytes);
+                let _ = s.write_all(&f);
+            });
+            let start = Instant::now();
+            let e = failure("net.connect", &[("peer", &fake.to_string()), ("connect-timeout", "2s")]);
+            prop_assert!(start.elapsed() < Duration::from_secs(20), "{:?}", start.elapsed());
+            prop_assert!(!e.is_empty());
+            prop_assert!(!e.chars().any(|c| c.is_control()), "{e:?}");
+        }
+    }
+}
