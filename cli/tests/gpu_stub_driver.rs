@@ -131,6 +131,33 @@ fn a_stub_driver_is_detected_checked_and_survived() {
         &["--param device", "1 CUDA device: 0 = NVIDIA H100 80GB HBM3"],
     );
 
+    // `blocks=sm` is the SM count the driver reports (132 here): the
+    // "cores used" sweep has its knee; 128 and 132 are both points.
+    let report = json(&run(
+        d,
+        &[],
+        &[
+            "run",
+            "gpu.iops",
+            "--param",
+            "blocks=1..sm:x2,sm,2sm",
+            "--quick",
+            "--format",
+            "json",
+        ],
+    ));
+    let blocks: Vec<u64> = report["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["params"]["blocks"].as_u64().unwrap())
+        .collect();
+    assert_eq!(blocks, [1, 2, 4, 8, 16, 32, 64, 128, 132, 264], "{report}");
+    usage_error(
+        &run(d, &[("STUB_CUINIT_RC", "100")], &["run", "gpu.iops", "--param", "blocks=sm"]),
+        &["--param blocks", "the SM count of CUDA device 0", "no CUDA device"],
+    );
+
     // Where NVRTC and cuBLAS are not installed (as on CI): every default
     // point (kernels, cuBLAS) is skipped saying which, and none created a
     // context first. (With NVRTC, the kernel points would reach the stub's
