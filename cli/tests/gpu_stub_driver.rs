@@ -9,7 +9,9 @@
 //! result code newer than the bindings know — and of missing NVRTC/cuBLAS
 //! (before any context is created); then that every host copy and copy
 //! latency point runs, verifies and frees everything it took, that a
-//! corrupted copy fails verification, and that a driver call failing at
+//! corrupted copy fails verification, that each record carries the NVML
+//! readings of a stand-in `libnvidia-ml.so.1` (`tests/data/libnvml_stub.c`)
+//! or says NVML is absent, and that a driver call failing at
 //! any point fails that record alone, never the process or the next
 //! record.
 
@@ -33,6 +35,19 @@ fn build_stub(dir: &Path) -> Option<PathBuf> {
         return None;
     }
     Some(out)
+}
+
+/// Builds the NVML stand-in as `libnvidia-ml.so.1` in `dir`; `false` (the
+/// caller skips) where no C compiler is installed.
+fn build_nvml_stub(dir: &Path) -> bool {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/libnvml_stub.c");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    Command::new(&cc)
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(dir.join("libnvidia-ml.so.1"))
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// What the stub found still live at exit (its `STUB_REPORT` file).
@@ -154,8 +169,16 @@ fn a_stub_driver_is_detected_checked_and_survived() {
         .collect();
     assert_eq!(blocks, [1, 2, 4, 8, 16, 32, 64, 128, 132, 264], "{report}");
     usage_error(
-        &run(d, &[("STUB_CUINIT_RC", "100")], &["run", "gpu.iops", "--param", "blocks=sm"]),
-        &["--param blocks", "the SM count of CUDA device 0", "no CUDA device"],
+        &run(
+            d,
+            &[("STUB_CUINIT_RC", "100")],
+            &["run", "gpu.iops", "--param", "blocks=sm"],
+        ),
+        &[
+            "--param blocks",
+            "the SM count of CUDA device 0",
+            "no CUDA device",
+        ],
     );
 
     // Where NVRTC and cuBLAS are not installed (as on CI): every default
@@ -285,6 +308,59 @@ fn host_copies_run_verify_and_free_everything_through_the_emulated_driver() {
         assert!(l > 0.0 && l < 1.0, "latency {l}: {r}");
     }
     assert_clean(&rep, "gpu.latency");
+
+    // Without NVML every record says it had no clocks under load.
+    let notes = records(&report)
+        .iter()
+        .map(|r| r["notes"].to_string())
+        .collect::<String>();
+    assert!(
+        notes.contains("no clocks, power or temperature under load: NVML not loadable"),
+        "{report}"
+    );
+
+    // With the NVML stand-in: each record carries the min/median/max of
+    // its samples, and a power cap during the record is a caveat naming
+    // it, with the peak at the median clock beside the peak at maximum.
+    assert!(build_nvml_stub(d), "the C compiler built the CUDA stub");
+    let one = [
+        "run",
+        "gpu.bandwidth",
+        "--param",
+        "op=h2d,d2d_memcpy",
+        "--param",
+        "block=128M",
+        "--quick",
+        "--format",
+        "json",
+    ];
+    for reasons in ["0", "0x4"] {
+        let report = json(&run(d, &[rep_env, ("STUB_NVML_REASONS", reasons)], &one));
+        for r in records(&report) {
+            assert_eq!(r["status"], "ok", "{r}");
+            let notes = r["notes"].to_string();
+            assert!(
+                notes.contains("under load (NVML")
+                    && notes.contains("SM clock 1395/1395/1980 MHz")
+                    && notes.contains("power 689.0/689.0/689.0 W")
+                    && notes.contains("temperature 61/61/61 °C"),
+                "{r}"
+            );
+            let caveats = r["warnings"].to_string();
+            assert_eq!(
+                caveats.contains("power throttling"),
+                reasons == "0x4",
+                "{r}"
+            );
+            if r["params"]["op"] == "d2d_memcpy" {
+                assert!(
+                    notes.contains("peak at the median memory clock under load (2619 MHz)"),
+                    "{r}"
+                );
+            }
+        }
+        assert_clean(&rep, "gpu.bandwidth with NVML");
+    }
 
     // A device copy that gets its last byte wrong fails verification,
     // naming that byte; host copies in the same run are unaffected.

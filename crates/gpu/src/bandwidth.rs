@@ -314,6 +314,7 @@ fn prepare(point: &Point, virtualized: bool) -> Result<Box<dyn Case>, BenchError
     case.gpu.sync()?;
     case.verify()?;
     describe(&mut case, pinned, virtualized);
+    case.gpu.start_sampling();
     Ok(Box::new(case))
 }
 
@@ -560,10 +561,11 @@ impl Case for CopyCase {
         let CopyCase {
             timer,
             bufs,
-            about,
-            gpu,
+            mut about,
+            mut gpu,
             ..
         } = *self;
+        gpu.under_load(&mut about);
         let released = gpu.finish(|| drop((bufs, timer)));
         Finished::with(about, released)
     }

@@ -275,6 +275,7 @@ fn prepare(point: &Point, float: bool) -> Result<Box<dyn Case>, BenchError> {
         })?;
 
     describe(&mut case, float, launch_time);
+    case.gpu.start_sampling();
     Ok(Box::new(case))
 }
 
@@ -427,10 +428,11 @@ impl Case for ArithCase {
             kernel,
             out,
             timer,
-            about,
-            gpu,
+            mut about,
+            mut gpu,
             ..
         } = *self;
+        gpu.under_load(&mut about);
         let released = gpu.finish(|| drop((kernel, out, timer)));
         Finished::with(about, released)
     }

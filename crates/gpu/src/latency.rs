@@ -128,6 +128,7 @@ impl Benchmark for Latency {
         // One untimed operation: first-launch costs stay out of the samples.
         case.once()?;
         case.gpu.sync()?;
+        case.gpu.start_sampling();
         Ok(Box::new(case))
     }
 }
@@ -213,8 +214,12 @@ impl Case for LatencyCase {
     /// Frees everything through [`Gpu::finish`](crate::cuda::rt::Gpu::finish).
     fn finish(self: Box<Self>) -> Finished {
         let LatencyCase {
-            bufs, about, gpu, ..
+            bufs,
+            mut about,
+            mut gpu,
+            ..
         } = *self;
+        gpu.under_load(&mut about);
         let released = gpu.finish(|| drop(bufs));
         Finished::with(about, released)
     }

@@ -102,6 +102,17 @@
 //! completion), `launch_queue` the `cuLaunchKernel` call alone (back to
 //! back), the copies a `block`-byte copy (default 4 B) then a synchronise.
 //!
+//! ## Clocks, power and temperature under load
+//!
+//! From the end of each record's setup to its teardown a thread reads
+//! NVML (`libnvidia-ml.so.1`) every 20 ms, outside the timed calls: SM and
+//! memory clock, board power, temperature and the clock-event ("throttle")
+//! reasons. The record's notes give the min/median/max of each and the
+//! peak at the median clock under load beside the peak at maximum clock
+//! (an H200 under a bf16 GEMM ran at 1395 MHz of its 1980, at 689 W of a
+//! 700 W limit); a software or hardware power cap, power brake or thermal
+//! slowdown seen in any sample is a caveat. Without NVML the record says so.
+//!
 //! ## Peaks
 //!
 //! Derived from the driver's attributes and the per-architecture table in

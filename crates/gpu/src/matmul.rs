@@ -271,6 +271,7 @@ fn prepare(point: &Point) -> Result<Box<dyn Case>, BenchError> {
     case.about.note(
         "inputs are exact in the type and uniformly spread over [-1, 1); 16 entries of C were checked against a host computation",
     );
+    case.gpu.start_sampling();
     Ok(Box::new(case))
 }
 
@@ -383,10 +384,11 @@ impl Case for GemmCase {
             c,
             workspace,
             timer,
-            about,
-            gpu,
+            mut about,
+            mut gpu,
             ..
         } = *self;
+        gpu.under_load(&mut about);
         let released = gpu.finish(|| drop((blas, a, b, c, workspace, timer)));
         Finished::with(about, released)
     }
