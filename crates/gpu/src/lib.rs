@@ -65,7 +65,7 @@
 //! or `dp4a.s32.s32` (four 8-bit products added to a 32-bit accumulator, 8
 //! ops). NVIDIA publishes no per-SM dp4a rate, so i8 records carry no peak.
 //!
-//! ## `gpu.matmul` — `precision=f16|bf16|tf32|f64|int8`, `n`
+//! ## `gpu.matmul` — `precision=f16|bf16|tf32|f64|int8|fp8`, `n`
 //!
 //! `C = A·B` with N×N column-major matrices through cuBLAS: `cublasGemmEx`
 //! with 16-bit inputs and outputs and `CUBLAS_COMPUTE_32F` (what
@@ -76,7 +76,15 @@
 //! path: on an H200 at N = 8192, 1453 TOP/s TN against 127.5 NN; it counts
 //! 2·N³ integer operations, checked exactly on 16 entries, against the
 //! 1979 TOP/s dense INT8 datasheet rate (H100/H200 SXM, at 1830 MHz), and
-//! is skipped below compute capability 7.5. A GEMM
+//! is skipped below compute capability 7.5. fp8 is cuBLASLt's
+//! `cublasLtMatmul` with e4m3 A and B, bf16 C and D, f32 compute and
+//! unit scales, A transposed and B not (the layout FP8 GEMMs require),
+//! default accumulation (fast accumulation off), the algorithm ranked
+//! first by `cublasLtMatmulAlgoGetHeuristic`; inputs k/8 (exact in e4m3),
+//! 16 entries checked against the host, against the 1979 TFLOP/s FP8
+//! dense datasheet rate (H100/H200 SXM at 1830 MHz); skipped below
+//! compute capability 8.9 or without `libcublasLt`. The record names the
+//! call, layout and accumulation mode of every precision. A GEMM
 //! counts 2·N³ FLOPs. Inputs are exact in the type and spread over
 //! [-1, 1) (full bit activity: power, and hence clocks, match random data);
 //! 16 entries of C are checked against the host. Default N = 8192; sweep
