@@ -11,7 +11,9 @@
 //! latency point runs, verifies and frees everything it took, that a
 //! corrupted copy fails verification, that each record carries the NVML
 //! readings of a stand-in `libnvidia-ml.so.1` (`tests/data/libnvml_stub.c`)
-//! or says NVML is absent, and that a driver call failing at
+//! or says NVML is absent, that the 8-bit GEMMs take the TN layout and
+//! pass their host check through cuBLAS/cuBLASLt stand-ins
+//! (`tests/data/libcublas_stub.c`, which compute on the host), and that a driver call failing at
 //! any point fails that record alone, never the process or the next
 //! record.
 
@@ -442,4 +444,91 @@ fn host_copies_run_verify_and_free_everything_through_the_emulated_driver() {
             }
         }
     }
+}
+
+/// Builds the cuBLAS and cuBLASLt stand-ins (`tests/data/libcublas_stub.c`)
+/// as `libcublas.so.12` and `libcublasLt.so.12` in `dir`.
+fn build_blas_stubs(dir: &Path) -> bool {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/libcublas_stub.c");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    [
+        ("libcublas.so.12", None),
+        ("libcublasLt.so.12", Some("-DLT")),
+    ]
+    .into_iter()
+    .all(|(name, define)| {
+        let mut c = Command::new(&cc);
+        c.args(["-O2", "-shared", "-fPIC", "-o"])
+            .arg(dir.join(name));
+        c.args(define).arg(&src).arg("-lm");
+        c.status().is_ok_and(|s| s.success())
+    })
+}
+
+#[test]
+fn eight_bit_gemms_take_the_tn_layout_and_pass_the_host_check() {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    if build_stub(dir.path()).is_none() {
+        return;
+    }
+    let d = dir.path();
+    assert!(build_blas_stubs(d), "the C compiler built the CUDA stub");
+    let rep = d.join("gemm.report");
+    // The stand-ins compute int8 (cublasGemmEx) and fp8 (cublasLtMatmul)
+    // GEMMs on the host, in the TN layout only, and refuse the rest: so an
+    // 8-bit record that is ok called the TN path, and its entries matched
+    // the host's own computation of Aᵀ·B.
+    let report = json(&run(
+        d,
+        &[("STUB_REPORT", rep.to_str().unwrap())],
+        &[
+            "run",
+            "gpu.matmul",
+            "--param",
+            "precision=int8,fp8,bf16",
+            "--param",
+            "n=64",
+            "--quick",
+            "--format",
+            "json",
+        ],
+    ));
+    let rs = records(&report);
+    assert_eq!(rs.len(), 3, "{report}");
+    for r in rs {
+        let notes = r["notes"].to_string();
+        match r["params"]["precision"].as_str().unwrap() {
+            "int8" => {
+                assert_eq!(r["status"], "ok", "{r}");
+                assert!(
+                    notes.contains("CUBLAS_COMPUTE_32I") && notes.contains("TN: A transposed"),
+                    "{r}"
+                );
+                // 1979 TOP/s at 1830 MHz is 8192 per SM per clock; the stub
+                // H100 runs at 1980 MHz: 132 × 8192 × 1.98 GHz.
+                let peak = r["peak"]["value"].as_f64().unwrap();
+                assert!((peak / 2.14106112e15 - 1.0).abs() < 1e-9, "{r}");
+            }
+            "fp8" => {
+                assert_eq!(r["status"], "ok", "{r}");
+                assert!(
+                    notes.contains("cublasLtMatmul")
+                        && notes.contains("CUDA_R_8F_E4M3")
+                        && notes.contains("FAST_ACCUM off"),
+                    "{r}"
+                );
+                assert!(r["peak"]["value"].as_f64().is_some(), "{r}");
+            }
+            _ => {
+                // Not emulated: the failure names the call and status.
+                assert_eq!(r["status"], "failed", "{r}");
+                let reason = r["reason"].as_str().unwrap();
+                assert!(reason.contains("CUBLAS_STATUS_NOT_SUPPORTED"), "{r}");
+            }
+        }
+    }
+    assert_clean(&rep, "gpu.matmul");
 }
