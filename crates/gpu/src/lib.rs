@@ -51,7 +51,9 @@
 //! `blocks` (default 0 = auto: SMs × the blocks one SM holds at once) sets
 //! the grid; a block runs on one SM, so sweeping `blocks=1..SMs` is the
 //! classic "GPU cores used" experiment and the peak scales with
-//! `min(blocks, SMs)`. `threads_per_block` (default 256) sets the block.
+//! `min(blocks, SMs)`. `sm` in a `blocks` value is the SM count of CUDA
+//! device 0 (`blocks=1..sm:x2,sm,2sm` puts the knee in the sweep: 132 on
+//! an H100/H200, where powers of two jump from 128 to 256). `threads_per_block` (default 256) sets the block.
 //! f64 runs on every GPU and reports what it gets: consumer GPUs run FP64
 //! at 1/64 of FP32, and the record says so.
 //!
