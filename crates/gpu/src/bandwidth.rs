@@ -115,6 +115,11 @@ impl Benchmark for Bandwidth {
         Some(params::host_facts(ctx))
     }
 
+    /// A torch `copy_` of the same bytes by python3.
+    fn reference(&self, _ctx: &Context, point: &Point) -> Option<benchsuite_core::Reference> {
+        crate::reference::copy(point)
+    }
+
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         if !params::is_cuda(point) {
             return params::wgpu_case(ctx, point, WgpuKind::Bandwidth);

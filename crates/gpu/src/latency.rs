@@ -76,6 +76,11 @@ impl Benchmark for Latency {
         Some(params::host_facts(ctx))
     }
 
+    /// CuPy's empty kernel launch by python3 (`launch`, `launch_queue`).
+    fn reference(&self, _ctx: &Context, point: &Point) -> Option<benchsuite_core::Reference> {
+        crate::reference::launch(point)
+    }
+
     fn prepare(&self, _ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         let op: Op = point.choice("op")?;
         let block = point.u64("block")? as usize;

@@ -163,6 +163,7 @@ mod latency;
 mod matmul;
 mod params;
 mod peak;
+mod reference;
 
 #[cfg(feature = "wgpu")]
 mod wgpu_backend;

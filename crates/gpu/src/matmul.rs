@@ -70,6 +70,11 @@ impl Benchmark for Matmul {
         Some(params::host_facts(ctx))
     }
 
+    /// `torch.matmul` (`_int_mm`, `_scaled_mm` for int8/fp8) by python3.
+    fn reference(&self, _ctx: &Context, point: &Point) -> Option<benchsuite_core::Reference> {
+        crate::reference::matmul(point)
+    }
+
     fn prepare(&self, _ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         prepare(point)
     }
