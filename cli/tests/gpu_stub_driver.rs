@@ -9,7 +9,11 @@
 //! result code newer than the bindings know — and of missing NVRTC/cuBLAS
 //! (before any context is created); then that every host copy and copy
 //! latency point runs, verifies and frees everything it took, that a
-//! corrupted copy fails verification, and that a driver call failing at
+//! corrupted copy fails verification, that each record carries the NVML
+//! readings of a stand-in `libnvidia-ml.so.1` (`tests/data/libnvml_stub.c`)
+//! or says NVML is absent, that the 8-bit GEMMs take the TN layout and
+//! pass their host check through cuBLAS/cuBLASLt stand-ins
+//! (`tests/data/libcublas_stub.c`, which compute on the host), and that a driver call failing at
 //! any point fails that record alone, never the process or the next
 //! record.
 
@@ -38,6 +42,19 @@ fn build_stub(dir: &Path) -> Option<PathBuf> {
         return None;
     }
     Some(out)
+}
+
+/// Builds the NVML stand-in as `libnvidia-ml.so.1` in `dir`; `false` (the
+/// caller skips) where no C compiler is installed.
+fn build_nvml_stub(dir: &Path) -> bool {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/libnvml_stub.c");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    Command::new(&cc)
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(dir.join("libnvidia-ml.so.1"))
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// What the stub found still live at exit (its `STUB_REPORT` file).
@@ -138,6 +155,41 @@ fn a_stub_driver_is_detected_checked_and_survived() {
     usage_error(
         &run(d, &[], &["run", "gpu.flops", "--param", "device=1"]),
         &["--param device", "1 CUDA device: 0 = NVIDIA H100 80GB HBM3"],
+    );
+
+    // `blocks=sm` is the SM count the driver reports (132 here): the
+    // "cores used" sweep has its knee; 128 and 132 are both points.
+    let report = json(&run(
+        d,
+        &[],
+        &[
+            "run",
+            "gpu.iops",
+            "--param",
+            "blocks=1..sm:x2,sm,2sm",
+            "--quick",
+            "--format",
+            "json",
+        ],
+    ));
+    let blocks: Vec<u64> = report["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["params"]["blocks"].as_u64().unwrap())
+        .collect();
+    assert_eq!(blocks, [1, 2, 4, 8, 16, 32, 64, 128, 132, 264], "{report}");
+    usage_error(
+        &run(
+            d,
+            &[("STUB_CUINIT_RC", "100")],
+            &["run", "gpu.iops", "--param", "blocks=sm"],
+        ),
+        &[
+            "--param blocks",
+            "the SM count of CUDA device 0",
+            "no CUDA device",
+        ],
     );
 
     // Where NVRTC and cuBLAS are not installed (as on CI): every default
@@ -275,6 +327,59 @@ fn host_copies_run_verify_and_free_everything_through_the_emulated_driver() {
     }
     assert_clean(&rep, "gpu.latency");
 
+    // Without NVML every record says it had no clocks under load.
+    let notes = records(&report)
+        .iter()
+        .map(|r| r["notes"].to_string())
+        .collect::<String>();
+    assert!(
+        notes.contains("no clocks, power or temperature under load: NVML not loadable"),
+        "{report}"
+    );
+
+    // With the NVML stand-in: each record carries the min/median/max of
+    // its samples, and a power cap during the record is a caveat naming
+    // it, with the peak at the median clock beside the peak at maximum.
+    assert!(build_nvml_stub(d), "the C compiler built the CUDA stub");
+    let one = [
+        "run",
+        "gpu.bandwidth",
+        "--param",
+        "op=h2d,d2d_memcpy",
+        "--param",
+        "block=128M",
+        "--quick",
+        "--format",
+        "json",
+    ];
+    for reasons in ["0", "0x4"] {
+        let report = json(&run(d, &[rep_env, ("STUB_NVML_REASONS", reasons)], &one));
+        for r in records(&report) {
+            assert_eq!(r["status"], "ok", "{r}");
+            let notes = r["notes"].to_string();
+            assert!(
+                notes.contains("under load (NVML")
+                    && notes.contains("SM clock 1395/1395/1980 MHz")
+                    && notes.contains("power 689.0/689.0/689.0 W")
+                    && notes.contains("temperature 61/61/61 °C"),
+                "{r}"
+            );
+            let caveats = r["warnings"].to_string();
+            assert_eq!(
+                caveats.contains("power throttling"),
+                reasons == "0x4",
+                "{r}"
+            );
+            if r["params"]["op"] == "d2d_memcpy" {
+                assert!(
+                    notes.contains("peak at the median memory clock under load (2619 MHz)"),
+                    "{r}"
+                );
+            }
+        }
+        assert_clean(&rep, "gpu.bandwidth with NVML");
+    }
+
     // A device copy that gets its last byte wrong fails verification,
     // naming that byte; host copies in the same run are unaffected.
     let report = json(&run(
@@ -355,4 +460,91 @@ fn host_copies_run_verify_and_free_everything_through_the_emulated_driver() {
             }
         }
     }
+}
+
+/// Builds the cuBLAS and cuBLASLt stand-ins (`tests/data/libcublas_stub.c`)
+/// as `libcublas.so.12` and `libcublasLt.so.12` in `dir`.
+fn build_blas_stubs(dir: &Path) -> bool {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/libcublas_stub.c");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    [
+        ("libcublas.so.12", None),
+        ("libcublasLt.so.12", Some("-DLT")),
+    ]
+    .into_iter()
+    .all(|(name, define)| {
+        let mut c = Command::new(&cc);
+        c.args(["-O2", "-shared", "-fPIC", "-o"])
+            .arg(dir.join(name));
+        c.args(define).arg(&src).arg("-lm");
+        c.status().is_ok_and(|s| s.success())
+    })
+}
+
+#[test]
+fn eight_bit_gemms_take_the_tn_layout_and_pass_the_host_check() {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    if build_stub(dir.path()).is_none() {
+        return;
+    }
+    let d = dir.path();
+    assert!(build_blas_stubs(d), "the C compiler built the CUDA stub");
+    let rep = d.join("gemm.report");
+    // The stand-ins compute int8 (cublasGemmEx) and fp8 (cublasLtMatmul)
+    // GEMMs on the host, in the TN layout only, and refuse the rest: so an
+    // 8-bit record that is ok called the TN path, and its entries matched
+    // the host's own computation of Aᵀ·B.
+    let report = json(&run(
+        d,
+        &[("STUB_REPORT", rep.to_str().unwrap())],
+        &[
+            "run",
+            "gpu.matmul",
+            "--param",
+            "precision=int8,fp8,bf16",
+            "--param",
+            "n=64",
+            "--quick",
+            "--format",
+            "json",
+        ],
+    ));
+    let rs = records(&report);
+    assert_eq!(rs.len(), 3, "{report}");
+    for r in rs {
+        let notes = r["notes"].to_string();
+        match r["params"]["precision"].as_str().unwrap() {
+            "int8" => {
+                assert_eq!(r["status"], "ok", "{r}");
+                assert!(
+                    notes.contains("CUBLAS_COMPUTE_32I") && notes.contains("TN: A transposed"),
+                    "{r}"
+                );
+                // 1979 TOP/s at 1830 MHz is 8192 per SM per clock; the stub
+                // H100 runs at 1980 MHz: 132 × 8192 × 1.98 GHz.
+                let peak = r["peak"]["value"].as_f64().unwrap();
+                assert!((peak / 2.14106112e15 - 1.0).abs() < 1e-9, "{r}");
+            }
+            "fp8" => {
+                assert_eq!(r["status"], "ok", "{r}");
+                assert!(
+                    notes.contains("cublasLtMatmul")
+                        && notes.contains("CUDA_R_8F_E4M3")
+                        && notes.contains("FAST_ACCUM off"),
+                    "{r}"
+                );
+                assert!(r["peak"]["value"].as_f64().is_some(), "{r}");
+            }
+            _ => {
+                // Not emulated: the failure names the call and status.
+                assert_eq!(r["status"], "failed", "{r}");
+                let reason = r["reason"].as_str().unwrap();
+                assert!(reason.contains("CUBLAS_STATUS_NOT_SUPPORTED"), "{r}");
+            }
+        }
+    }
+    assert_clean(&rep, "gpu.matmul");
 }

@@ -71,7 +71,7 @@ pub use caveat::Caveat;
 pub use cluster::Cluster;
 pub use error::{BenchError, ConfigError, ReportError, error_chain};
 pub use host::Host;
-pub use param::{Choice, ParamKind, ParamSpec, Point, Value};
+pub use param::{Choice, CountUnit, ParamKind, ParamSpec, Point, Value};
 pub use reference::{Reference, ReferenceResult};
 pub use registry::{Module, Registry};
 pub use report::{

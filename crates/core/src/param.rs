@@ -288,6 +288,22 @@ pub struct ParamSpec {
     /// Small value used by conformance tests and `--quick`; `None` means the
     /// default is already small.
     pub smoke: Option<Value>,
+    /// A named multiple a count also accepts (`sm`, `2sm`, `1..2sm`);
+    /// `None` for plain numbers only.
+    pub unit: Option<CountUnit>,
+}
+
+/// A machine-dependent quantity a count parameter may be written in: `sm`
+/// for the SM count of a GPU, so a sweep `1..sm:x2,sm,2sm` has its knee on
+/// every device. Resolved once, when the sweep is expanded.
+#[derive(Debug, Clone, Copy)]
+pub struct CountUnit {
+    /// What the user writes after an optional whole-number multiple: `sm`.
+    pub suffix: &'static str,
+    /// What it stands for, for messages: `the SM count of CUDA device 0`.
+    pub meaning: &'static str,
+    /// Its value here, or why it is unknown.
+    pub resolve: fn() -> Result<u64, String>,
 }
 
 impl ParamSpec {
@@ -299,6 +315,7 @@ impl ParamSpec {
             kind: ParamKind::Count { min, max },
             default: Value::Int(default),
             smoke: None,
+            unit: None,
         }
     }
 
@@ -310,6 +327,7 @@ impl ParamSpec {
             kind: ParamKind::Size { min, max },
             default: Value::Int(default),
             smoke: None,
+            unit: None,
         }
     }
 
@@ -326,6 +344,7 @@ impl ParamSpec {
             kind: ParamKind::Choice(choices),
             default: Value::Str(default.to_string()),
             smoke: None,
+            unit: None,
         }
     }
 
@@ -337,6 +356,7 @@ impl ParamSpec {
             kind: ParamKind::Choice(C::NAMES),
             default: Value::Str(default.name().to_string()),
             smoke: None,
+            unit: None,
         }
     }
 
@@ -348,6 +368,7 @@ impl ParamSpec {
             kind: ParamKind::Text { hint },
             default: Value::Str(default.to_string()),
             smoke: None,
+            unit: None,
         }
     }
 
@@ -359,6 +380,7 @@ impl ParamSpec {
             kind: ParamKind::Bool,
             default: Value::Bool(default),
             smoke: None,
+            unit: None,
         }
     }
 
@@ -366,6 +388,49 @@ impl ParamSpec {
     pub fn with_smoke(mut self, smoke: Value) -> Self {
         self.smoke = Some(smoke);
         self
+    }
+
+    /// Lets a count be written as a multiple of `unit` (`sm`, `2sm`).
+    pub fn with_unit(mut self, unit: CountUnit) -> Self {
+        debug_assert!(matches!(self.kind, ParamKind::Count { .. }));
+        self.unit = Some(unit);
+        self
+    }
+
+    /// Parses one scalar value like [`ParamKind::parse`], first resolving
+    /// a multiple of this parameter's unit (`2sm` → 264 on a 132-SM GPU).
+    pub fn parse_scalar(&self, text: &str) -> Result<Value, ConfigError> {
+        let t = text.trim();
+        let Some(unit) = self.unit else {
+            return self.kind.parse(self.name, t);
+        };
+        let Some(times) = t.strip_suffix(unit.suffix) else {
+            return self.kind.parse(self.name, t);
+        };
+        let bad = |reason: String| ConfigError::InvalidValue {
+            param: self.name.to_string(),
+            value: t.to_string(),
+            reason,
+        };
+        let times: u64 = match times.trim() {
+            "" => 1,
+            n => n.parse().map_err(|_| {
+                bad(format!(
+                    "expected a whole number or a multiple of `{}` ({}), such as `2{}`",
+                    unit.suffix, unit.meaning, unit.suffix
+                ))
+            })?,
+        };
+        let each = (unit.resolve)().map_err(|why| {
+            bad(format!(
+                "`{}` is {}, which is unknown here: {why}",
+                unit.suffix, unit.meaning
+            ))
+        })?;
+        let v = times
+            .checked_mul(each)
+            .ok_or_else(|| bad("too large".into()))?;
+        self.kind.parse(self.name, &v.to_string())
     }
 
     /// The smoke value, or the default when none is set.

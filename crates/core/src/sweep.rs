@@ -18,6 +18,9 @@ pub const MAX_POINTS: usize = 10_000;
 /// Grammar: a comma-separated list of items; an item is a scalar value or,
 /// for counts and sizes, a range `START..END[:xFACTOR|:+STEP]` including both
 /// ends when reached. Count ranges step `+1` by default, size ranges `x2`.
+/// A count with a [unit](crate::param::CountUnit) also takes its multiples
+/// (`sm`, `2sm`, `1..2sm:x2`). A value listed twice (`1..sm:x2,sm` where
+/// the SM count is a power of two) runs once, where it first appears.
 pub fn parse_values(spec: &ParamSpec, text: &str) -> Result<Vec<Value>, ConfigError> {
     let name = spec.name;
     let bad = |value: &str, reason: String| ConfigError::InvalidValue {
@@ -32,7 +35,7 @@ pub fn parse_values(spec: &ParamSpec, text: &str) -> Result<Vec<Value>, ConfigEr
             return Err(bad(text, "empty item in list".into()));
         }
         let Some((start, rest)) = item.split_once("..") else {
-            out.push(spec.kind.parse(name, item)?);
+            out.push(spec.parse_scalar(item)?);
             continue;
         };
         let numeric = matches!(spec.kind, ParamKind::Count { .. } | ParamKind::Size { .. });
@@ -46,8 +49,8 @@ pub fn parse_values(spec: &ParamSpec, text: &str) -> Result<Vec<Value>, ConfigEr
             Some((e, s)) => (e, Some(s.trim())),
             None => (rest, None),
         };
-        let lo = spec.kind.parse(name, start)?.as_u64().unwrap_or(0);
-        let hi = spec.kind.parse(name, end)?.as_u64().unwrap_or(0);
+        let lo = spec.parse_scalar(start)?.as_u64().unwrap_or(0);
+        let hi = spec.parse_scalar(end)?.as_u64().unwrap_or(0);
         if hi < lo {
             return Err(bad(item, "the range end is below its start".into()));
         }
@@ -106,6 +109,14 @@ pub fn parse_values(spec: &ParamSpec, text: &str) -> Result<Vec<Value>, ConfigEr
             }
         }
     }
+    let mut seen = Vec::with_capacity(out.len());
+    out.retain(|v| {
+        let new = !seen.contains(v);
+        if new {
+            seen.push(v.clone());
+        }
+        new
+    });
     Ok(out)
 }
 
@@ -201,6 +212,54 @@ mod tests {
             ints(&parse_values(&b, "4K..16K:+4K").unwrap()),
             [4096, 8192, 12288, 16384]
         );
+    }
+
+    #[test]
+    fn a_count_unit_resolves_its_multiples_and_says_when_it_cannot() {
+        use crate::param::CountUnit;
+        let sm = |resolve| {
+            ParamSpec::count("blocks", "", 0, 1 << 20, 0).with_unit(CountUnit {
+                suffix: "sm",
+                meaning: "the SM count of device 0",
+                resolve,
+            })
+        };
+        let t = sm(|| Ok(132));
+        assert_eq!(ints(&parse_values(&t, "sm").unwrap()), [132]);
+        assert_eq!(ints(&parse_values(&t, "2sm, 0").unwrap()), [264, 0]);
+        assert_eq!(
+            ints(&parse_values(&t, "1..sm:x2,sm,2sm").unwrap()),
+            [1, 2, 4, 8, 16, 32, 64, 128, 132, 264]
+        );
+        assert_eq!(
+            ints(&parse_values(&t, "sm..2sm:+66").unwrap()),
+            [132, 198, 264]
+        );
+        // A power-of-two SM count: the knee is listed once.
+        let p = sm(|| Ok(128));
+        assert_eq!(
+            ints(&parse_values(&p, "32..sm:x2,sm,2sm").unwrap()),
+            [32, 64, 128, 256]
+        );
+        for (bad, needle) in [
+            ("xsm", "multiple of `sm`"),
+            ("10000sm", "between 0 and"),
+            ("sm2", "whole number"),
+        ] {
+            let e = parse_values(&t, bad).unwrap_err().to_string();
+            assert!(e.contains(needle) && e.contains("`blocks`"), "{bad}: {e}");
+        }
+        let none = sm(|| Err("no CUDA driver".into()));
+        let e = parse_values(&none, "1..sm:x2").unwrap_err().to_string();
+        assert!(
+            e.contains("the SM count of device 0") && e.contains("no CUDA driver"),
+            "{e}"
+        );
+        // Plain numbers need no unit.
+        assert_eq!(ints(&parse_values(&none, "1,2").unwrap()), [1, 2]);
+        // Without a unit the suffix is just a bad number.
+        let plain = ParamSpec::count("blocks", "", 0, 1 << 20, 0);
+        assert!(parse_values(&plain, "sm").is_err());
     }
 
     #[test]

@@ -115,6 +115,11 @@ impl Benchmark for Bandwidth {
         Some(params::host_facts(ctx))
     }
 
+    /// A torch `copy_` of the same bytes by python3.
+    fn reference(&self, _ctx: &Context, point: &Point) -> Option<benchsuite_core::Reference> {
+        crate::reference::copy(point)
+    }
+
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         if !params::is_cuda(point) {
             return params::wgpu_case(ctx, point, WgpuKind::Bandwidth);
@@ -123,17 +128,33 @@ impl Benchmark for Bandwidth {
     }
 }
 
-/// Blocks of [`COPY_THREADS`] threads the copy kernel gets for `block`
-/// bytes: one 16-byte vector per thread, at most one full-occupancy wave
-/// (`per_sm` resident blocks on each of `sms` SMs; the kernel is
-/// grid-stride), at least one block, whose first 16 threads copy the tail
-/// under 16 bytes (so a 1-byte block is copied too).
-pub(crate) fn copy_grid(block: u64, per_sm: u32, sms: u32) -> u32 {
+/// The most blocks one launch of the copy kernel gets: 2^20 blocks of
+/// [`COPY_THREADS`] threads copy 4 GiB, a few milliseconds, so the launch
+/// gap of a chunked copy is under 0.1% and the grid far below CUDA's
+/// 2^31 - 1 blocks.
+pub(crate) const COPY_MAX_GRID: u32 = 1 << 20;
+
+/// The launches of the copy kernel for `block` bytes, as (first 16-byte
+/// vector, blocks of [`COPY_THREADS`] threads): one vector per thread over
+/// the whole buffer, split into launches of at most `max_grid` blocks. The
+/// first launch starts at vector 0 and its threads 0..15 copy the tail
+/// under 16 bytes, so a block under 16 bytes is one launch of one block.
+pub(crate) fn copy_launches(block: u64, max_grid: u32) -> Vec<(u64, u32)> {
     const _: () = assert!(COPY_THREADS >= 16, "the tail needs 16 threads");
-    let full = u64::from(per_sm.max(1)) * u64::from(sms.max(1));
-    let vectors = (block / 16).div_ceil(u64::from(COPY_THREADS)).max(1);
-    // A wave is far below CUDA's 2^31 - 1 blocks.
-    vectors.min(full).min(i32::MAX as u64) as u32
+    let per_block = u64::from(COPY_THREADS);
+    let per_launch = u64::from(max_grid.max(1)) * per_block;
+    let vectors = block / 16;
+    let mut out = Vec::new();
+    let mut first = 0;
+    loop {
+        let n = (vectors - first).min(per_launch);
+        // At most max_grid, so it fits u32.
+        out.push((first, n.div_ceil(per_block).max(1) as u32));
+        first += n;
+        if first >= vectors {
+            return out;
+        }
+    }
 }
 
 /// Whether `block` fits the device (and the host, for host copies).
@@ -221,7 +242,8 @@ struct CopyCase {
     block: usize,
     timer: Timer,
     bufs: Bufs,
-    grid: u32,
+    /// `d2d_kernel`: (first vector, blocks) per launch, see `copy_launches`.
+    launches: Vec<(u64, u32)>,
     /// Pageable host copies are timed by the host clock (see `run`).
     wall_clock: bool,
     about: About,
@@ -254,14 +276,14 @@ fn prepare(point: &Point, virtualized: bool) -> Result<Box<dyn Case>, BenchError
         BenchError::Failed("block does not fit this machine's address space".into())
     })?;
     let timer = Timer::new(&gpu)?;
-    let mut grid = 1;
+    let mut launches = Vec::new();
     let bufs = match op {
         Op::D2dKernel | Op::D2dMemcpy => {
             let src = DeviceBuffer::new(&gpu, block)?;
             let dst = DeviceBuffer::new(&gpu, block)?;
             if op == Op::D2dKernel {
                 let kernel = gpu.kernel("copy", MEMORY_SOURCE)?;
-                grid = copy_grid(block as u64, kernel.occupancy(COPY_THREADS)?, info.sms);
+                launches = copy_launches(block as u64, COPY_MAX_GRID);
                 Bufs::Kernel { src, dst, kernel }
             } else {
                 Bufs::Memcpy { src, dst }
@@ -283,7 +305,7 @@ fn prepare(point: &Point, virtualized: bool) -> Result<Box<dyn Case>, BenchError
         block,
         timer,
         bufs,
-        grid,
+        launches,
         wall_clock: !op.is_d2d() && !pinned,
         about: About::default(),
         gpu,
@@ -297,6 +319,7 @@ fn prepare(point: &Point, virtualized: bool) -> Result<Box<dyn Case>, BenchError
     case.gpu.sync()?;
     case.verify()?;
     describe(&mut case, pinned, virtualized);
+    case.gpu.start_sampling();
     Ok(Box::new(case))
 }
 
@@ -320,15 +343,16 @@ fn describe(case: &mut CopyCase, pinned: bool, virtualized: bool) {
         ),
     });
     case.about.note(match &case.bufs {
-        Bufs::Kernel { kernel, .. } => format!(
-            "copy kernel (NVRTC, {}): 16-byte vectors, four loads in flight per thread, grid-stride; {} blocks × {COPY_THREADS} threads",
-            kernel.target, case.grid
-        ),
+        Bufs::Kernel { kernel, .. } => copy_kernel_note(&kernel.target, block, &case.launches),
         Bufs::Memcpy { .. } => "cuMemcpyDtoDAsync on a non-blocking stream".to_string(),
         Bufs::Upload { .. } | Bufs::Download { .. } => format!(
             "cuMemcpy{}Async with {} host memory",
             if case.op == Op::H2d { "HtoD" } else { "DtoH" },
-            if pinned { "pinned (cuMemHostAlloc)" } else { "pageable" }
+            if pinned {
+                "pinned (cuMemHostAlloc)"
+            } else {
+                "pageable"
+            }
         ),
     });
     case.about.note(if case.wall_clock {
@@ -343,6 +367,25 @@ fn describe(case: &mut CopyCase, pinned: bool, virtualized: bool) {
         Ok(p) => case.about.peak = Some(p),
         Err(w) => case.about.caveat(w),
     }
+}
+
+/// What the copy kernel is and how it was launched, for the record.
+pub(crate) fn copy_kernel_note(target: &str, block: u64, launches: &[(u64, u32)]) -> String {
+    let blocks: u64 = launches.iter().map(|&(_, b)| u64::from(b)).sum();
+    let tail = block % 16;
+    format!(
+        "copy kernel (NVRTC, {target}): one 16-byte vector (uint4) per thread over the whole buffer, no loop; {blocks} blocks × {COPY_THREADS} threads in {} launch{} of at most {COPY_MAX_GRID} blocks{}",
+        launches.len(),
+        if launches.len() == 1 { "" } else { "es" },
+        if tail == 0 {
+            String::new()
+        } else {
+            format!(
+                "; the first launch's threads 0..{} copy the {tail}-byte tail",
+                tail - 1
+            )
+        }
+    )
 }
 
 /// The peak a copy is measured against, or why none applies: device
@@ -458,13 +501,17 @@ impl CopyCase {
         let stream = self.gpu.raw_stream();
         match &mut self.bufs {
             Bufs::Kernel { src, dst, kernel } => {
-                let (mut s, mut d, mut len) = (src.ptr(), dst.ptr(), n as u64);
-                let mut p = [arg(&mut s), arg(&mut d), arg(&mut len)];
-                // SAFETY: copy(const u8 *src, u8 *dst, u64 nbytes): the
-                // parameters match in order and type; both buffers hold
-                // `n` bytes and stay allocated until finish, which
-                // synchronises the stream first.
-                unsafe { kernel.launch(&self.gpu, self.grid, COPY_THREADS, &mut p) }
+                for &(first, grid) in &self.launches {
+                    let (mut s, mut d, mut f, mut len) = (src.ptr(), dst.ptr(), first, n as u64);
+                    let mut p = [arg(&mut s), arg(&mut d), arg(&mut f), arg(&mut len)];
+                    // SAFETY: copy(const u8 *src, u8 *dst, u64 first, u64
+                    // nbytes): the parameters match in order and type; both
+                    // buffers hold `n` bytes (the kernel touches no byte at
+                    // or past `nbytes`) and stay allocated until finish,
+                    // which synchronises the stream first.
+                    unsafe { kernel.launch(&self.gpu, grid, COPY_THREADS, &mut p) }?;
+                }
+                Ok(())
             }
             Bufs::Memcpy { src, dst } => {
                 // SAFETY: both device ranges hold `n` bytes and outlive the
@@ -519,10 +566,11 @@ impl Case for CopyCase {
         let CopyCase {
             timer,
             bufs,
-            about,
-            gpu,
+            mut about,
+            mut gpu,
             ..
         } = *self;
+        gpu.under_load(&mut about);
         let released = gpu.finish(|| drop((bufs, timer)));
         Finished::with(about, released)
     }
@@ -546,18 +594,54 @@ mod tests {
     }
 
     #[test]
-    fn the_copy_grid_covers_tails_and_stops_at_one_wave() {
-        // 1 B and 15 B: one block, whose threads 0..15 copy the tail.
-        assert_eq!(copy_grid(1, 8, 132), 1);
-        assert_eq!(copy_grid(15, 8, 132), 1);
-        // One vector per thread while that is under a wave.
-        assert_eq!(copy_grid(16 * 256 * 3, 8, 132), 3);
-        assert_eq!(copy_grid(16 * 256 * 3 + 1, 8, 132), 3);
-        // 256 MiB on an H100: one wave of 8 blocks × 132 SMs.
-        assert_eq!(copy_grid(256 << 20, 8, 132), 1056);
-        // An occupancy query of 0 still launches.
-        assert_eq!(copy_grid(256 << 20, 0, 132), 132);
-        assert!(copy_grid(1 << 40, u32::MAX, u32::MAX) <= i32::MAX as u32);
+    fn the_copy_launches_cover_every_vector_once_and_the_tail() {
+        // Under 16 bytes: one block, whose threads 0..15 copy the tail.
+        assert_eq!(copy_launches(0, COPY_MAX_GRID), [(0, 1)]);
+        assert_eq!(copy_launches(1, COPY_MAX_GRID), [(0, 1)]);
+        assert_eq!(copy_launches(15, COPY_MAX_GRID), [(0, 1)]);
+        // One vector per thread: n/256 blocks, rounded up.
+        assert_eq!(copy_launches(16 * 256 * 3, COPY_MAX_GRID), [(0, 3)]);
+        assert_eq!(copy_launches(16 * 256 * 3 + 1, COPY_MAX_GRID), [(0, 3)]);
+        assert_eq!(copy_launches(16 * 256 * 3 + 16, COPY_MAX_GRID), [(0, 4)]);
+        // 256 MiB: 65536 blocks in one launch (grid = n/256, the measured
+        // 4.16 TB/s on an H200), not one resident wave.
+        assert_eq!(copy_launches(256 << 20, COPY_MAX_GRID), [(0, 65536)]);
+        // 4 GiB is one launch of 2^20 blocks; 4 GiB + 17 B two, the second
+        // with the last vector (the tail is the first launch's).
+        assert_eq!(copy_launches(4 << 30, COPY_MAX_GRID), [(0, 1 << 20)]);
+        assert_eq!(
+            copy_launches((4 << 30) + 17, COPY_MAX_GRID),
+            [(0, 1 << 20), (1 << 28, 1)]
+        );
+        // Any size: each launch under CUDA's grid limit, the vectors
+        // covered exactly once, in order.
+        for (block, max) in [(1u64 << 40, COPY_MAX_GRID), (12345 * 16 + 9, 7), (4096, 1)] {
+            let l = copy_launches(block, max);
+            let mut next = 0;
+            for &(first, grid) in &l {
+                assert_eq!(first, next, "{block} {max}");
+                assert!(grid >= 1 && grid <= max && grid <= i32::MAX as u32);
+                next = (first + u64::from(grid) * u64::from(COPY_THREADS)).min(block / 16);
+            }
+            assert_eq!(next, block / 16, "{block} {max}");
+            assert_eq!(l[0].0, 0, "the tail launch");
+        }
+        assert!(copy_launches(1 << 40, COPY_MAX_GRID).len() == 256);
+    }
+
+    #[test]
+    fn the_record_says_what_the_copy_kernel_is() {
+        let n = copy_kernel_note("sm_90", 256 << 20, &copy_launches(256 << 20, COPY_MAX_GRID));
+        assert!(
+            n.contains("one 16-byte vector (uint4) per thread")
+                && n.contains("65536 blocks × 256 threads in 1 launch ")
+                && !n.contains("tail"),
+            "{n}"
+        );
+        let n = copy_kernel_note("sm_90", 4099, &copy_launches(4099, COPY_MAX_GRID));
+        assert!(n.contains("threads 0..2 copy the 3-byte tail"), "{n}");
+        let n = copy_kernel_note("sm_90", 8 << 30, &copy_launches(8 << 30, COPY_MAX_GRID));
+        assert!(n.contains("in 2 launches"), "{n}");
     }
 
     #[test]

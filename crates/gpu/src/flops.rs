@@ -47,11 +47,12 @@ fn params(float: bool) -> Vec<ParamSpec> {
         },
         ParamSpec::count(
             "blocks",
-            "thread blocks in the grid (0 = auto: SMs × the blocks one SM holds at once, full occupancy); each block runs on one SM, so 1..SMs is the \"cores used\" sweep",
+            "thread blocks in the grid (0 = auto: SMs × the blocks one SM holds at once, full occupancy); each block runs on one SM, so 1..SMs is the \"cores used\" sweep: `sm` is the SM count of CUDA device 0 (`2sm`, `1..sm:x2,sm,2sm` puts the knee in the sweep)",
             0,
             MAX_BLOCKS,
             0,
-        ),
+        )
+        .with_unit(params::SM_UNIT),
         ParamSpec::count(
             "threads_per_block",
             "threads per block (a multiple of 32, the warp size, uses every lane)",
@@ -274,6 +275,7 @@ fn prepare(point: &Point, float: bool) -> Result<Box<dyn Case>, BenchError> {
         })?;
 
     describe(&mut case, float, launch_time);
+    case.gpu.start_sampling();
     Ok(Box::new(case))
 }
 
@@ -426,10 +428,11 @@ impl Case for ArithCase {
             kernel,
             out,
             timer,
-            about,
-            gpu,
+            mut about,
+            mut gpu,
             ..
         } = *self;
+        gpu.under_load(&mut about);
         let released = gpu.finish(|| drop((kernel, out, timer)));
         Finished::with(about, released)
     }

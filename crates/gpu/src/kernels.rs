@@ -238,32 +238,27 @@ pub(crate) const MEMORY_SOURCE: &str = r#"
 typedef unsigned long long u64;
 extern "C" __global__ void empty() {}
 
-/* Copies nbytes from src to dst: 16-byte vectors, four loads in flight per
-   thread before the stores, grid-stride; threads 0..15 copy the < 16 byte
-   tail. Launch with at least 16 threads in total; src and dst must be
-   16-byte aligned (uint4 loads and stores): whole cuMemAlloc allocations,
-   which are 256-byte aligned, never offsets into them. Indices are 64-bit:
-   any size. */
-extern "C" __global__ void __launch_bounds__(1024) copy(const unsigned char *__restrict__ src, unsigned char *__restrict__ dst, u64 nbytes) {
-    const uint4 *__restrict__ s = (const uint4 *)src;
-    uint4 *__restrict__ d = (uint4 *)dst;
+/* Copies nbytes from src to dst, one 16-byte vector (uint4) per thread and
+   no loop: thread t of a launch copies vector first + t, so a copy of n16
+   vectors is n16 / blockDim.x blocks in total (on an H200, 4.16 TB/s at
+   256 MiB like cuMemcpyDtoD, where grid-stride loops over 2-32 resident
+   blocks per SM reached 3.0-4.0). The
+   host splits a large copy into launches of at most COPY_MAX_GRID blocks
+   (bandwidth.rs, copy_launches), each passing its first vector. The launch
+   with first == 0 also copies the tail under 16 bytes with its threads
+   0..15, so every launch plan has such a launch, of at least 16 threads.
+   src and dst must be 16-byte aligned (uint4 loads and stores): whole
+   cuMemAlloc allocations, which are 256-byte aligned, never offsets into
+   them. Indices are 64-bit: any size. */
+extern "C" __global__ void __launch_bounds__(1024) copy(const unsigned char *__restrict__ src, unsigned char *__restrict__ dst, u64 first, u64 nbytes) {
     const u64 n16 = nbytes >> 4;
-    const u64 stride = (u64)gridDim.x * blockDim.x;
-    const u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    u64 i = tid;
-    for (; i + 3 * stride < n16; i += 4 * stride) {
-        const uint4 v0 = s[i];
-        const uint4 v1 = s[i + stride];
-        const uint4 v2 = s[i + 2 * stride];
-        const uint4 v3 = s[i + 3 * stride];
-        d[i] = v0;
-        d[i + stride] = v1;
-        d[i + 2 * stride] = v2;
-        d[i + 3 * stride] = v3;
+    const u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 i = first + t;
+    if (i < n16) ((uint4 *)dst)[i] = ((const uint4 *)src)[i];
+    if (first == 0 && t < 16) {
+        const u64 b = (n16 << 4) + t;
+        if (b < nbytes) dst[b] = src[b];
     }
-    for (; i < n16; i += stride) d[i] = s[i];
-    const u64 t = (n16 << 4) + tid;
-    if (t < nbytes) dst[t] = src[t];
 }
 "#;
 

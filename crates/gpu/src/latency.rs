@@ -76,6 +76,11 @@ impl Benchmark for Latency {
         Some(params::host_facts(ctx))
     }
 
+    /// CuPy's empty kernel launch by python3 (`launch`, `launch_queue`).
+    fn reference(&self, _ctx: &Context, point: &Point) -> Option<benchsuite_core::Reference> {
+        crate::reference::launch(point)
+    }
+
     fn prepare(&self, _ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         let op: Op = point.choice("op")?;
         let block = point.u64("block")? as usize;
@@ -128,6 +133,7 @@ impl Benchmark for Latency {
         // One untimed operation: first-launch costs stay out of the samples.
         case.once()?;
         case.gpu.sync()?;
+        case.gpu.start_sampling();
         Ok(Box::new(case))
     }
 }
@@ -213,8 +219,12 @@ impl Case for LatencyCase {
     /// Frees everything through [`Gpu::finish`](crate::cuda::rt::Gpu::finish).
     fn finish(self: Box<Self>) -> Finished {
         let LatencyCase {
-            bufs, about, gpu, ..
+            bufs,
+            mut about,
+            mut gpu,
+            ..
         } = *self;
+        gpu.under_load(&mut about);
         let released = gpu.finish(|| drop(bufs));
         Finished::with(about, released)
     }

@@ -51,7 +51,9 @@
 //! `blocks` (default 0 = auto: SMs × the blocks one SM holds at once) sets
 //! the grid; a block runs on one SM, so sweeping `blocks=1..SMs` is the
 //! classic "GPU cores used" experiment and the peak scales with
-//! `min(blocks, SMs)`. `threads_per_block` (default 256) sets the block.
+//! `min(blocks, SMs)`. `sm` in a `blocks` value is the SM count of CUDA
+//! device 0 (`blocks=1..sm:x2,sm,2sm` puts the knee in the sweep: 132 on
+//! an H100/H200, where powers of two jump from 128 to 256). `threads_per_block` (default 256) sets the block.
 //! f64 runs on every GPU and reports what it gets: consumer GPUs run FP64
 //! at 1/64 of FP32, and the record says so.
 //!
@@ -65,12 +67,26 @@
 //! or `dp4a.s32.s32` (four 8-bit products added to a 32-bit accumulator, 8
 //! ops). NVIDIA publishes no per-SM dp4a rate, so i8 records carry no peak.
 //!
-//! ## `gpu.matmul` — `precision=f16|bf16|tf32|f64`, `n`
+//! ## `gpu.matmul` — `precision=f16|bf16|tf32|f64|int8|fp8`, `n`
 //!
 //! `C = A·B` with N×N column-major matrices through cuBLAS: `cublasGemmEx`
 //! with 16-bit inputs and outputs and `CUBLAS_COMPUTE_32F` (what
 //! `torch.matmul` does for half and bfloat16), `CUBLAS_COMPUTE_32F_FAST_TF32`
-//! on f32 data for tf32, `cublasDgemm` for f64; a 32 MiB workspace. A GEMM
+//! on f32 data for tf32, `cublasDgemm` for f64; a 32 MiB workspace. int8
+//! is `cublasGemmEx` with int8 A and B, int32 C and `CUBLAS_COMPUTE_32I`
+//! in the "TN" layout (A transposed, B not), cuBLAS's IMMA tensor-core
+//! path: on an H200 at N = 8192, 1453 TOP/s TN against 127.5 NN; it counts
+//! 2·N³ integer operations, checked exactly on 16 entries, against the
+//! 1979 TOP/s dense INT8 datasheet rate (H100/H200 SXM, at 1830 MHz), and
+//! is skipped below compute capability 7.5. fp8 is cuBLASLt's
+//! `cublasLtMatmul` with e4m3 A and B, bf16 C and D, f32 compute and
+//! unit scales, A transposed and B not (the layout FP8 GEMMs require),
+//! default accumulation (fast accumulation off), the algorithm ranked
+//! first by `cublasLtMatmulAlgoGetHeuristic`; inputs k/8 (exact in e4m3),
+//! 16 entries checked against the host, against the 1979 TFLOP/s FP8
+//! dense datasheet rate (H100/H200 SXM at 1830 MHz); skipped below
+//! compute capability 8.9 or without `libcublasLt`. The record names the
+//! call, layout and accumulation mode of every precision. A GEMM
 //! counts 2·N³ FLOPs. Inputs are exact in the type and spread over
 //! [-1, 1) (full bit activity: power, and hence clocks, match random data);
 //! 16 entries of C are checked against the host. Default N = 8192; sweep
@@ -80,9 +96,11 @@
 //!
 //! One operation is one copy of `block` bytes (default 256 MiB; 1 B to
 //! GiBs: small blocks show the per-copy launch or DMA set-up cost, large
-//! ones the bandwidth). `d2d_kernel` is a copy kernel (16-byte vectors,
-//! four loads in flight per thread, grid-stride over one full-occupancy
-//! wave); `d2d_memcpy` is `cuMemcpyDtoDAsync`; `h2d`/`d2h` are
+//! ones the bandwidth). `d2d_kernel` is a copy kernel (one 16-byte vector
+//! per thread over the whole buffer, `block`/4096 blocks of 256 threads,
+//! in launches of at most 2^20 blocks = 4 GiB; on an H200 this shape copies
+//! at `cuMemcpyDtoD`'s 4.16-4.26 TB/s, where grid-stride loops over 2-32
+//! resident blocks per SM reached 3.0-4.0); `d2d_memcpy` is `cuMemcpyDtoDAsync`; `h2d`/`d2h` are
 //! `cuMemcpy{HtoD,DtoH}Async` from pinned (`cuMemHostAlloc`) or pageable
 //! host memory. **Bytes are counted once per direction**: a device copy of
 //! N bytes counts 2N (N read + N written, as STREAM's copy and the memory
@@ -99,6 +117,17 @@
 //! is an empty one-thread kernel then `cuStreamSynchronize` (launch to
 //! completion), `launch_queue` the `cuLaunchKernel` call alone (back to
 //! back), the copies a `block`-byte copy (default 4 B) then a synchronise.
+//!
+//! ## Clocks, power and temperature under load
+//!
+//! From the end of each record's setup to its teardown a thread reads
+//! NVML (`libnvidia-ml.so.1`) every 20 ms, outside the timed calls: SM and
+//! memory clock, board power, temperature and the clock-event ("throttle")
+//! reasons. The record's notes give the min/median/max of each and the
+//! peak at the median clock under load beside the peak at maximum clock
+//! (an H200 under a bf16 GEMM ran at 1395 MHz of its 1980, at 689 W of a
+//! 700 W limit); a software or hardware power cap, power brake or thermal
+//! slowdown seen in any sample is a caveat. Without NVML the record says so.
 //!
 //! ## Peaks
 //!
@@ -134,6 +163,7 @@ mod latency;
 mod matmul;
 mod params;
 mod peak;
+mod reference;
 
 #[cfg(feature = "wgpu")]
 mod wgpu_backend;

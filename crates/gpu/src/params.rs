@@ -1,6 +1,6 @@
 //! Parameters shared by the gpu benchmarks and their checks.
 
-use benchsuite_core::{BenchError, ConfigError, Context, ParamSpec, Point, Probe};
+use benchsuite_core::{BenchError, ConfigError, Context, CountUnit, ParamSpec, Point, Probe};
 
 use crate::cuda;
 
@@ -46,6 +46,23 @@ pub(crate) fn device(wgpu: bool) -> ParamSpec {
         MAX_DEVICE,
         0,
     )
+}
+
+/// `sm` in a `blocks` value: the SM count of CUDA device 0, so a sweep
+/// `1..sm:x2,sm,2sm` has its knee (132 on an H100/H200) on any GPU.
+pub(crate) const SM_UNIT: CountUnit = CountUnit {
+    suffix: "sm",
+    meaning: "the SM count of CUDA device 0",
+    resolve: sm_count,
+};
+
+/// The SM count of CUDA device 0, or why there is none.
+fn sm_count() -> Result<u64, String> {
+    let drv = cuda::driver()?;
+    drv.devices
+        .first()
+        .map(|d| u64::from(d.sms))
+        .ok_or_else(|| "the CUDA driver sees no device".into())
 }
 
 /// `backend`: CUDA or the portable wgpu backend.

@@ -374,15 +374,22 @@ struct TensorRow {
     bf16: Option<u32>,
     tf32: Option<u32>,
     f64: Option<u32>,
+    /// 8-bit integer (IMMA: int8 in, int32 accumulation), dense OPs.
+    int8: Option<u32>,
+    /// FP8 (e4m3 in, f32 accumulation), dense FLOPs.
+    fp8: Option<u32>,
     source: &'static str,
 }
 
 /// Whitepaper peaks divided by SMs × clock:
 /// - V100: 125 TFLOPS FP16 / (80 SMs × 1530 MHz) = 1024.
 /// - A100: 312 TFLOPS FP16/BF16, 156 TF32, 19.5 FP64 / (108 × 1410 MHz) =
-///   2048, 1024, 128.
+///   2048, 1024, 128; INT8 624 TOPS dense / (108 × 1410 MHz) = 4096.
 /// - H100: 989.4 TFLOPS FP16/BF16 dense, 494.7 TF32 / (132 × 1830 MHz) =
-///   4096, 2048; FP64 tensor 66.9 / (132 × 1980 MHz) = 256.
+///   4096, 2048; FP64 tensor 66.9 / (132 × 1980 MHz) = 256; INT8 1979
+///   TOPS and FP8 1979 TFLOPS dense (NVIDIA H100 datasheet, SXM; the H200
+///   datasheet gives the same 1979 for its 132 SMs) / (132 × 1830 MHz) =
+///   8192. A100 has no FP8; Ada (8.9) has, at board-dependent rates.
 ///
 /// Turing, GA10x, Ada and RTX Blackwell are absent on purpose: GeForce
 /// boards run FP16 GEMMs with FP32 accumulation at half the rate of the
@@ -395,6 +402,8 @@ const TENSOR_TABLE: &[TensorRow] = &[
         bf16: None,
         tf32: None,
         f64: None,
+        int8: None,
+        fp8: None,
         source: "V100 whitepaper (125 TFLOPS FP16 at 1530 MHz, 80 SMs)",
     },
     TensorRow {
@@ -403,7 +412,9 @@ const TENSOR_TABLE: &[TensorRow] = &[
         bf16: Some(2048),
         tf32: Some(1024),
         f64: Some(128),
-        source: "A100 whitepaper (312/312/156/19.5 TFLOPS at 1410 MHz, 108 SMs)",
+        int8: Some(4096),
+        fp8: None,
+        source: "A100 whitepaper (312/312/156/19.5 TFLOPS, 624 TOPS INT8 dense, at 1410 MHz, 108 SMs)",
     },
     TensorRow {
         cc: 90,
@@ -411,7 +422,9 @@ const TENSOR_TABLE: &[TensorRow] = &[
         bf16: Some(4096),
         tf32: Some(2048),
         f64: Some(256),
-        source: "H100 whitepaper (SXM5 989.4 TFLOPS FP16/BF16 dense at 1830 MHz, FP64 tensor 66.9 at 1980 MHz, 132 SMs)",
+        int8: Some(8192),
+        fp8: Some(8192),
+        source: "H100 whitepaper and H100/H200 SXM datasheets (989.4 TFLOPS FP16/BF16, 1979 TFLOPS FP8 and 1979 TOPS INT8 dense at 1830 MHz, FP64 tensor 66.9 at 1980 MHz, 132 SMs)",
     },
 ];
 
@@ -427,24 +440,42 @@ benchsuite_core::choice_enum! {
         Tf32 = "tf32",
         /// f64 (DGEMM; tensor cores where the GPU has FP64 ones).
         F64 = "f64",
+        /// int8 in, int32 accumulation and out (`CUBLAS_COMPUTE_32I`), A
+        /// transposed ("TN": the IMMA tensor-core path).
+        Int8 = "int8",
+        /// FP8 e4m3 in, bf16 out, f32 accumulation, through cuBLASLt
+        /// (`cublasLtMatmul`), A transposed ("TN", as FP8 requires).
+        Fp8 = "fp8",
     }
 }
 
 impl Gemm {
-    /// Bytes per stored element.
+    /// Bytes per stored element of A and B.
     pub(crate) fn elem_bytes(self) -> u64 {
         match self {
+            Gemm::Int8 | Gemm::Fp8 => 1,
             Gemm::F16 | Gemm::Bf16 => 2,
             Gemm::Tf32 => 4,
             Gemm::F64 => 8,
         }
     }
 
+    /// Bytes per stored element of C (int8 accumulates into int32).
+    pub(crate) fn out_bytes(self) -> u64 {
+        match self {
+            Gemm::Int8 => 4,
+            Gemm::Fp8 => 2,
+            g => g.elem_bytes(),
+        }
+    }
+
     /// The lowest compute capability cuBLAS runs it on with tensor cores
-    /// (f16: 7.0; bf16 and tf32: 8.0). f64 runs everywhere.
+    /// (f16: 7.0; int8 IMMA: 7.5; bf16 and tf32: 8.0). f64 runs everywhere.
     pub(crate) fn min_cc(self) -> (u32, u32) {
         match self {
             Gemm::F16 => (7, 0),
+            Gemm::Int8 => (7, 5),
+            Gemm::Fp8 => (8, 9),
             Gemm::Bf16 | Gemm::Tf32 => (8, 0),
             Gemm::F64 => (5, 0),
         }
@@ -463,6 +494,8 @@ pub(crate) fn gemm_rate(cc: (u32, u32), g: Gemm, fp32_to_fp64: Option<u32>) -> O
                 Gemm::Bf16 => r.bf16,
                 Gemm::Tf32 => r.tf32,
                 Gemm::F64 => r.f64,
+                Gemm::Int8 => r.int8,
+                Gemm::Fp8 => r.fp8,
             }?;
             Some(Rate {
                 per_sm: v as f64,
@@ -736,6 +769,15 @@ mod tests {
         assert!(close(h(Gemm::Bf16, 1_830_000), 989.4e12, 0.005));
         assert!(close(h(Gemm::Tf32, 1_830_000), 494.7e12, 0.005));
         assert!(close(h(Gemm::F64, 1_980_000), 66.9e12, 0.005));
+        // INT8 dense: 1979 TOPS on H100/H200 SXM, 624 on A100.
+        assert!(close(h(Gemm::Int8, 1_830_000), 1979e12, 0.005));
+        assert!(close(a(Gemm::Int8), 624e12, 0.005));
+        assert!(close(h(Gemm::Fp8, 1_830_000), 1979e12, 0.005));
+        assert!(gemm_rate((8, 0), Gemm::Fp8, Some(2)).is_none());
+        assert!(gemm_rate((8, 9), Gemm::Fp8, Some(64)).is_none());
+        // V100 has no int8 tensor path; GeForce-class rates are not guessed.
+        assert!(gemm_rate((7, 0), Gemm::Int8, None).is_none());
+        assert!(gemm_rate((8, 9), Gemm::Int8, Some(64)).is_none());
         // V100 at 1530 MHz, 80 SMs.
         let v = gemm_peak(
             Gemm::F16,

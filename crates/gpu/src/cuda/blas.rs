@@ -17,6 +17,13 @@ type Status = c_int;
 
 /// `cublasOperation_t`: `CUBLAS_OP_N`.
 pub(crate) const OP_N: c_int = 0;
+/// CUBLAS_OP_T.
+pub(crate) const OP_T: c_int = 1;
+/// CUDA_R_8I and CUDA_R_32I (cudaDataType).
+pub(crate) const R_8I: c_int = 3;
+pub(crate) const R_32I: c_int = 10;
+/// CUBLAS_COMPUTE_32I (cublasComputeType_t).
+pub(crate) const COMPUTE_32I: c_int = 72;
 /// `cudaDataType`: `CUDA_R_32F`.
 pub(crate) const R_32F: c_int = 0;
 /// `cudaDataType`: `CUDA_R_16F`.
@@ -196,43 +203,63 @@ impl Blas {
         Ok(blas)
     }
 
-    /// `cublasGemmEx` with no transposes, alpha = 1, beta = 0 and f32
-    /// scalars (every compute type used here is a 32F one): C = A·B with
-    /// N×N column-major matrices, ld = N.
+    /// `cublasGemmEx` with alpha = 1, beta = 0: C = op(A)·B with N×N
+    /// column-major matrices, ld = N, where op(A) is A (`transa` =
+    /// [`OP_N`]) or Aᵀ ([`OP_T`]: the "TN" layout the int8 IMMA path
+    /// needs). Scalars are f32 for the 32F compute types and i32 for
+    /// [`COMPUTE_32I`], as cuBLAS requires.
     ///
     /// # Safety
-    /// `a`, `b`, `c` must be device buffers of N×N elements of `ty`, alive
-    /// until the queued GEMM has finished.
+    /// `a` and `b` must be device buffers of N×N elements of `ab`, `c` of
+    /// N×N elements of `out`, alive until the queued GEMM has finished.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn gemm_ex(
         &self,
         n: c_int,
+        transa: c_int,
         a: *const c_void,
         b: *const c_void,
         c: *mut c_void,
-        ty: c_int,
+        ab: c_int,
+        out: c_int,
         compute: c_int,
     ) -> Result<(), BenchError> {
-        let (alpha, beta) = (1.0f32, 0.0f32);
-        // SAFETY: forwarded from the contract; alpha and beta are host
-        // scalars read during the call (the default host pointer mode).
+        let (alpha_f, beta_f) = (1.0f32, 0.0f32);
+        let (alpha_i, beta_i) = (1i32, 0i32);
+        let (alpha, beta) = if compute == COMPUTE_32I {
+            (
+                &alpha_i as *const i32 as *const c_void,
+                &beta_i as *const i32 as *const c_void,
+            )
+        } else {
+            (
+                &alpha_f as *const f32 as *const c_void,
+                &beta_f as *const f32 as *const c_void,
+            )
+        };
+        // SAFETY: the arguments follow cublasGemmEx's prototype (handle,
+        // transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb,
+        // beta, C, Ctype, ldc, computeType, algo); the scalars live on this
+        // frame for the call (host pointer mode reads them before it
+        // returns); the matrices are the caller's contract.
         check("cublasGemmEx", unsafe {
             (self.api.gemm_ex)(
                 self.handle,
+                transa,
                 OP_N,
-                OP_N,
                 n,
                 n,
                 n,
-                &alpha as *const f32 as *const c_void,
+                alpha,
                 a,
-                ty,
+                ab,
                 n,
                 b,
-                ty,
+                ab,
                 n,
-                &beta as *const f32 as *const c_void,
+                beta,
                 c,
-                ty,
+                out,
                 n,
                 compute,
                 GEMM_DEFAULT,

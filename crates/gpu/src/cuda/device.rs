@@ -445,6 +445,8 @@ impl DeviceInfo {
                 "tensor_flops_bf16": gemm(peak::Gemm::Bf16),
                 "tensor_flops_tf32": gemm(peak::Gemm::Tf32),
                 "gemm_flops_f64": gemm(peak::Gemm::F64),
+                "tensor_ops_int8": gemm(peak::Gemm::Int8),
+                "tensor_flops_fp8": gemm(peak::Gemm::Fp8),
             },
         })
     }

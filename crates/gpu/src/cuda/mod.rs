@@ -3,6 +3,7 @@
 //! lives in this module and in the benchmarks' launch/copy calls.
 
 pub(crate) mod blas;
+pub(crate) mod blaslt;
 pub(crate) mod device;
 pub(crate) mod libs;
 pub(crate) mod nvml;

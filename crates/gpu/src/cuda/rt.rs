@@ -14,7 +14,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use benchsuite_core::BenchError;
+use benchsuite_core::{About, BenchError};
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys::{self, CUdeviceptr};
 use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream};
@@ -55,6 +55,9 @@ pub(crate) struct Gpu {
     /// time): a stream destroyed when a case is dropped, after its
     /// finish's check, could only report a failure into the next case.
     pub stream: Arc<CudaStream>,
+    /// NVML sampling during the record (see [`Gpu::start_sampling`]), or
+    /// why there is none; `None` before it starts.
+    sampling: Option<Result<super::nvml::Sampler, String>>,
 }
 
 impl Gpu {
@@ -83,7 +86,12 @@ impl Gpu {
         // failed record, not to this one; a sticky error of a broken
         // context is returned again by the next call anyway.
         let _stale = ctx.check_err();
-        Ok(Gpu { info, ctx, stream })
+        Ok(Gpu {
+            info,
+            ctx,
+            stream,
+            sampling: None,
+        })
     }
 
     /// Makes the context current on this thread (the runner may call from
@@ -110,6 +118,41 @@ impl Gpu {
         let synced = self.sync();
         release();
         synced.and(self.check())
+    }
+
+    /// Starts reading the device's clocks, power, temperature and
+    /// clock-event reasons through NVML on a thread of its own; call at the
+    /// end of `prepare`, so setup (buffer fills, the check) is not sampled.
+    pub(crate) fn start_sampling(&mut self) {
+        self.sampling = Some(super::nvml::Sampler::start(&self.info.pci_bus_id));
+    }
+
+    /// Stops the sampling and says in `about` what it saw: the min/median/
+    /// max of each reading, a caveat when power or temperature lowered the
+    /// clocks, the peak at the median clock beside the peak at maximum
+    /// clock; or that NVML was not there. Call in `finish`, before
+    /// [`Gpu::finish`].
+    pub(crate) fn under_load(&mut self, about: &mut About) {
+        match self.sampling.take() {
+            None => {}
+            Some(Err(why)) => {
+                about.note(format!("no clocks, power or temperature under load: {why}"))
+            }
+            Some(Ok(sampler)) => {
+                let load = super::nvml::under_load(&sampler.stop());
+                about.note(load.note());
+                if let Some(n) = about
+                    .peak
+                    .as_ref()
+                    .and_then(|p| super::nvml::peak_at_median_clock(p, &load))
+                {
+                    about.note(n);
+                }
+                if let Some(c) = load.caveat() {
+                    about.caveat(c);
+                }
+            }
+        }
     }
 
     /// Errors the driver recorded while freeing resources (drops cannot
