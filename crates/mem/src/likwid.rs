@@ -18,6 +18,8 @@ pub struct Streams {
     pub threads: usize,
     pub isa: Isa,
     pub nt: bool,
+    /// Ours backs the arrays with transparent huge pages (`hugepages=on`).
+    pub huge: bool,
 }
 
 /// `likwid-bench -t KERNEL -W N:SIZEkB:THREADS -s 2`: `load`, `store`,
@@ -62,10 +64,26 @@ pub fn command(s: &Streams) -> Option<Reference> {
         |out| number_after(out, "MByte/s:").map(|mb| mb * 1e6),
     );
     r.version_argv = argv(["likwid-bench", "-h"]);
+    let mut notes = Vec::new();
+    if s.huge {
+        // likwid-bench allocates with malloc, which asks for no huge pages:
+        // under THP `madvise` (Debian's default) its arrays are 4 KiB
+        // pages and its DRAM rates are page-walk bound (triad 23 vs 31
+        // GB/s on a Zen 4 guest). glibc 2.35+ madvises its large
+        // allocations for THP with this tunable, so both run on the same
+        // pages; an older glibc ignores it.
+        let tunables = match std::env::var("GLIBC_TUNABLES") {
+            Ok(t) if !t.is_empty() => format!("{t}:glibc.malloc.hugetlb=1"),
+            _ => "glibc.malloc.hugetlb=1".to_string(),
+        };
+        r.env.push(("GLIBC_TUNABLES".into(), tunables));
+        notes.push("likwid-bench's arrays on transparent huge pages too (GLIBC_TUNABLES=glibc.malloc.hugetlb=1, glibc 2.35+), as ours");
+    }
     if s.op == Op::Triad {
-        r.note = Some(
-            "likwid's stream kernel is STREAM triad (a = b·s + c), counted as ours: 24 B per element".into(),
-        );
+        notes.push("likwid's stream kernel is STREAM triad (a = b·s + c), counted as ours: 24 B per element");
+    }
+    if !notes.is_empty() {
+        r.note = Some(notes.join("; "));
     }
     Some(r)
 }
@@ -83,16 +101,30 @@ mod tests {
             threads: 1,
             isa: Isa::Avx2,
             nt: false,
+            huge: true,
         }
     }
 
     #[test]
     fn likwid_kernels_follow_op_isa_and_stores() {
-        let r = command(&streams(Op::Triad)).unwrap();
+        let r = command(&Streams {
+            huge: false,
+            ..streams(Op::Triad)
+        })
+        .unwrap();
         assert_eq!(
             r.command(),
             "likwid-bench -t stream_avx -W N:134217kB:1 -s 2"
         );
+        // With ours on huge pages, likwid-bench's arrays are too.
+        let r = command(&streams(Op::Triad)).unwrap();
+        assert!(
+            r.command().starts_with("GLIBC_TUNABLES=")
+                && r.command().contains("glibc.malloc.hugetlb=1"),
+            "{}",
+            r.command()
+        );
+        assert!(r.note.as_deref().unwrap_or("").contains("huge pages too"));
         assert_eq!(
             (r.tool, r.package, r.metric),
             ("likwid-bench", "likwid", "bandwidth")
@@ -101,6 +133,7 @@ mod tests {
             nt: true,
             threads: 2,
             isa: Isa::Avx512,
+            huge: false,
             ..streams(Op::Copy)
         })
         .unwrap();

@@ -76,6 +76,29 @@ pub enum Isa {
 }
 
 impl Isa {
+    /// What `isa=auto` runs on `host`: the family that streams fastest
+    /// there. That is the widest set the CPU has, except where its 512-bit
+    /// operations run on 256-bit data paths (AMD Zen 4): there the AVX-512
+    /// kernels' stores stream slower than the same code with 32 B vectors
+    /// (measured on an EPYC Zen 4 guest, 1 GiB, regular stores, 3 rounds:
+    /// copy 19.6–20.8 vs 27.2–28.8 GB/s, scale 20 vs 28–29, triad 24–29 vs
+    /// 31–33; non-temporal triad 32–36 vs 37–40; reads alike), so AVX2 runs.
+    /// Zen 5 is left at AVX-512: its server parts have 512-bit paths and
+    /// its 256-bit parts were not measured.
+    pub fn auto(host: &benchsuite_core::Host) -> Isa {
+        let best = Isa::best();
+        if best == Isa::Avx512 && Isa::Avx2.available() && Isa::double_pumped(host) {
+            Isa::Avx2
+        } else {
+            best
+        }
+    }
+
+    /// Whether `host`'s 512-bit operations run on 256-bit data paths.
+    pub fn double_pumped(host: &benchsuite_core::Host) -> bool {
+        host.cpu.microarchitecture.as_deref() == Some("Zen 4")
+    }
+
     /// The widest set this CPU supports.
     pub fn best() -> Isa {
         [Isa::Avx512, Isa::Avx2]
