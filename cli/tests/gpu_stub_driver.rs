@@ -179,17 +179,30 @@ fn a_stub_driver_is_detected_checked_and_survived() {
         .map(|r| r["params"]["blocks"].as_u64().unwrap())
         .collect();
     assert_eq!(blocks, [1, 2, 4, 8, 16, 32, 64, 128, 132, 264], "{report}");
-    usage_error(
-        &run(
-            d,
-            &[("STUB_CUINIT_RC", "100")],
-            &["run", "gpu.iops", "--param", "blocks=sm"],
-        ),
+    // Without a device, `sm` stands for 1 and the record skips saying
+    // why: a GPU plan runs on any machine instead of stopping.
+    let report = json(&run(
+        d,
+        &[("STUB_CUINIT_RC", "100")],
         &[
-            "--param blocks",
-            "the SM count of CUDA device 0",
-            "no CUDA device",
+            "run",
+            "gpu.iops",
+            "--param",
+            "blocks=sm",
+            "--quick",
+            "--format",
+            "json",
         ],
+    ));
+    let rec = &report["records"][0];
+    assert_eq!(rec["status"], "skipped", "{report}");
+    assert_eq!(rec["params"]["blocks"].as_u64(), Some(1), "{report}");
+    assert!(
+        rec["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no CUDA device"),
+        "{report}"
     );
 
     // Where NVRTC and cuBLAS are not installed (as on CI): every default
