@@ -294,7 +294,11 @@ fn cmd_info(args: &InfoArgs) -> Result<i32> {
         writeln!(out, "{}", serde_json::to_string_pretty(&host)?)?;
         return Ok(0);
     }
-    benchsuite::export::host::write_host(&host, crate::output::text_width(), &mut out)?;
+    benchsuite::export::host::write_host(
+        &host,
+        benchsuite::export::facts::terminal_width(),
+        &mut out,
+    )?;
     Ok(0)
 }
 

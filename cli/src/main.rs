@@ -24,16 +24,9 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     // Every report's `host.build` says what `--version` says.
-    let features = env!("BENCHSUITE_FEATURES");
-    benchsuite::host::BuildInfo::set_program(
-        features
-            .split(',')
-            .filter(|f| !f.is_empty())
-            .map(str::to_string)
-            .collect(),
-        Some(env!("BENCHSUITE_COMMIT"))
-            .filter(|c| !c.is_empty())
-            .map(str::to_string),
+    benchsuite::host::BuildInfo::set_program_text(
+        env!("BENCHSUITE_FEATURES"),
+        env!("BENCHSUITE_COMMIT"),
     );
     let cli = match args::Cli::try_parse() {
         Ok(c) => c,

@@ -148,6 +148,19 @@ impl BuildInfo {
         let _ = PROGRAM.set((features, commit));
     }
 
+    /// [`BuildInfo::set_program`] from text as a build script gives it:
+    /// comma-separated features and a commit, each empty when none.
+    pub fn set_program_text(features: &str, commit: &str) {
+        BuildInfo::set_program(
+            features
+                .split(',')
+                .filter(|f| !f.is_empty())
+                .map(str::to_string)
+                .collect(),
+            Some(commit).filter(|c| !c.is_empty()).map(str::to_string),
+        );
+    }
+
     /// True for a debug build (numbers from it are not representative).
     pub fn is_debug(&self) -> bool {
         self.profile == "debug"

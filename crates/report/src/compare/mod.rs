@@ -103,6 +103,7 @@ use benchsuite_core::report::{
 mod context;
 pub mod fleet;
 pub mod history;
+pub mod interleave;
 pub mod interval;
 mod judge;
 mod model;

@@ -108,6 +108,32 @@ pub fn wrap(label: &str, text: &str, label_width: usize, width: usize) -> Vec<St
         .collect()
 }
 
+/// The width to fit text to: `COLUMNS` if set, else the terminal's width
+/// when stdout is one, else 100 columns.
+pub fn terminal_width() -> usize {
+    if let Some(n) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n >= 40)
+    {
+        return n;
+    }
+    let mut ws = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one `winsize` into the one passed, which
+    // lives for the call; on a non-terminal it fails and writes nothing.
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+    if ok && ws.ws_col >= 40 {
+        usize::from(ws.ws_col)
+    } else {
+        100
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
