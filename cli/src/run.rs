@@ -51,20 +51,7 @@ pub fn cmd_run(args: &RunArgs, pairing: &mut Option<Pairing>) -> Result<i32> {
         .plan
         .as_ref()
         .map(|f| crate::planfile::phases(f, args, &cfg));
-    let plan_configs: Option<Vec<RunConfig>> = planned.as_ref().map(|r| {
-        r.as_ref()
-            .map(|v| v.iter().map(|p| p.config.clone()).collect())
-            .unwrap_or_default()
-    });
-    // Under a launcher, net.* run last, between ranks; from here on this
-    // rank beats, and an error leaves its failure marker.
-    *pairing = Pairing::new(
-        &config::pairing(&args.cluster),
-        &placement,
-        &cfg,
-        &registry,
-        plan_configs.as_deref(),
-    )?;
+    *pairing = start_pairing(args, &placement, &cfg, &registry, planned.as_ref())?;
     let phases = phases(&cfg, &flags, &registry, planned)?;
     let plans = phases
         .iter()
@@ -121,6 +108,31 @@ pub fn cmd_run(args: &RunArgs, pairing: &mut Option<Pairing>) -> Result<i32> {
         cfg.cancel.load(Ordering::SeqCst),
         stdout_tty,
     )
+}
+
+/// Under a launcher, net.* run last, between ranks: from here on this rank
+/// beats, and an error leaves its failure marker. `planned`: a plan file's
+/// phases (none when it could not be read: its error comes later, after
+/// the marker can tell the other ranks).
+fn start_pairing(
+    args: &RunArgs,
+    placement: &Placement,
+    cfg: &RunConfig,
+    registry: &Registry,
+    planned: Option<&Result<Vec<Phase>>>,
+) -> Result<Option<Pairing>> {
+    let plan_configs: Option<Vec<RunConfig>> = planned.map(|r| {
+        r.as_ref()
+            .map(|v| v.iter().map(|p| p.config.clone()).collect())
+            .unwrap_or_default()
+    });
+    Ok(Pairing::new(
+        &config::pairing(&args.cluster),
+        placement,
+        cfg,
+        registry,
+        plan_configs.as_deref(),
+    )?)
 }
 
 /// Fails before measuring, not after, if `-o` cannot be written. Not
