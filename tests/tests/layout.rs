@@ -30,31 +30,40 @@ fn lines_outside_tests(text: &str) -> usize {
         .unwrap_or(lines.len())
 }
 
-#[test]
-fn no_source_file_is_over_800_lines_outside_its_tests() {
-    // Data tables: the CPU and GPU peak tables, one row per model.
-    let tables = ["crates/cpu/src/peak.rs", "crates/gpu/src/peak.rs"];
+/// Every library and CLI source file that is not a test file: its path
+/// from the repository's root and its text.
+fn library_sources() -> Vec<(String, String)> {
     let mut files = Vec::new();
     for dir in ["crates", "cli/src"] {
         rust_files(&root().join(dir), &mut files);
     }
-    let mut over = Vec::new();
-    for f in &files {
-        let rel = f
-            .strip_prefix(root())
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        let is_test = rel.contains("/tests/") || rel.ends_with("/tests.rs");
-        if is_test || !rel.contains("/src/") || tables.contains(&rel.as_str()) {
-            continue;
-        }
-        let n = lines_outside_tests(&std::fs::read_to_string(f).unwrap());
-        if n > 800 {
-            over.push(format!("{rel}: {n} lines"));
-        }
-    }
-    assert!(files.len() > 100, "found only {} files", files.len());
+    let sources: Vec<(String, String)> = files
+        .iter()
+        .filter_map(|f| {
+            let rel = f
+                .strip_prefix(root())
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let is_test = rel.contains("/tests/") || rel.ends_with("/tests.rs");
+            (!is_test && rel.contains("/src/")).then(|| (rel, std::fs::read_to_string(f).unwrap()))
+        })
+        .collect();
+    assert!(sources.len() > 100, "found only {} files", sources.len());
+    sources
+}
+
+#[test]
+fn no_source_file_is_over_800_lines_outside_its_tests() {
+    // Data tables: the CPU and GPU peak tables, one row per model.
+    let tables = ["crates/cpu/src/peak.rs", "crates/gpu/src/peak.rs"];
+    let over: Vec<String> = library_sources()
+        .iter()
+        .filter(|(rel, _)| !tables.contains(&rel.as_str()))
+        .map(|(rel, text)| (rel, lines_outside_tests(text)))
+        .filter(|(_, n)| *n > 800)
+        .map(|(rel, n)| format!("{rel}: {n} lines"))
+        .collect();
     assert!(over.is_empty(), "over 800 lines outside tests: {over:?}");
 }
 
@@ -132,28 +141,15 @@ fn the_cli_files_import_each_other_without_a_circle() {
 fn no_library_source_reads_a_file_outside_its_crate() {
     // A published crate carries only its own directory: `include_str!` of
     // `../../` in library code would build here and not from crates.io.
-    let mut files = Vec::new();
-    for dir in ["crates", "cli/src"] {
-        rust_files(&root().join(dir), &mut files);
-    }
     let mut escaping = Vec::new();
-    for f in &files {
-        let rel = f
-            .strip_prefix(root())
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        if !rel.contains("/src/") || rel.ends_with("/tests.rs") {
-            continue;
-        }
-        let text = std::fs::read_to_string(f).unwrap();
+    for (rel, text) in library_sources() {
         let code = &text[..text.find("#[cfg(test)]\nmod tests").unwrap_or(text.len())];
         for (i, _) in code.match_indices("include_") {
-            let call = &code[i..code.len().min(i + 120)];
+            let call = code[i..].lines().next().unwrap_or("");
             if (call.starts_with("include_str!(\"") || call.starts_with("include_bytes!(\""))
                 && call.contains("\"../../")
             {
-                escaping.push(format!("{rel}: {}", call.lines().next().unwrap_or("")));
+                escaping.push(format!("{rel}: {call}"));
             }
         }
     }
