@@ -177,6 +177,8 @@ pub fn draw(rng: &mut Rng, model: &Model, runs: usize, rounds: usize, change: f6
             notes: Vec::new(),
             phase: None,
             reference: None,
+            load: None,
+            capacity: None,
         }],
     }
 }

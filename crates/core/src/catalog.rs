@@ -195,6 +195,7 @@ fn param(p: &ParamSpec) -> ParamInfo {
         ParamKind::Choice(names) => ("choice", None, None, Some(names.to_vec()), None),
         ParamKind::Bool => ("bool", None, None, None, None),
         ParamKind::Text { .. } => ("text", None, None, None, None),
+        ParamKind::Rate { max } => ("rate", Some(1), Some(*max), None, Some("/s")),
     };
     ParamInfo {
         name: p.name,

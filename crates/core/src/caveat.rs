@@ -73,6 +73,14 @@ pub enum Caveat {
         /// Seconds measured before the interrupt.
         after_s: f64,
     },
+    /// An open-loop point whose achieved rate fell more than
+    /// [`crate::openloop::SATURATION_TOLERANCE`] short of the offered one.
+    Saturated {
+        /// Operations per second asked for.
+        offered: f64,
+        /// Operations per second completed.
+        achieved: f64,
+    },
     /// A module-specific caveat, or one read from a report older than 1.4.
     Text {
         /// The sentence.
@@ -91,7 +99,10 @@ impl Caveat {
     pub fn is_about_samples(&self) -> bool {
         matches!(
             self,
-            Caveat::Noisy { .. } | Caveat::OverPeak { .. } | Caveat::States { .. }
+            Caveat::Noisy { .. }
+                | Caveat::OverPeak { .. }
+                | Caveat::States { .. }
+                | Caveat::Saturated { .. }
         )
     }
 }
@@ -141,6 +152,13 @@ impl fmt::Display for Caveat {
             Caveat::Interrupted { after_s } => {
                 write!(f, "interrupted: time series cut short after {after_s:.1} s")
             }
+            Caveat::Saturated { offered, achieved } => write!(
+                f,
+                "saturated: offered {} but carried {} ({:.1}% short): the system did not keep up with this rate, so the latencies describe a queue that grew throughout the run, not a load it sustains",
+                crate::units::format_value(*offered, "/s"),
+                crate::units::format_value(*achieved, "/s"),
+                (1.0 - achieved / offered) * 100.0
+            ),
             Caveat::Text { text } => f.write_str(text),
         }
     }

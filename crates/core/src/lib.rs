@@ -42,12 +42,14 @@
 
 pub mod atomic;
 pub mod bench;
+pub mod capacity;
 pub mod catalog;
 pub mod caveat;
 pub mod cluster;
 pub mod config;
 pub mod error;
 pub mod host;
+pub mod openloop;
 pub mod param;
 pub mod phase;
 pub mod plan;

@@ -99,6 +99,44 @@ pub enum ParamKind {
         /// What the text may be, for `benchsuite list` (`PATH`, `max|RATE`).
         hint: &'static str,
     },
+    /// An offered load in operations per second, or `off` (closed loop:
+    /// the next operation starts when one completes) or `auto` (a ladder
+    /// of rates up to saturation, see [`crate::capacity`]). Numbers take
+    /// SI suffixes (`50k`, `1.5M`); ranges may multiply by a fraction
+    /// (`1k..200k:x1.5`).
+    Rate {
+        /// Largest accepted rate.
+        max: u64,
+    },
+}
+
+/// What `rate=off` stores: closed loop.
+pub const RATE_OFF: &str = "off";
+/// What `rate=auto` stores: a ladder up to saturation.
+pub const RATE_AUTO: &str = "auto";
+
+/// Parses a rate in operations per second: a number with an optional SI
+/// suffix (`k`, `M`, `G`) and an optional `/s` (`2500`, `50k`, `1.5M/s`),
+/// rounded to a whole number.
+pub fn parse_rate(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let t = t.strip_suffix("/s").unwrap_or(t);
+    let (digits, mult) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1e3),
+        Some((i, 'M')) => (&t[..i], 1e6),
+        Some((i, 'G')) => (&t[..i], 1e9),
+        _ => (t, 1.0),
+    };
+    let v: f64 = digits
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a rate (operations per second: 2500, 50k, 1.5M)"))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!(
+            "`{text}` is not a rate (operations per second: 2500, 50k, 1.5M)"
+        ));
+    }
+    Ok((v * mult).round())
 }
 
 impl ParamKind {
@@ -158,6 +196,21 @@ impl ParamKind {
                     Ok(Value::Str(t.to_string()))
                 }
             }
+            ParamKind::Rate { max } => match t {
+                RATE_OFF | RATE_AUTO => Ok(Value::Str(t.to_string())),
+                _ => {
+                    let v = parse_rate(t).map_err(bad)?;
+                    if v < 1.0 {
+                        return Err(bad(format!(
+                            "must be at least 1 operation per second (rate={RATE_OFF} is the closed loop, rate={RATE_AUTO} a ladder up to saturation)"
+                        )));
+                    }
+                    if v > *max as f64 {
+                        return Err(bad(format!("must be at most {max} per second")));
+                    }
+                    Ok(Value::Int(v as u64))
+                }
+            },
         }
     }
 
@@ -169,6 +222,8 @@ impl ParamKind {
             (ParamKind::Choice(names), Value::Str(s)) => names.contains(&s.as_str()),
             (ParamKind::Bool, Value::Bool(_)) => true,
             (ParamKind::Text { .. }, Value::Str(_)) => true,
+            (ParamKind::Rate { max }, Value::Int(v)) => *v >= 1 && v <= max,
+            (ParamKind::Rate { .. }, Value::Str(s)) => s == RATE_OFF || s == RATE_AUTO,
             _ => false,
         };
         if ok {
@@ -190,6 +245,9 @@ impl ParamKind {
             ParamKind::Choice(names) => names.join("|"),
             ParamKind::Bool => "on|off".into(),
             ParamKind::Text { hint } => hint.to_string(),
+            ParamKind::Rate { .. } => {
+                format!("{RATE_OFF}|{RATE_AUTO}|RATE (per second: 2500, 50k, 1.5M)")
+            }
         }
     }
 
@@ -367,6 +425,19 @@ impl ParamSpec {
             help,
             kind: ParamKind::Text { hint },
             default: Value::Str(default.to_string()),
+            smoke: None,
+            unit: None,
+        }
+    }
+
+    /// The offered-load parameter `rate` (see [`ParamKind::Rate`]):
+    /// default `off`, today's closed loop.
+    pub fn rate(name: &'static str, help: &'static str) -> Self {
+        ParamSpec {
+            name,
+            help,
+            kind: ParamKind::Rate { max: 1_000_000_000 },
+            default: Value::Str(RATE_OFF.to_string()),
             smoke: None,
             unit: None,
         }

@@ -1,10 +1,10 @@
 //! The result model: plain, versioned data, serialised as JSON.
 //!
-//! # Wire format (schema 1.7)
+//! # Wire format (schema 1.8)
 //!
 //! ```text
 //! {
-//!   "schema_version": "1.7",          // "MAJOR.MINOR"; MAJOR bumps on breaking change
+//!   "schema_version": "1.8",          // "MAJOR.MINOR"; MAJOR bumps on breaking change
 //!   "tool_version": "0.1.0",           // benchsuite version that wrote the file
 //!   "started_at": "2026-11-21T21:00:00Z",   // RFC 3339, UTC
 //!   "host": { ... },                   // see `Host`; unknown fields are null
@@ -74,6 +74,13 @@
 //! 1.7 added `host.build.features` (the Cargo features the binary was built
 //! with, e.g. `["wgpu"]`) and `host.build.commit` (its source revision),
 //! each absent when unknown or empty.
+//!
+//! 1.8 added `record.load` (`{"offered", "achieved", "saturated"}`,
+//! operations per second, on open-loop records: `rate=N`, see
+//! [`crate::openloop`]), `record.capacity` (the answer of a capacity
+//! search, on its summary record: see [`crate::capacity::Capacity`]), the
+//! caveat kind `saturated`, and the parameter kind `rate`. Absent
+//! elsewhere.
 
 use std::collections::BTreeMap;
 
@@ -90,7 +97,7 @@ use crate::reference::ReferenceResult;
 use crate::stats::{LatencySummary, Summary};
 
 /// Current schema version, `MAJOR.MINOR`.
-pub const SCHEMA_VERSION: &str = "1.7";
+pub const SCHEMA_VERSION: &str = "1.8";
 /// Major schema version this build reads.
 pub const SCHEMA_MAJOR: u32 = 1;
 
@@ -218,6 +225,14 @@ pub struct Record {
     /// (fio, iperf3...): its command, median and the ratio to ours.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<ReferenceResult>,
+    /// The offered and achieved rates of an open-loop point (`rate=N`);
+    /// absent for closed-loop records. Schema 1.8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<crate::openloop::OpenLoad>,
+    /// The answer of a capacity search (`rate=auto`, `--slo`): on the
+    /// summary record after its steps. Schema 1.8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<crate::capacity::Capacity>,
 }
 
 impl Record {
@@ -236,6 +251,8 @@ impl Record {
             notes: Vec::new(),
             phase: None,
             reference: None,
+            load: None,
+            capacity: None,
         }
     }
 

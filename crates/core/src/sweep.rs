@@ -38,56 +38,89 @@ pub fn parse_values(spec: &ParamSpec, text: &str) -> Result<Vec<Value>, ConfigEr
             out.push(spec.parse_scalar(item)?);
             continue;
         };
-        let numeric = matches!(spec.kind, ParamKind::Count { .. } | ParamKind::Size { .. });
+        let numeric = matches!(
+            spec.kind,
+            ParamKind::Count { .. } | ParamKind::Size { .. } | ParamKind::Rate { .. }
+        );
         if !numeric {
             return Err(bad(
                 item,
-                "ranges apply to numbers and sizes only; list choices with commas".into(),
+                "ranges apply to numbers, sizes and rates only; list choices with commas".into(),
             ));
         }
         let (end, step) = match rest.split_once(':') {
             Some((e, s)) => (e, Some(s.trim())),
             None => (rest, None),
         };
-        let lo = spec.parse_scalar(start)?.as_u64().unwrap_or(0);
-        let hi = spec.parse_scalar(end)?.as_u64().unwrap_or(0);
+        let bound = |text: &str| -> Result<u64, ConfigError> {
+            spec.parse_scalar(text)?.as_u64().ok_or_else(|| {
+                bad(
+                    item,
+                    format!("a range runs between numbers, not `{}`", text.trim()),
+                )
+            })
+        };
+        let lo = bound(start)?;
+        let hi = bound(end)?;
         if hi < lo {
             return Err(bad(item, "the range end is below its start".into()));
         }
         enum Step {
             Add(u64),
-            Mul(u64),
+            Mul(f64),
         }
+        let rate = matches!(spec.kind, ParamKind::Rate { .. });
         let step = match step {
-            None if matches!(spec.kind, ParamKind::Size { .. }) => Step::Mul(2),
+            None if matches!(spec.kind, ParamKind::Size { .. }) || rate => Step::Mul(2.0),
             None => Step::Add(1),
             Some(s) => {
-                let (mul, digits) = if let Some(d) = s.strip_prefix(['x', '*']) {
-                    (true, d)
-                } else {
-                    (false, s.strip_prefix('+').unwrap_or(s))
-                };
-                let n = if mul || matches!(spec.kind, ParamKind::Count { .. }) {
-                    digits.parse::<u64>().map_err(|_| {
+                let never = || bad(item, format!("range step `{s}` would never advance"));
+                if let Some(d) = s.strip_prefix(['x', '*']) {
+                    // Rates may grow by a fraction (x1.5); counts and sizes
+                    // by whole factors.
+                    let f: f64 = if rate {
+                        d.parse().ok().filter(|f: &f64| f.is_finite())
+                    } else {
+                        d.parse::<u64>().ok().map(|n| n as f64)
+                    }
+                    .ok_or_else(|| {
                         bad(
                             item,
                             format!("bad range step `{s}` (use :x2 to multiply or :+4 to add)"),
                         )
-                    })?
+                    })?;
+                    if f < if rate { 1.01 } else { 2.0 } {
+                        return Err(never());
+                    }
+                    Step::Mul(f)
                 } else {
-                    crate::units::parse_size(digits)
-                        .map_err(|e| bad(item, format!("bad range step `{s}`: {e}")))?
-                };
-                match (mul, n) {
-                    (true, n) if n >= 2 => Step::Mul(n),
-                    (false, n) if n >= 1 => Step::Add(n),
-                    _ => return Err(bad(item, format!("range step `{s}` would never advance"))),
+                    let digits = s.strip_prefix('+').unwrap_or(s);
+                    let n = match spec.kind {
+                        ParamKind::Size { .. } => crate::units::parse_size(digits)
+                            .map_err(|e| bad(item, format!("bad range step `{s}`: {e}")))?,
+                        ParamKind::Rate { .. } => crate::param::parse_rate(digits)
+                            .map_err(|e| bad(item, format!("bad range step `{s}`: {e}")))?
+                            as u64,
+                        _ => digits.parse::<u64>().map_err(|_| {
+                            bad(
+                                item,
+                                format!("bad range step `{s}` (use :x2 to multiply or :+4 to add)"),
+                            )
+                        })?,
+                    };
+                    if n < 1 {
+                        return Err(never());
+                    }
+                    Step::Add(n)
                 }
             }
         };
         if lo == 0 && matches!(step, Step::Mul(_)) {
             return Err(bad(item, "a multiplying range cannot start at 0".into()));
         }
+        // A fractional factor is applied to the exact value and each point
+        // rounded, so 1k..10k:x1.5 does not drift by its roundings.
+        let mut exact = lo as f64;
         let mut v = lo;
         let mut count = 0;
         while v <= hi {
@@ -99,13 +132,17 @@ pub fn parse_values(spec: &ParamSpec, text: &str) -> Result<Vec<Value>, ConfigEr
                     format!("range expands to more than {MAX_RANGE_VALUES} values"),
                 ));
             }
-            v = match step {
+            let next = match step {
                 Step::Add(n) => v.checked_add(n),
-                Step::Mul(n) => v.checked_mul(n),
-            }
-            .unwrap_or(u64::MAX);
-            if v == u64::MAX {
-                break;
+                Step::Mul(f) => {
+                    exact *= f;
+                    let r = exact.round();
+                    (r < u64::MAX as f64).then_some((r as u64).max(v + 1))
+                }
+            };
+            match next {
+                Some(n) if n != u64::MAX => v = n,
+                _ => break,
             }
         }
     }

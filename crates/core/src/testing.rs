@@ -362,6 +362,8 @@ pub fn fixture_report() -> Report {
         notes: Vec::new(),
         phase: None,
         reference: None,
+        load: None,
+        capacity: None,
     };
     syscall.params.set("call", Value::Str("getppid".into()));
 
@@ -408,6 +410,8 @@ pub fn fixture_report() -> Report {
         notes: Vec::new(),
         phase: None,
         reference: None,
+        load: None,
+        capacity: None,
     };
 
     let mut gp = Point::default();

@@ -56,7 +56,7 @@ pub(super) fn measure(
     specs: &[MetricSpec],
     ctx: &Context,
     config: &RunConfig,
-) -> Result<(u64, Vec<Metric>, Vec<Caveat>, Hists), BenchError> {
+) -> Result<Measured, BenchError> {
     let target = config.min_sample_time.as_secs_f64();
     let mut warnings = Vec::new();
     // Warm-up and batch sizing: grow the batch until one lasts `target`,
@@ -160,7 +160,30 @@ pub(super) fn measure(
         });
         hists.push(merged);
     }
-    Ok((iters, metrics, warnings, hists))
+    Ok(Measured {
+        iters,
+        metrics,
+        warnings,
+        hists,
+        ops: batches.iter().map(|b| b.work.ops).sum(),
+        secs: batches.iter().map(|b| b.secs).sum(),
+    })
+}
+
+/// What [`measure`] found.
+pub(super) struct Measured {
+    /// Iterations per batch.
+    pub iters: u64,
+    /// One per declared metric.
+    pub metrics: Vec<Metric>,
+    /// Noise warnings.
+    pub warnings: Vec<Caveat>,
+    /// Each metric's merged latency histogram.
+    pub hists: Hists,
+    /// Operations over all samples (warm-up excluded).
+    pub ops: u64,
+    /// Their time, in seconds.
+    pub secs: f64,
 }
 
 /// Collects each sample's own p99 and p99.9 from its histogram. A
@@ -374,7 +397,7 @@ mod tests {
     fn run(case: &mut Fake) -> Result<(u64, Vec<Metric>), BenchError> {
         let ctx = Context::new(Arc::new(Host::default()));
         let specs = [MetricSpec::time_per_op("t")];
-        measure(case, &specs, &ctx, &config()).map(|(iters, m, _, _)| (iters, m))
+        measure(case, &specs, &ctx, &config()).map(|m| (m.iters, m.metrics))
     }
 
     #[test]

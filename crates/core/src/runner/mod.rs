@@ -22,6 +22,7 @@ use hdrhistogram::Histogram;
 use crate::bench::{About, Benchmark, Context, Finished, Meta, MetricSpec, Probe};
 use crate::caveat::Caveat;
 use crate::error::{BenchError, ConfigError, error_chain};
+use crate::openloop::{OpenLoad, Rate};
 use crate::param::{Point, Value};
 use crate::registry::Registry;
 use crate::report::{Record, Report, RunConfigRecord, RunProgress, SCHEMA_VERSION, Status};
@@ -37,7 +38,7 @@ mod measure;
 mod rounds;
 mod steal;
 
-use measure::{Hists, measure, over_peak_warning};
+use measure::{Hists, Measured, measure, over_peak_warning};
 use rounds::merge_round;
 use steal::CpuTimes;
 
@@ -371,8 +372,24 @@ fn run_point(
     let requested = (params != *point).then(|| point.clone());
     let mut hists = Vec::new();
     let mut record = match measured {
-        Ok((iters, metrics, mut warnings, h)) => {
+        Ok(Measured {
+            iters,
+            metrics,
+            mut warnings,
+            hists: h,
+            ops,
+            secs,
+        }) => {
             hists = h;
+            let load = Rate::of(point)
+                .fixed()
+                .map(|offered| OpenLoad::new(offered, ops, secs));
+            if let Some(l) = load.filter(|l| l.saturated) {
+                warnings.push(Caveat::Saturated {
+                    offered: l.offered,
+                    achieved: l.achieved,
+                });
+            }
             warnings.extend(caveats);
             if let Some(st) = steal.filter(|s| *s > STEAL_WARN) {
                 warnings.push(Caveat::Steal { fraction: st });
@@ -402,6 +419,8 @@ fn run_point(
                 notes,
                 phase: None,
                 reference: None,
+                load,
+                capacity: None,
             }
         }
         Err(e) => {

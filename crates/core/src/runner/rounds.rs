@@ -57,6 +57,13 @@ pub(super) fn merge_round(slot: &mut (Record, Hists), new: Record, new_hists: Hi
             m.latency = LatencySummary::from_histogram_ns(h);
         }
     }
+    // An open-loop point: the rounds' achieved rates averaged (rounds of
+    // one point run the same schedule for about as long).
+    if let (Some(a), Some(b)) = (&mut rec.load, new.load) {
+        let n = round as f64;
+        a.achieved = (a.achieved * (n - 1.0) + b.achieved) / n;
+        a.saturated = a.achieved < a.offered * (1.0 - crate::openloop::SATURATION_TOLERANCE);
+    }
     // Noise and efficiency warnings are about the pooled samples now.
     let stale = |w: &Caveat| w.is_about_samples();
     rec.warnings.retain(|w| !stale(w));
@@ -74,6 +81,12 @@ pub(super) fn merge_round(slot: &mut (Record, Hists), new: Record, new_hists: Hi
         rec.warnings
             .extend(noisy_warning(&m.name, &m.summary, m.samples.len()));
         rec.warnings.extend(states_warning(m));
+    }
+    if let Some(l) = rec.load.filter(|l| l.saturated) {
+        rec.warnings.push(Caveat::Saturated {
+            offered: l.offered,
+            achieved: l.achieved,
+        });
     }
     if let Some(pk) = &mut rec.peak
         && let Some(m) = rec.metrics.iter().find(|m| m.name == pk.metric)

@@ -53,6 +53,8 @@ fn record(id: &str, threads: u64, metrics: Vec<Metric>) -> Record {
         notes: Vec::new(),
         phase: None,
         reference: None,
+        load: None,
+        capacity: None,
     }
 }
 

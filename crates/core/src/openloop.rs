@@ -1,0 +1,207 @@
+//! Open-loop load: operations started on a fixed schedule, whatever the
+//! system under test does, with each latency measured from the operation's
+//! *intended* start.
+//!
+//! A closed loop (fio's `iodepth`, a ping-pong) starts the next operation
+//! when one completes. When the system stalls, the loop stalls with it: a
+//! 100 ms stall costs one slow sample, although at 10 000 operations per
+//! second a thousand requests would have waited behind it. Its percentiles
+//! hide the stall ("coordinated omission", Gil Tene; wrk2 and
+//! HdrHistogram's correction measure from the intended start for this
+//! reason). Open loop is what a service sees: requests arrive at their own
+//! rate.
+//!
+//! A benchmark that supports it declares the `rate` parameter
+//! ([`ParamSpec::rate`](crate::ParamSpec::rate)); its case reads
+//! [`Rate::of`] and, at [`Rate::Fixed`], issues the `k`-th operation of a
+//! batch at [`Schedule::at`]`(k)` and records `completion - at(k)` in its
+//! latency histogram. The runner adds the offered and achieved rates to the
+//! record ([`OpenLoad`]) and marks a point whose achieved rate falls more
+//! than [`SATURATION_TOLERANCE`] short of the offered one as saturated
+//! ([`Caveat::Saturated`](crate::Caveat::Saturated)). Each batch starts its
+//! schedule afresh and completes its operations before it returns, so the
+//! achieved rate of a batch is its operations over its wall time, the
+//! drain included.
+
+use std::time::{Duration, Instant};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::param::{Point, RATE_AUTO, RATE_OFF, Value};
+
+/// The name of the offered-load parameter.
+pub const RATE: &str = "rate";
+
+/// How far (as a fraction) the achieved rate may fall below the offered
+/// one before the point counts as saturated: 5%. A batch's drain (the last
+/// operations' latency after the last start) costs a few tenths of a
+/// percent at the default sample length; a system that keeps up loses
+/// nothing else.
+pub const SATURATION_TOLERANCE: f64 = 0.05;
+
+/// What a point's `rate` asks for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rate {
+    /// Closed loop (`rate=off`, and every benchmark without `rate`).
+    Closed,
+    /// Open loop at this many operations per second.
+    Fixed(f64),
+    /// A ladder of rates up to saturation (see [`crate::capacity`]).
+    Auto,
+}
+
+impl Rate {
+    /// The point's `rate`; [`Rate::Closed`] when it has none.
+    pub fn of(point: &Point) -> Rate {
+        match point.get(RATE) {
+            Some(Value::Int(n)) if *n > 0 => Rate::Fixed(*n as f64),
+            Some(Value::Float(f)) if *f > 0.0 => Rate::Fixed(*f),
+            Some(Value::Str(s)) if s == RATE_AUTO => Rate::Auto,
+            Some(Value::Str(s)) if s == RATE_OFF => Rate::Closed,
+            _ => Rate::Closed,
+        }
+    }
+
+    /// The fixed rate, if this is one.
+    pub fn fixed(self) -> Option<f64> {
+        match self {
+            Rate::Fixed(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// The intended start times of one batch: operation `k` (from 0) at
+/// `start + k / rate`.
+#[derive(Debug, Clone, Copy)]
+pub struct Schedule {
+    start: Instant,
+    period_ns: f64,
+}
+
+impl Schedule {
+    /// A schedule of `rate` operations per second starting now.
+    pub fn new(rate: f64) -> Schedule {
+        Schedule::starting_at(rate, Instant::now())
+    }
+
+    /// A schedule of `rate` operations per second starting at `start`.
+    pub fn starting_at(rate: f64, start: Instant) -> Schedule {
+        Schedule {
+            start,
+            period_ns: 1e9 / rate.max(1e-9),
+        }
+    }
+
+    /// The intended start of operation `k`.
+    pub fn at(&self, k: u64) -> Instant {
+        self.start + Duration::from_nanos((k as f64 * self.period_ns) as u64)
+    }
+
+    /// How many operations are due by `now` (those with `at(k) <= now`).
+    pub fn due(&self, now: Instant) -> u64 {
+        let ns = now.saturating_duration_since(self.start).as_nanos() as f64;
+        (ns / self.period_ns).floor() as u64 + 1
+    }
+
+    /// The time between two starts.
+    pub fn period(&self) -> Duration {
+        Duration::from_nanos(self.period_ns as u64)
+    }
+
+    /// The first start.
+    pub fn start(&self) -> Instant {
+        self.start
+    }
+}
+
+/// The latency of an operation intended to start at `intended` and
+/// completed at `done`, in nanoseconds (at least 1, as histograms want).
+pub fn latency_ns(intended: Instant, done: Instant) -> u64 {
+    (done.saturating_duration_since(intended).as_nanos() as u64).max(1)
+}
+
+/// How long before a deadline [`pace_until`] stops sleeping and spins: a
+/// sleep overshoots by the timer slack (50 µs by default) plus the wake-up.
+const SPIN: Duration = Duration::from_micros(80);
+
+/// Waits until `t`: sleeps while it is far, then spins (with
+/// `spin_loop` hints) for the last stretch. Returns at once when `t` has
+/// passed. A late return is not hidden: the latency counts from `t`.
+pub fn pace_until(t: Instant) {
+    loop {
+        let now = Instant::now();
+        if now >= t {
+            return;
+        }
+        let left = t - now;
+        if left > SPIN {
+            std::thread::sleep(left - SPIN);
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// The load an open-loop record carried, in operations per second.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OpenLoad {
+    /// The rate asked for (`rate=N`).
+    pub offered: f64,
+    /// Operations completed over the samples' wall time (warm-up excluded).
+    pub achieved: f64,
+    /// The achieved rate fell more than [`SATURATION_TOLERANCE`] short of
+    /// the offered one: the system did not keep up, and its latencies
+    /// describe a growing queue.
+    pub saturated: bool,
+}
+
+impl OpenLoad {
+    /// The load of `ops` operations in `secs` seconds at `offered`.
+    pub fn new(offered: f64, ops: u64, secs: f64) -> OpenLoad {
+        let achieved = if secs > 0.0 { ops as f64 / secs } else { 0.0 };
+        OpenLoad {
+            offered,
+            achieved,
+            saturated: achieved < offered * (1.0 - SATURATION_TOLERANCE),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_of_a_point() {
+        let mut p = Point::default();
+        assert_eq!(Rate::of(&p), Rate::Closed);
+        p.set(RATE, Value::Str("off".into()));
+        assert_eq!(Rate::of(&p), Rate::Closed);
+        p.set(RATE, Value::Str("auto".into()));
+        assert_eq!(Rate::of(&p), Rate::Auto);
+        p.set(RATE, Value::Int(2500));
+        assert_eq!(Rate::of(&p), Rate::Fixed(2500.0));
+    }
+
+    #[test]
+    fn schedule_spaces_starts_evenly() {
+        let t0 = Instant::now();
+        let s = Schedule::starting_at(1000.0, t0);
+        assert_eq!(s.at(0), t0);
+        assert_eq!(s.at(1000) - t0, Duration::from_secs(1));
+        assert_eq!(s.period(), Duration::from_millis(1));
+        assert_eq!(s.due(t0), 1);
+        assert_eq!(s.due(t0 + Duration::from_micros(2500)), 3);
+        assert_eq!(latency_ns(s.at(2), t0), 1);
+        assert_eq!(latency_ns(t0, t0 + Duration::from_micros(3)), 3000);
+    }
+
+    #[test]
+    fn saturation_is_more_than_the_tolerance_short() {
+        assert!(!OpenLoad::new(1000.0, 960, 1.0).saturated);
+        assert!(OpenLoad::new(1000.0, 940, 1.0).saturated);
+        assert!(!OpenLoad::new(1000.0, 1000, 1.0).saturated);
+    }
+}
