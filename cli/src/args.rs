@@ -232,6 +232,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", requires = "duration")]
     pub interval: Option<String>,
 
+    /// Capacity under a latency target, e.g. `p99<=1ms` (also `p99.9<=250us`,
+    /// `rtt.p99<=2ms`): each selected benchmark with an open-loop mode
+    /// (disk.io, net.latency) searches for the highest rate (operations per
+    /// second) whose percentile stays under the bound at 95% confidence: a
+    /// ladder from 1k/s doubling until the target breaks, then bisection to
+    /// 5%. The report gives every step (the latency–throughput curve) and
+    /// the answer; `rate=auto` alone climbs by 1.5x until saturation.
+    #[arg(long, value_name = "TARGET")]
+    pub slo: Option<String>,
+
     /// A fast pass: 3 runs, short samples, smaller default sizes.
     #[arg(long)]
     pub quick: bool,

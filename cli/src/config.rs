@@ -194,6 +194,12 @@ pub fn run_config(args: &RunArgs, stdout_tty: bool) -> Result<(RunConfig, Output
         cfg.warmup = d;
     }
     cfg.duration = dur("--duration", &args.duration)?;
+    if let Some(t) = &args.slo {
+        cfg.slo = Some(
+            benchsuite::capacity::Slo::parse(t)
+                .map_err(|e| anyhow!("invalid value `{t}` for --slo: {e}"))?,
+        );
+    }
     cfg.interval = dur("--interval", &args.interval)?;
     if let Some(dir) = &args.scratch_dir {
         let meta = std::fs::metadata(dir)

@@ -30,8 +30,8 @@ pub use benchsuite_core::{
     RunConfig, SCHEMA_VERSION, Status, Summary, TeamCase, Value, Work, choice_enum, error_chain,
 };
 pub use benchsuite_core::{
-    atomic, bench, catalog, caveat, cluster, error, host, param, phase, report, runner, schema,
-    stats, sweep, team, units,
+    atomic, bench, capacity, catalog, caveat, cluster, error, host, openloop, param, phase, report,
+    runner, schema, stats, sweep, team, units,
 };
 pub use benchsuite_fleet::launcher;
 pub use benchsuite_report::{CompareOptions, Comparison, Verdict};

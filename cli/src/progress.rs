@@ -56,7 +56,29 @@ impl Observer for Progress {
                     record.reason.as_deref().unwrap_or("")
                 )),
             }
+            if let Some(c) = &record.capacity {
+                bar.println(format!("{}: {}", record.id, c.sentence()));
+            }
             bar.inc(1);
+        }
+    }
+
+    fn step_done(&mut self, record: &Record) {
+        if let Some(bar) = &self.bar {
+            let what = record.notes.last().map(String::as_str).unwrap_or("");
+            match record.status {
+                Status::Ok => bar.println(format!("{}: {what}", record.id)),
+                _ => bar.println(format!(
+                    "{} {}: {}",
+                    if record.status == Status::Failed {
+                        "FAILED"
+                    } else {
+                        "skipped"
+                    },
+                    record.key(),
+                    record.reason.as_deref().unwrap_or("")
+                )),
+            }
         }
     }
 }

@@ -355,6 +355,10 @@ impl benchsuite::runner::Observer for Checkpoints {
         self.progress.record_done(record);
     }
 
+    fn step_done(&mut self, record: &benchsuite::Record) {
+        self.progress.step_done(record);
+    }
+
     fn wants_checkpoints(&self) -> bool {
         self.file.is_some() && !self.failed
     }

@@ -26,6 +26,8 @@ pub struct Slo {
     pub quantile: f64,
     /// The bound, in seconds.
     pub bound_s: f64,
+    /// The bound as written (`1ms`).
+    pub bound_text: String,
 }
 
 impl Slo {
@@ -67,13 +69,14 @@ impl Slo {
             percentile: format!("p{digits}"),
             quantile: q / 100.0,
             bound_s: bound.as_secs_f64(),
+            bound_text: rhs.trim().to_string(),
         })
     }
 
     /// How many operations a step needs so that at least 100 lie above the
     /// percentile (10 000 for p99), and never fewer than 2 000.
     pub fn samples_needed(&self) -> u64 {
-        ((100.0 / (1.0 - self.quantile)).ceil() as u64).max(2000)
+        ((100.0 / (1.0 - self.quantile) - 1e-6).ceil() as u64).max(2000)
     }
 }
 
@@ -82,7 +85,7 @@ impl fmt::Display for Slo {
         if let Some(m) = &self.metric {
             write!(f, "{m}.")?;
         }
-        write!(f, "{}<={}", self.percentile, format_seconds(self.bound_s))
+        write!(f, "{}<={}", self.percentile, self.bound_text)
     }
 }
 
@@ -159,4 +162,538 @@ pub struct Capacity {
     pub confidence: f64,
     /// The steps, in the order they ran.
     pub steps: Vec<Step>,
+}
+
+// ---------------------------------------------------------------------
+// Planning and the search.
+// ---------------------------------------------------------------------
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use crate::bench::{Benchmark, Context, Meta, MetricRole, MetricSource};
+use crate::caveat::Caveat;
+use crate::config::RunConfig;
+use crate::error::ConfigError;
+use crate::openloop::{RATE, Rate};
+use crate::param::{ParamKind, Point, RATE_AUTO, RATE_OFF, Value};
+use crate::report::{Metric, Record, Status};
+use crate::runner::Observer;
+use crate::stats::Summary;
+
+/// The first rate of a ladder, operations per second.
+pub const START_RATE: f64 = 1000.0;
+/// The lowest rate a search steps down to when even its first rate breaks
+/// the target or saturates.
+pub const FLOOR_RATE: f64 = 10.0;
+/// The highest rate a ladder climbs to.
+pub const TOP_RATE: f64 = 1e9;
+/// Each rung of a plain ladder (`rate=auto`) is this much above the last.
+pub const LADDER_FACTOR: f64 = 1.5;
+/// A target search climbs by this factor, then bisects.
+pub const SEARCH_FACTOR: f64 = 2.0;
+/// The search stops refining once the rate that broke the target is within
+/// this factor of the one that met it (5%).
+pub const RESOLUTION: f64 = 1.05;
+/// A step that carried less than this fraction short of its offered rate
+/// (2%) was overloaded: its queue grew throughout. The steps of a search
+/// sample for a second or more, so the drain at the end of each sample
+/// costs well under this; a plain record's saturation mark allows more
+/// ([`crate::openloop::SATURATION_TOLERANCE`]) because its samples may be
+/// short.
+pub const OVERLOAD: f64 = 0.02;
+/// Most steps of one search, all phases together.
+pub const MAX_STEPS: usize = 30;
+/// Confidence of each step's judgement.
+pub const CONFIDENCE: f64 = 0.95;
+const Z: f64 = 1.959_963_984_540_054;
+
+/// Is this benchmark's point a capacity search: `rate=auto`, or a
+/// target given with `--slo`?
+pub fn is_search(point: &Point, config: &RunConfig) -> bool {
+    point.get(RATE).is_some() && (config.slo.is_some() || Rate::of(point) == Rate::Auto)
+}
+
+/// Checks a benchmark's points against `--slo` and the search's limits
+/// before anything runs; with `--slo`, a point's `rate=off` becomes `auto`
+/// (the search chooses the rates).
+pub fn plan_points(
+    meta: &Meta,
+    points: &mut [Point],
+    config: &RunConfig,
+) -> Result<(), ConfigError> {
+    let rate_param = meta
+        .param(RATE)
+        .filter(|p| matches!(p.kind, ParamKind::Rate { .. }));
+    if let Some(slo) = &config.slo {
+        if rate_param.is_none() {
+            return Err(ConfigError::Invalid(format!(
+                "--slo: {} has no open-loop mode (no `rate` parameter), so it has no capacity to search; select one that has (disk.io, net.latency)",
+                meta.id
+            )));
+        }
+        latency_metric(meta, slo.metric.as_deref()).map_err(ConfigError::Invalid)?;
+        for p in points.iter_mut() {
+            match p.get(RATE) {
+                Some(Value::Int(n)) => {
+                    return Err(ConfigError::Invalid(format!(
+                        "--slo searches for the rate itself: drop rate={n} (or give rate=auto)"
+                    )));
+                }
+                Some(Value::Str(s)) if s == RATE_OFF => p.set(RATE, Value::Str(RATE_AUTO.into())),
+                _ => {}
+            }
+        }
+    }
+    if points.iter().any(|p| is_search(p, config)) {
+        if config.rounds > 1 {
+            return Err(ConfigError::Invalid(
+                "--rounds cannot be combined with a capacity search (rate=auto or --slo): each of its rates runs once, as its own record; run the search again for another round".into(),
+            ));
+        }
+        if config.duration.is_some() {
+            return Err(ConfigError::Invalid(
+                "--duration cannot be combined with a capacity search (rate=auto or --slo): the search sets each step's length from the rate and the percentile".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The index of the latency metric a target judges: `name`, else the
+/// benchmark's first latency metric.
+fn latency_metric(meta: &Meta, name: Option<&str>) -> Result<usize, String> {
+    let latency: Vec<(usize, &'static str)> = meta
+        .metrics
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.source == MetricSource::Latency)
+        .map(|(i, m)| (i, m.name))
+        .collect();
+    match (name, latency.first()) {
+        (_, None) => Err(format!("--slo: {} has no latency metric to judge", meta.id)),
+        (None, Some((i, _))) => Ok(*i),
+        (Some(n), _) => latency
+            .iter()
+            .find(|(_, m)| *m == n)
+            .map(|(i, _)| *i)
+            .ok_or_else(|| {
+                format!(
+                    "--slo: {} has no latency metric `{n}`; its latency metrics: {}",
+                    meta.id,
+                    latency
+                        .iter()
+                        .map(|(_, m)| *m)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }),
+    }
+}
+
+/// A percentile of a histogram (nanoseconds) with its distribution-free
+/// interval at [`CONFIDENCE`], in seconds: `[low, value, high]`. The
+/// interval comes from the order statistics: the ranks `n q ± z √(n q (1 -
+/// q))` (the normal approximation of the binomial).
+pub fn percentile_interval(h: &Histogram<u64>, q: f64) -> Option<[f64; 3]> {
+    let n = h.len();
+    if n == 0 {
+        return None;
+    }
+    let nf = n as f64;
+    let sd = (nf * q * (1.0 - q)).sqrt();
+    let lo_rank = (nf * q - Z * sd).floor().max(1.0);
+    let hi_rank = (nf * q + Z * sd).ceil().min(nf);
+    let at = |rank: f64| h.value_at_quantile((rank / nf).clamp(0.0, 1.0)) as f64 * 1e-9;
+    Some([
+        at(lo_rank),
+        h.value_at_quantile(q) as f64 * 1e-9,
+        at(hi_rank),
+    ])
+}
+
+/// How long a step at `rate` should sample to hold `need` operations,
+/// within the search's limits (longer with `--quick` off).
+fn step_seconds(rate: f64, need: u64, quick: bool) -> f64 {
+    let (lo, hi) = if quick { (0.3, 1.0) } else { (1.0, 5.0) };
+    (need as f64 / rate).clamp(lo, hi)
+}
+
+/// The configuration of one step: five samples that together last
+/// [`step_seconds`], no extra warm-up (sizing the batches already runs the
+/// schedule for about two sample lengths).
+fn step_config(config: &RunConfig, rate: f64, need: u64) -> RunConfig {
+    let secs = step_seconds(rate, need, config.quick);
+    let runs = 5;
+    RunConfig {
+        runs,
+        min_sample_time: Duration::from_secs_f64(secs / runs as f64),
+        warmup: Duration::ZERO,
+        duration: None,
+        interval: None,
+        ..config.clone()
+    }
+}
+
+/// One step: its record and what it says.
+struct Ran {
+    record: Record,
+    step: Step,
+}
+
+/// The state of one search.
+struct Searcher<'a> {
+    bench: &'a dyn Benchmark,
+    meta: &'a Meta,
+    point: &'a Point,
+    ctx: &'a Context,
+    config: &'a RunConfig,
+    slo: Option<&'a Slo>,
+    metric_index: usize,
+    need: u64,
+    ran: Vec<Ran>,
+}
+
+impl Searcher<'_> {
+    /// Runs one step at `rate`; returns whether it was good (met the
+    /// target, or without one carried its load) and whether the search
+    /// must stop (the benchmark skipped: nothing more will run).
+    fn step(&mut self, rate: f64, observer: &mut dyn Observer) -> (bool, bool) {
+        let rate = rate.round().max(1.0);
+        let mut p = self.point.clone();
+        p.set(RATE, Value::Int(rate as u64));
+        observer.record_start(self.meta.id, &p);
+        let cfg = step_config(self.config, rate, self.need);
+        let (mut record, hists) = crate::runner::run_point(
+            self.bench,
+            &self.meta.metrics,
+            self.meta.id,
+            &p,
+            self.ctx,
+            &cfg,
+        );
+        let step = judge(
+            &record,
+            hists.get(self.metric_index).and_then(Option::as_ref),
+            rate,
+            self.slo,
+        );
+        record
+            .notes
+            .push(step_note(self.ran.len() + 1, self.slo, &step));
+        observer.step_done(&record);
+        let good = step.met.unwrap_or(!step.saturated && !step.failed);
+        let stop = record.status == Status::Skipped;
+        self.ran.push(Ran { record, step });
+        (good, stop)
+    }
+}
+
+/// The note on each step's record.
+fn step_note(n: usize, slo: Option<&Slo>, step: &Step) -> String {
+    let judged = match (slo, step.slo_value, step.met) {
+        (Some(s), Some([lo, v, hi]), Some(met)) => format!(
+            "; {} {} (95% interval {} .. {}): {}",
+            s.percentile,
+            format_seconds(v),
+            format_seconds(lo),
+            format_seconds(hi),
+            if met {
+                "met"
+            } else if step.saturated {
+                "not met (saturated)"
+            } else if lo <= s.bound_s {
+                "not met at 95% confidence"
+            } else {
+                "not met"
+            }
+        ),
+        (Some(_), _, _) => ": not met (no latencies)".into(),
+        _ => String::new(),
+    };
+    format!(
+        "step {n} of a capacity search{}: {} offered, {} carried{judged}",
+        slo.map(|s| format!(" for {s}")).unwrap_or_default(),
+        crate::units::format_value(step.offered, "/s"),
+        crate::units::format_value(step.achieved, "/s"),
+    )
+}
+
+/// Runs a capacity search on one point: a ladder of open-loop rates (up
+/// to saturation, or with a target until it breaks), then, with a target,
+/// bisection between the highest rate that met it and the lowest that did
+/// not, to [`RESOLUTION`]. Returns each step's record in the order they
+/// ran, then the summary record that carries the [`Capacity`].
+pub(crate) fn search(
+    bench: &dyn Benchmark,
+    meta: &Meta,
+    point: &Point,
+    ctx: &Context,
+    config: &RunConfig,
+    observer: &mut dyn Observer,
+) -> Vec<Record> {
+    let slo = config.slo.as_ref();
+    let metric_index = match latency_metric(meta, slo.and_then(|s| s.metric.as_deref())) {
+        Ok(i) => i,
+        Err(e) => return vec![Record::failed(meta.id, point.clone(), e)],
+    };
+    let mut s = Searcher {
+        bench,
+        meta,
+        point,
+        ctx,
+        config,
+        slo,
+        metric_index,
+        need: slo.map_or(2000, Slo::samples_needed),
+        ran: Vec::new(),
+    };
+    // Climb from START_RATE by the factor while steps are good; when the
+    // first is not, step down until one is.
+    let factor = if slo.is_some() {
+        SEARCH_FACTOR
+    } else {
+        LADDER_FACTOR
+    };
+    let mut good: Option<f64> = None;
+    let mut bad: Option<f64> = None;
+    let mut rate = START_RATE;
+    while !ctx.cancelled() && s.ran.len() < MAX_STEPS {
+        let (ok, stop) = s.step(rate, observer);
+        if stop {
+            break;
+        }
+        if ok {
+            good = Some(rate);
+            if bad.is_some() {
+                break;
+            }
+            rate *= factor;
+            if rate > TOP_RATE {
+                break;
+            }
+        } else {
+            bad = Some(rate);
+            if good.is_some() {
+                break;
+            }
+            rate /= 4.0;
+            if rate < FLOOR_RATE {
+                break;
+            }
+        }
+    }
+    // Refine: bisect (geometrically) between the best good and the worst
+    // bad rate.
+    if slo.is_some() {
+        while let (Some(lo), Some(hi)) = (good, bad) {
+            if hi / lo <= RESOLUTION || ctx.cancelled() || s.ran.len() >= MAX_STEPS {
+                break;
+            }
+            let mid = (lo * hi).sqrt();
+            let (ok, stop) = s.step(mid, observer);
+            if stop {
+                break;
+            }
+            if ok {
+                good = Some(mid);
+            } else {
+                bad = Some(mid);
+            }
+        }
+    }
+    let metric = meta.metrics[metric_index].name.to_string();
+    summarise(meta, point, slo, metric, s.ran, ctx.cancelled())
+}
+
+/// What one step says: its rates, its percentiles and, with a target,
+/// whether it met it.
+fn judge(record: &Record, hist: Option<&Histogram<u64>>, rate: f64, slo: Option<&Slo>) -> Step {
+    let failed = record.status != Status::Ok;
+    let load = record.load;
+    let saturated = load.is_some_and(|l| l.saturated);
+    let q = |x: f64| hist.map_or(f64::NAN, |h| h.value_at_quantile(x) as f64 * 1e-9);
+    let slo_value = slo.and_then(|s| hist.and_then(|h| percentile_interval(h, s.quantile)));
+    let met =
+        slo.map(|s| !failed && !saturated && slo_value.is_some_and(|[_, _, hi]| hi <= s.bound_s));
+    Step {
+        offered: rate,
+        achieved: load.map_or(0.0, |l| l.achieved),
+        saturated,
+        p50: q(0.5),
+        p99: q(0.99),
+        p99_9: q(0.999),
+        count: hist.map_or(0, Histogram::len),
+        slo_value,
+        met,
+        failed,
+    }
+}
+
+/// The summary record after the steps: the [`Capacity`], and the answer
+/// as a (derived, ungated) metric.
+fn summarise(
+    meta: &Meta,
+    point: &Point,
+    slo: Option<&Slo>,
+    metric: String,
+    ran: Vec<Ran>,
+    cancelled: bool,
+) -> Vec<Record> {
+    let steps: Vec<Step> = ran.iter().map(|r| r.step.clone()).collect();
+    let mut records: Vec<Record> = ran.into_iter().map(|r| r.record).collect();
+    let carried = steps.iter().filter(|s| !s.failed && !s.saturated);
+    let knee = carried
+        .map(|s| s.achieved)
+        .fold(None, |m: Option<f64>, a| Some(m.map_or(a, |m| m.max(a))));
+    let (verdict, rate, interval) = match slo {
+        None => (Verdict::Ladder, knee, None),
+        Some(s) => {
+            let best = steps
+                .iter()
+                .filter(|x| x.met == Some(true))
+                .map(|x| x.offered)
+                .fold(None, |m: Option<f64>, a| Some(m.map_or(a, |m| m.max(a))));
+            match best {
+                None => {
+                    let lowest = steps
+                        .iter()
+                        .map(|x| x.offered)
+                        .fold(None, |m: Option<f64>, a| Some(m.map_or(a, |m| m.min(a))));
+                    (Verdict::NeverMet, None, Some([None, lowest]))
+                }
+                Some(best) => {
+                    let above = steps
+                        .iter()
+                        .filter(|x| x.offered > best && x.met == Some(false))
+                        .min_by(|a, b| a.offered.total_cmp(&b.offered));
+                    match above {
+                        None => (Verdict::NeverBroken, Some(best), Some([Some(best), None])),
+                        Some(b) => {
+                            // The first rate above the answer was more
+                            // than the system carried (overloaded: it
+                            // carried less than OVERLOAD short of the
+                            // offer): the target held at every rate the
+                            // system carried, so throughput, not latency,
+                            // is the limit (an overloaded open loop's
+                            // latency grows with the run's length, so its
+                            // percentile says nothing about the target).
+                            let by_saturation =
+                                b.saturated || b.achieved < b.offered * (1.0 - OVERLOAD);
+                            let _ = s;
+                            (
+                                if by_saturation {
+                                    Verdict::NeverBroken
+                                } else {
+                                    Verdict::Met
+                                },
+                                Some(best),
+                                Some([Some(best), Some(b.offered)]),
+                            )
+                        }
+                    }
+                }
+            }
+        }
+    };
+    let capacity = Capacity {
+        slo: slo.map(ToString::to_string),
+        metric,
+        verdict,
+        rate,
+        interval,
+        knee,
+        confidence: CONFIDENCE,
+        steps,
+    };
+    let mut summary = Record::skipped(meta.id, point.clone(), "");
+    summary.reason = None;
+    summary.status = if capacity.steps.iter().any(|s| !s.failed) {
+        Status::Ok
+    } else {
+        Status::Failed
+    };
+    if summary.status == Status::Failed {
+        summary.reason = Some(if capacity.steps.is_empty() {
+            "the capacity search ran no step".into()
+        } else {
+            "every step of the capacity search failed (see the step records)".into()
+        });
+    }
+    if cancelled {
+        summary.warnings.push(Caveat::text(
+            "interrupted: the capacity search stopped early; its answer covers the steps that ran",
+        ));
+    }
+    if let Some(r) = rate
+        && let Ok(summary_stats) = Summary::new(&[r])
+    {
+        {
+            summary.metrics.push(Metric {
+                name: "capacity".into(),
+                unit: "op/s".into(),
+                direction: crate::bench::Direction::Higher,
+                samples: vec![r],
+                timestamps: None,
+                rounds: None,
+                tails: None,
+                role: Some(MetricRole::Derived),
+                summary: summary_stats,
+                latency: None,
+            });
+        }
+    }
+    summary.notes.push(capacity.sentence());
+    summary.capacity = Some(capacity);
+    records.push(summary);
+    records
+}
+
+impl Capacity {
+    /// The answer in one sentence, as the table and the notes give it.
+    pub fn sentence(&self) -> String {
+        let rate = |r: f64| crate::units::format_value(r, "/s");
+        let knee = self
+            .knee
+            .map(|k| format!("; the highest rate carried without saturation: {}", rate(k)))
+            .unwrap_or_default();
+        let n = self.steps.len();
+        match (self.verdict, &self.slo, self.rate) {
+            (Verdict::Ladder, _, _) => match self.knee {
+                Some(k) => format!(
+                    "ladder of {n} rates up to saturation: {} carried without saturation at most",
+                    rate(k)
+                ),
+                None => format!("ladder of {n} rates: every one saturated or failed"),
+            },
+            (Verdict::NeverMet, Some(slo), _) => format!(
+                "capacity for {slo}: never met; even the lightest load tried ({}) broke it ({n} steps){knee}",
+                self.interval
+                    .and_then(|[_, hi]| hi)
+                    .map(rate)
+                    .unwrap_or_else(|| "none".into())
+            ),
+            (Verdict::NeverBroken, Some(slo), Some(r)) => format!(
+                "capacity for {slo}: {} — the target was never broken: the system saturated{} before {} crossed the bound, so its throughput is the limit ({n} steps){knee}",
+                rate(r),
+                self.interval
+                    .and_then(|[_, hi]| hi)
+                    .map(|h| format!(" at {}", rate(h)))
+                    .unwrap_or_else(|| " (or the ladder reached its top)".into()),
+                self.metric
+            ),
+            (Verdict::Met, Some(slo), Some(r)) => format!(
+                "capacity for {slo}: {} (met at {}, broken at {}; each step judged at {:.0}% confidence; {n} steps){knee}",
+                rate(r),
+                rate(r),
+                self.interval
+                    .and_then(|[_, hi]| hi)
+                    .map(rate)
+                    .unwrap_or_else(|| "none".into()),
+                self.confidence * 100.0
+            ),
+            _ => format!("capacity search of {n} steps"),
+        }
+    }
 }

@@ -46,6 +46,10 @@ pub struct RunConfig {
     /// The launched task this run is (see `benchsuite_fleet::launcher::detect`),
     /// recorded in the report. `None`: not launched, or not recorded.
     pub cluster: Option<crate::cluster::Cluster>,
+    /// A latency target (`--slo 'p99<=1ms'`): every selected benchmark
+    /// runs a capacity search for the highest rate that meets it (see
+    /// [`crate::capacity`]). `None`: points run as given.
+    pub slo: Option<crate::capacity::Slo>,
 }
 
 impl std::fmt::Debug for RunConfig {
@@ -65,6 +69,7 @@ impl std::fmt::Debug for RunConfig {
             .field("scratch_dir", &self.scratch_dir)
             .field("options", &crate::bench::RedactedOptions(&self.options))
             .field("cluster", &self.cluster)
+            .field("slo", &self.slo)
             .finish_non_exhaustive()
     }
 }
@@ -86,6 +91,7 @@ impl Default for RunConfig {
             options: BTreeMap::new(),
             cancel: Arc::new(AtomicBool::new(false)),
             cluster: None,
+            slo: None,
         }
     }
 }

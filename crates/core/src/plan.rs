@@ -91,7 +91,8 @@ pub fn plan_on<'r>(
     };
     let mut benches = Vec::new();
     for (bench, meta) in selected.into_iter().zip(&metas) {
-        let points = expand(meta, &config.sweep, defaults)?;
+        let mut points = expand(meta, &config.sweep, defaults)?;
+        crate::capacity::plan_points(meta, &mut points, config)?;
         for p in &points {
             bench.validate(&ctx, p)?;
         }

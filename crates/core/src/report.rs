@@ -165,6 +165,10 @@ pub struct RunConfigRecord {
     /// Module options (`peer`, `peak-mem-bw`...).
     #[serde(default)]
     pub options: BTreeMap<String, String>,
+    /// The latency target of a capacity search (`--slo`), as given.
+    /// Schema 1.8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<String>,
 }
 
 fn one() -> usize {

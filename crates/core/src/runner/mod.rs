@@ -56,6 +56,13 @@ pub trait Observer {
     fn record_done(&mut self, record: &Record) {
         let _ = record;
     }
+    /// One step of a capacity search is done (`rate=auto`, `--slo`; see
+    /// [`crate::capacity`]): a record of its own, within the one planned
+    /// record of the search, whose summary then comes to
+    /// [`Observer::record_done`]. Its last note says what the step found.
+    fn step_done(&mut self, record: &Record) {
+        let _ = record;
+    }
     /// Whether [`Observer::checkpoint`] should be called (building the
     /// report costs a copy of every record so far). Default: no.
     fn wants_checkpoints(&self) -> bool {
@@ -154,6 +161,7 @@ pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer
             quick: config.quick,
             timer_overhead_s: overhead,
             options: redacted_options(plan, config),
+            slo: config.slo.as_ref().map(ToString::to_string),
         },
         planned,
     };
@@ -167,6 +175,29 @@ pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer
                     break 'outer;
                 }
                 observer.record_start(meta.id, point);
+                if *probe == Probe::Ready && crate::capacity::is_search(point, config) {
+                    // A capacity search: one record per step, then its
+                    // summary (rounds and time series are refused at plan
+                    // time).
+                    let records =
+                        crate::capacity::search(pb.bench, meta, point, ctx, config, observer);
+                    let n = records.len();
+                    for (i, mut record) in records.into_iter().enumerate() {
+                        if host.build.is_debug() && record.status == Status::Ok {
+                            record.warnings.push(Caveat::DebugBuild);
+                        }
+                        if i + 1 == n {
+                            observer.record_done(&record);
+                        }
+                        slots.push((record, Vec::new()));
+                    }
+                    k += 1;
+                    done += 1;
+                    if done < planned && observer.wants_checkpoints() {
+                        observer.checkpoint(&assembler.report(&slots, done));
+                    }
+                    continue;
+                }
                 let (mut record, hists) = match probe {
                     Probe::Skip(reason) => (
                         Record::skipped(meta.id, point.clone(), reason.clone()),
@@ -318,7 +349,7 @@ fn resolved_point(point: &Point, resolved: &[(&'static str, Value)]) -> Point {
     p
 }
 
-fn run_point(
+pub(crate) fn run_point(
     bench: &dyn Benchmark,
     specs: &[MetricSpec],
     id: &str,
