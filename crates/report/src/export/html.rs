@@ -19,6 +19,9 @@
 //!   chart per value of the parameter with the fewest values),
 //!   the record's theoretical peak dashed, and cache sizes marked on size
 //!   sweeps;
+//! - the latency–throughput curve of each capacity search (`rate=auto`,
+//!   `--slo`): p50, p99 and p99.9 against the rate carried, the knee, the
+//!   answer and the target marked;
 //! - the latency ladder (p50…p99.99, max) of latency metrics and the
 //!   per-interval trace of time series, of the last report;
 //! - the host, and every record with its warnings and notes.
@@ -32,6 +35,7 @@ use benchsuite_core::report::{Metric, Record, Report, Status};
 use benchsuite_core::units::{format_size, format_value};
 
 mod charts;
+mod curve;
 mod fleet;
 mod svg;
 
@@ -166,7 +170,35 @@ pub fn render(reports: &[(String, Report)]) -> String {
         h.push('\n');
     }
 
+    let mut curves = String::new();
+    for (_, rep) in reports {
+        for r in &rep.records {
+            if let Some(c) = curve::curve_chart(r) {
+                curves.push_str(&c);
+                if let Some(cap) = &r.capacity {
+                    let _ = writeln!(curves, "<p>{}</p>", escape(&cap.sentence()));
+                }
+            }
+        }
+    }
+    if !curves.is_empty() {
+        let _ = writeln!(
+            h,
+            "<h2>Latency against throughput</h2>\n<p>Open loop: each operation was started on a fixed schedule and its latency counts from that intended start, so a stall counts for every operation queued behind it. Past the knee the system no longer carries what is offered and the latency grows with the length of the run.</p>\n{curves}"
+        );
+    }
+
     let last = reports.len().saturating_sub(1);
+    let searched: BTreeSet<&str> = reports
+        .last()
+        .map(|(_, rep)| {
+            rep.records
+                .iter()
+                .filter(|r| r.capacity.is_some())
+                .map(|r| r.id.as_str())
+                .collect()
+        })
+        .unwrap_or_default();
     let mut lat = String::new();
     let mut trace = String::new();
     for (i, (_, rep)) in reports.iter().enumerate() {
@@ -174,8 +206,10 @@ pub fn render(reports: &[(String, Report)]) -> String {
             continue;
         }
         for r in rep.records.iter().filter(|r| r.status == Status::Ok) {
+            // A search's steps are drawn as its curve, not one ladder each.
+            let step = r.load.is_some() && searched.contains(r.id.as_str());
             for m in &r.metrics {
-                if let Some(c) = latency_chart(r, m) {
+                if !step && let Some(c) = latency_chart(r, m) {
                     lat.push_str(&c);
                 }
                 if let Some(c) = trace_chart(r, m) {

@@ -38,6 +38,7 @@ mod gha;
 pub mod host;
 pub mod html;
 mod json;
+mod ladder;
 pub mod list;
 mod markdown;
 mod openmetrics;
@@ -587,6 +588,68 @@ pub(crate) mod fixtures {
     /// Three records (see [`benchsuite_core::testing::fixture_report`]).
     pub(crate) fn report() -> Report {
         benchsuite_core::testing::fixture_report()
+    }
+
+    /// A report of one capacity search for `p99<=1ms` over five steps:
+    /// met at 1k, 2k and 3k/s, broken at 4k/s (saturated at 3.6k), its
+    /// summary last.
+    pub(crate) fn capacity_report() -> Report {
+        use benchsuite_core::capacity::{Capacity, Step, Verdict};
+        use benchsuite_core::openloop::OpenLoad;
+        use benchsuite_core::param::{Point, Value};
+        use benchsuite_core::report::{Record, Status};
+        let mut r = report();
+        r.records.clear();
+        r.config.slo = Some("p99<=1ms".into());
+        let step = |offered: f64, achieved: f64, p99: f64, met: bool| Step {
+            offered,
+            achieved,
+            saturated: achieved < offered * 0.95,
+            p50: p99 / 4.0,
+            p99,
+            p99_9: p99 * 2.0,
+            count: 10_000,
+            slo_value: Some([p99 * 0.9, p99, p99 * 1.1]),
+            met: Some(met),
+            failed: false,
+        };
+        let steps = vec![
+            step(1000.0, 1000.0, 200e-6, true),
+            step(2000.0, 1999.0, 300e-6, true),
+            step(4000.0, 3600.0, 80e-3, false),
+            step(3000.0, 2998.0, 700e-6, true),
+            step(3464.0, 3450.0, 2e-3, false),
+        ];
+        for s in &steps {
+            let mut p = Point::default();
+            p.set("rate", Value::Int(s.offered as u64));
+            let mut rec = Record::skipped("disk.io", p, "");
+            rec.status = Status::Ok;
+            rec.reason = None;
+            rec.load = Some(OpenLoad {
+                offered: s.offered,
+                achieved: s.achieved,
+                saturated: s.saturated,
+            });
+            r.records.push(rec);
+        }
+        let mut p = Point::default();
+        p.set("rate", Value::Str("auto".into()));
+        let mut sum = Record::skipped("disk.io", p, "");
+        sum.status = Status::Ok;
+        sum.reason = None;
+        sum.capacity = Some(Capacity {
+            slo: Some("p99<=1ms".into()),
+            metric: "latency".into(),
+            verdict: Verdict::Met,
+            rate: Some(3000.0),
+            interval: Some([Some(3000.0), Some(3464.0)]),
+            knee: Some(3450.0),
+            confidence: 0.95,
+            steps,
+        });
+        r.records.push(sum);
+        r
     }
 
     /// The fixture report against itself with bandwidth 30% lower.

@@ -151,6 +151,7 @@ fn write_report_raw(
     for line in render(&HEADER, &rows, &right) {
         writeln!(out, "{line}")?;
     }
+    super::ladder::write_ladders(report, out)?;
     let c = &report.config;
     let sampling = match (c.duration_s, c.interval_s) {
         (Some(d), Some(i)) => format!("time series over {d} s, one sample per {i} s"),

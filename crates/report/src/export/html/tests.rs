@@ -619,3 +619,29 @@ fn fleet_pages_of_odd_fleets_are_well_formed() {
         }
     }
 }
+
+#[test]
+fn a_capacity_search_draws_its_curve_with_knee_answer_and_target() {
+    let r = crate::export::fixtures::capacity_report();
+    let html = render(&[("cap.json".to_string(), r)]);
+    assert!(
+        html.contains("Latency against throughput"),
+        "no curve section"
+    );
+    let curve = svgs(&html)
+        .into_iter()
+        .find(|s| s.contains("latency against the rate carried"))
+        .expect("a curve");
+    well_formed(curve).unwrap();
+    for want in [
+        "knee 3.450 k/s",
+        "capacity 3.000 k/s",
+        "target p99&lt;=1ms",
+        "p99.9",
+    ] {
+        assert!(curve.contains(want), "{want} missing");
+    }
+    assert!(html.contains("capacity for p99&lt;=1ms: 3.000 k/s"));
+    // The steps are not each drawn as a latency ladder of their own.
+    assert!(!html.contains("disk.io latency (rate=1000)"));
+}
