@@ -22,6 +22,7 @@ pub fn phases(path: &Path, args: &RunArgs, base: &RunConfig) -> Result<Vec<Phase
         interval: args.interval.is_some(),
         min_sample_time: args.min_sample_time.is_some(),
         warmup: args.warmup.is_some(),
+        slo: args.slo.is_some(),
     };
     Ok(read_plan(path, &given, base)?)
 }

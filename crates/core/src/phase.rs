@@ -11,12 +11,13 @@
 //! runs = 5                                # also rounds, duration, interval,
 //! rounds = 3                              # min_sample_time, warmup,
 //! quick_duration = "20s"                  # and duration with --quick
+//! slo = "p99<=1ms"                        # a capacity search (see `capacity`)
 //! ```
 //!
 //! What the command line gave wins over the file ([`Given`], filled by the
 //! caller): a parameter of the base configuration replaces a phase's
 //! parameter of that name, and a setting the command line gave (runs,
-//! rounds, duration, interval, min_sample_time, warmup) the phase's.
+//! rounds, duration, interval, min_sample_time, warmup, slo) the phase's.
 //! Selectors come from the file only. An unknown key, a bad value
 //! or a parameter no selected benchmark takes is an error naming the file
 //! and line, before anything runs (exit 2). Each record carries its
@@ -66,6 +67,8 @@ struct PhaseTable {
     interval: Option<Spanned<String>>,
     min_sample_time: Option<Spanned<String>>,
     warmup: Option<Spanned<String>>,
+    /// A latency target (`"p99<=1ms"`): the phase is a capacity search.
+    slo: Option<Spanned<String>>,
 }
 
 /// One phase, ready to plan: its name, configuration, and (from a plan
@@ -100,6 +103,8 @@ pub struct Given {
     pub min_sample_time: bool,
     /// `--warmup` was given.
     pub warmup: bool,
+    /// `--slo` was given.
+    pub slo: bool,
 }
 
 /// A plan file that cannot be read, or a phase that cannot be planned: the
@@ -274,6 +279,17 @@ pub fn read_plan(path: &Path, args: &Given, base: &RunConfig) -> Result<Vec<Phas
             && let Some(d) = dur(&p.warmup, "warmup")?
         {
             cfg.warmup = d;
+        }
+        if !args.slo
+            && let Some(t) = &p.slo
+        {
+            cfg.slo = Some(crate::capacity::Slo::parse(t.get_ref()).map_err(|e| {
+                PhaseError(format!(
+                    "{file}:{}: phase `{}`: `slo`: {e}",
+                    at(t.span()),
+                    p.name
+                ))
+            })?);
         }
         cfg.validate()
             .map_err(|e| PhaseError(format!("{file}:{line}: phase `{}`: {e}", p.name)))?;

@@ -207,6 +207,38 @@ pub fn ratio(ours: f64, tool: f64, direction: Direction) -> Option<f64> {
     })
 }
 
+/// A record's value of a reference's metric: the metric's median, or for
+/// `NAME.pNN` (`latency.p99`, `rtt.p99_9`, `latency.p50`) that latency
+/// percentile of metric `NAME`, in seconds. Also the unit and direction.
+pub fn metric_value(record: &crate::Record, name: &str) -> Option<(f64, String, Direction)> {
+    match name.split_once('.') {
+        Some((base, pct)) => {
+            let m = record.metric(base)?;
+            let l = m.latency.as_ref()?;
+            let v = match pct {
+                "p50" => l.p50,
+                "p90" => l.p90,
+                "p99" => l.p99,
+                "p99_9" | "p99.9" => l.p99_9,
+                "p99_99" | "p99.99" => l.p99_99,
+                "max" => l.max,
+                _ => return None,
+            };
+            Some((v, m.unit.clone(), m.direction))
+        }
+        None => {
+            let m = record.metric(name)?;
+            Some((m.summary.median, m.unit.clone(), m.direction))
+        }
+    }
+}
+
+/// The metric a reference's metric name refers to: `latency` for
+/// `latency.p99`.
+pub fn base_metric(name: &str) -> &str {
+    name.split_once('.').map_or(name, |(b, _)| b)
+}
+
 /// The median of the finite values among `values` (None for none): the
 /// project's one median, [`crate::stats::median`], over what a tool
 /// printed.

@@ -87,10 +87,12 @@ pub fn headline(r: &Record, metric: Option<&str>) -> String {
     if r.status != Status::Ok {
         return format!("{:?}: {}", r.status, r.reason.as_deref().unwrap_or(""));
     }
-    let m = metric
-        .and_then(|m| r.metric(m))
-        .or_else(|| r.metrics.first());
-    m.map_or_else(String::new, |m| {
+    if let Some((name, (v, unit, _))) =
+        metric.and_then(|m| super::metric_value(r, m).map(|v| (m, v)))
+    {
+        return format!("{name} {}", format_value(v, &unit));
+    }
+    r.metrics.first().map_or_else(String::new, |m| {
         format!("{} {}", m.name, format_value(m.summary.median, &m.unit))
     })
 }
@@ -127,7 +129,7 @@ pub fn run_references(
                 let meta = pb.bench.meta();
                 meta.metrics
                     .iter()
-                    .find(|m| m.name == r.metric)
+                    .find(|m| m.name == super::base_metric(r.metric))
                     .map_or(String::new(), |m| m.unit.to_string())
             });
             let mut tool = reference.as_ref().map(ToolRun::new);
@@ -159,11 +161,20 @@ pub fn run_references(
                     break;
                 }
             }
+            // Each of our rounds' value of the tool's metric: a percentile
+            // is taken per round (pooled records keep only the first
+            // round's percentiles) and its median compared.
+            let our_values: Vec<f64> = reference.as_ref().map_or(Vec::new(), |r| {
+                ours.iter()
+                    .filter(|x| x.status == Status::Ok)
+                    .filter_map(|x| super::metric_value(x, r.metric).map(|v| v.0))
+                    .collect()
+            });
             let Some(mut record) = crate::runner::pool_rounds(ours) else {
                 continue;
             };
             if let (Some(t), Some(r)) = (tool, reference.as_ref()) {
-                record.reference = Some(t.result(r, &record, &unit));
+                record.reference = Some(t.result(r, &record, &unit, &our_values));
             }
             records.push(record);
         }
@@ -290,13 +301,23 @@ impl ToolRun {
     }
 
     /// The record's `reference` section.
-    fn result(self, r: &Reference, record: &Record, unit: &str) -> ReferenceResult {
-        let metric = record.metric(r.metric);
+    fn result(
+        self,
+        r: &Reference,
+        record: &Record,
+        unit: &str,
+        our_values: &[f64],
+    ) -> ReferenceResult {
+        let metric = super::metric_value(record, r.metric);
         let median = super::median(&self.values);
-        let ratio = match (metric, median) {
-            (Some(m), Some(t)) if record.status == Status::Ok => {
-                super::ratio(m.summary.median, t, m.direction)
-            }
+        // A percentile: the median of our rounds' own percentiles.
+        let ours = if r.metric.contains('.') {
+            super::median(our_values)
+        } else {
+            metric.as_ref().map(|m| m.0)
+        };
+        let ratio = match (&metric, ours, median) {
+            (Some(m), Some(o), Some(t)) if record.status == Status::Ok => super::ratio(o, t, m.2),
             _ => None,
         };
         let note = match (self.note, &r.note) {
@@ -309,7 +330,7 @@ impl ToolRun {
             command: r.command(),
             metric: r.metric.to_string(),
             median,
-            unit: metric.map_or_else(|| unit.to_string(), |m| m.unit.clone()),
+            unit: metric.map_or_else(|| unit.to_string(), |m| m.1),
             ratio,
             rounds: self.values,
             note,

@@ -197,13 +197,17 @@ const REFERENCE_COLUMNS: [&str; 5] = [
 /// row): empty unless the tool measured that metric.
 fn reference_cells(r: &Record, metric: Option<&str>) -> Vec<String> {
     match &r.reference {
-        Some(x) if metric.is_none_or(|m| m == x.metric) => vec![
-            x.tool.clone(),
-            num(x.median),
-            num(x.ratio),
-            x.command.clone(),
-            x.note.clone().unwrap_or_default(),
-        ],
+        Some(x)
+            if metric.is_none_or(|m| m == benchsuite_core::reference::base_metric(&x.metric)) =>
+        {
+            vec![
+                x.tool.clone(),
+                num(x.median),
+                num(x.ratio),
+                x.command.clone(),
+                x.note.clone().unwrap_or_default(),
+            ]
+        }
         _ => vec![String::new(); REFERENCE_COLUMNS.len()],
     }
 }

@@ -283,7 +283,7 @@ pub(super) fn line_records(report: &Report) -> Vec<&Record> {
 /// is missing or failed; the notes say why), empty elsewhere.
 pub(super) fn reference_cell(r: &Record, metric: &str) -> String {
     match &r.reference {
-        Some(x) if x.metric == metric => match x.ratio {
+        Some(x) if benchsuite_core::reference::base_metric(&x.metric) == metric => match x.ratio {
             Some(v) => format!("{v:.2}×"),
             None => "-".to_string(),
         },
