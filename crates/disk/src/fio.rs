@@ -8,11 +8,12 @@ use crate::settings::{EngineKind, Fsync, Op, Settings};
 use crate::target::{self, Phase, Target};
 
 /// The fio command for a point, or None where fio has no equivalent
-/// (`verify=on`, `fsync=end`, a write to an existing file or device in
-/// place: the reference never overwrites what it did not create).
+/// (`verify=on`, `fsync=end`, `rate=auto`, a write to an existing file or
+/// device in place: the reference never overwrites what it did not
+/// create).
 pub fn reference(ctx: &Context, point: &Point) -> Option<Reference> {
     let s = Settings::from_point(point).ok()?;
-    if s.verify || s.fsync == Fsync::End {
+    if s.verify || s.fsync == Fsync::End || s.rate_auto {
         return None;
     }
     let target = target::examine(ctx, &s, Phase::Plan).ok()?;
@@ -21,6 +22,10 @@ pub fn reference(ctx: &Context, point: &Point) -> Option<Reference> {
     }
     Some(command(&s, &target))
 }
+
+/// fio's queue depth at an open-loop point with io_uring: deep enough that
+/// fio's own queue is not what limits the rate.
+pub const OPEN_LOOP_FIO_DEPTH: usize = 64;
 
 /// The scratch file fio lays out for job `job`, in the private directory
 /// it runs in ([`Reference::scratch_in`]).
@@ -34,9 +39,10 @@ fn command(s: &Settings, target: &Target) -> Reference {
         Op::RandWrite => "randwrite",
         Op::RandRw => "randrw",
     };
-    let (engine, depth) = match s.engine {
-        EngineKind::IoUring => ("io_uring", s.qd),
-        EngineKind::Sync => ("psync", 1),
+    let (engine, depth) = match (s.engine, s.rate) {
+        (EngineKind::IoUring, None) => ("io_uring", s.qd),
+        (EngineKind::IoUring, Some(_)) => ("io_uring", OPEN_LOOP_FIO_DEPTH),
+        (EngineKind::Sync, _) => ("psync", 1),
     };
     let mut a: Vec<String> = vec![
         "fio".into(),
@@ -60,6 +66,10 @@ fn command(s: &Settings, target: &Target) -> Reference {
     }
     if let Fsync::Every(n) = s.fsync {
         a.push(format!("--fsync={n}"));
+    }
+    let open = s.rate.map(|rate| open_loop_args(s, rate));
+    if let Some((args, _)) = &open {
+        a.extend(args.iter().cloned());
     }
     let mut scratch_in = None;
     match target {
@@ -91,14 +101,60 @@ fn command(s: &Settings, target: &Target) -> Reference {
         format!("--runtime={REFERENCE_SECS}"),
         "--output-format=json".into(),
     ]);
-    let (metric, parse): (&'static str, benchsuite_core::reference::ParseFn) = if s.op.random() {
+    let (metric, parse): (&'static str, benchsuite_core::reference::ParseFn) = if open.is_some() {
+        // Open loop: both sides run at the same rate; latency is what
+        // differs.
+        ("latency", parse_latency_mean)
+    } else if s.op.random() {
         ("iops", parse_iops)
     } else {
         ("bandwidth", parse_bandwidth)
     };
     let mut r = Reference::new("fio", "fio", a, metric, parse);
     r.scratch_in = scratch_in;
+    r.note = open.map(|(_, note)| note);
     r
+}
+
+/// fio's options for an open-loop point (`rate=N`), and the reference's
+/// note. fio's `rate_iops` is per job (= per thread, `numjobs`) and per
+/// direction, so `rate` is split across the jobs and, for `randrw`, by
+/// `rwmix`; `rate_process=linear` (fio's default) spaces the I/Os evenly,
+/// as our schedule does; `lat_percentiles=1` makes fio report percentiles
+/// of the total latency (`lat_ns`: submission to completion).
+fn open_loop_args(s: &Settings, rate: f64) -> (Vec<String>, String) {
+    let per_job = rate / s.threads as f64;
+    let whole = |v: f64| (v.round() as u64).max(1);
+    let (rate_iops, fio_total) = if s.op == Op::RandRw && s.rwmix > 0 && s.rwmix < 100 {
+        let r = whole(per_job * f64::from(s.rwmix) / 100.0);
+        let w = whole(per_job * f64::from(100 - s.rwmix) / 100.0);
+        (format!("{r},{w}"), (r + w) * s.threads as u64)
+    } else {
+        let n = whole(per_job);
+        (n.to_string(), n * s.threads as u64)
+    };
+    let args = vec![
+        format!("--rate_iops={rate_iops}"),
+        "--rate_process=linear".into(),
+        "--lat_percentiles=1".into(),
+    ];
+    let rounded = if fio_total as f64 == rate {
+        String::new()
+    } else {
+        format!(
+            " (fio takes whole I/Os per second per job and direction: it ran {fio_total} I/O/s in all)"
+        )
+    };
+    let depth = match s.engine {
+        EngineKind::IoUring => {
+            format!("fio's iodepth={OPEN_LOOP_FIO_DEPTH} so that its queue is not the limit")
+        }
+        EngineKind::Sync => "psync has one I/O in flight per job, as ours per thread".to_string(),
+    };
+    let note = format!(
+        "open loop at {rate} I/O/s: fio paces with rate_iops={rate_iops} per job{rounded} and rate_process=linear, {depth}; the comparison is of mean latency (fio's total latency, lat_ns). fio measures each I/O from its actual submission, benchsuite from its intended start on the schedule, so an I/O that waits (behind a stall, a full queue or a late wake-up) counts that wait here and not in fio: expect ours to be higher, the more so the nearer the rate is to saturation"
+    );
+    (args, note)
 }
 
 /// fio's JSON, which may follow a few lines of warnings.
@@ -132,6 +188,63 @@ pub fn parse_bandwidth(out: &str) -> Result<f64, String> {
 /// I/Os per second, read and written together.
 pub fn parse_iops(out: &str) -> Result<f64, String> {
     sum(out, "iops")
+}
+
+/// The `lat_ns` (total latency: submission to completion) of the read and
+/// write parts of every job that did I/O, with their I/O counts.
+fn total_latencies(out: &str) -> Result<Vec<(f64, serde_json::Value)>, String> {
+    let v = json(out)?;
+    let jobs = v["jobs"].as_array().ok_or("no `jobs` in fio's JSON")?;
+    let mut parts = Vec::new();
+    for job in jobs {
+        for dir in ["read", "write"] {
+            let lat = &job[dir]["lat_ns"];
+            let n = lat["N"]
+                .as_f64()
+                .or_else(|| job[dir]["total_ios"].as_f64())
+                .unwrap_or(0.0);
+            if n > 0.0 {
+                parts.push((n, lat.clone()));
+            }
+        }
+    }
+    if parts.is_empty() {
+        return Err("fio reported no total latency (lat_ns)".into());
+    }
+    Ok(parts)
+}
+
+/// Mean total latency in seconds, reads and writes weighted by their
+/// counts.
+pub fn parse_latency_mean(out: &str) -> Result<f64, String> {
+    let parts = total_latencies(out)?;
+    let (mut n, mut sum) = (0.0, 0.0);
+    for (count, lat) in &parts {
+        let mean = lat["mean"].as_f64().ok_or("fio's lat_ns has no mean")?;
+        n += count;
+        sum += count * mean;
+    }
+    Ok(sum / n / 1e9)
+}
+
+/// The 99th percentile of the total latency in seconds (fio with
+/// `--lat_percentiles=1`). With reads and writes both, the larger of the
+/// two: the merged p99 lies between them, and fio does not merge them.
+/// Ready for a reference that compares a percentile rather than the
+/// median of the batches' means, which `Reference` cannot ask for yet.
+#[cfg_attr(not(test), allow(dead_code))]
+pub fn parse_latency_p99(out: &str) -> Result<f64, String> {
+    let parts = total_latencies(out)?;
+    let mut worst: Option<f64> = None;
+    for (_, lat) in &parts {
+        let p = lat["percentile"]["99.000000"]
+            .as_f64()
+            .ok_or("fio's lat_ns has no 99th percentile (run it with --lat_percentiles=1)")?;
+        worst = Some(worst.map_or(p, |w: f64| w.max(p)));
+    }
+    worst
+        .map(|ns| ns / 1e9)
+        .ok_or_else(|| "fio reported no latency percentile".into())
 }
 
 #[cfg(test)]
@@ -273,6 +386,68 @@ mod tests {
             r.scratch_in.is_none(),
             "reads in place; no directory made, nothing removed"
         );
+    }
+
+    #[test]
+    fn open_loop_paces_fio_per_job_and_compares_latency() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = point(&[
+            ("op", s("randread")),
+            ("threads", Value::Int(4)),
+            ("rate", Value::Int(10_000)),
+        ]);
+        let r = reference(&ctx(dir.path()), &p).unwrap();
+        let a = r.argv.join(" ");
+        for want in [
+            "--ioengine=io_uring --iodepth=64 --numjobs=4",
+            "--rate_iops=2500 --rate_process=linear --lat_percentiles=1",
+        ] {
+            assert!(a.contains(want), "{want} missing from {a}");
+        }
+        assert_eq!(r.metric, "latency");
+        let note = r.note.as_deref().unwrap();
+        assert!(
+            note.contains("intended start") && note.contains("actual submission"),
+            "{note}"
+        );
+        assert!(!note.contains("in all)"), "10000 splits evenly: {note}");
+        // randrw: per job and per direction, by rwmix; a rate that does
+        // not split into whole I/Os says what fio ran.
+        let p = point(&[
+            ("op", s("randrw")),
+            ("rwmix", Value::Int(70)),
+            ("threads", Value::Int(3)),
+            ("engine", s("sync")),
+            ("rate", Value::Int(1000)),
+        ]);
+        let r = reference(&ctx(dir.path()), &p).unwrap();
+        let a = r.argv.join(" ");
+        assert!(a.contains("--ioengine=psync --iodepth=1"), "{a}");
+        assert!(a.contains("--rate_iops=233,100 "), "{a}");
+        assert!(r.note.as_deref().unwrap().contains("it ran 999 I/O/s"));
+        // Closed loop has no rate options; rate=auto has no reference.
+        let r = reference(&ctx(dir.path()), &point(&[])).unwrap();
+        assert!(!r.argv.join(" ").contains("rate"), "{:?}", r.argv);
+        assert!(r.note.is_none());
+        assert!(reference(&ctx(dir.path()), &point(&[("rate", s("auto"))])).is_none());
+    }
+
+    #[test]
+    fn parses_fio_total_latency() {
+        let out = r#"{"jobs": [{"read": {"iops": 700, "lat_ns": {"N": 700, "mean": 100000.0,
+              "percentile": {"99.000000": 250000}}},
+            "write": {"iops": 300, "lat_ns": {"N": 300, "mean": 200000.0,
+              "percentile": {"99.000000": 400000}}}}]}"#;
+        let mean = parse_latency_mean(out).unwrap();
+        assert!((mean - 130e-6).abs() < 1e-12, "{mean}");
+        assert_eq!(parse_latency_p99(out), Ok(400e-6));
+        // A direction without I/O is left out.
+        let out = r#"{"jobs": [{"read": {"lat_ns": {"N": 10, "mean": 5000.0,
+              "percentile": {"99.000000": 9000}}},
+            "write": {"lat_ns": {"N": 0, "mean": 0.0}}}]}"#;
+        assert_eq!(parse_latency_mean(out), Ok(5e-6));
+        assert_eq!(parse_latency_p99(out), Ok(9e-6));
+        assert!(parse_latency_mean(r#"{"jobs": []}"#).is_err());
     }
 
     #[test]

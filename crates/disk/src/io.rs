@@ -132,6 +132,10 @@ impl Case for DiskCase {
         self.sh
             .budget
             .store(budget, std::sync::atomic::Ordering::SeqCst);
+        // Open loop: the batch's schedule starts now, at ticket 0.
+        if let Some(open) = &self.sh.open {
+            open.start_batch();
+        }
         self.team.run(iters)
     }
 

@@ -11,7 +11,7 @@
 //! | `op` | `read` | `read`, `write` (sequential), `randread`, `randwrite`, `randrw` (`rw=`) |
 //! | `block` (`--block`) | `0` = auto | bytes per I/O, 512 B..100 MiB; auto is 1 MiB sequential, 4 KiB random (`bs=`) |
 //! | `threads` (`--threads`) | 1 | threads, each with its own file (`numjobs=`) |
-//! | `qd` | 1 | I/Os in flight per thread with io_uring (`iodepth=`) |
+//! | `qd` | 1 | I/Os in flight per thread with io_uring (`iodepth=`); closed loop only |
 //! | `size` | 1 GiB | each thread's file (in place: region), rounded down to whole blocks (`size=`) |
 //! | `rwmix` | 70 | percent reads for `randrw` (`rwmixread=`) |
 //! | `engine` | `io_uring` | `io_uring` or `sync` (`ioengine=io_uring` / `psync`) |
@@ -20,6 +20,7 @@
 //! | `verify` | off | per-block pattern, checked on every read and read back at teardown |
 //! | `dir` | `auto` | scratch directory; `auto` = `--scratch-dir`, else `$TMPDIR`, else `/tmp`; an existing file or block device is tested in place (`filename=`, see below) |
 //! | `preset` (`--preset`) | `none` | `sysbench-rndrw` = `op=randrw block=16K rwmix=60 fsync=every:40` |
+//! | `rate` | `off` | `off` = closed loop (`qd` in flight per thread); `N` = open loop at N I/O/s across all threads, latency from each I/O's intended start (`rate_iops=`, see below); `auto` = a ladder up to saturation (`--slo`) |
 //!
 //! Metrics: `bandwidth` (B/s, reads and writes together), `iops` (IO/s) and
 //! `latency` (s per I/O; the record adds p50/p90/p99/p99.9/p99.99/max from
@@ -50,6 +51,49 @@
 //! the end of a batch), so `iops = I/Os / wall time` and `bandwidth = iops ×
 //! block`, exactly as fio computes them over its runtime.
 //!
+//! ### Open loop (`rate`)
+//!
+//! `rate=N` issues I/Os on a fixed schedule instead of keeping a queue
+//! full, as a service sees requests arrive (wrk2's method, no coordinated
+//! omission). A batch of `n` iterations is still `n × threads` I/Os, now on
+//! one schedule shared by all threads: I/O `k` of the batch (a ticket the
+//! threads claim in turn) is intended to start at `k / N` seconds after the
+//! batch starts. Its latency is measured from that intended start to its
+//! completion, not from its submission: a stall of the device (or of the
+//! thread) counts fully for every I/O that should have started during it.
+//! Each batch restarts the schedule and completes all its I/Os before it
+//! returns, so nothing carries into the next one; the record's `load`
+//! gives the offered and achieved rates, and a point whose achieved rate
+//! falls more than 5% short is marked saturated (a warning), its latencies
+//! then describing a growing queue.
+//!
+//! - `engine=sync`: a thread claims the next I/O, waits until it is due
+//!   (at once if it is late) and does it; with all threads busy, the next
+//!   I/Os wait, their latency growing.
+//! - `engine=io_uring`: each thread submits each of its I/Os when it is
+//!   due (one submit per I/O), reaping completions while it waits (in the
+//!   kernel with a timeout until 80 µs before the next start, then
+//!   polling while it spins), and keeps as many in flight as the rate
+//!   needs up to a cap per thread: 256, fewer for large blocks (64 MiB of
+//!   buffers per thread, 8 GiB in all) or small files (the blocks a thread
+//!   has). At the cap the next I/O waits for a completion, its latency
+//!   counting from its intended start all the same.
+//!
+//! `qd` does not apply (anything but 1 is refused naming `rate`), nor does
+//! `fsync=end` (its flush would be outside the schedule; `fsync=every:N`
+//! runs on schedule, the I/Os behind a flush waiting for it, and so does
+//! the sysbench preset). `verify=on` works as in closed loop. The waits
+//! sleep, then spin for the last 80 µs before each start: at high rates
+//! that is a good part of a CPU per thread. `rate=auto` is expanded into
+//! numeric rates by the capacity search before any point is prepared.
+//!
+//! The fio reference of an open-loop point runs fio with
+//! `--rate_iops=N/threads` per job (split by `rwmix` for `randrw`),
+//! `--rate_process=linear`, `--lat_percentiles=1` and `--iodepth=64` with
+//! io_uring, and compares mean latency (fio's total latency, `lat_ns`).
+//! fio measures from each I/O's submission, so its number leaves out the
+//! waits that ours counts.
+//!
 //! ### Written data
 //!
 //! Write buffers hold pseudo-random bytes, and before every write the
@@ -60,10 +104,12 @@
 //!
 //! ### Latency
 //!
-//! fio's completion latency (`clat`): with `engine=sync` the duration of
-//! the `pread`/`pwrite` call; with io_uring the time from the return of the
-//! submitting `io_uring_enter` to the reaping of the completion (fio stamps
-//! the same two points). Submission cost is in the rates, not the latency.
+//! Closed loop: fio's completion latency (`clat`): with `engine=sync` the
+//! duration of the `pread`/`pwrite` call; with io_uring the time from the
+//! return of the submitting `io_uring_enter` to the reaping of the
+//! completion (fio stamps the same two points). Submission cost is in the
+//! rates, not the latency. Open loop (`rate=N`): from the I/O's intended
+//! start to the reaping of its completion (see above).
 //!
 //! ### Engines
 //!

@@ -18,14 +18,29 @@ use benchsuite_core::units::format_size;
 use benchsuite_core::{About, BenchError, Case, Caveat, Choice, Context, Value};
 
 use crate::io::{DiskCase, SPACE_CHECK_OPTION, page_cache_caveat};
-use crate::settings::{EngineKind, Preset, Settings};
+use crate::settings::{EngineKind, MAX_BUFFER_BYTES, Preset, Settings};
 use crate::sys;
 use crate::target::{self, InPlace, Kind, Phase, Refusal, Target};
-use crate::worker::{Shared, Worker};
+use crate::worker::{OpenLoop, Shared, Worker};
+
+/// Open loop with io_uring: the most I/Os one thread keeps in flight (its
+/// ring's slots), unless buffer memory lowers it ([`OPEN_LOOP_THREAD_BYTES`]).
+/// When all are in flight the next I/O waits for a completion, its latency
+/// counting from its intended start all the same.
+pub const OPEN_LOOP_SLOTS: u64 = 256;
+
+/// Open loop with io_uring: the most buffer memory one thread's slots may
+/// take (and all threads' together at most [`MAX_BUFFER_BYTES`]).
+pub const OPEN_LOOP_THREAD_BYTES: u64 = 64 << 20;
 
 /// Sets up one point: the steps below in order, then the case over its
 /// started threads.
 pub fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError> {
+    if s.rate_auto {
+        return Err(BenchError::Failed(
+            "rate=auto reached disk.io unexpanded: it names a ladder of rates up to saturation, which the capacity search (--slo) runs one numeric rate at a time; give rate=N or rate=off".into(),
+        ));
+    }
     let mut setup = Setup {
         ctx,
         s,
@@ -37,17 +52,25 @@ pub fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError>
     setup.check_space(&place, &sizes)?;
     let engine = setup.engine();
     let qd = setup.queue_depth(engine, sizes.nblocks);
-    setup.check_buffer_memory(qd)?;
+    // In open loop the ring's slots are the in-flight cap, not `qd`.
+    let slots = match (s.rate, engine) {
+        (Some(_), EngineKind::IoUring) => open_loop_slots(s, sizes.nblocks),
+        _ => qd,
+    };
+    setup.check_buffer_memory(slots)?;
     let target_file = open_target(&place)?;
     let cache = setup.cache_mode(&place, target_file.as_ref(), sizes.total)?;
     setup.describe(&place, &sizes, engine, qd, &cache.mode);
+    if let Some(rate) = s.rate {
+        setup.notes.push(open_loop_note(s, rate, engine, slots));
+    }
     let Setup { caveats, notes, .. } = setup;
 
     let sh = Arc::new(Shared {
         op: s.op,
         block: s.block as usize,
         nblocks: sizes.nblocks,
-        qd,
+        qd: slots,
         rwmix: s.rwmix,
         fsync: s.fsync,
         verify: s.verify,
@@ -58,6 +81,7 @@ pub fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError>
         target: target_file,
         cancel: ctx.cancel.clone(),
         budget: AtomicI64::new(0),
+        open: s.rate.map(OpenLoop::new),
         notes: Mutex::new(Vec::new()),
     });
     let init_sh = sh.clone();
@@ -87,6 +111,37 @@ pub fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError>
             ..About::default()
         },
     )))
+}
+
+/// The in-flight cap per thread of an open loop with io_uring:
+/// [`OPEN_LOOP_SLOTS`], lowered so that the buffers fit
+/// [`OPEN_LOOP_THREAD_BYTES`] per thread and [`MAX_BUFFER_BYTES`] in all,
+/// and never more than the blocks a thread has; at least 1.
+pub fn open_loop_slots(s: &Settings, nblocks: u64) -> usize {
+    let per_thread = OPEN_LOOP_THREAD_BYTES.min(MAX_BUFFER_BYTES / s.threads.max(1) as u64);
+    OPEN_LOOP_SLOTS
+        .min(per_thread / s.block.max(1))
+        .min(nblocks)
+        .max(1) as usize
+}
+
+/// The record's note on an open-loop point: the rate, where latency
+/// starts, and how many I/Os may be in flight.
+fn open_loop_note(s: &Settings, rate: f64, engine: EngineKind, slots: usize) -> String {
+    let cap = match engine {
+        EngineKind::IoUring => format!(
+            "io_uring keeps up to {slots} I/Os in flight per thread ({} in all); at that cap the next I/O waits for a completion",
+            slots * s.threads
+        ),
+        EngineKind::Sync => format!(
+            "engine=sync has one I/O in flight per thread ({} in all): while all threads are busy, the next I/Os wait",
+            s.threads
+        ),
+    };
+    format!(
+        "open loop at {rate} I/O/s across all {} thread(s): I/O k of a batch is intended to start at k/rate from the batch's start, whenever the earlier ones complete, and its latency counts from that intended start (so it includes queueing behind a stall, and the submission), not from the actual submission; {cap}; each batch's schedule starts afresh and its I/Os all complete before it ends",
+        s.threads
+    )
 }
 
 /// One point's set-up: its context and settings, and the caveats and
@@ -278,14 +333,20 @@ impl Setup<'_> {
     }
 
     /// Memory for buffers: refuses more than half of the machine's.
-    fn check_buffer_memory(&self, qd: usize) -> Result<(), BenchError> {
+    /// `slots` is the queue depth, or in open loop the in-flight cap.
+    fn check_buffer_memory(&self, slots: usize) -> Result<(), BenchError> {
         let s = self.s;
-        let buffers = (s.block as u128) * (qd as u128) * (s.threads as u128);
+        let buffers = (s.block as u128) * (slots as u128) * (s.threads as u128);
         if let Some(mem) = self.ctx.host.memory_bytes
             && buffers > mem as u128 / 2
         {
+            let (what, lower) = if s.rate.is_some() {
+                ("block × in-flight cap × threads", "block or threads")
+            } else {
+                ("block × qd × threads", "block, qd or threads")
+            };
             return Err(BenchError::Failed(format!(
-                "block × qd × threads = {} of I/O buffers is more than half of this machine's {} of memory; lower block, qd or threads",
+                "{what} = {} of I/O buffers is more than half of this machine's {} of memory; lower {lower}",
                 format_size(buffers.min(u64::MAX as u128) as u64),
                 format_size(mem)
             )));
@@ -403,8 +464,10 @@ impl Setup<'_> {
                 EngineKind::Sync => "sync (pread/pwrite)",
                 EngineKind::IoUring => "io_uring",
             },
-            if engine == EngineKind::IoUring {
+            if engine == EngineKind::IoUring && s.rate.is_none() {
                 format!(", qd={qd} per thread")
+            } else if engine == EngineKind::IoUring {
+                ", open loop".to_string()
             } else {
                 String::new()
             }
@@ -521,4 +584,35 @@ fn storage_note(path: &std::path::Path) -> Option<String> {
         None => {}
     }
     (!parts.is_empty()).then(|| format!("storage: {}", parts.join("; ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use benchsuite_core::{Point, Value};
+
+    use super::*;
+    use crate::settings::declare;
+
+    fn settings(block: u64, threads: u64) -> Settings {
+        let mut p = Point::default();
+        for s in declare() {
+            p.set(s.name, s.default.clone());
+        }
+        p.set("block", Value::Int(block));
+        p.set("threads", Value::Int(threads));
+        p.set("rate", Value::Int(1000));
+        Settings::from_point(&p).unwrap()
+    }
+
+    #[test]
+    fn the_open_loop_cap_fits_buffer_memory_and_the_file() {
+        let big = u64::MAX;
+        assert_eq!(open_loop_slots(&settings(4 << 10, 1), big), 256);
+        assert_eq!(open_loop_slots(&settings(1 << 20, 1), big), 64);
+        assert_eq!(open_loop_slots(&settings(100 << 20, 1), big), 1);
+        assert_eq!(open_loop_slots(&settings(4 << 10, 1), 10), 10);
+        // 8 GiB over 128 threads is 64 MiB each, the per-thread limit.
+        assert_eq!(open_loop_slots(&settings(1 << 20, 128), big), 64);
+        assert_eq!(open_loop_slots(&settings(16 << 20, 128), big), 4);
+    }
 }

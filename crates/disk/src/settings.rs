@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use benchsuite_core::openloop::{RATE, Rate};
 use benchsuite_core::units::format_size;
 use benchsuite_core::{Choice, ConfigError, ParamSpec, Point, Value};
 
@@ -218,6 +219,10 @@ pub fn declare() -> Vec<ParamSpec> {
             "sysbench-rndrw = op=randrw block=16K rwmix=60 fsync=every:40 (sysbench fileio rndrw)",
             def::PRESET,
         ),
+        ParamSpec::rate(
+            RATE,
+            "off = closed loop (qd in flight per thread); N = open loop at N I/O/s across all threads, latency from each I/O's intended start; auto = a ladder up to saturation (see --slo)",
+        ),
     ]
 }
 
@@ -250,6 +255,12 @@ pub struct Settings {
     pub dir: DirChoice,
     /// The preset applied ([`Preset::None`] for none).
     pub preset: Preset,
+    /// Open loop at this many I/Os per second across all threads
+    /// (`rate=N`); `None`: closed loop (`rate=off`), or `rate=auto`.
+    pub rate: Option<f64>,
+    /// `rate=auto`: the capacity search replaces it with numeric rates
+    /// before anything is prepared; `prepare` refuses it.
+    pub rate_auto: bool,
 }
 
 fn bad(param: &str, value: impl ToString, reason: impl Into<String>) -> ConfigError {
@@ -313,6 +324,7 @@ impl Settings {
             DirChoice::Path(PathBuf::from(dir_text))
         };
         let preset: Preset = get_choice(p, "preset")?;
+        let rate = Rate::of(p);
         match preset {
             Preset::None => {}
             Preset::SysbenchRndrw => {
@@ -420,6 +432,7 @@ impl Settings {
                 ),
             ));
         }
+        check_rate(p, rate, qd, fsync)?;
         if let DirChoice::Path(d) = &dir {
             check_dir(d)?;
         }
@@ -437,6 +450,8 @@ impl Settings {
             verify,
             dir,
             preset,
+            rate: rate.fixed(),
+            rate_auto: rate == Rate::Auto,
         })
     }
 
@@ -449,6 +464,34 @@ impl Settings {
     pub fn file_len(&self) -> u64 {
         self.blocks_per_file() * self.block
     }
+}
+
+/// What open loop (`rate=N`, `rate=auto`) cannot be combined with: a
+/// queue depth (open loop keeps as many I/Os in flight as the rate needs)
+/// and `fsync=end` (a flush after each batch, outside the schedule, would
+/// count against the achieved rate; `fsync=every:N` runs on schedule).
+fn check_rate(p: &Point, rate: Rate, qd: u64, fsync: Fsync) -> Result<(), ConfigError> {
+    if rate == Rate::Closed {
+        return Ok(());
+    }
+    let shown = p.get(RATE).map_or_else(String::new, Value::to_string);
+    if qd != 1 {
+        return Err(bad(
+            RATE,
+            shown,
+            format!(
+                "qd={qd} does not apply in open loop: each I/O starts at its time on the rate's schedule, and as many are in flight as the rate and the device's latency need (up to a cap per thread); drop qd, or use rate=off for a closed loop at qd={qd}"
+            ),
+        ));
+    }
+    if fsync == Fsync::End {
+        return Err(bad(
+            RATE,
+            shown,
+            "cannot be combined with fsync=end: the flush after each batch is outside the schedule and would count against the achieved rate; use fsync=every:N (flushes on schedule, the I/Os behind one wait and their latency shows it) or rate=off",
+        ));
+    }
+    Ok(())
 }
 
 /// A `dir` must exist and be a writable directory, or an existing regular
@@ -540,6 +583,39 @@ mod tests {
         let block: ParamSpec = declare().into_iter().find(|p| p.name == "block").unwrap();
         let e = block.kind.parse("block", "1XB").unwrap_err().to_string();
         assert!(e.contains("`block`"), "{e}");
+    }
+
+    #[test]
+    fn rate_is_open_loop_and_refuses_what_does_not_apply() {
+        let st = Settings::from_point(&point(&[])).unwrap();
+        assert_eq!((st.rate, st.rate_auto), (None, false));
+        let st = Settings::from_point(&point(&[("rate", Value::Int(4000))])).unwrap();
+        assert_eq!((st.rate, st.rate_auto), (Some(4000.0), false));
+        let st = Settings::from_point(&point(&[("rate", s("auto"))])).unwrap();
+        assert_eq!((st.rate, st.rate_auto), (None, true));
+        // qd has no meaning in open loop.
+        let e = err(&[("rate", Value::Int(4000)), ("qd", Value::Int(8))]);
+        assert!(
+            e.contains("`rate`") && e.contains("qd=8") && e.contains("open loop"),
+            "{e}"
+        );
+        let e = err(&[("rate", s("auto")), ("qd", Value::Int(4))]);
+        assert!(e.contains("`rate`") && e.contains("qd=4"), "{e}");
+        assert!(Settings::from_point(&point(&[("qd", Value::Int(8))])).is_ok());
+        // fsync=end is outside the schedule; every:N and the preset run.
+        let e = err(&[("rate", Value::Int(4000)), ("fsync", s("end"))]);
+        assert!(e.contains("`rate`") && e.contains("fsync=end"), "{e}");
+        let st = Settings::from_point(&point(&[
+            ("rate", Value::Int(4000)),
+            ("preset", s("sysbench-rndrw")),
+        ]))
+        .unwrap();
+        assert_eq!(st.fsync, Fsync::Every(40));
+        // The declared kind: off, auto or a rate of at least 1.
+        let spec = declare().into_iter().find(|p| p.name == "rate").unwrap();
+        assert_eq!(spec.default, s("off"));
+        assert_eq!(spec.kind.parse("rate", "2.5k").unwrap(), Value::Int(2500));
+        assert!(spec.kind.parse("rate", "0").is_err());
     }
 
     #[test]

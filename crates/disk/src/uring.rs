@@ -14,9 +14,10 @@ use std::collections::HashSet;
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use benchsuite_core::BenchError;
+use benchsuite_core::openloop::{latency_ns, pace_until};
 use hdrhistogram::Histogram;
 use io_uring::{IoUring, opcode, types};
 
@@ -27,12 +28,25 @@ use crate::worker::{Picker, Shared, Tally, completion_error};
 /// `IORING_ENTER_GETEVENTS` from `<linux/io_uring.h>`.
 const IORING_ENTER_GETEVENTS: u32 = 1;
 
+/// Open loop: how long before an I/O's intended start the thread stops
+/// blocking in the kernel for completions and spins (polling them), so
+/// that a late wake-up (timer slack, scheduling) does not delay the
+/// submission. The same margin as the core's `pace_until`.
+const SPIN: Duration = Duration::from_micros(80);
+
+/// Open loop without `IORING_ENTER_EXT_ARG` (Linux < 5.11): the longest
+/// sleep between two polls of the completions, and so about the most a
+/// completion's reaping (its latency) can be late.
+const POLL_SLEEP: Duration = Duration::from_micros(20);
+
 #[derive(Debug, Clone, Copy)]
 struct Slot {
     blk: u64,
     write: bool,
     generation: u64,
-    issued: Instant,
+    /// Where its latency starts: when the submitting call returned
+    /// (closed loop), or its intended start (open loop).
+    start: Instant,
 }
 
 /// One thread's ring and buffers.
@@ -44,6 +58,8 @@ pub struct Uring {
     free: Vec<usize>,
     inflight: usize,
     registered: bool,
+    /// The kernel takes a wait timeout (`IORING_FEAT_EXT_ARG`).
+    ext_arg: bool,
     broken: bool,
     /// Offset of block 0 in the file ([`Shared::base`]).
     base: u64,
@@ -175,6 +191,14 @@ impl Uring {
             ),
         };
         let now = Instant::now();
+        let ext_arg = ring.params().is_feature_ext_arg();
+        let mut note = note;
+        if sh.open.is_some() && !ext_arg {
+            note.push_str(&format!(
+                "; this kernel's io_uring has no wait timeout (IORING_FEAT_EXT_ARG, Linux 5.11): between two open-loop I/Os completions were polled every {} µs, so a latency may read up to that much long",
+                POLL_SLEEP.as_micros()
+            ));
+        }
         Ok((
             Uring {
                 ring,
@@ -183,13 +207,14 @@ impl Uring {
                         blk: 0,
                         write: false,
                         generation: 0,
-                        issued: now,
+                        start: now,
                     };
                     qd
                 ],
                 free: (0..qd).rev().collect(),
                 inflight: 0,
                 registered,
+                ext_arg,
                 broken: false,
                 base,
                 busy: HashSet::new(),
@@ -222,66 +247,11 @@ impl Uring {
         writes_since_sync: &mut u64,
         writes: &mut u64,
     ) -> Result<(), BenchError> {
-        let block = sh.block;
         while self.inflight < sh.qd {
-            let verify = sh.verify;
-            let busy = &self.busy;
-            let Some((blk, write)) = picker.next(|b| verify && busy.contains(&b)) else {
+            let Some((idx, write)) = self.push_one(fd, sh, picker, writes_since_sync, writes)?
+            else {
                 break;
             };
-            let Some(idx) = self.free.pop() else {
-                break;
-            };
-            let off = self.base + blk * block as u64;
-            let generation = if write {
-                *writes_since_sync += 1;
-                *writes += 1;
-                let buf = &mut self.bufs[idx].as_mut_slice()[..block];
-                if verify {
-                    let g = picker.bump(blk);
-                    fill_block(buf, off, g);
-                    g
-                } else {
-                    scramble(buf, off, *writes);
-                    0
-                }
-            } else {
-                picker.generation(blk)
-            };
-            let ptr = self.bufs[idx].as_mut_ptr();
-            let len = block as u32;
-            let fdt = types::Fd(fd);
-            let entry = match (write, self.registered) {
-                (false, true) => opcode::ReadFixed::new(fdt, ptr, len, idx as u16)
-                    .offset(off)
-                    .build(),
-                (true, true) => opcode::WriteFixed::new(fdt, ptr, len, idx as u16)
-                    .offset(off)
-                    .build(),
-                (false, false) => opcode::Read::new(fdt, ptr, len).offset(off).build(),
-                (true, false) => opcode::Write::new(fdt, ptr, len).offset(off).build(),
-            }
-            .user_data(idx as u64);
-            // SAFETY: the entry points into bufs[idx], which stays allocated
-            // and is not touched by this code until the completion carrying
-            // user_data idx is reaped (the slot is off the free list until
-            // then), and Drop drains every in-flight I/O before the buffers
-            // are freed. The SQ has qd ≥ inflight + 1 free entries.
-            let pushed = unsafe { self.ring.submission().push(&entry) };
-            if pushed.is_err() {
-                self.free.push(idx);
-                break;
-            }
-            self.slots[idx] = Slot {
-                blk,
-                write,
-                generation,
-                issued: Instant::now(),
-            };
-            if verify {
-                self.busy.insert(blk);
-            }
-            self.inflight += 1;
             self.fresh.push(idx);
             // One submit per I/O, as fio does by default
             // (iodepth_batch_submit=1): on virtio and other devices that
@@ -297,12 +267,161 @@ impl Uring {
         self.submit_pending()
     }
 
+    /// Open loop: issues one I/O intended to start at `at`, once it is due
+    /// and a slot is free, and submits it at once. Its latency counts from
+    /// `at`, whatever delayed it (a full ring, a busy block, a late wake-up).
+    ///
+    /// While it is not due, completions of the I/Os in flight are reaped
+    /// as they come (blocked in the kernel until shortly before `at`, then
+    /// polling while it spins the last stretch, as
+    /// [`pace_until`](benchsuite_core::openloop::pace_until) does); with
+    /// every slot in flight (the cap: [`Shared::qd`]) it waits for a
+    /// completion.
+    #[allow(clippy::too_many_arguments)]
+    pub fn issue_at(
+        &mut self,
+        at: Instant,
+        fd: RawFd,
+        sh: &Shared,
+        picker: &mut Picker,
+        writes_since_sync: &mut u64,
+        writes: &mut u64,
+        hist: &mut Histogram<u64>,
+        t: &mut Tally,
+        id: usize,
+    ) -> Result<(), BenchError> {
+        loop {
+            if self.free.is_empty() {
+                // The cap: wait for one of ours to complete.
+                self.reap(sh, hist, t, id, None)?;
+                continue;
+            }
+            let now = Instant::now();
+            if now < at {
+                if self.inflight == 0 {
+                    pace_until(at);
+                } else if at - now > SPIN {
+                    self.wait_until(at - SPIN)?;
+                    self.process(sh, hist, t, id, None)?;
+                    continue;
+                } else {
+                    self.poll()?;
+                    self.process(sh, hist, t, id, None)?;
+                    std::hint::spin_loop();
+                    continue;
+                }
+            }
+            match self.push_one(fd, sh, picker, writes_since_sync, writes)? {
+                Some((idx, _)) => {
+                    self.slots[idx].start = at;
+                    return self.submit();
+                }
+                // The next block has a write or read in flight (verify=on):
+                // wait for a completion and try again.
+                None if self.inflight > 0 => self.reap(sh, hist, t, id, None)?,
+                None => {
+                    return Err(BenchError::Other(
+                        "io_uring open loop: nothing in flight and nothing could be issued".into(),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Prepares the next I/O in a free slot and pushes it to the
+    /// submission queue (not yet submitted); its `start` is now. `None`
+    /// when no slot is free or the picked block is busy (verify=on).
+    fn push_one(
+        &mut self,
+        fd: RawFd,
+        sh: &Shared,
+        picker: &mut Picker,
+        writes_since_sync: &mut u64,
+        writes: &mut u64,
+    ) -> Result<Option<(usize, bool)>, BenchError> {
+        let block = sh.block;
+        let verify = sh.verify;
+        if self.free.is_empty() {
+            return Ok(None);
+        }
+        let busy = &self.busy;
+        let Some((blk, write)) = picker.next(|b| verify && busy.contains(&b)) else {
+            return Ok(None);
+        };
+        let Some(idx) = self.free.pop() else {
+            return Ok(None);
+        };
+        let off = self.base + blk * block as u64;
+        let generation = if write {
+            *writes_since_sync += 1;
+            *writes += 1;
+            let buf = &mut self.bufs[idx].as_mut_slice()[..block];
+            if verify {
+                let g = picker.bump(blk);
+                fill_block(buf, off, g);
+                g
+            } else {
+                scramble(buf, off, *writes);
+                0
+            }
+        } else {
+            picker.generation(blk)
+        };
+        let ptr = self.bufs[idx].as_mut_ptr();
+        let len = block as u32;
+        let fdt = types::Fd(fd);
+        let entry = match (write, self.registered) {
+            (false, true) => opcode::ReadFixed::new(fdt, ptr, len, idx as u16)
+                .offset(off)
+                .build(),
+            (true, true) => opcode::WriteFixed::new(fdt, ptr, len, idx as u16)
+                .offset(off)
+                .build(),
+            (false, false) => opcode::Read::new(fdt, ptr, len).offset(off).build(),
+            (true, false) => opcode::Write::new(fdt, ptr, len).offset(off).build(),
+        }
+        .user_data(idx as u64);
+        // SAFETY: the entry points into bufs[idx], which stays allocated
+        // and is not touched by this code until the completion carrying
+        // user_data idx is reaped (the slot is off the free list until
+        // then), and Drop drains every in-flight I/O before the buffers
+        // are freed. The SQ has at least as many entries as slots, and
+        // every pushed entry is submitted before the next push.
+        let pushed = unsafe { self.ring.submission().push(&entry) };
+        if pushed.is_err() {
+            self.free.push(idx);
+            return Ok(None);
+        }
+        self.slots[idx] = Slot {
+            blk,
+            write,
+            generation,
+            start: Instant::now(),
+        };
+        if verify {
+            self.busy.insert(blk);
+        }
+        self.inflight += 1;
+        Ok(Some((idx, write)))
+    }
+
     /// Submits what is in the submission queue and stamps the issue time
     /// of those I/Os (after the submitting call returns, as fio does).
     fn submit_pending(&mut self) -> Result<(), BenchError> {
         if self.fresh.is_empty() {
             return Ok(());
         }
+        self.submit()?;
+        let now = Instant::now();
+        for &i in &self.fresh {
+            self.slots[i].start = now;
+        }
+        self.fresh.clear();
+        Ok(())
+    }
+
+    /// Submits everything in the submission queue.
+    fn submit(&mut self) -> Result<(), BenchError> {
         let mut spins = 0;
         while !self.ring.submission().is_empty() {
             let n = self.ring.submission().len() as u32;
@@ -335,12 +454,66 @@ impl Uring {
                 ));
             }
         }
-        let now = Instant::now();
-        for &i in &self.fresh {
-            self.slots[i].issued = now;
-        }
-        self.fresh.clear();
         Ok(())
+    }
+
+    /// Makes completions that are done visible without waiting (runs the
+    /// deferred task work).
+    fn poll(&mut self) -> Result<(), BenchError> {
+        if !self.ring.completion().is_empty() {
+            return Ok(());
+        }
+        // SAFETY: nothing to submit, no argument pointer; min_complete 0
+        // does not wait.
+        let r = unsafe {
+            self.ring
+                .submitter()
+                .enter::<libc::sigset_t>(0, 0, IORING_ENTER_GETEVENTS, None)
+        };
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => Ok(()),
+            Err(e) => {
+                self.broken = true;
+                Err(crate::sys::io_error("io_uring_enter (poll)", e))
+            }
+        }
+    }
+
+    /// Waits until a completion is ready or `deadline` has passed: in the
+    /// kernel with a timeout (`IORING_ENTER_EXT_ARG`, Linux 5.11+), else
+    /// polling between sleeps of at most [`POLL_SLEEP`].
+    fn wait_until(&mut self, deadline: Instant) -> Result<(), BenchError> {
+        if !self.ring.completion().is_empty() {
+            return Ok(());
+        }
+        if self.ext_arg {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return self.poll();
+            }
+            let ts = types::Timespec::from(left);
+            let args = types::SubmitArgs::new().timespec(&ts);
+            return match self.ring.submitter().submit_with_args(1, &args) {
+                Ok(_) => Ok(()),
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR)) => Ok(()),
+                Err(e) => {
+                    self.broken = true;
+                    Err(crate::sys::io_error(
+                        "io_uring_enter (wait with timeout)",
+                        e,
+                    ))
+                }
+            };
+        }
+        loop {
+            self.poll()?;
+            let now = Instant::now();
+            if !self.ring.completion().is_empty() || now >= deadline {
+                return Ok(());
+            }
+            std::thread::sleep((deadline - now).min(POLL_SLEEP));
+        }
     }
 
     /// Waits for at least one completion (unless some are ready) and
@@ -354,7 +527,7 @@ impl Uring {
         hist: &mut Histogram<u64>,
         t: &mut Tally,
         id: usize,
-        mut done: Option<&mut bool>,
+        done: Option<&mut bool>,
     ) -> Result<(), BenchError> {
         if self.ring.completion().is_empty() {
             match self.ring.submit_and_wait(1) {
@@ -365,6 +538,24 @@ impl Uring {
                     return Err(crate::sys::io_error("io_uring_enter (wait)", e));
                 }
             }
+        }
+        self.process(sh, hist, t, id, done)
+    }
+
+    /// Processes every ready completion (without waiting): latency from
+    /// the slot's start (the issue time, or in open loop the intended
+    /// start), reads verified, the slot freed, the shared budget charged
+    /// when `done` is given.
+    fn process(
+        &mut self,
+        sh: &Shared,
+        hist: &mut Histogram<u64>,
+        t: &mut Tally,
+        id: usize,
+        mut done: Option<&mut bool>,
+    ) -> Result<(), BenchError> {
+        if self.ring.completion().is_empty() {
+            return Ok(());
         }
         self.cqes.clear();
         self.cqes
@@ -388,8 +579,7 @@ impl Uring {
                 first.get_or_insert(completion_error(sh, slot.write, off, id, res));
                 continue;
             }
-            let ns = now.saturating_duration_since(slot.issued).as_nanos() as u64;
-            hist.saturating_record(ns.max(1));
+            hist.saturating_record(latency_ns(slot.start, now));
             if !slot.write && sh.verify {
                 // No write of this block can be in flight with the read
                 // (`busy`), so the generation at issue is the one on disk.

@@ -14,16 +14,23 @@
 //! are counted) in the next batch, as in fio's steady state. They are
 //! drained before an fsync, before teardown verification, and before the
 //! buffers are freed.
+//!
+//! Open loop (`rate=N`, [`OpenLoop`]): the budget counts the batch's I/Os
+//! not yet claimed; a thread that claims one also takes the next ticket
+//! `k`, intended to start at `k / rate` after the batch started, issues it
+//! then (or at once when late) and records its latency from that intended
+//! start. Each thread completes its I/Os before the batch ends.
 
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use benchsuite_core::openloop::{Schedule, latency_ns, pace_until};
 use benchsuite_core::runner::new_latency_histogram;
 use benchsuite_core::units::format_size;
 use benchsuite_core::{BenchError, Work};
@@ -49,7 +56,8 @@ pub struct Shared {
     pub block: usize,
     /// Blocks per file.
     pub nblocks: u64,
-    /// I/Os in flight per thread (1 for sync).
+    /// I/Os in flight per thread (1 for sync); in open loop with
+    /// io_uring, the most in flight per thread (the ring's slots).
     pub qd: usize,
     /// Percent reads (randrw).
     pub rwmix: u32,
@@ -73,14 +81,63 @@ pub struct Shared {
     pub target: Option<File>,
     /// Ctrl-C.
     pub cancel: Arc<AtomicBool>,
-    /// Completions left in the current batch, all threads together.
+    /// Completions left in the current batch, all threads together; in
+    /// open loop, I/Os not yet claimed.
     pub budget: AtomicI64,
+    /// Open loop (`rate=N`): the batch's schedule and its tickets. `None`:
+    /// closed loop.
+    pub open: Option<OpenLoop>,
     /// Facts found by workers (how the ring was set up, whether buffers
     /// were registered, whether O_TMPFILE worked), deduplicated.
     pub notes: Mutex<Vec<String>>,
 }
 
+/// One open-loop point's shared schedule: the I/Os of a batch are tickets
+/// `0, 1, 2, ...` claimed by the threads in turn, ticket `k` intended to
+/// start at `schedule.at(k)`.
+#[derive(Debug)]
+pub struct OpenLoop {
+    /// I/Os per second, all threads together.
+    pub rate: f64,
+    /// The current batch's schedule, set by [`OpenLoop::start_batch`]
+    /// before the workers are released.
+    schedule: Mutex<Schedule>,
+    /// The next ticket.
+    next: AtomicU64,
+}
+
+impl OpenLoop {
+    /// An open loop at `rate` I/Os per second.
+    pub fn new(rate: f64) -> OpenLoop {
+        OpenLoop {
+            rate,
+            schedule: Mutex::new(Schedule::new(rate)),
+            next: AtomicU64::new(0),
+        }
+    }
+
+    /// Restarts the schedule now, at ticket 0 (each batch starts afresh).
+    pub fn start_batch(&self) {
+        *self.schedule.lock().unwrap_or_else(|p| p.into_inner()) = Schedule::new(self.rate);
+        self.next.store(0, Ordering::SeqCst);
+    }
+
+    fn schedule(&self) -> Schedule {
+        *self.schedule.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 impl Shared {
+    /// Open loop: claims the batch's next I/O and returns its intended
+    /// start, or `None` once every I/O of the batch is claimed (or a
+    /// thread failed and stopped the batch).
+    fn claim(&self, open: &OpenLoop, schedule: &Schedule) -> Option<Instant> {
+        if self.budget.fetch_sub(1, Ordering::Relaxed) <= 0 {
+            return None;
+        }
+        Some(schedule.at(open.next.fetch_add(1, Ordering::Relaxed)))
+    }
+
     fn note(&self, msg: String) {
         let mut n = self.notes.lock().unwrap_or_else(|p| p.into_inner());
         if !n.contains(&msg) {
@@ -315,10 +372,13 @@ impl Worker {
 
     fn timed(&mut self) -> Result<Work, BenchError> {
         let mut t = Tally::default();
-        match &self.io {
-            Io::Sync(_) => self.run_sync(&mut t)?,
+        let schedule = self.sh.open.as_ref().map(OpenLoop::schedule);
+        match (&self.io, schedule) {
+            (Io::Sync(_), _) => self.run_sync(&mut t, schedule)?,
             #[cfg(target_os = "linux")]
-            Io::Uring(_) => self.run_uring(&mut t)?,
+            (Io::Uring(_), None) => self.run_uring(&mut t)?,
+            #[cfg(target_os = "linux")]
+            (Io::Uring(_), Some(s)) => self.run_uring_open(&mut t, s)?,
         }
         if self.sh.fsync == Fsync::End && self.sh.op.writes() {
             self.drain(&mut t)?;
@@ -345,14 +405,30 @@ impl Worker {
         matches!(self.sh.fsync, Fsync::Every(n) if self.writes_since_sync >= n)
     }
 
-    fn run_sync(&mut self, t: &mut Tally) -> Result<(), BenchError> {
+    /// The sync loop: one I/O at a time. Closed loop (no `schedule`): the
+    /// next starts when one completes, latency is the call's duration. Open
+    /// loop: each claimed I/O waits for its intended start (at once when
+    /// it is late) and its latency counts from there.
+    fn run_sync(&mut self, t: &mut Tally, schedule: Option<Schedule>) -> Result<(), BenchError> {
         let block = self.sh.block;
         loop {
-            if self.sh.budget.fetch_sub(1, Ordering::Relaxed) <= 0 {
-                return Ok(());
-            }
+            let intended = match (&self.sh.open, &schedule) {
+                (Some(open), Some(s)) => match self.sh.claim(open, s) {
+                    Some(at) => Some(at),
+                    None => return Ok(()),
+                },
+                _ => {
+                    if self.sh.budget.fetch_sub(1, Ordering::Relaxed) <= 0 {
+                        return Ok(());
+                    }
+                    None
+                }
+            };
             if self.sync_due() {
                 self.sync()?;
+            }
+            if let Some(at) = intended {
+                pace_until(at);
             }
             let (blk, write) = self.picker.draw();
             let off = self.base + blk * block as u64;
@@ -380,9 +456,9 @@ impl Worker {
             } else {
                 self.file.read_exact_at(b, off)
             };
-            let ns = t0.elapsed().as_nanos() as u64;
+            let ns = latency_ns(intended.unwrap_or(t0), Instant::now());
             r.map_err(|e| io_error(what(&self.sh, write, off, self.id), e))?;
-            self.hist.saturating_record(ns.max(1));
+            self.hist.saturating_record(ns);
             if !write && self.sh.verify {
                 check_block(b, off, generation, &self.sh.file_name(self.id))?;
             }
@@ -426,6 +502,49 @@ impl Worker {
             }
             u.reap(sh, &mut self.hist, t, self.id, Some(&mut done))?;
         }
+    }
+
+    /// The io_uring open loop: claims I/Os one after another and issues
+    /// each at its intended start (see [`crate::uring::Uring::issue_at`]),
+    /// then completes them all before the batch ends (nothing carries into
+    /// the next batch, whose schedule starts afresh). An fsync due after
+    /// `every:N` writes first completes the I/Os in flight.
+    #[cfg(target_os = "linux")]
+    fn run_uring_open(&mut self, t: &mut Tally, schedule: Schedule) -> Result<(), BenchError> {
+        let Io::Uring(u) = &mut self.io else {
+            return Err(BenchError::Other("io_uring loop without a ring".into()));
+        };
+        let sh = &*self.sh;
+        let Some(open) = &sh.open else {
+            return Err(BenchError::Other("open loop without a schedule".into()));
+        };
+        let fd = self.file.as_raw_fd();
+        while let Some(at) = sh.claim(open, &schedule) {
+            if matches!(sh.fsync, Fsync::Every(n) if self.writes_since_sync >= n) {
+                while u.inflight() > 0 {
+                    u.reap(sh, &mut self.hist, t, self.id, None)?;
+                }
+                self.file
+                    .sync_all()
+                    .map_err(|e| io_error(format!("fsync of {}", sh.file_name(self.id)), e))?;
+                self.writes_since_sync = 0;
+            }
+            u.issue_at(
+                at,
+                fd,
+                sh,
+                &mut self.picker,
+                &mut self.writes_since_sync,
+                &mut self.writes,
+                &mut self.hist,
+                t,
+                self.id,
+            )?;
+        }
+        while u.inflight() > 0 {
+            u.reap(sh, &mut self.hist, t, self.id, None)?;
+        }
+        Ok(())
     }
 
     /// Completes every in-flight I/O, counting it in `t`. Keeps draining
