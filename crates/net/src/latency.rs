@@ -1,5 +1,8 @@
 //! `net.latency`: ping-pong round trips over TCP or UDP, optionally while
-//! a bulk TCP stream loads the same path.
+//! a bulk TCP stream loads the same path; or, with `rate=N`, an open loop
+//! of requests at N per second ([`open`]).
+
+mod open;
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream, UdpSocket};
@@ -8,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use benchsuite_core::openloop::Rate;
 use benchsuite_core::runner::new_latency_histogram;
 use benchsuite_core::team::{allowed_cpus, pin_current_thread, set_current_thread_cpus};
 use benchsuite_core::{
@@ -96,6 +100,10 @@ impl Benchmark for Latency {
                     "where the ping-pong's two threads run (in-process server only): any: where the scheduler puts them (plain sockperf); same: this client thread and the server's echo thread pinned to one CPU (a round trip is two context switches, no cross-CPU wake-up; taskset -c 0 on both sockperf ends); different: pinned to two CPUs (every wake-up crosses CPUs, as it does between two hosts)",
                     Cpus::Any,
                 ),
+                ParamSpec::rate(
+                    "rate",
+                    "off = ping-pong (closed loop); N = open loop at N requests/s, as many outstanding as the rate needs, latency from each request's intended start; auto = a ladder up to saturation (see --slo)",
+                ),
             ],
             metrics: vec![MetricSpec::latency("rtt")],
         }
@@ -117,7 +125,23 @@ impl Benchmark for Latency {
             .and_then(Value::as_str)
             .and_then(Proto::from_name)
             == Some(Proto::Udp);
-        if let Some(b) = point.get("block").and_then(Value::as_u64)
+        let block = point.get("block").and_then(Value::as_u64);
+        if let Some(b) = block
+            && udp
+            && Rate::of(point) != Rate::Closed
+            && b < open::UDP_TAG as u64
+        {
+            return Err(ConfigError::InvalidValue {
+                param: "block".into(),
+                value: b.to_string(),
+                reason: format!(
+                    "with proto=udp and a rate each request carries its {}-byte sequence number (answers are matched by it): block must be at least {}",
+                    open::UDP_TAG,
+                    open::UDP_TAG
+                ),
+            });
+        }
+        if let Some(b) = block
             && udp
             && b > u64::from(MAX_UDP_PAYLOAD)
         {
@@ -146,6 +170,21 @@ impl Benchmark for Latency {
         let block = point.u64("block")? as usize;
         let load = point.choice::<LoadKind>("load")? == LoadKind::Tcp;
         let cpus = point.choice::<Cpus>("cpus")?;
+        let rate = match Rate::of(point) {
+            Rate::Closed => None,
+            Rate::Fixed(r) => Some(r),
+            Rate::Auto => {
+                return Err(BenchError::Other(
+                    "rate=auto reached net.latency unresolved: it stands for a ladder of rates that the capacity search (`benchsuite run` with rate=auto) measures one by one; give a number of requests per second, or off".into(),
+                ));
+            }
+        };
+        if udp && rate.is_some() && block < open::UDP_TAG {
+            return Err(BenchError::Other(format!(
+                "open-loop UDP needs block >= {} (the sequence number)",
+                open::UDP_TAG
+            )));
+        }
         let placement = placement(cpus)?;
         if udp && block > MAX_UDP_PAYLOAD as usize {
             return Err(BenchError::Other(format!(
@@ -174,6 +213,10 @@ impl Benchmark for Latency {
                 let s = link.dialer.udp(port)?;
                 s.set_read_timeout(Some(UDP_PING_TIMEOUT))
                     .map_err(|e| BenchError::io("set_read_timeout", e))?;
+                if rate.is_some() {
+                    s.set_nonblocking(true)
+                        .map_err(|e| BenchError::io("set_nonblocking", e))?;
+                }
                 Pinger::Udp {
                     sock: s,
                     seq: 0,
@@ -181,8 +224,13 @@ impl Benchmark for Latency {
                     back: vec![0; block + 1],
                 }
             } else {
+                let sock = link.dialer.attach(Role::Echo, true)?;
+                if rate.is_some() {
+                    sock.set_nonblocking(true)
+                        .map_err(|e| BenchError::io("set_nonblocking", e))?;
+                }
                 Pinger::Tcp {
-                    sock: link.dialer.attach(Role::Echo, true)?,
+                    sock,
                     buf: vec![0x5a; block],
                 }
             };
@@ -238,6 +286,11 @@ impl Benchmark for Latency {
             );
         }
         Ok(Box::new(LatencyCase {
+            open: rate.map(|rate| Open {
+                rate,
+                bufs: open::Bufs::new(block),
+                stats: open::OpenStats::default(),
+            }),
             pinger,
             load: load_stream,
             lost: 0,
@@ -302,7 +355,16 @@ impl Load {
     }
 }
 
+/// The open loop's state (`rate=N`).
+struct Open {
+    rate: f64,
+    bufs: open::Bufs,
+    stats: open::OpenStats,
+}
+
 struct LatencyCase {
+    /// `Some` in an open loop; the sockets are non-blocking then.
+    open: Option<Open>,
     pinger: Pinger,
     /// The background stream, with `load=tcp`.
     load: Option<Load>,
@@ -323,6 +385,22 @@ fn io_err(what: &str) -> impl Fn(io::Error) -> BenchError + '_ {
 
 impl Case for LatencyCase {
     fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
+        if let Some(o) = &mut self.open {
+            return match &mut self.pinger {
+                Pinger::Tcp { sock, buf } => {
+                    open::tcp_batch(sock, buf.len(), o.rate, iters, &mut o.bufs, &mut o.stats)
+                }
+                Pinger::Udp { sock, seq, buf, .. } => open::udp_batch(
+                    sock,
+                    buf.len(),
+                    o.rate,
+                    iters,
+                    seq,
+                    &mut o.bufs,
+                    &mut o.stats,
+                ),
+            };
+        }
         let mut hist = new_latency_histogram();
         match &mut self.pinger {
             Pinger::Tcp { sock, buf } => {
@@ -391,6 +469,7 @@ impl Case for LatencyCase {
 
     fn finish(self: Box<Self>) -> Finished {
         let LatencyCase {
+            open,
             pinger,
             load,
             lost,
@@ -407,6 +486,17 @@ impl Case for LatencyCase {
             let _ = set_current_thread_cpus(&cpus);
         }
         let ended = link.finish().map(|_| ());
+        if let Some(o) = open {
+            about.notes.push(o.stats.note(o.rate));
+            if o.stats.lost > 0 {
+                about.caveat(format!(
+                    "{} of {} UDP requests got no answer within {} ms: each counts as lost (no sample, not resent, so the schedule stays as it was), and the achieved rate counts only those answered",
+                    o.stats.lost,
+                    o.stats.requests,
+                    UDP_PING_TIMEOUT.as_millis()
+                ));
+            }
+        }
         if lost > 0 {
             about.caveat(format!(
                 "{lost} of {pings} UDP pings got no answer within {} ms and were resent; a lost ping adds no sample, and each cost its timeout in wall time",

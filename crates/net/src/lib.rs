@@ -10,7 +10,7 @@
 //! |----|---------------|----------|--------------|
 //! | `net.tcp_throughput` | one `block`-sized write per stream | `throughput` (B/s, receiver-counted) | `iperf3 -c HOST -l BLOCK -P N` (`-R` down, `--bidir`) |
 //! | `net.udp_throughput` | one datagram per stream | `received` (B/s), `loss`, `jitter` | `iperf3 -c HOST -u -b RATE -l BLOCK` |
-//! | `net.latency` | one round trip | `rtt` (s, HDR percentiles) | `sockperf ping-pong -m BLOCK --full-rtt` |
+//! | `net.latency` | one round trip (`rate=N`: one request of an open loop) | `rtt` (s, HDR percentiles) | `sockperf ping-pong -m BLOCK --full-rtt` (`rate=N`: `sockperf under-load --mps=N --reply-every=1 --full-rtt`) |
 //! | `net.connect` | connect + hello + close | `connect` (s, HDR percentiles) | the classic "connection latency" experiment |
 //!
 //! ## Where the server is
@@ -99,7 +99,7 @@
 //! (`net.core.rmem_default`), as iperf3 does: a deeper buffer loses less
 //! in bursts but, at overload, hands the receiver cache-cold data.
 //!
-//! ## `net.latency` — `proto`, `block`, `load`, `cpus`
+//! ## `net.latency` — `proto`, `block`, `load`, `cpus`, `rate`
 //!
 //! One iteration is one round trip: write `block` bytes, read them back
 //! from the server's echo; each round trip's time goes into an HDR
@@ -133,6 +133,35 @@
 //! server shares this process's address space, so on one CPU its switches
 //! skip the address-space change that two processes (sockperf and its
 //! server, or `--peer` to a local `benchsuite serve`) pay.
+//!
+//! ### Open loop (`rate`)
+//!
+//! `rate=off` (the default) is the ping-pong above: a closed loop, whose
+//! next round trip waits for the last, so a stall of the server costs one
+//! slow sample however long it lasts. `rate=N` (`5000`, `50k`) is an open
+//! loop at N requests per second, as wrk2 measures: a batch of `n`
+//! requests has intended starts `k / N` after the batch began (the
+//! schedule restarts each batch), each request is sent when its start is
+//! due (late, never dropped, when a full socket buffer holds it up), and
+//! its latency runs **from its intended start** to the arrival of its
+//! whole answer, so every request that should have started during a stall
+//! counts the stall (no coordinated omission; see
+//! [`benchsuite_core::openloop`]). As many requests are outstanding as the
+//! rate and the round trip make, with no limit; the batch returns once all
+//! are answered (nothing carries over). The runner records the offered and
+//! achieved rates (`load`) and marks a point that fell more than 5% short
+//! as saturated. One thread drives one connection (TCP: requests
+//! pipelined, the echo's `k`-th `block` bytes answer request `k`; UDP:
+//! each datagram's first 8 bytes are its sequence number, so `block` ≥ 8,
+//! and one unanswered 200 ms after it was sent is lost: no sample, not
+//! resent, a caveat). Between sends the client sleeps in `ppoll` with a
+//! 1 ns timer slack, it does not spin: a send leaves a wake-up after its
+//! intended start (tens of µs on an idle virtual machine), which counts in
+//! the latency; the record's note gives the mean and largest lateness and
+//! the most requests outstanding. `rate=auto` is a ladder of rates up to
+//! saturation run by the capacity search (`--slo`). The reference at a rate
+//! is `sockperf under-load --mps=N --reply-every=1`, which times each
+//! message from its actual send and busy-waits between sends.
 //!
 //! ## `net.connect`
 //!

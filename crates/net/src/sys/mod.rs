@@ -1,7 +1,8 @@
 //! The only place this crate calls the kernel through `libc` (and the
 //! only `unsafe` in it): the thin wrappers over the system calls that std
 //! does not offer — `FIONREAD` and `SO_RCVLOWAT` on a socket, `getifaddrs`,
-//! `getrandom` — and, in
+//! `getrandom`, `ppoll` with a nanosecond timeout, a thread's timer
+//! slack — and, in
 //! [`netlink`], the rtnetlink client whose one `unsafe` opens its socket.
 //! The policy built on them lives elsewhere: which interface reaches a
 //! peer in `route`, what that interface is and its line rate in `nic`.
@@ -135,6 +136,95 @@ fn set_int(fd: std::os::fd::RawFd, level: libc::c_int, name: libc::c_int, v: lib
         )
     };
     rc == 0
+}
+
+/// Waits until `sock` is ready for `events` (`libc::POLLIN`,
+/// `libc::POLLOUT`) or `timeout` passed (`None`: no limit); returns the
+/// events that happened (0 on a timeout or a signal). On Linux `ppoll`,
+/// whose timeout is in nanoseconds; elsewhere `poll`, rounded up to the
+/// millisecond.
+pub(crate) fn wait_ready(
+    sock: &impl AsRawFd,
+    events: libc::c_short,
+    timeout: Option<std::time::Duration>,
+) -> std::io::Result<libc::c_short> {
+    let mut fd = libc::pollfd {
+        fd: sock.as_raw_fd(),
+        events,
+        revents: 0,
+    };
+    #[cfg(target_os = "linux")]
+    let rc = {
+        let ts = timeout.map(|t| libc::timespec {
+            tv_sec: t.as_secs().min(i32::MAX as u64) as libc::time_t,
+            tv_nsec: t.subsec_nanos() as libc::c_long,
+        });
+        let ts_ptr = ts
+            .as_ref()
+            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        // SAFETY: `fd` is one valid pollfd for the call (count 1), its
+        // descriptor is open; `ts_ptr` is null or points at `ts`, which
+        // outlives the call; a null signal mask leaves the mask alone.
+        unsafe { libc::ppoll(&mut fd, 1, ts_ptr, std::ptr::null()) }
+    };
+    #[cfg(not(target_os = "linux"))]
+    let rc = {
+        let ms = timeout.map_or(-1, |t| {
+            t.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as libc::c_int
+        });
+        // SAFETY: `fd` is one valid pollfd for the call (count 1), its
+        // descriptor is open.
+        unsafe { libc::poll(&mut fd, 1, ms) }
+    };
+    if rc < 0 {
+        let e = std::io::Error::last_os_error();
+        return if e.kind() == std::io::ErrorKind::Interrupted {
+            Ok(0)
+        } else {
+            Err(e)
+        };
+    }
+    Ok(if rc == 0 { 0 } else { fd.revents })
+}
+
+/// This thread's timer slack (`PR_SET_TIMERSLACK`) at 1 ns while it lives,
+/// put back when dropped: a sleep until a deadline then wakes at the
+/// deadline, not up to 50 µs (the default slack) after it. Linux only; a
+/// no-op elsewhere or where the call fails.
+pub(crate) struct FineTimer {
+    #[cfg(target_os = "linux")]
+    before: Option<libc::c_ulong>,
+}
+
+impl FineTimer {
+    pub(crate) fn new() -> FineTimer {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: PR_GET_TIMERSLACK takes no pointer and returns the
+            // slack (or -1).
+            let before = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+            // SAFETY: PR_SET_TIMERSLACK takes the value itself, no pointer;
+            // it changes only this thread.
+            let set = before > 0
+                && unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) }
+                    == 0;
+            FineTimer {
+                before: set.then_some(before as libc::c_ulong),
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        FineTimer {}
+    }
+}
+
+impl Drop for FineTimer {
+    fn drop(&mut self) {
+        #[cfg(target_os = "linux")]
+        if let Some(v) = self.before {
+            // SAFETY: as in `new`.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, v, 0, 0, 0) };
+        }
+    }
 }
 
 /// Every (interface, address) pair of this machine (IPv4 and IPv6).
