@@ -34,10 +34,12 @@ use crate::param::{Point, RATE_AUTO, RATE_OFF, Value};
 pub const RATE: &str = "rate";
 
 /// How far (as a fraction) the achieved rate may fall below the offered
-/// one before the point counts as saturated: 5%. A batch's drain (the last
-/// operations' latency after the last start) costs a few tenths of a
-/// percent at the default sample length; a system that keeps up loses
-/// nothing else.
+/// one before the point counts as saturated: 5%. An open-loop sample lasts
+/// at least [`crate::runner::OPEN_LOOP_SAMPLE`] (100 ms), so its drain (the
+/// last operations' latency after the last start) costs well under 1% on
+/// a system that keeps up; the rest of the tolerance absorbs a brief
+/// hiccup of the machine. A system that does not keep up falls further
+/// behind the longer it runs.
 pub const SATURATION_TOLERANCE: f64 = 0.05;
 
 /// What a point's `rate` asks for.

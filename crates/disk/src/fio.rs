@@ -403,7 +403,7 @@ mod tests {
         ] {
             assert!(a.contains(want), "{want} missing from {a}");
         }
-        assert_eq!(r.metric, "latency");
+        assert_eq!(r.metric, "latency.p99");
         let note = r.note.as_deref().unwrap();
         assert!(
             note.contains("intended start") && note.contains("actual submission"),

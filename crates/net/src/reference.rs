@@ -189,12 +189,19 @@ fn latency_on(ctx: &Context, point: &Point, port: u16, cpus: &[usize]) -> Option
     client.extend(argv(["--full-rtt", "-t"]));
     client.push(REFERENCE_SECS.to_string());
     server.extend(argv(["-i", "127.0.0.1", "-p", port.as_str()]));
+    // Open loop: the tail is what an operator sizes by, so both sides'
+    // p99 (ours: the median of each round's own p99).
+    let (metric, parse): (&'static str, benchsuite_core::reference::ParseFn) = if rate.is_some() {
+        ("rtt.p99", |out| parse_sockperf_percentile(out, 99.0))
+    } else {
+        ("rtt", parse_sockperf)
+    };
     let mut r = Reference::new(
         "sockperf",
         "sockperf",
         pin(client_cpu, client),
-        "rtt",
-        parse_sockperf,
+        metric,
+        parse,
     );
     r.server_argv = Some(pin(server_cpu, server));
     let mut notes = Vec::new();
@@ -205,7 +212,7 @@ fn latency_on(ctx: &Context, point: &Point, port: u16, cpus: &[usize]) -> Option
     }
     if let Some(n) = rate {
         notes.push(format!(
-            "open loop at {n}/s, both compared by their mean round trip: sockperf under-load times each message from when it was actually sent, ours from its intended start (a late send or a stall of the sender counts with us, not with sockperf); sockperf busy-waits between sends, ours sleeps until the next one (so on an idle machine ours pays a wake-up per request); sockperf leaves out its first 400 ms (warm-up), and without --reply-every=1 it would answer and time only every 100th message"
+            "open loop at {n}/s, both compared by their p99 round trip: sockperf under-load times each message from when it was actually sent, ours from its intended start (a late send or a stall of the sender counts with us, not with sockperf); sockperf busy-waits between sends, ours sleeps until the next one (so on an idle machine ours pays a wake-up per request); sockperf leaves out its first 400 ms (warm-up), and without --reply-every=1 it would answer and time only every 100th message"
         ));
     }
     r.note = (!notes.is_empty()).then(|| notes.join("; "));
@@ -258,9 +265,7 @@ pub fn parse_sockperf(out: &str) -> Result<f64, String> {
 
 /// A percentile of sockperf's round trip (`---> percentile 99.000 =
 /// 84.494`, in µs), in seconds: with `--full-rtt` the full round trip,
-/// as ours. For comparing tails, once a reference can name a percentile
-/// of a latency metric rather than its median of sample means.
-#[allow(dead_code, reason = "a reference compares the metric's median today")]
+/// as ours.
 pub fn parse_sockperf_percentile(out: &str, pct: f64) -> Result<f64, String> {
     for line in out.lines() {
         let Some(rest) = line.split("---> percentile").nth(1) else {
@@ -435,7 +440,7 @@ mod tests {
             r.server_argv.unwrap(),
             argv(["sockperf", "sr", "--tcp", "-i", "127.0.0.1", "-p", "11111"])
         );
-        assert_eq!(r.metric, "rtt");
+        assert_eq!(r.metric, "rtt.p99");
         let note = r.note.unwrap();
         assert!(
             note.contains("intended start") && note.contains("actually sent"),

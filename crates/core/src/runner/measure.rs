@@ -50,19 +50,21 @@ pub(super) fn over_peak_warning(metric: &str, efficiency: f64) -> Caveat {
     }
 }
 
-/// Calibrates the batch size during warm-up, then samples.
+/// Calibrates the batch size during warm-up, growing it from `first`
+/// iterations, then samples.
 pub(super) fn measure(
     case: &mut dyn Case,
     specs: &[MetricSpec],
     ctx: &Context,
     config: &RunConfig,
+    first: u64,
 ) -> Result<Measured, BenchError> {
     let target = config.min_sample_time.as_secs_f64();
     let mut warnings = Vec::new();
     // Warm-up and batch sizing: grow the batch until one lasts `target`,
     // then keep running full batches until the warm-up time has passed.
     let warm_start = Instant::now();
-    let mut iters: u64 = 1;
+    let mut iters: u64 = first.max(1);
     loop {
         let mut b = timed(case, iters)?;
         if b.secs >= target {
@@ -397,7 +399,7 @@ mod tests {
     fn run(case: &mut Fake) -> Result<(u64, Vec<Metric>), BenchError> {
         let ctx = Context::new(Arc::new(Host::default()));
         let specs = [MetricSpec::time_per_op("t")];
-        measure(case, &specs, &ctx, &config()).map(|m| (m.iters, m.metrics))
+        measure(case, &specs, &ctx, &config(), 1).map(|m| (m.iters, m.metrics))
     }
 
     #[test]

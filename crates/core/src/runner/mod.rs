@@ -42,6 +42,9 @@ use measure::{Hists, Measured, measure, over_peak_warning};
 use rounds::merge_round;
 use steal::CpuTimes;
 
+/// The shortest sample of an open-loop point (`rate=N`): 100 ms.
+pub const OPEN_LOOP_SAMPLE: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Receives progress events; the CLI draws a progress bar from them.
 pub trait Observer {
     /// The run is about to start `total` records.
@@ -374,8 +377,26 @@ pub(crate) fn run_point(
         }
     };
     let cpu_before = CpuTimes::read();
+    // An open-loop point: samples of at least OPEN_LOOP_SAMPLE, so the
+    // drain at the end of each (its last operations' latency) is a small
+    // part of it, and a first batch already as long as a sample should be
+    // (a batch of one operation at a fixed rate takes one latency,
+    // whatever the rate: growing from it would overshoot at low rates).
+    let open = Rate::of(point).fixed();
+    let open_config;
+    let (config, first) = match open {
+        Some(rate) => {
+            open_config = RunConfig {
+                min_sample_time: config.min_sample_time.max(OPEN_LOOP_SAMPLE),
+                ..config.clone()
+            };
+            let n = (rate * open_config.min_sample_time.as_secs_f64()).ceil() as u64 + 1;
+            (&open_config, n.clamp(1, 1 << 32))
+        }
+        None => (config, 1),
+    };
     let measured = catch_unwind(AssertUnwindSafe(|| {
-        measure(case.as_mut(), specs, ctx, config)
+        measure(case.as_mut(), specs, ctx, config, first)
     }))
     .unwrap_or_else(|p| {
         Err(BenchError::Other(format!(

@@ -5,33 +5,24 @@
 
 use std::io::{self, Write};
 
-use benchsuite_core::capacity::Capacity;
-use benchsuite_core::report::{Record, Report};
+use benchsuite_core::report::Report;
 use benchsuite_core::units::{format_seconds, format_value};
 
-/// The searches of `report`: each summary record with its capacity.
-pub(crate) fn searches(report: &Report) -> impl Iterator<Item = (&Record, &Capacity)> {
-    report
-        .records
-        .iter()
-        .filter_map(|r| r.capacity.as_ref().map(|c| (r, c)))
-}
-
-/// Writes every search of `report` (nothing when it has none).
-pub(crate) fn write_ladders(report: &Report, out: &mut dyn Write) -> io::Result<()> {
-    for (r, c) in searches(report) {
+/// Writes every search of `report` (nothing when it has none), each
+/// headed by its summary record's key in `keys` (one per record of the
+/// report, as the table shows them).
+pub(crate) fn write_ladders(
+    report: &Report,
+    keys: &[String],
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    for (r, key) in report.records.iter().zip(keys) {
+        let Some(c) = &r.capacity else { continue };
         let what = match &c.slo {
             Some(s) => format!("capacity search for {s}"),
             None => "ladder up to saturation".to_string(),
         };
-        let label = r.params.label();
-        writeln!(
-            out,
-            "\n{what}: {}{}{}",
-            r.id,
-            if label.is_empty() { "" } else { " " },
-            label
-        )?;
+        writeln!(out, "\n{what}: {key}")?;
         let rows: Vec<[String; 7]> = c
             .steps
             .iter()
@@ -129,7 +120,8 @@ mod tests {
     fn a_search_prints_its_steps_in_order_then_the_answer() {
         let r = crate::export::fixtures::capacity_report();
         let mut out = Vec::new();
-        write_ladders(&r, &mut out).unwrap();
+        let keys: Vec<String> = r.records.iter().map(|x| x.key()).collect();
+        write_ladders(&r, &keys, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert!(

@@ -151,12 +151,17 @@ fn write_report_raw(
     for line in render(&HEADER, &rows, &right) {
         writeln!(out, "{line}")?;
     }
-    super::ladder::write_ladders(report, out)?;
+    super::ladder::write_ladders(report, &keys, out)?;
     let c = &report.config;
-    let sampling = match (c.duration_s, c.interval_s) {
+    let mut sampling = match (c.duration_s, c.interval_s) {
         (Some(d), Some(i)) => format!("time series over {d} s, one sample per {i} s"),
         _ => format!("{} samples per record", c.runs),
     };
+    if report.records.iter().any(|r| r.capacity.is_some()) {
+        sampling.push_str(" (a capacity search's steps: 5 samples, 1-5 s in all)");
+    } else if report.records.iter().any(|r| r.load.is_some()) {
+        sampling.push_str(" (open-loop records: samples of at least 100 ms)");
+    }
     writeln!(
         out,
         "\n{sampling}, each batch >= {} (clock read costs {}, {:.4}% of a batch){}",
