@@ -153,7 +153,7 @@ fn open_loop_args(s: &Settings, rate: f64) -> (Vec<String>, String) {
         EngineKind::Sync => "psync has one I/O in flight per job, as ours per thread".to_string(),
     };
     let note = format!(
-        "open loop at {rate} I/O/s: fio paces with rate_iops={rate_iops} per job{rounded} and rate_process=linear, {depth}; the comparison is of mean latency (fio's total latency, lat_ns). fio measures each I/O from its actual submission, benchsuite from its intended start on the schedule, so an I/O that waits (behind a stall, a full queue or a late wake-up) counts that wait here and not in fio: expect ours to be higher, the more so the nearer the rate is to saturation"
+        "open loop at {rate} I/O/s: fio paces with rate_iops={rate_iops} per job{rounded} and rate_process=linear, {depth}; the comparison is of p99 (fio's total latency, lat_ns, with lat_percentiles=1; ours: the median of our rounds' own p99). fio measures each I/O from its actual submission, benchsuite from its intended start on the schedule, so an I/O that waits (behind a stall, a full queue or a late wake-up) counts that wait here and not in fio: expect ours to be higher, the more so the nearer the rate is to saturation. fio's thread sleeps between I/Os; ours spins the last 80 µs before each start, so above about 12k I/O/s per thread it never sleeps: in a virtual machine whose idle vCPU halts (cpuidle haltpoll), fio's completions then wait for the vCPU to wake and its p99 reads higher than ours (measured on a 2-vCPU KVM guest at 20k/s: ours 2.07x better; with /dev/cpu_dma_latency held at 0, so neither vCPU halts, 0.94x)"
     );
     (args, note)
 }

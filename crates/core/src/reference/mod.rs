@@ -193,6 +193,12 @@ pub struct ReferenceResult {
     /// tool's number at this point (a known difference or misbehaviour).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Our value of the tool's metric in each round, in order, where it is
+    /// a latency percentile (`latency.p99`): the ratio compares their
+    /// median, since a pooled record keeps only the first round's
+    /// percentiles. Schema 1.8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub our_rounds: Option<Vec<f64>>,
 }
 
 /// The direction-aware ratio of our median to the tool's: above 1 means

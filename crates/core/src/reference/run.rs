@@ -334,6 +334,7 @@ impl ToolRun {
             ratio,
             rounds: self.values,
             note,
+            our_rounds: r.metric.contains('.').then(|| our_values.to_vec()),
         }
     }
 }

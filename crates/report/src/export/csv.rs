@@ -393,6 +393,7 @@ mod tests {
             ratio: Some(2.0),
             rounds: vec![2e-6],
             note: None,
+            our_rounds: None,
         });
         let mut out = Vec::new();
         write_report(&report, &mut out).unwrap();

@@ -218,6 +218,7 @@ mod tests {
             ratio: Some(1.25),
             rounds: vec![2e9],
             note: Some("a|b".into()),
+            our_rounds: None,
         });
         let t = text(|o| write_report(&r, o));
         let rows = table_rows(&t);

@@ -854,6 +854,7 @@ mod tests {
             ratio,
             rounds: Vec::new(),
             note: note.map(String::from),
+            our_rounds: None,
         }
     }
 
