@@ -1123,7 +1123,7 @@ fn every_shipped_plan_runs_quick_into_one_report() {
         ("cpu.toml", &["flops", "iops", "linpack"], 3, &[]),
         (
             "network.toml",
-            &["tcp", "udp", "latency", "connect"],
+            &["tcp", "udp", "latency", "connect", "capacity"],
             3,
             &[],
         ),
@@ -1139,7 +1139,7 @@ fn every_shipped_plan_runs_quick_into_one_report() {
             5,
             &[],
         ),
-        ("disk.toml", &["blocks", "threads"], 3, &[]),
+        ("disk.toml", &["blocks", "threads", "capacity"], 3, &[]),
         (
             "gpu.toml",
             &["flops", "iops", "matmul", "copies", "copy-sweep", "latency"],
@@ -1185,6 +1185,16 @@ fn every_shipped_plan_runs_quick_into_one_report() {
                 records.iter().any(|r| r["phase"] == *phase),
                 "{plan}: no record of phase {phase}"
             );
+        }
+        if plan == "disk.toml" || plan == "network.toml" {
+            // The capacity phase: a search's summary with its answer (or
+            // its plain verdict) and the curve drawn.
+            let summary = records
+                .iter()
+                .find(|r| r.get("capacity").is_some())
+                .unwrap_or_else(|| panic!("{plan}: no capacity search"));
+            assert!(summary["capacity"]["steps"].as_array().unwrap().len() >= 2);
+            assert!(page.contains("latency against the rate carried"), "{plan}");
         }
         for r in records {
             assert_ne!(r["status"], "failed", "{plan}: {r}");

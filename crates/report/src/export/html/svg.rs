@@ -263,15 +263,25 @@ impl Chart {
             escape(&self.y.label)
         );
         // Markers (cache sizes).
+        // A label closer than its width to the last one drops a line, so
+        // neighbouring marks (a knee beside an answer) stay readable.
+        let mut last: Option<(f64, f64, f64)> = None; // (x, half width, y)
         for (x, label) in &self.marks {
             if *x < x0 || *x > x1 {
                 continue;
             }
-            let px = f(sx.map(*x));
+            let pxv = sx.map(*x);
+            let half = label.chars().count() as f64 * 2.8;
+            let y = match last {
+                Some((lx, lh, ly)) if (pxv - lx).abs() < lh + half + 4.0 => ly + 12.0,
+                _ => T + 12.0,
+            };
+            last = Some((pxv, half, y));
+            let px = f(pxv);
             let _ = write!(
                 out,
                 r##"<line x1="{px}" y1="{T}" x2="{px}" y2="{B}" stroke="#888888" stroke-dasharray="2 3"/><text x="{px}" y="{}" font-size="10" fill="#555555" text-anchor="middle">{}</text>"##,
-                T + 12.0,
+                f(y),
                 escape(label)
             );
         }
