@@ -18,10 +18,16 @@
 //! latency histogram. The runner adds the offered and achieved rates to the
 //! record ([`OpenLoad`]) and marks a point whose achieved rate falls more
 //! than [`SATURATION_TOLERANCE`] short of the offered one as saturated
-//! ([`Caveat::Saturated`](crate::Caveat::Saturated)). Each batch starts its
-//! schedule afresh and completes its operations before it returns, so the
-//! achieved rate of a batch is its operations over its wall time, the
-//! drain included.
+//! ([`Caveat::Saturated`](crate::Caveat::Saturated)).
+//!
+//! The schedule runs on across a case's batches ([`Timeline`]): the
+//! first batch starts it, and each later batch continues where the last
+//! one's operations left off on it. A batch completes its operations
+//! before it returns, so when a stall holds up the end of one batch, the
+//! next batch's first operations are already late and count it — a
+//! schedule restarted per batch would wait out the stall (coordinated
+//! omission at the batch's scale). The achieved rate of a batch is its
+//! operations over its wall time, the drain included.
 
 use std::time::{Duration, Instant};
 
@@ -118,6 +124,43 @@ impl Schedule {
     }
 }
 
+/// A case's schedule across its batches: operation `g` of the case
+/// (counting every batch) is intended at `start + g / rate`, the start
+/// being when the first batch began. See the module docs for why.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeline {
+    rate: f64,
+    start: Option<Instant>,
+    next: u64,
+}
+
+impl Timeline {
+    /// A timeline at `rate` operations per second, not yet started.
+    pub fn new(rate: f64) -> Timeline {
+        Timeline {
+            rate,
+            start: None,
+            next: 0,
+        }
+    }
+
+    /// The schedule of the next batch of `n` operations: its operation `k`
+    /// (from 0) is the case's operation `next + k`. The first call starts
+    /// the timeline now.
+    pub fn batch(&mut self, n: u64) -> Schedule {
+        let start = *self.start.get_or_insert_with(Instant::now);
+        let whole = Schedule::starting_at(self.rate, start);
+        let s = Schedule::starting_at(self.rate, whole.at(self.next));
+        self.next += n;
+        s
+    }
+
+    /// The rate.
+    pub fn rate(&self) -> f64 {
+        self.rate
+    }
+}
+
 /// The latency of an operation intended to start at `intended` and
 /// completed at `done`, in nanoseconds (at least 1, as histograms want).
 pub fn latency_ns(intended: Instant, done: Instant) -> u64 {
@@ -198,6 +241,15 @@ mod tests {
         assert_eq!(s.due(t0 + Duration::from_micros(2500)), 3);
         assert_eq!(latency_ns(s.at(2), t0), 1);
         assert_eq!(latency_ns(t0, t0 + Duration::from_micros(3)), 3000);
+    }
+
+    #[test]
+    fn a_timeline_continues_across_batches() {
+        let mut t = Timeline::new(1000.0);
+        let a = t.batch(10);
+        let b = t.batch(5);
+        assert_eq!(b.at(0) - a.at(0), Duration::from_millis(10));
+        assert_eq!(t.batch(1).at(0) - a.at(0), Duration::from_millis(15));
     }
 
     #[test]

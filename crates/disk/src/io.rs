@@ -132,9 +132,9 @@ impl Case for DiskCase {
         self.sh
             .budget
             .store(budget, std::sync::atomic::Ordering::SeqCst);
-        // Open loop: the batch's schedule starts now, at ticket 0.
+        // Open loop: the batch's schedule continues the point's timeline.
         if let Some(open) = &self.sh.open {
-            open.start_batch();
+            open.start_batch(budget.max(0) as u64);
         }
         self.team.run(iters)
     }

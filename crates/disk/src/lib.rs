@@ -57,12 +57,14 @@
 //! full, as a service sees requests arrive (wrk2's method, no coordinated
 //! omission). A batch of `n` iterations is still `n × threads` I/Os, now on
 //! one schedule shared by all threads: I/O `k` of the batch (a ticket the
-//! threads claim in turn) is intended to start at `k / N` seconds after the
-//! batch starts. Its latency is measured from that intended start to its
+//! threads claim in turn) is intended to start `k / N` seconds after the
+//! batch's first, and each batch's schedule continues the last one's (the
+//! first batch starts it). Its latency is measured from that intended start to its
 //! completion, not from its submission: a stall of the device (or of the
 //! thread) counts fully for every I/O that should have started during it.
-//! Each batch restarts the schedule and completes all its I/Os before it
-//! returns, so nothing carries into the next one; the record's `load`
+//! Each batch completes all its I/Os before it returns; when a stall holds
+//! up its end, the next batch's first I/Os are already late and count it
+//! (a schedule restarted per batch would wait the stall out). The record's `load`
 //! gives the offered and achieved rates, and a point whose achieved rate
 //! falls more than 5% short is marked saturated (a warning), its latencies
 //! then describing a growing queue.

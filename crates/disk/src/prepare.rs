@@ -139,7 +139,7 @@ fn open_loop_note(s: &Settings, rate: f64, engine: EngineKind, slots: usize) -> 
         ),
     };
     format!(
-        "open loop at {rate} I/O/s across all {} thread(s): I/O k of a batch is intended to start at k/rate from the batch's start, whenever the earlier ones complete, and its latency counts from that intended start (so it includes queueing behind a stall, and the submission), not from the actual submission; {cap}; each batch's schedule starts afresh and its I/Os all complete before it ends",
+        "open loop at {rate} I/O/s across all {} thread(s): I/O k is intended to start at k/rate on one schedule that runs on across the point's batches, whenever the earlier ones complete, and its latency counts from that intended start (so it includes queueing behind a stall, and the submission), not from the actual submission; {cap}; each batch's I/Os all complete before it ends, and a batch whose end a stall held up leaves the next one's first I/Os late",
         s.threads
     )
 }

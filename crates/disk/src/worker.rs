@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use benchsuite_core::openloop::{Schedule, latency_ns, pace_until};
+use benchsuite_core::openloop::{Schedule, Timeline, latency_ns, pace_until};
 use benchsuite_core::runner::new_latency_histogram;
 use benchsuite_core::units::format_size;
 use benchsuite_core::{BenchError, Work};
@@ -94,14 +94,16 @@ pub struct Shared {
 
 /// One open-loop point's shared schedule: the I/Os of a batch are tickets
 /// `0, 1, 2, ...` claimed by the threads in turn, ticket `k` intended to
-/// start at `schedule.at(k)`.
+/// start at `schedule.at(k)`; each batch's schedule continues the point's
+/// [`Timeline`], so a stall that holds up one batch's end makes the next
+/// batch's first I/Os late, and they count it.
 #[derive(Debug)]
 pub struct OpenLoop {
-    /// I/Os per second, all threads together.
-    pub rate: f64,
     /// The current batch's schedule, set by [`OpenLoop::start_batch`]
     /// before the workers are released.
     schedule: Mutex<Schedule>,
+    /// The point's schedule across its batches.
+    timeline: Mutex<Timeline>,
     /// The next ticket.
     next: AtomicU64,
 }
@@ -110,15 +112,21 @@ impl OpenLoop {
     /// An open loop at `rate` I/Os per second.
     pub fn new(rate: f64) -> OpenLoop {
         OpenLoop {
-            rate,
             schedule: Mutex::new(Schedule::new(rate)),
+            timeline: Mutex::new(Timeline::new(rate)),
             next: AtomicU64::new(0),
         }
     }
 
-    /// Restarts the schedule now, at ticket 0 (each batch starts afresh).
-    pub fn start_batch(&self) {
-        *self.schedule.lock().unwrap_or_else(|p| p.into_inner()) = Schedule::new(self.rate);
+    /// Sets the schedule of the next batch of `n` I/Os (the timeline's
+    /// continuation: the first batch starts it now), at ticket 0.
+    pub fn start_batch(&self, n: u64) {
+        let s = self
+            .timeline
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .batch(n);
+        *self.schedule.lock().unwrap_or_else(|p| p.into_inner()) = s;
         self.next.store(0, Ordering::SeqCst);
     }
 
@@ -507,7 +515,7 @@ impl Worker {
     /// The io_uring open loop: claims I/Os one after another and issues
     /// each at its intended start (see [`crate::uring::Uring::issue_at`]),
     /// then completes them all before the batch ends (nothing carries into
-    /// the next batch, whose schedule starts afresh). An fsync due after
+    /// the next batch, whose schedule continues this one's). An fsync due after
     /// `every:N` writes first completes the I/Os in flight.
     #[cfg(target_os = "linux")]
     fn run_uring_open(&mut self, t: &mut Tally, schedule: Schedule) -> Result<(), BenchError> {

@@ -165,10 +165,12 @@ fn a_rate_far_above_the_device_is_saturated() {
     assert!(load.saturated, "{load:?}");
     assert!(load.achieved < load.offered * 0.95, "{load:?}");
     assert!(saturated_warning(r), "{:?}", r.warnings);
-    // The I/Os waited behind each other: latency from the intended start
-    // grows far past one I/O's service time.
+    // The I/Os waited behind each other, and the schedule runs on across
+    // batches, so the backlog only grows: latency from the intended start
+    // is far past one 64 KiB read's service time (well under 10 ms on any
+    // disk this runs on) for most I/Os, not only the last of each batch.
     let lat = r.metrics[2].latency.as_ref().unwrap();
-    assert!(lat.max > lat.min * 10.0, "{lat:?}");
+    assert!(lat.p50 > 10e-3, "{lat:?}");
 }
 
 #[test]

@@ -287,6 +287,7 @@ impl Benchmark for Latency {
         }
         Ok(Box::new(LatencyCase {
             open: rate.map(|rate| Open {
+                timeline: benchsuite_core::openloop::Timeline::new(rate),
                 rate,
                 bufs: open::Bufs::new(block),
                 stats: open::OpenStats::default(),
@@ -358,6 +359,8 @@ impl Load {
 /// The open loop's state (`rate=N`).
 struct Open {
     rate: f64,
+    /// The schedule across the case's batches.
+    timeline: benchsuite_core::openloop::Timeline,
     bufs: open::Bufs,
     stats: open::OpenStats,
 }
@@ -386,14 +389,15 @@ fn io_err(what: &str) -> impl Fn(io::Error) -> BenchError + '_ {
 impl Case for LatencyCase {
     fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
         if let Some(o) = &mut self.open {
+            let sched = o.timeline.batch(iters);
             return match &mut self.pinger {
                 Pinger::Tcp { sock, buf } => {
-                    open::tcp_batch(sock, buf.len(), o.rate, iters, &mut o.bufs, &mut o.stats)
+                    open::tcp_batch(sock, buf.len(), sched, iters, &mut o.bufs, &mut o.stats)
                 }
                 Pinger::Udp { sock, seq, buf, .. } => open::udp_batch(
                     sock,
                     buf.len(),
-                    o.rate,
+                    sched,
                     iters,
                     seq,
                     &mut o.bufs,

@@ -140,8 +140,10 @@
 //! next round trip waits for the last, so a stall of the server costs one
 //! slow sample however long it lasts. `rate=N` (`5000`, `50k`) is an open
 //! loop at N requests per second, as wrk2 measures: a batch of `n`
-//! requests has intended starts `k / N` after the batch began (the
-//! schedule restarts each batch), each request is sent when its start is
+//! requests has intended starts `k / N` after the batch's first, each
+//! batch continuing the schedule of the last (so a stall that holds up one
+//! batch's end makes the next batch's first requests late, and they count
+//! it), each request is sent when its start is
 //! due (late, never dropped, when a full socket buffer holds it up), and
 //! its latency runs **from its intended start** to the arrival of its
 //! whole answer, so every request that should have started during a stall

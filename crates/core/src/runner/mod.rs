@@ -379,19 +379,19 @@ pub(crate) fn run_point(
     let cpu_before = CpuTimes::read();
     // An open-loop point: samples of at least OPEN_LOOP_SAMPLE, so the
     // drain at the end of each (its last operations' latency) is a small
-    // part of it, and a first batch already as long as a sample should be
-    // (a batch of one operation at a fixed rate takes one latency,
-    // whatever the rate: growing from it would overshoot at low rates).
-    let open = Rate::of(point).fixed();
+    // part of it; batches grow from two operations, since one takes a
+    // latency whatever the rate (growing from it overshoots at low rates:
+    // 1 then 10 at rate=1 is a 9 s batch), and two take one period. Not
+    // from the rate's full sample size: a system that does not keep up
+    // would take that many operations at its own, lower speed.
     let open_config;
-    let (config, first) = match open {
-        Some(rate) => {
+    let (config, first) = match Rate::of(point).fixed() {
+        Some(_) => {
             open_config = RunConfig {
                 min_sample_time: config.min_sample_time.max(OPEN_LOOP_SAMPLE),
                 ..config.clone()
             };
-            let n = (rate * open_config.min_sample_time.as_secs_f64()).ceil() as u64 + 1;
-            (&open_config, n.clamp(1, 1 << 32))
+            (&open_config, 2)
         }
         None => (config, 1),
     };

@@ -73,7 +73,7 @@ impl OpenStats {
             0.0
         };
         format!(
-            "open loop at {rate} requests/s on 1 connection: each request has an intended start on a fixed schedule (restarted each batch), and its latency counts from that start to its answer, so a stall or a late send counts in full (no coordinated omission); up to {} request{} outstanding at once; a request's send left on average {mean_late:.1} µs after its intended start (at most {:.1} µs; the client sleeps in ppoll until then, it does not spin)",
+            "open loop at {rate} requests/s on 1 connection: each request has an intended start on a fixed schedule (continued across batches), and its latency counts from that start to its answer, so a stall or a late send counts in full (no coordinated omission); up to {} request{} outstanding at once; a request's send left on average {mean_late:.1} µs after its intended start (at most {:.1} µs; the client sleeps in ppoll until then, it does not spin)",
             self.max_outstanding,
             if self.max_outstanding == 1 {
                 " was"
@@ -116,11 +116,12 @@ fn stuck(what: &str) -> BenchError {
     ))
 }
 
-/// One TCP batch of `iters` requests of `block` bytes at `rate`.
+/// One TCP batch of `iters` requests of `block` bytes on `sched` (the
+/// case's [`benchsuite_core::openloop::Timeline`] continued).
 pub(super) fn tcp_batch(
     sock: &mut TcpStream,
     block: usize,
-    rate: f64,
+    sched: Schedule,
     iters: u64,
     bufs: &mut Bufs,
     stats: &mut OpenStats,
@@ -130,7 +131,6 @@ pub(super) fn tcp_batch(
     let b = block as u64;
     let total = iters * b;
     let (mut sent, mut got, mut done) = (0u64, 0u64, 0u64);
-    let sched = Schedule::new(rate);
     let mut progress = sched.start();
     while done < iters {
         let now = Instant::now();
@@ -225,12 +225,12 @@ struct Pending {
 }
 
 /// One UDP batch of `iters` requests of `block` (≥ [`UDP_TAG`]) bytes at
-/// `rate`; `seq` is the case's sequence counter. The work's operations
+/// `sched`; `seq` is the case's sequence counter. The work's operations
 /// are the answered requests.
 pub(super) fn udp_batch(
     sock: &UdpSocket,
     block: usize,
-    rate: f64,
+    sched: Schedule,
     iters: u64,
     seq: &mut u64,
     bufs: &mut Bufs,
@@ -248,7 +248,6 @@ pub(super) fn udp_batch(
     // stale.
     let base = *seq + 1;
     *seq += iters;
-    let sched = Schedule::new(rate);
     let mut window: VecDeque<Pending> = VecDeque::new();
     // Requests 0..front are settled, front..next sent; `unanswered` of
     // those wait for their answer.
