@@ -406,7 +406,16 @@ mod tests {
         let mut bufs = Bufs::new(32);
         let mut seq = 0;
         let t0 = Instant::now();
-        let w = udp_batch(&sock, 32, 5000.0, 200, &mut seq, &mut bufs, &mut stats).unwrap();
+        let w = udp_batch(
+            &sock,
+            32,
+            Schedule::new(5000.0),
+            200,
+            &mut seq,
+            &mut bufs,
+            &mut stats,
+        )
+        .unwrap();
         let took = t0.elapsed();
         assert_eq!(w.ops, 150);
         assert_eq!(w.latency.unwrap().len(), 150);
@@ -419,7 +428,16 @@ mod tests {
         );
         assert!(stats.note(5000.0).contains("open loop at 5000 requests/s"));
         // The next batch ignores answers to the last one's requests.
-        let w = udp_batch(&sock, 32, 5000.0, 8, &mut seq, &mut bufs, &mut stats).unwrap();
+        let w = udp_batch(
+            &sock,
+            32,
+            Schedule::new(5000.0),
+            8,
+            &mut seq,
+            &mut bufs,
+            &mut stats,
+        )
+        .unwrap();
         assert_eq!(w.ops, 6);
         drop(sock);
         server.join().unwrap();
@@ -430,8 +448,16 @@ mod tests {
         let (sock, server) = udp_echo(|_| false);
         let mut stats = OpenStats::default();
         let mut bufs = Bufs::new(8);
-        let e =
-            udp_batch(&sock, 8, 1000.0, 10_000, &mut 0, &mut bufs, &mut stats).expect_err("fails");
+        let e = udp_batch(
+            &sock,
+            8,
+            Schedule::new(1000.0),
+            10_000,
+            &mut 0,
+            &mut bufs,
+            &mut stats,
+        )
+        .expect_err("fails");
         assert!(e.to_string().contains("is UDP blocked"), "{e}");
         drop(sock);
         server.join().unwrap();
@@ -461,7 +487,15 @@ mod tests {
         let mut stats = OpenStats::default();
         let mut bufs = Bufs::new(10);
         // Far above what the echo keeps up with: requests pile up.
-        let w = tcp_batch(&mut client, 10, 1e6, 3000, &mut bufs, &mut stats).unwrap();
+        let w = tcp_batch(
+            &mut client,
+            10,
+            Schedule::new(1e6),
+            3000,
+            &mut bufs,
+            &mut stats,
+        )
+        .unwrap();
         assert_eq!(w.ops, 3000);
         let h = w.latency.unwrap();
         assert_eq!(h.len(), 3000);
