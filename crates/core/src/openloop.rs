@@ -26,8 +26,12 @@
 //! before it returns, so when a stall holds up the end of one batch, the
 //! next batch's first operations are already late and count it — a
 //! schedule restarted per batch would wait out the stall (coordinated
-//! omission at the batch's scale). The achieved rate of a batch is its
-//! operations over its wall time, the drain included.
+//! omission at the batch's scale). The time between batches, when the
+//! runner rather than the case runs (from [`Timeline::end`] to the next
+//! [`Timeline::batch`]), is left out: the schedule pauses for it, so the
+//! harness's own gaps never count as the system's latency. The achieved
+//! rate of a batch is its operations over its wall time, the drain
+//! included.
 
 use std::time::{Duration, Instant};
 
@@ -126,12 +130,16 @@ impl Schedule {
 
 /// A case's schedule across its batches: operation `g` of the case
 /// (counting every batch) is intended at `start + g / rate`, the start
-/// being when the first batch began. See the module docs for why.
+/// being when the first batch began, moved later by every pause between
+/// batches ([`Timeline::end`] to the next [`Timeline::batch`]). See the
+/// module docs for why.
 #[derive(Debug, Clone, Copy)]
 pub struct Timeline {
     rate: f64,
     start: Option<Instant>,
     next: u64,
+    /// When the last batch ended, while the runner has the thread.
+    paused: Option<Instant>,
 }
 
 impl Timeline {
@@ -141,6 +149,7 @@ impl Timeline {
             rate,
             start: None,
             next: 0,
+            paused: None,
         }
     }
 
@@ -148,11 +157,22 @@ impl Timeline {
     /// (from 0) is the case's operation `next + k`. The first call starts
     /// the timeline now.
     pub fn batch(&mut self, n: u64) -> Schedule {
-        let start = *self.start.get_or_insert_with(Instant::now);
+        let now = Instant::now();
+        let start = self.start.get_or_insert(now);
+        if let Some(p) = self.paused.take() {
+            *start += now.saturating_duration_since(p);
+        }
+        let start = *start;
         let whole = Schedule::starting_at(self.rate, start);
         let s = Schedule::starting_at(self.rate, whole.at(self.next));
         self.next += n;
         s
+    }
+
+    /// The batch's operations are all done: the schedule pauses until the
+    /// next [`Timeline::batch`] (the runner's time, not the system's).
+    pub fn end(&mut self) {
+        self.paused = Some(Instant::now());
     }
 
     /// The rate.
@@ -250,6 +270,13 @@ mod tests {
         let b = t.batch(5);
         assert_eq!(b.at(0) - a.at(0), Duration::from_millis(10));
         assert_eq!(t.batch(1).at(0) - a.at(0), Duration::from_millis(15));
+        // A pause between batches moves the rest of the schedule by it.
+        let c = t.batch(1);
+        t.end();
+        std::thread::sleep(Duration::from_millis(20));
+        let d = t.batch(1);
+        let gap = d.at(0) - c.at(0);
+        assert!(gap >= Duration::from_millis(21), "{gap:?}");
     }
 
     #[test]

@@ -132,11 +132,16 @@ impl Case for DiskCase {
         self.sh
             .budget
             .store(budget, std::sync::atomic::Ordering::SeqCst);
-        // Open loop: the batch's schedule continues the point's timeline.
+        // Open loop: the batch's schedule continues the point's timeline,
+        // which pauses while the runner, not the case, has the thread.
         if let Some(open) = &self.sh.open {
             open.start_batch(budget.max(0) as u64);
         }
-        self.team.run(iters)
+        let work = self.team.run(iters);
+        if let Some(open) = &self.sh.open {
+            open.end_batch();
+        }
+        work
     }
 
     fn finish(self: Box<Self>) -> Finished {

@@ -64,7 +64,10 @@
 //! thread) counts fully for every I/O that should have started during it.
 //! Each batch completes all its I/Os before it returns; when a stall holds
 //! up its end, the next batch's first I/Os are already late and count it
-//! (a schedule restarted per batch would wait the stall out). The record's `load`
+//! (a schedule restarted per batch would wait the stall out); it pauses
+//! between batches, from the end of one to the first worker's start of
+//! the next, so the runner's time and waking the workers never count. The
+//! record's `load`
 //! gives the offered and achieved rates, and a point whose achieved rate
 //! falls more than 5% short is marked saturated (a warning), its latencies
 //! then describing a growing queue.

@@ -99,9 +99,10 @@ pub struct Shared {
 /// batch's first I/Os late, and they count it.
 #[derive(Debug)]
 pub struct OpenLoop {
-    /// The current batch's schedule, set by [`OpenLoop::start_batch`]
-    /// before the workers are released.
-    schedule: Mutex<Schedule>,
+    /// The current batch's schedule, and the I/Os of a batch announced by
+    /// [`OpenLoop::start_batch`] whose schedule the first worker to start
+    /// it sets (so waking the workers is not counted as lateness).
+    schedule: Mutex<(Schedule, Option<u64>)>,
     /// The point's schedule across its batches.
     timeline: Mutex<Timeline>,
     /// The next ticket.
@@ -112,26 +113,37 @@ impl OpenLoop {
     /// An open loop at `rate` I/Os per second.
     pub fn new(rate: f64) -> OpenLoop {
         OpenLoop {
-            schedule: Mutex::new(Schedule::new(rate)),
+            schedule: Mutex::new((Schedule::new(rate), None)),
             timeline: Mutex::new(Timeline::new(rate)),
             next: AtomicU64::new(0),
         }
     }
 
-    /// Sets the schedule of the next batch of `n` I/Os (the timeline's
-    /// continuation: the first batch starts it now), at ticket 0.
+    /// Announces the next batch of `n` I/Os, at ticket 0; its schedule
+    /// (the timeline's continuation) is set when the first worker starts.
     pub fn start_batch(&self, n: u64) {
-        let s = self
-            .timeline
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .batch(n);
-        *self.schedule.lock().unwrap_or_else(|p| p.into_inner()) = s;
+        self.schedule.lock().unwrap_or_else(|p| p.into_inner()).1 = Some(n);
         self.next.store(0, Ordering::SeqCst);
     }
 
+    /// The batch's I/Os are all done: the timeline pauses until the next.
+    pub fn end_batch(&self) {
+        self.timeline
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .end();
+    }
+
     fn schedule(&self) -> Schedule {
-        *self.schedule.lock().unwrap_or_else(|p| p.into_inner())
+        let mut s = self.schedule.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = s.1.take() {
+            s.0 = self
+                .timeline
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .batch(n);
+        }
+        s.0
     }
 }
 

@@ -390,7 +390,7 @@ impl Case for LatencyCase {
     fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
         if let Some(o) = &mut self.open {
             let sched = o.timeline.batch(iters);
-            return match &mut self.pinger {
+            let work = match &mut self.pinger {
                 Pinger::Tcp { sock, buf } => {
                     open::tcp_batch(sock, buf.len(), sched, iters, &mut o.bufs, &mut o.stats)
                 }
@@ -404,6 +404,9 @@ impl Case for LatencyCase {
                     &mut o.stats,
                 ),
             };
+            // The schedule pauses while the runner has the thread.
+            o.timeline.end();
+            return work;
         }
         let mut hist = new_latency_histogram();
         match &mut self.pinger {

@@ -143,7 +143,8 @@
 //! requests has intended starts `k / N` after the batch's first, each
 //! batch continuing the schedule of the last (so a stall that holds up one
 //! batch's end makes the next batch's first requests late, and they count
-//! it), each request is sent when its start is
+//! it; the schedule pauses between batches, while the runner has the
+//! thread), each request is sent when its start is
 //! due (late, never dropped, when a full socket buffer holds it up), and
 //! its latency runs **from its intended start** to the arrival of its
 //! whole answer, so every request that should have started during a stall
