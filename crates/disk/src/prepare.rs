@@ -83,6 +83,7 @@ pub fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError>
         budget: AtomicI64::new(0),
         open: s.rate.map(OpenLoop::new),
         notes: Mutex::new(Vec::new()),
+        lag: Mutex::new(benchsuite_core::runner::new_latency_histogram()),
     });
     let init_sh = sh.clone();
     let team = Team::new(

@@ -70,6 +70,9 @@ pub struct Uring {
     fresh: Vec<usize>,
     /// Completions collected from the ring, reused between calls.
     cqes: Vec<(u64, i32)>,
+    /// Open loop: how late each I/O was submitted after its intended
+    /// start, in nanoseconds (taken by the worker after each batch).
+    pub lag: Histogram<u64>,
     bufs: Vec<AlignedBuf>,
 }
 
@@ -220,6 +223,7 @@ impl Uring {
                 busy: HashSet::new(),
                 fresh: Vec::with_capacity(qd),
                 cqes: Vec::with_capacity(qd),
+                lag: benchsuite_core::runner::new_latency_histogram(),
                 bufs,
             },
             note,
@@ -314,6 +318,7 @@ impl Uring {
             match self.push_one(fd, sh, picker, writes_since_sync, writes)? {
                 Some((idx, _)) => {
                     self.slots[idx].start = at;
+                    self.lag.saturating_record(latency_ns(at, Instant::now()));
                     return self.submit();
                 }
                 // The next block has a write or read in flight (verify=on):

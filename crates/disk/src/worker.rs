@@ -90,6 +90,9 @@ pub struct Shared {
     /// Facts found by workers (how the ring was set up, whether buffers
     /// were registered, whether O_TMPFILE worked), deduplicated.
     pub notes: Mutex<Vec<String>>,
+    /// Open loop: how late the I/Os of every batch were submitted after
+    /// their intended start (ns), all threads together.
+    pub lag: Mutex<Histogram<u64>>,
 }
 
 /// One open-loop point's shared schedule: the I/Os of a batch are tickets
@@ -262,6 +265,8 @@ pub struct Worker {
     sh: Arc<Shared>,
     picker: Picker,
     hist: Histogram<u64>,
+    /// Open loop, engine=sync: submission lateness (see [`Shared::lag`]).
+    lag: Histogram<u64>,
     writes_since_sync: u64,
     /// Writes issued so far (the scramble stamp).
     writes: u64,
@@ -368,6 +373,7 @@ impl Worker {
             sh,
             picker,
             hist: new_latency_histogram(),
+            lag: new_latency_histogram(),
             writes_since_sync: 0,
             writes: 0,
             base,
@@ -405,6 +411,17 @@ impl Worker {
             self.sync()?;
         }
         let hist = std::mem::replace(&mut self.hist, new_latency_histogram());
+        if self.sh.open.is_some() {
+            let mut all = self.sh.lag.lock().unwrap_or_else(|p| p.into_inner());
+            // Both histograms auto-resize: adding cannot fail on range.
+            let _ = all.add(&self.lag);
+            self.lag.reset();
+            #[cfg(target_os = "linux")]
+            if let Io::Uring(u) = &mut self.io {
+                let _ = all.add(&u.lag);
+                u.lag.reset();
+            }
+        }
         Ok(Work {
             ops: t.ops,
             bytes: t.ops * self.sh.block as u64,
@@ -449,6 +466,7 @@ impl Worker {
             }
             if let Some(at) = intended {
                 pace_until(at);
+                self.lag.saturating_record(latency_ns(at, Instant::now()));
             }
             let (blk, write) = self.picker.draw();
             let off = self.base + blk * block as u64;
