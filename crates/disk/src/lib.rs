@@ -77,7 +77,7 @@
 //!   I/Os wait, their latency growing.
 //! - `engine=io_uring`: each thread submits each of its I/Os when it is
 //!   due (one submit per I/O), reaping completions while it waits (in the
-//!   kernel with a timeout until 80 µs before the next start, then
+//!   kernel with a timeout until 1 ms before the next start, then
 //!   polling while it spins), and keeps as many in flight as the rate
 //!   needs up to a cap per thread: 256, fewer for large blocks (64 MiB of
 //!   buffers per thread, 8 GiB in all) or small files (the blocks a thread
@@ -88,8 +88,12 @@
 //! `fsync=end` (its flush would be outside the schedule; `fsync=every:N`
 //! runs on schedule, the I/Os behind a flush waiting for it, and so does
 //! the sysbench preset). `verify=on` works as in closed loop. The waits
-//! sleep, then spin for the last 80 µs before each start: at high rates
-//! that is a good part of a CPU per thread. `rate=auto` is expanded into
+//! sleep, then spin (yielding the CPU on every turn) for the last 1 ms
+//! before each start: in a virtual machine a sleeping thread can wake a
+//! host tick late (I/Os submitted up to 4.4 ms late at 5 000/s with an
+//! 80 µs margin), and that lateness counts in the latency. From about
+//! 1 000 I/O/s per thread up, that is a CPU per thread. Each record's
+//! notes say how late the I/Os were submitted (p50, p99, max). `rate=auto` is expanded into
 //! numeric rates by the capacity search before any point is prepared.
 //!
 //! The fio reference of an open-loop point runs fio with

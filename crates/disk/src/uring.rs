@@ -32,7 +32,7 @@ const IORING_ENTER_GETEVENTS: u32 = 1;
 /// blocking in the kernel for completions and spins (polling them), so
 /// that a late wake-up (timer slack, scheduling) does not delay the
 /// submission. The same margin as the core's `pace_until`.
-const SPIN: Duration = Duration::from_micros(80);
+const SPIN: Duration = benchsuite_core::openloop::SPIN;
 
 /// Open loop without `IORING_ENTER_EXT_ARG` (Linux < 5.11): the longest
 /// sleep between two polls of the completions, and so about the most a
@@ -311,7 +311,7 @@ impl Uring {
                 } else {
                     self.poll()?;
                     self.process(sh, hist, t, id, None)?;
-                    std::hint::spin_loop();
+                    std::thread::yield_now();
                     continue;
                 }
             }
