@@ -349,6 +349,8 @@ mod tests {
             "--norandommap",
             "--fsync=40",
             "--size=67108864",
+            // Writes go over a laid-out file, as ours do.
+            "--overwrite=1",
         ] {
             assert!(a.contains(want), "{want} missing from {a}");
         }
@@ -359,6 +361,7 @@ mod tests {
         );
         assert_eq!(r.metric, "iops");
         assert_eq!(r.scratch_in.as_deref(), Some(dir.path()));
+        assert!(r.note.as_deref().unwrap().contains("--overwrite=1"));
     }
 
     #[test]
@@ -372,6 +375,8 @@ mod tests {
         let a = r.argv.join(" ");
         assert!(a.contains("--rw=randread --bs=4096 --direct=1 --ioengine=io_uring --iodepth=32"));
         assert!(!a.contains("rwmixread"));
+        // A read lays nothing out beyond what fio does for reads.
+        assert!(!a.contains("--overwrite"));
         let r = reference(&ctx(dir.path()), &point(&[("preset", s("sysbench-rndrw"))])).unwrap();
         let a = r.argv.join(" ");
         assert!(a.contains("--rw=randrw --rwmixread=60 --bs=16384"), "{a}");
