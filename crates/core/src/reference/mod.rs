@@ -90,6 +90,14 @@ pub struct Reference {
     /// How long one run may take before the tool (and what it forked) is
     /// stopped. The default is [`REFERENCE_SECS`] + [`TOOL_GRACE`].
     pub timeout: Duration,
+    /// Our samples last at least this long at this point (`None`: as the
+    /// run says). For a tool that reports one average over a long run of
+    /// a quantity with states (a scheduler that puts both ends of a
+    /// ping-pong on one CPU or two, for stretches): short samples of ours
+    /// each catch one state and their median picks the commoner one, while
+    /// the tool averages over them; samples as long as the tool's window
+    /// average the same way.
+    pub sample_time: Option<Duration>,
 }
 
 /// How long a tool may run past [`REFERENCE_SECS`] before it is stopped,
@@ -121,6 +129,7 @@ impl Reference {
             output_file: None,
             unusable: None,
             timeout: Duration::from_secs(REFERENCE_SECS) + TOOL_GRACE,
+            sample_time: None,
         }
     }
 

@@ -142,6 +142,17 @@ pub fn run_references(
                     }],
                     ctx: plan.ctx.clone(),
                 };
+                let long;
+                let cfg = match reference.as_ref().and_then(|r| r.sample_time) {
+                    Some(t) if t > cfg.min_sample_time => {
+                        long = RunConfig {
+                            min_sample_time: t,
+                            ..cfg.clone()
+                        };
+                        &long
+                    }
+                    _ => cfg,
+                };
                 let mut report = match reference.as_ref().and_then(|r| r.same_cpu) {
                     Some(cpu) => on_cpu(cpu, || crate::runner::run_plan(&single, cfg, &mut Silent)),
                     None => crate::runner::run_plan(&single, cfg, &mut Silent),
