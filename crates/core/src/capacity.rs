@@ -2,9 +2,13 @@
 //! latency percentile stays under a bound (`--slo 'p99<=1ms'`), and the
 //! latency–throughput curve it walked to find it (`rate=auto`).
 //!
-//! Types only in this file's first part: [`Slo`] (the target, parsed from
-//! the command line) and [`Capacity`] (the answer, stored on the search's
-//! summary record). The search itself is [`search`].
+//! [`Slo`] is the target, parsed from the command line; [`Capacity`] the
+//! answer, stored on the search's summary record. The runner runs a
+//! search for every point [`is_search`] says is one: a ladder of
+//! open-loop rates from [`START_RATE`] (×[`LADDER_FACTOR`] up to
+//! saturation without a target, ×[`SEARCH_FACTOR`] while a target is met),
+//! then, with a target, bisection to [`RESOLUTION`]; each step is its own
+//! record. See `docs/capacity.md`.
 
 use std::fmt;
 
