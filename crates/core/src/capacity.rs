@@ -383,6 +383,9 @@ impl Searcher<'_> {
             rate,
             self.slo,
         );
+        if let Some(l) = &mut record.load {
+            l.step = Some(self.ran.len() + 1);
+        }
         record
             .notes
             .push(step_note(self.ran.len() + 1, self.slo, &step));

@@ -227,6 +227,11 @@ pub struct OpenLoad {
     /// the offered one: the system did not keep up, and its latencies
     /// describe a growing queue.
     pub saturated: bool,
+    /// The step of a capacity search this record is (1-based): its rate
+    /// was chosen by the search, so another run's search may have no step
+    /// at it (`compare` does not count such a record as missing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<usize>,
 }
 
 impl OpenLoad {
@@ -237,6 +242,7 @@ impl OpenLoad {
             offered,
             achieved,
             saturated: achieved < offered * (1.0 - SATURATION_TOLERANCE),
+            step: None,
         }
     }
 }

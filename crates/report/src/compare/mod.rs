@@ -316,6 +316,20 @@ fn compare_checked(
                     .collect();
                 compare_records(b, &history, n, options, &mut out, &mut estimates)?;
             }
+            // A step of a capacity search: the new run's search chose its
+            // own rates, so a rate the base tried may not be there.
+            None if b.load.is_some_and(|l| l.step.is_some()) => {
+                out.not_comparable.push(NotComparable {
+                    key: b.requested_key(),
+                    id: b.id.clone(),
+                    params: b.requested_params().clone(),
+                    metric: None,
+                    base_status: b.status,
+                    new_status: b.status,
+                    reason: "a step of a capacity search in base; the new search chose other rates"
+                        .into(),
+                })
+            }
             None if b.status == Status::Ok => out.problems.push(Problem {
                 key: b.requested_key(),
                 id: b.id.clone(),

@@ -1215,3 +1215,32 @@ fn baselines_of_another_testbed_are_left_out_unless_allowed() {
         "{e}"
     );
 }
+
+#[test]
+fn a_capacity_search_step_the_new_search_did_not_try_is_not_missing() {
+    let base = crate::export::fixtures::capacity_report();
+    let mut new = base.clone();
+    // The new search bisected elsewhere: its last step is at another rate.
+    let last = new.records.len() - 2;
+    new.records[last].params.set("rate", Value::Int(3300));
+    let c = compare(&base, &new, &CompareOptions::default()).unwrap();
+    assert!(c.passed, "{:?}", c.problems);
+    assert!(
+        c.not_comparable
+            .iter()
+            .any(|n| n.reason.contains("capacity search") && n.key.contains("rate=3464")),
+        "{:?}",
+        c.not_comparable
+    );
+    // A plain record that went missing still fails the gate.
+    let mut plain = base.clone();
+    for r in &mut plain.records {
+        if let Some(l) = &mut r.load {
+            l.step = None;
+        }
+    }
+    let mut gone = plain.clone();
+    gone.records.remove(last);
+    let c = compare(&plain, &gone, &CompareOptions::default()).unwrap();
+    assert!(!c.passed);
+}

@@ -620,7 +620,7 @@ pub(crate) mod fixtures {
             step(3000.0, 2998.0, 700e-6, true),
             step(3464.0, 3450.0, 2e-3, false),
         ];
-        for s in &steps {
+        for (i, s) in steps.iter().enumerate() {
             let mut p = Point::default();
             p.set("rate", Value::Int(s.offered as u64));
             let mut rec = Record::skipped("disk.io", p, "");
@@ -630,6 +630,7 @@ pub(crate) mod fixtures {
                 offered: s.offered,
                 achieved: s.achieved,
                 saturated: s.saturated,
+                step: Some(i + 1),
             });
             r.records.push(rec);
         }
