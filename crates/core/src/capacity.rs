@@ -622,11 +622,25 @@ fn summarise(
         Status::Failed
     };
     if summary.status == Status::Failed {
-        summary.reason = Some(if capacity.steps.is_empty() {
-            "the capacity search ran no step".into()
-        } else {
-            "every step of the capacity search failed (see the step records)".into()
-        });
+        // A benchmark that cannot run here skips its first step: the search
+        // is skipped, for that reason, not failed.
+        let skipped = records
+            .iter()
+            .find(|r| r.status == Status::Skipped)
+            .and_then(|r| r.reason.clone());
+        match skipped {
+            Some(why) if records.iter().all(|r| r.status != Status::Failed) => {
+                summary.status = Status::Skipped;
+                summary.reason = Some(why);
+            }
+            _ => {
+                summary.reason = Some(if capacity.steps.is_empty() {
+                    "the capacity search ran no step".into()
+                } else {
+                    "every step of the capacity search failed (see the step records)".into()
+                });
+            }
+        }
     }
     if cancelled {
         summary.warnings.push(Caveat::text(

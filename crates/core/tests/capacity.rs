@@ -439,3 +439,29 @@ fn rate_ranges_grow_by_fractions() {
     assert!(benchsuite_core::sweep::parse_values(&spec, "1k..auto").is_err());
     assert!(benchsuite_core::sweep::parse_values(&spec, "1k..5k:x1").is_err());
 }
+
+#[test]
+fn a_search_of_a_benchmark_that_cannot_run_here_is_skipped_saying_why() {
+    struct Absent;
+    impl Benchmark for Absent {
+        fn meta(&self) -> Meta {
+            Meta {
+                id: "queue.sim",
+                description: "",
+                params: vec![ParamSpec::rate("rate", "")],
+                metrics: vec![MetricSpec::latency("latency")],
+            }
+        }
+        fn prepare(&self, _: &Context, _: &Point) -> Result<Box<dyn Case>, BenchError> {
+            Err(BenchError::Skip("no such device here".into()))
+        }
+    }
+    let mut r = Registry::new();
+    r.register(Box::new(Absent));
+    let report = run(&r, &config(&[], Some("p99<=1ms")), &mut Silent).unwrap();
+    // One step (skipped), then the summary, skipped for the same reason.
+    assert_eq!(report.records.len(), 2);
+    let s = summary(&report);
+    assert_eq!(s.status, Status::Skipped);
+    assert_eq!(s.reason.as_deref(), Some("no such device here"));
+}
