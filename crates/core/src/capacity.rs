@@ -718,3 +718,33 @@ impl Capacity {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_percentile_interval_brackets_the_percentile_by_its_order_statistics() {
+        // 10 000 latencies of 1..=10 000 µs: p99 is 9 900 µs, and its 95%
+        // interval the ranks 9 900 ± 1.96 √(10 000 × 0.99 × 0.01) = ±19.5.
+        let mut h = crate::runner::new_latency_histogram();
+        for us in 1..=10_000u64 {
+            h.record(us * 1000).unwrap();
+        }
+        let [lo, v, hi] = percentile_interval(&h, 0.99).unwrap();
+        let close = |a: f64, b: f64| (a - b).abs() / b < 0.002;
+        assert!(close(v, 9.900e-3), "{v}");
+        assert!(close(lo, 9.880e-3) && close(hi, 9.920e-3), "{lo} {hi}");
+        // Fewer samples, a wider interval.
+        let mut small = crate::runner::new_latency_histogram();
+        for us in (1..=10_000u64).step_by(100) {
+            small.record(us * 1000).unwrap();
+        }
+        let [slo, _, shi] = percentile_interval(&small, 0.99).unwrap();
+        assert!(shi - slo > hi - lo);
+        assert_eq!(
+            percentile_interval(&crate::runner::new_latency_histogram(), 0.99),
+            None
+        );
+    }
+}
