@@ -246,7 +246,7 @@ impl ParamKind {
             ParamKind::Bool => "on|off".into(),
             ParamKind::Text { hint } => hint.to_string(),
             ParamKind::Rate { .. } => {
-                format!("{RATE_OFF}|{RATE_AUTO}|RATE (per second: 2500, 50k, 1.5M)")
+                format!("{RATE_OFF}|{RATE_AUTO}|N/s (50k, 1.5M)")
             }
         }
     }
