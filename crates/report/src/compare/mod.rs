@@ -262,6 +262,24 @@ fn pair_in<'a>(report: &'a Report, b: &Record, used: &[bool]) -> Option<(usize, 
                 .enumerate()
                 .find(|(i, n)| free(i) && n.id == b.id && n.params == b.params)
         })
+        .or_else(|| {
+            // A parameter one build has and the other lacks (a report
+            // from before `rate` existed, say): the one record that agrees
+            // on every parameter both have, if there is exactly one.
+            let agree = |x: &benchsuite_core::param::Point, y: &benchsuite_core::param::Point| {
+                x.0.iter().all(|(k, v)| y.0.get(k).is_none_or(|w| w == v))
+            };
+            let mut found = report.records.iter().enumerate().filter(|(i, n)| {
+                free(i)
+                    && n.id == b.id
+                    && n.requested_params().0.len() != b.requested_params().0.len()
+                    && agree(n.requested_params(), b.requested_params())
+            });
+            match (found.next(), found.next()) {
+                (Some(one), None) => Some(one),
+                _ => None,
+            }
+        })
 }
 
 /// [`compare_history`] once the schemas, testbeds, options and rules are

@@ -1244,3 +1244,26 @@ fn a_capacity_search_step_the_new_search_did_not_try_is_not_missing() {
     let c = compare(&plain, &gone, &CompareOptions::default()).unwrap();
     assert!(!c.passed);
 }
+
+#[test]
+fn a_parameter_only_one_build_has_still_pairs_the_one_record_that_agrees() {
+    // The base predates a parameter (`rate`); the new report has it at
+    // its default on every record.
+    let base = crate::export::fixtures::report();
+    let mut new = base.clone();
+    for r in &mut new.records {
+        r.params.set("rate", Value::Str("off".into()));
+        r.requested = None;
+    }
+    let c = compare(&base, &new, &CompareOptions::default()).unwrap();
+    assert!(c.passed, "{:?}", c.problems);
+    assert!(c.problems.is_empty());
+    // Two new records agree with one base record once the parameter is set
+    // aside: ambiguous, so nothing pairs on it and the base record is missing.
+    let mut two = new.clone();
+    let mut extra = two.records[1].clone();
+    extra.params.set("rate", Value::Int(5000));
+    two.records.push(extra);
+    let c = compare(&base, &two, &CompareOptions::default()).unwrap();
+    assert!(!c.passed);
+}
