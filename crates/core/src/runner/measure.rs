@@ -63,23 +63,48 @@ pub(super) fn measure(
     let mut warnings = Vec::new();
     // Warm-up and batch sizing: grow the batch until one lasts `target`,
     // then keep running full batches until the warm-up time has passed.
+    //
+    // `fastest` is the least time per iteration any batch took. A batch
+    // that lasts the target only because a stall (a preemption, another
+    // process, a host that took the vCPU) fell into it twice in a row would
+    // otherwise fix the batch at a size whose every sample measures stalls
+    // (seen on a loaded CI machine: 10 pointer-chase hops per sample, 104 µs
+    // per hop). So a batch is kept only when, at the fastest speed seen, it
+    // would still last an eighth of the target; a case whose one quick call
+    // misled that estimate stops growing once calibration has spent its
+    // budget (the warm-up, and at least 20 targets).
     let warm_start = Instant::now();
+    let budget = config.warmup.as_secs_f64().max(20.0 * target);
+    let mut spent = 0.0;
+    let mut fastest = f64::INFINITY;
     let mut iters: u64 = first.max(1);
     loop {
         let mut b = timed(case, iters)?;
+        spent += b.secs;
+        if b.secs > 0.0 {
+            fastest = fastest.min(b.secs / iters as f64);
+        }
         if b.secs >= target {
             // Confirm before fixing the batch size: a one-off stall (a
             // preemption, a thread wake-up, a cold first call) must not leave
             // every sample a single slow iteration that measures the stall.
             b = timed(case, iters)?;
-            if b.secs >= target / 2.0 {
+            spent += b.secs;
+            if b.secs > 0.0 {
+                fastest = fastest.min(b.secs / iters as f64);
+            }
+            let plausible = iters as f64 * fastest >= target / 8.0 || spent >= budget;
+            if b.secs >= target / 2.0 && plausible {
                 break;
             }
         }
-        let grow = if b.secs <= 0.0 {
-            10.0
+        // Grow towards the target at the fastest speed seen (a stalled
+        // batch would otherwise grow by the least step).
+        let per_batch = iters as f64 * fastest;
+        let grow = if per_batch.is_finite() && per_batch > 0.0 {
+            (target / per_batch * 1.2).clamp(1.5, 10.0)
         } else {
-            (target / b.secs * 1.2).clamp(1.5, 10.0)
+            10.0
         };
         let next = (iters as f64 * grow).ceil() as u64;
         if next >= 1 << 40 {
@@ -436,6 +461,35 @@ mod tests {
         assert_eq!(iters, 10_000);
         assert_eq!(&case.sizes[..4], [1, 10, 10, 100]);
         assert!(metrics[0].samples.iter().all(|s| (s - 1e-6).abs() < 1e-15));
+    }
+
+    #[test]
+    fn stalls_that_confirm_each_other_do_not_fix_a_small_batch() {
+        // Calls 2 and 3 (10 iterations, and its confirmation) both stall
+        // for 12 ms, past the 10 ms target: the first call showed 1 µs
+        // per iteration, so 10 iterations cannot be a 10 ms batch and the
+        // batch keeps growing to the right size.
+        let mut case = Fake::new(Duration::from_micros(1));
+        case.stalls = vec![2, 3];
+        case.stall = Duration::from_millis(12);
+        let (iters, metrics) = run(&mut case).unwrap();
+        assert_eq!(&case.sizes[..4], [1, 10, 10, 100]);
+        assert_eq!(iters, 10_000);
+        assert!(metrics[0].samples.iter().all(|s| (s - 1e-6).abs() < 1e-15));
+    }
+
+    #[test]
+    fn a_misleading_quick_first_call_costs_at_most_the_calibration_budget() {
+        // The first call reports 1 ns, every later one 1 ms per iteration:
+        // the estimate says the batches are far too small, but growth stops
+        // once calibration has spent 20 targets.
+        let mut case = Fake::new(Duration::from_millis(1));
+        case.stalls = vec![1];
+        case.stall = Duration::from_nanos(1);
+        let (iters, _) = run(&mut case).unwrap();
+        let spent: u64 = case.sizes[..case.sizes.len() - 5].iter().sum();
+        assert!(iters <= 200, "{iters} iterations per batch");
+        assert!(spent <= 400, "{spent} ms calibrating");
     }
 
     #[test]
