@@ -12,6 +12,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crate::bench::{About, Case, Finished, Work};
 use crate::error::BenchError;
@@ -119,6 +120,9 @@ struct Shared {
     stop: AtomicBool,
     iters: Mutex<u64>,
     results: Mutex<Vec<Option<Result<Work, BenchError>>>>,
+    /// When each worker began and ended its last batch (its own clock
+    /// readings, after the barrier released it).
+    spans: Mutex<Vec<Option<(Instant, Instant)>>>,
 }
 
 /// Worker threads parked between batches. See the module docs.
@@ -159,6 +163,7 @@ impl Team {
             stop: AtomicBool::new(false),
             iters: Mutex::new(0),
             results: Mutex::new((0..threads).map(|_| None).collect()),
+            spans: Mutex::new(vec![None; threads]),
         });
         let init = Arc::new(init);
         let work: Arc<WorkFn<S>> = Arc::new(work);
@@ -208,15 +213,40 @@ impl Team {
     /// Runs one batch of `iters` iterations on every worker at once and
     /// returns their merged work. Errors from any worker are returned after
     /// all have finished the batch.
+    ///
+    /// Unless a worker timed its own work ([`Work::elapsed`]), the batch's
+    /// time is the span the workers ran, from the first one's start to the
+    /// last one's end, on their own clocks: not the caller's wall time,
+    /// which also holds waking the workers and being woken by the last.
+    /// Those wake-ups cost microseconds on a quiet machine, but on a busy
+    /// one a woken thread can wait a whole scheduler slice for its CPU,
+    /// and a batch of a few hundred nanoseconds of work then measured
+    /// milliseconds (a loaded CI machine reported 8 ms per pointer-chase
+    /// hop).
     pub fn run(&self, iters: u64) -> Result<Work, BenchError> {
         *self.shared.iters.lock().unwrap_or_else(|p| p.into_inner()) = iters;
         self.shared.start.wait();
         self.shared.done.wait();
+        let span = self.take_span();
         let mut total = Work::default();
         for r in self.take_results() {
             merge_work(&mut total, r?)?;
         }
+        if total.elapsed.is_none() {
+            total.elapsed = span;
+        }
         Ok(total)
+    }
+
+    /// From the first worker's start to the last one's end in the batch
+    /// just run (`None` if a worker recorded none).
+    fn take_span(&self) -> Option<Duration> {
+        let mut spans = self.shared.spans.lock().unwrap_or_else(|p| p.into_inner());
+        let all: Option<Vec<(Instant, Instant)>> = spans.iter_mut().map(Option::take).collect();
+        let all = all?;
+        let start = all.iter().map(|s| s.0).min()?;
+        let end = all.iter().map(|s| s.1).max()?;
+        Some(end.saturating_duration_since(start))
     }
 
     /// Each worker's own work from one batch (per-thread numbers).
@@ -353,6 +383,7 @@ fn worker<S>(
             return;
         }
         let iters = *shared.iters.lock().unwrap_or_else(|p| p.into_inner());
+        let t0 = Instant::now();
         let r = match &mut state {
             Some(s) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(s, iters)))
                 .unwrap_or_else(|_| Err(BenchError::Other(format!("worker {i} panicked")))),
@@ -360,6 +391,8 @@ fn worker<S>(
                 "worker {i} failed to initialise"
             ))),
         };
+        let t1 = Instant::now();
+        shared.spans.lock().unwrap_or_else(|p| p.into_inner())[i] = Some((t0, t1));
         shared.results.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(r);
         shared.done.wait();
     }
@@ -388,6 +421,42 @@ mod tests {
         let each = team.run_each(2).unwrap();
         assert_eq!(each.iter().map(|w| w.ops).collect::<Vec<_>>(), [2, 2, 2]);
         team.shutdown();
+    }
+
+    #[test]
+    fn a_batch_lasts_what_its_workers_ran_not_the_callers_wall_time() {
+        let team = Team::new(
+            2,
+            Placement::Unpinned,
+            |_| Ok(()),
+            |_: &mut (), n| {
+                std::thread::sleep(Duration::from_millis(n));
+                Ok(Work::ops(n))
+            },
+        )
+        .unwrap();
+        let t0 = Instant::now();
+        let w = team.run(20).unwrap();
+        let wall = t0.elapsed();
+        let e = w.elapsed.expect("the workers' span");
+        assert!(
+            e >= Duration::from_millis(20) && e <= wall,
+            "{e:?} of {wall:?}"
+        );
+        // A worker that times its own work keeps its figure.
+        let own = Team::new(
+            1,
+            Placement::Unpinned,
+            |_| Ok(()),
+            |_: &mut (), n| {
+                Ok(Work {
+                    elapsed: Some(Duration::from_secs(n)),
+                    ..Work::ops(n)
+                })
+            },
+        )
+        .unwrap();
+        assert_eq!(own.run(7).unwrap().elapsed, Some(Duration::from_secs(7)));
     }
 
     #[test]
