@@ -90,3 +90,81 @@ fn a_missing_tool_names_its_package() {
         "{note}"
     );
 }
+
+/// A disk read point: both sides read one file the reference runner lays
+/// out (ours in place, the stand-in fio by its path), and nothing is left
+/// in the scratch directory afterwards.
+#[test]
+fn a_disk_read_point_reads_one_file_on_both_sides_and_leaves_nothing() {
+    let bin = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let tool = bin.path().join("fio");
+    // Records, for each run, the file it was given and that file's size.
+    std::fs::write(
+        &tool,
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'fio-9.9'; exit 0; fi\n\
+         for a in \"$@\"; do case \"$a\" in --filename=*) f=\"${a#--filename=}\";; esac; done\n\
+         echo \"$f $(wc -c < \"$f\")\" >> \"${0%/*}/calls\"\n\
+         echo '{\"jobs\":[{\"read\":{\"bw_bytes\":1000000,\"iops\":15.0},\"write\":{\"bw_bytes\":0,\"iops\":0}}]}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = bin.path().join("ref.json");
+    let path = format!("{}:/usr/bin:/bin", bin.path().display());
+    let o = Command::new(env!("CARGO_BIN_EXE_benchsuite"))
+        .args([
+            "reference",
+            "disk.io",
+            "--param",
+            "op=read",
+            "--param",
+            "block=64K",
+            "--param",
+            "size=4M",
+            "--param",
+            "engine=sync",
+            "--rounds",
+            "2",
+            "--runs",
+            "3",
+            "--min-sample-time",
+            "1ms",
+            "--warmup",
+            "1ms",
+            "--no-progress",
+            "--scratch-dir",
+        ])
+        .arg(scratch.path())
+        .arg("-o")
+        .arg(&out)
+        .env("PATH", &path)
+        .output()
+        .expect("the binary runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_valid_report(&v);
+    let rec = &v["records"][0];
+    assert_eq!(rec["status"], "ok", "{rec}");
+    // The record keeps the point as asked.
+    assert_eq!(rec["params"]["dir"], "auto");
+    let calls = std::fs::read_to_string(bin.path().join("calls")).unwrap();
+    let runs: Vec<(&str, &str)> = calls.lines().map(|l| l.rsplit_once(' ').unwrap()).collect();
+    assert_eq!(runs.len(), 2, "{calls}");
+    let file = runs[0].0;
+    // One file for both rounds, 4 MiB of data, in a private directory of
+    // the scratch directory.
+    assert!(runs.iter().all(|r| r == &(file, "4194304")), "{calls}");
+    assert!(
+        file.starts_with(&scratch.path().display().to_string()) && file.contains("benchsuite-ref-"),
+        "{file}"
+    );
+    // Ours read that file in place: its notes name it.
+    let notes = rec["notes"].to_string();
+    assert!(notes.contains(file), "{file} not in {notes}");
+    let note = rec["reference"]["note"].as_str().unwrap();
+    assert!(note.contains("both sides read one file of 4MiB"), "{note}");
+    assert_eq!(rec["reference"]["rounds"], serde_json::json!([1e6, 1e6]));
+    let left: Vec<_> = std::fs::read_dir(scratch.path()).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

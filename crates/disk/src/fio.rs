@@ -1,7 +1,7 @@
 //! `disk.io`'s reference: the fio command line that runs the same point
 //! (`benchsuite reference disk.io`).
 
-use benchsuite_core::reference::{REFERENCE_SECS, Reference};
+use benchsuite_core::reference::{FILE_PLACEHOLDER, REFERENCE_SECS, Reference, SharedFile};
 use benchsuite_core::{Context, Point};
 
 use crate::settings::{EngineKind, Fsync, Op, Settings};
@@ -72,7 +72,26 @@ fn command(s: &Settings, target: &Target) -> Reference {
         a.extend(args.iter().cloned());
     }
     let mut scratch_in = None;
+    let mut shared_file = None;
     match target {
+        Target::Dir(dir) if !s.op.writes() => {
+            // A reading point: both sides read one file the reference
+            // runner lays out in `dir` (the disk under test) before the
+            // first round, ours in place as with dir=FILE, each thread its
+            // own region. A file each would compare two layouts of
+            // different age: on a virtual disk one laid out minutes
+            // earlier and one laid out just now read at different speeds.
+            a.push(format!("--filename={FILE_PLACEHOLDER}"));
+            a.push(format!("--size={}", s.file_len()));
+            if s.threads > 1 {
+                a.push(format!("--offset_increment={}", s.file_len()));
+            }
+            shared_file = Some(SharedFile {
+                param: "dir",
+                len: s.file_len() * s.threads as u64,
+            });
+            scratch_in = Some(dir.clone());
+        }
         Target::Dir(dir) => {
             // fio runs in a private directory made in `dir` (the disk
             // under test), its files named relative to it.
@@ -126,6 +145,7 @@ fn command(s: &Settings, target: &Target) -> Reference {
     }
     let mut r = Reference::new("fio", "fio", a, metric, parse);
     r.scratch_in = scratch_in;
+    r.shared_file = shared_file;
     r.note = (!notes.is_empty()).then(|| notes.join("; "));
     r
 }
@@ -307,8 +327,8 @@ mod tests {
                 "--ioengine=io_uring".into(),
                 "--iodepth=4".into(),
                 "--numjobs=1".into(),
+                "--filename={file}".into(),
                 "--size=1073741824".into(),
-                "--filename=benchsuite-reference-fio.0".into(),
                 "--group_reporting".into(),
                 "--time_based".into(),
                 format!("--runtime={REFERENCE_SECS}"),
@@ -316,10 +336,41 @@ mod tests {
             ]
         );
         assert_eq!(r.metric, "bandwidth");
-        // In a private directory made in the one given, never a name
-        // of the shared directory itself.
+        // Both sides read one file, laid out by the reference runner in a
+        // private directory made in the one given, never a name of the
+        // shared directory itself; ours reads it as dir=FILE.
         assert_eq!(r.scratch_in.as_deref(), Some(dir.path()));
+        assert_eq!(
+            r.shared_file,
+            Some(SharedFile {
+                param: "dir",
+                len: 1 << 30
+            })
+        );
         assert_eq!(r.server_argv, None);
+        // Threads read their own regions of it, as ours do in place.
+        let r = reference(
+            &ctx(dir.path()),
+            &point(&[
+                ("op", s("randread")),
+                ("threads", Value::Int(3)),
+                ("size", Value::Int(64 << 20)),
+            ]),
+        )
+        .unwrap();
+        let a = r.argv.join(" ");
+        assert!(
+            a.contains("--numjobs=3 --norandommap --filename={file} --size=67108864 --offset_increment=67108864"),
+            "{a}"
+        );
+        assert_eq!(r.shared_file.map(|f| f.len), Some(3 * (64 << 20)));
+        // A writing point keeps a file each (written over, not shared).
+        let r = reference(&ctx(dir.path()), &point(&[("op", s("write"))])).unwrap();
+        assert_eq!(r.shared_file, None);
+        assert!(
+            r.argv
+                .contains(&"--filename=benchsuite-reference-fio.0".to_string())
+        );
     }
 
     #[test]

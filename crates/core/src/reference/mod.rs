@@ -98,7 +98,29 @@ pub struct Reference {
     /// the tool averages over them; samples as long as the tool's window
     /// average the same way.
     pub sample_time: Option<Duration>,
+    /// One file both sides read. When set (with [`Reference::scratch_in`]
+    /// naming the disk under test), the runner lays out the file with data
+    /// in a fresh private directory there before the point's first round,
+    /// runs ours with the parameter it names set to the file's path (as a
+    /// user's `dir=FILE` would), gives the tool the path wherever its
+    /// [`FILE_PLACEHOLDER`] stands in `argv`, and removes the directory
+    /// after the last round. Each side laying out its own file would
+    /// compare two layouts of different age, which a virtual disk serves
+    /// at different speeds.
+    pub shared_file: Option<SharedFile>,
 }
+
+/// The file both sides of a reference read ([`Reference::shared_file`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedFile {
+    /// Our parameter that takes the file's path (`disk.io`'s `dir`).
+    pub param: &'static str,
+    /// Its length in bytes.
+    pub len: u64,
+}
+
+/// Stands for the shared file's path in a reference's `argv`.
+pub const FILE_PLACEHOLDER: &str = "{file}";
 
 /// How long a tool may run past [`REFERENCE_SECS`] before it is stopped,
 /// unless its [`Reference::timeout`] says otherwise.
@@ -130,6 +152,7 @@ impl Reference {
             unusable: None,
             timeout: Duration::from_secs(REFERENCE_SECS) + TOOL_GRACE,
             sample_time: None,
+            shared_file: None,
         }
     }
 

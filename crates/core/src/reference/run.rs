@@ -133,12 +133,28 @@ pub fn run_references(
                     .map_or(String::new(), |m| m.unit.to_string())
             });
             let mut tool = reference.as_ref().map(ToolRun::new);
+            // One file both sides read: laid out once, before the first
+            // round, and kept (with its private directory) until the last.
+            let mut our_point = point.clone();
+            let mut reference = reference;
+            let _shared = match (&mut reference, &mut tool) {
+                (Some(r), Some(t)) if t.note.is_none() && r.shared_file.is_some() => {
+                    match share_file(r, &mut our_point) {
+                        Ok(scratch) => Some(scratch),
+                        Err(e) => {
+                            t.note = Some(format!("not run: {e}"));
+                            None
+                        }
+                    }
+                }
+                _ => None,
+            };
             let mut ours = Vec::new();
             for round in 1..=rounds {
                 let single = Plan {
                     benches: vec![PlannedBench {
                         bench: pb.bench,
-                        points: vec![point.clone()],
+                        points: vec![our_point.clone()],
                     }],
                     ctx: plan.ctx.clone(),
                 };
@@ -184,6 +200,8 @@ pub fn run_references(
             let Some(mut record) = crate::runner::pool_rounds(ours) else {
                 continue;
             };
+            // The point as planned (ours ran with the shared file's path).
+            record.params = point.clone();
             if let (Some(t), Some(r)) = (tool, reference.as_ref()) {
                 record.reference = Some(t.result(r, &record, &unit, &our_values));
             }
@@ -196,6 +214,71 @@ pub fn run_references(
     report.config.selectors = cfg.selectors.clone();
     report.progress = None;
     Some(report)
+}
+
+/// Lays out `r`'s shared file ([`Reference::shared_file`]) in a fresh
+/// private directory in its `scratch_in`, points `ours` at it and puts its
+/// path in the tool's command line and note. The directory goes when the
+/// returned [`Scratch`] drops (or on Ctrl-C, with the others).
+fn share_file(r: &mut Reference, ours: &mut crate::Point) -> Result<Scratch, String> {
+    let Some(shared) = r.shared_file.clone() else {
+        return Err("no shared file".into());
+    };
+    let scratch = Scratch::new(r)?;
+    let path = scratch.0.join("benchsuite-reference-shared");
+    lay_out(&path, shared.len).map_err(|e| {
+        format!(
+            "cannot lay out the {} file both sides read at {}: {e}",
+            crate::units::format_size(shared.len),
+            path.display()
+        )
+    })?;
+    let shown = path.display().to_string();
+    ours.set(shared.param, crate::Value::Str(shown.clone()));
+    for a in &mut r.argv {
+        *a = a.replace(super::FILE_PLACEHOLDER, &shown);
+    }
+    let said = format!(
+        "both sides read one file of {}, laid out with pseudo-random data (written and synced) before the first round in a private directory of {}, removed after the last: benchsuite as {}=FILE, the tool by its path",
+        crate::units::format_size(shared.len),
+        r.scratch_in.as_deref().map_or_else(
+            || "the temporary directory".into(),
+            |d| d.display().to_string()
+        ),
+        shared.param
+    );
+    r.note = Some(match r.note.take() {
+        Some(n) => format!("{said}; {n}"),
+        None => said,
+    });
+    Ok(scratch)
+}
+
+/// Writes `len` bytes of pseudo-random data (not zeros, which a virtual
+/// disk or a file system may store as holes) to a new file and syncs it.
+fn lay_out(path: &Path, len: u64) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    const CHUNK: usize = 1 << 20;
+    let mut buf = vec![0u8; CHUNK];
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15 ^ len;
+    let mut left = len;
+    while left > 0 {
+        for w in buf.chunks_exact_mut(8) {
+            // xorshift64: different bytes in every block of the file.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            w.copy_from_slice(&x.to_le_bytes());
+        }
+        let n = left.min(CHUNK as u64) as usize;
+        f.write_all(&buf[..n])?;
+        left -= n as u64;
+    }
+    f.sync_all()
 }
 
 /// How long a tool's server gets to start listening.
