@@ -527,7 +527,27 @@ pub fn open_in_place(path: &Path, access: Access) -> io::Result<File> {
     Ok(File::from(fd))
 }
 
-/// The system page size.
+/// Whether this process may pin `bytes` of memory for io_uring's
+/// registered buffers: as root (the kernel does not account it to a
+/// process with CAP_IPC_LOCK) or within
+/// RLIMIT_MEMLOCK. fio's `--fixedbufs` fails outright where it may not.
+pub fn may_lock(bytes: u64) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into `lim`.
+    if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) } != 0 {
+        return false;
+    }
+    lim.rlim_cur == libc::RLIM_INFINITY || lim.rlim_cur as u64 >= bytes
+}
+
+/// The system's page size in bytes.
 pub fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
