@@ -544,7 +544,10 @@ pub fn may_lock(bytes: u64) -> bool {
     if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) } != 0 {
         return false;
     }
-    lim.rlim_cur == libc::RLIM_INFINITY || lim.rlim_cur as u64 >= bytes
+    // rlim_t is narrower than u64 on some targets.
+    #[allow(clippy::unnecessary_cast)]
+    let cur = lim.rlim_cur as u64;
+    lim.rlim_cur == libc::RLIM_INFINITY || cur >= bytes
 }
 
 /// The system's page size in bytes.
