@@ -137,6 +137,46 @@ struct PingPong {
     affinity: Option<AffinityGuard>,
     seq: u32,
     about: About,
+    /// cpus=any with a partner process: after each batch, whether both
+    /// ends had last run on one CPU, and the batch's time per switch.
+    placements: Option<Vec<(bool, f64)>>,
+}
+
+/// The CPU a process last ran on: field 39 (`processor`) of
+/// `/proc/PID/stat`, counted after the command name's closing parenthesis
+/// (the name may hold spaces).
+fn last_cpu(pid: i32) -> Option<i64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    // Fields after the name start at 3 (state); processor is 39.
+    rest.split_whitespace().nth(39 - 3)?.parse().ok()
+}
+
+/// The note on where the two ends ran, from each batch's end (cpus=any).
+fn placement_note(batches: &[(bool, f64)]) -> Option<String> {
+    if batches.is_empty() {
+        return None;
+    }
+    let mean = |same: bool| {
+        let v: Vec<f64> = batches
+            .iter()
+            .filter(|b| b.0 == same)
+            .map(|b| b.1)
+            .collect();
+        (!v.is_empty()).then(|| (v.len(), v.iter().sum::<f64>() / v.len() as f64))
+    };
+    let part = |m: Option<(usize, f64)>, what: &str| {
+        m.map(|(n, t)| format!("{what} after {n} ({:.2} µs per switch on average)", t * 1e6))
+    };
+    let parts: Vec<String> = [part(mean(true), "on one CPU"), part(mean(false), "on two")]
+        .into_iter()
+        .flatten()
+        .collect();
+    Some(format!(
+        "cpus=any: where the scheduler had put the two ends when each of the {} batches ended (each end's last CPU; a batch may have spent part of its time in the other state): {}; the record's figure mixes the two states in the proportion this run met (pinned, on this machine: cpus=same for one CPU, cpus=different for two)",
+        batches.len(),
+        parts.join(", ")
+    ))
 }
 
 impl PingPong {
@@ -183,12 +223,18 @@ impl PingPong {
             affinity,
             seq: 0,
             about: About::default(),
+            placements: None,
         };
         match placement {
             Some((ours, _)) => sys::set_thread_affinity(&CpuSet::single(ours)?)?,
-            None => case.about.caveat(
-                "cpus=any: the scheduler decides whether the two ends share a CPU, so results may be bimodal; pin with cpus=same or cpus=different for stable numbers",
-            ),
+            None => {
+                case.about.caveat(
+                    "cpus=any: the scheduler decides whether the two ends share a CPU, so results may be bimodal; pin with cpus=same or cpus=different for stable numbers",
+                );
+                if process {
+                    case.placements = Some(Vec::new());
+                }
+            }
         }
         Ok(case)
     }
@@ -202,8 +248,12 @@ impl PingPong {
             partner,
             affinity,
             seq: _,
-            about,
+            mut about,
+            placements,
         } = self;
+        if let Some(note) = placements.as_deref().and_then(placement_note) {
+            about.note(note);
+        }
         // Sends the quit token and closes our end.
         drop(to_partner);
         let mut errors = Vec::new();
@@ -251,6 +301,7 @@ impl Case for PingPong {
     fn run(&mut self, iters: u64) -> Result<Work, BenchError> {
         let to_partner = &mut self.to_partner.0;
         let mut back = [0u8; TOKEN_LEN];
+        let t0 = std::time::Instant::now();
         for _ in 0..iters {
             // Sequence tokens keep the top bit clear, so never equal QUIT.
             self.seq = self.seq.wrapping_add(1) & 0x7fff_ffff;
@@ -268,8 +319,27 @@ impl Case for PingPong {
                 )));
             }
         }
+        let elapsed = t0.elapsed();
+        // Where the two ends last ran, read after the timed loop (a /proc
+        // read, tens of µs, that the batch's time leaves out).
+        if let (Some(p), Partner::Process(child)) = (&mut self.placements, &self.partner) {
+            // SAFETY: sched_getcpu has no preconditions.
+            let ours = unsafe { libc::sched_getcpu() };
+            if let Some(theirs) = last_cpu(child.pid())
+                && ours >= 0
+                && iters > 0
+            {
+                p.push((
+                    i64::from(ours) == theirs,
+                    elapsed.as_secs_f64() / (2 * iters) as f64,
+                ));
+            }
+        }
         // Each round trip is two switches: to the partner and back.
-        Ok(Work::ops(2 * iters))
+        Ok(Work {
+            elapsed: Some(elapsed),
+            ..Work::ops(2 * iters)
+        })
     }
 
     fn finish(self: Box<Self>) -> Finished {
@@ -316,6 +386,46 @@ mod tests {
             assert!(finished.error.is_none(), "{:?}", finished.error);
             assert_eq!(sys::thread_affinity().unwrap().cpus(), before);
         }
+    }
+
+    #[test]
+    fn unpinned_batches_say_where_the_two_ends_ran() {
+        let allowed = sys::thread_affinity().unwrap().cpus();
+        let mut case = PingPong::start(true, None).unwrap();
+        for _ in 0..4 {
+            let w = case.run(200).unwrap();
+            assert!(w.elapsed.is_some_and(|e| e > std::time::Duration::ZERO));
+        }
+        let placements = case.placements.clone().unwrap();
+        assert_eq!(placements.len(), 4);
+        assert!(
+            placements.iter().all(|p| p.1 > 0.0 && p.1 < 1e-2),
+            "{placements:?}"
+        );
+        let partner = match &case.partner {
+            Partner::Process(c) => last_cpu(c.pid()).unwrap(),
+            Partner::Thread(_) => unreachable!(),
+        };
+        assert!(
+            allowed.contains(&(partner as usize)),
+            "{partner} not in {allowed:?}"
+        );
+        let finished = Box::new(case).finish();
+        let notes = format!("{:?}", finished.about);
+        assert!(notes.contains("each of the 4 batches ended"), "{notes}");
+        // Pinned cases do not look.
+        let mut case = PingPong::start(true, Some((allowed[0], allowed[0]))).unwrap();
+        case.run(10).unwrap();
+        assert!(case.placements.is_none());
+    }
+
+    #[test]
+    fn the_placement_note_gives_each_state_its_share_and_mean() {
+        let note = placement_note(&[(true, 2e-6), (false, 20e-6), (false, 30e-6)]).unwrap();
+        assert!(note.contains("3 batches"), "{note}");
+        assert!(note.contains("on one CPU after 1 (2.00 µs"), "{note}");
+        assert!(note.contains("on two after 2 (25.00 µs"), "{note}");
+        assert_eq!(placement_note(&[]), None);
     }
 
     #[test]

@@ -434,7 +434,6 @@ pub struct Child {
 
 impl Child {
     /// The child's process id.
-    #[cfg(test)]
     pub fn pid(&self) -> i32 {
         self.pid
     }
