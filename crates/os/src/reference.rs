@@ -51,7 +51,7 @@ pub fn context_switch(point: &Point, allowed: &[usize]) -> Option<Reference> {
             // perf reports the average over its whole run, so ours
             // samples a second at a time rather than 10 ms.
             sample_time = Some(std::time::Duration::from_secs(1));
-            note = Some("cpus=any: the scheduler keeps both ends on one CPU or on two for stretches, and a short sample catches one of them; perf reports one average over its whole run, so benchsuite's samples last 1 s here to average the same way. The split between the two states is the host's: on one 2-vCPU KVM guest, runs hours apart gave perf 19.8-28.9 µs per switch and benchsuite 20.7-29.1 µs, ratios 0.86 to 1.19, each tool spreading more between runs than the two differed within one; compare cpus=same or cpus=different for code".to_string());
+            note = Some("cpus=any: the scheduler keeps both ends on one CPU or on two for stretches, and a short sample catches one of them; perf reports one average over its whole run, so benchsuite's samples last 1 s here to average the same way. The split between the two states is the host's: on one 2-vCPU KVM guest, runs hours apart gave perf 19.8-28.9 µs per switch and benchsuite 20.7-29.1 µs, ratios 0.86 to 1.19, each tool spreading more between runs than the two differed within one (sched_switch traces of three pairs: perf's two processes handed a CPU straight to each other in 5.4-19.5% of their switches, benchsuite's in 7.0-7.2%, the rest went through an idle vCPU and a cross-CPU wake-up); compare cpus=same or cpus=different for code".to_string());
         }
         ("same", [c, ..]) => a.extend(argv(["taskset", "-c", &c.to_string()])),
         ("different", [c, d, ..]) => {
