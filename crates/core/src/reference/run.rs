@@ -139,7 +139,7 @@ pub fn run_references(
             let mut reference = reference;
             let _shared = match (&mut reference, &mut tool) {
                 (Some(r), Some(t)) if t.note.is_none() && r.shared_file.is_some() => {
-                    match share_file(r, &mut our_point) {
+                    match share_file(r, &mut our_point, &|| plan.ctx.cancelled()) {
                         Ok(scratch) => Some(scratch),
                         Err(e) => {
                             t.note = Some(format!("not run: {e}"));
@@ -220,13 +220,17 @@ pub fn run_references(
 /// private directory in its `scratch_in`, points `ours` at it and puts its
 /// path in the tool's command line and note. The directory goes when the
 /// returned [`Scratch`] drops (or on Ctrl-C, with the others).
-fn share_file(r: &mut Reference, ours: &mut crate::Point) -> Result<Scratch, String> {
+fn share_file(
+    r: &mut Reference,
+    ours: &mut crate::Point,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Scratch, String> {
     let Some(shared) = r.shared_file.clone() else {
         return Err("no shared file".into());
     };
     let scratch = Scratch::new(r)?;
     let path = scratch.0.join("benchsuite-reference-shared");
-    lay_out(&path, shared.len).map_err(|e| {
+    lay_out(&path, shared.len, cancelled).map_err(|e| {
         format!(
             "cannot lay out the {} file both sides read at {}: {e}",
             crate::units::format_size(shared.len),
@@ -239,7 +243,7 @@ fn share_file(r: &mut Reference, ours: &mut crate::Point) -> Result<Scratch, Str
         *a = a.replace(super::FILE_PLACEHOLDER, &shown);
     }
     let said = format!(
-        "both sides read one file of {}, laid out with pseudo-random data (written and synced) before the first round in a private directory of {}, removed after the last: benchsuite as {}=FILE, the tool by its path",
+        "both sides read one file of {}, laid out with pseudo-random data (written, synced, dropped from the page cache) before the first round in a private directory of {}, removed after the last: benchsuite as {}=FILE, the tool by its path",
         crate::units::format_size(shared.len),
         r.scratch_in.as_deref().map_or_else(
             || "the temporary directory".into(),
@@ -255,8 +259,10 @@ fn share_file(r: &mut Reference, ours: &mut crate::Point) -> Result<Scratch, Str
 }
 
 /// Writes `len` bytes of pseudo-random data (not zeros, which a virtual
-/// disk or a file system may store as holes) to a new file and syncs it.
-fn lay_out(path: &Path, len: u64) -> std::io::Result<()> {
+/// disk or a file system may store as holes) to a new file, syncs it and
+/// drops its pages from the page cache, so that neither side's first
+/// buffered read finds them there. Stops early (an error) when cancelled.
+fn lay_out(path: &Path, len: u64, cancelled: &dyn Fn() -> bool) -> std::io::Result<()> {
     use std::io::Write;
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -277,8 +283,24 @@ fn lay_out(path: &Path, len: u64) -> std::io::Result<()> {
         let n = left.min(CHUNK as u64) as usize;
         f.write_all(&buf[..n])?;
         left -= n as u64;
+        if cancelled() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Interrupted,
+                "cancelled",
+            ));
+        }
     }
-    f.sync_all()
+    f.sync_all()?;
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: the descriptor is open; offset 0, length 0 = the whole file.
+        let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        if rc != 0 {
+            return Err(std::io::Error::from_raw_os_error(rc));
+        }
+    }
+    Ok(())
 }
 
 /// How long a tool's server gets to start listening.
