@@ -38,6 +38,21 @@ fn reference(path: &Path, dir: &Path) -> serde_json::Value {
     assert!(stdout.contains("benchsuite vs reference tools"), "{stdout}");
     let text = std::fs::read_to_string(&out).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // With a ratio, the rounds' lowest and highest beside it: `566.50
+    // (564.42-568.57)`.
+    let r = &v["records"][0]["reference"];
+    if let Some(ratio) = r["ratio"].as_f64() {
+        let per: Vec<f64> = r["round_ratios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        let lo = per.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = per.iter().copied().fold(0.0, f64::max);
+        let shown = format!("{ratio:.2} ({lo:.2}-{hi:.2})");
+        assert!(stdout.contains(&shown), "{shown} not in {stdout}");
+    }
     assert_valid_report(&v);
     v
 }
@@ -70,6 +85,20 @@ fn a_stand_in_sysbench_is_run_each_round_and_compared() {
     let ours = rec["metrics"][0]["summary"]["median"].as_f64().unwrap();
     let ratio = r["ratio"].as_f64().unwrap();
     assert!((ratio - ours / 1000.5).abs() < 1e-9 * ratio, "{ratio}");
+    // Each round's own ratio: our round against the tool's, the median
+    // ratio between the lowest and the highest.
+    let per: Vec<f64> = r["round_ratios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(per.len(), 2, "{r}");
+    let (lo, hi) = (per[0].min(per[1]), per[0].max(per[1]));
+    assert!(
+        lo <= ratio * (1.0 + 1e-9) && ratio <= hi * (1.0 + 1e-9),
+        "{per:?} {ratio}"
+    );
     // Ours ran as many rounds as the tool: pooled, 3 samples each.
     assert_eq!(rec["metrics"][0]["rounds"], serde_json::json!([3, 3]));
     let calls = std::fs::read_to_string(dir.path().join("calls")).unwrap();

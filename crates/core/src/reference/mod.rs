@@ -231,6 +231,13 @@ pub struct ReferenceResult {
     /// percentiles. Schema 1.8.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub our_rounds: Option<Vec<f64>>,
+    /// The direction-aware ratio of each round: our round to the tool's
+    /// round that followed it, for every round both measured, in order.
+    /// Their spread is the spread between runs that the median ratio
+    /// hides (on a virtual disk, one point's rounds gave 0.56 to 1.28).
+    /// Schema 1.8.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub round_ratios: Vec<f64>,
 }
 
 /// The direction-aware ratio of our median to the tool's: above 1 means

@@ -188,13 +188,17 @@ pub fn run_references(
                     break;
                 }
             }
-            // Each of our rounds' value of the tool's metric: a percentile
-            // is taken per round (pooled records keep only the first
-            // round's percentiles) and its median compared.
-            let our_values: Vec<f64> = reference.as_ref().map_or(Vec::new(), |r| {
+            // Each of our rounds' value of the tool's metric (`None` for a
+            // round that failed): a percentile is taken per round (pooled
+            // records keep only the first round's percentiles) and its
+            // median compared; each round pairs with the tool's round.
+            let our_by_round: Vec<Option<f64>> = reference.as_ref().map_or(Vec::new(), |r| {
                 ours.iter()
-                    .filter(|x| x.status == Status::Ok)
-                    .filter_map(|x| super::metric_value(x, r.metric).map(|v| v.0))
+                    .map(|x| {
+                        (x.status == Status::Ok)
+                            .then(|| super::metric_value(x, r.metric).map(|v| v.0))
+                            .flatten()
+                    })
                     .collect()
             });
             let Some(mut record) = crate::runner::pool_rounds(ours) else {
@@ -203,7 +207,7 @@ pub fn run_references(
             // The point as planned (ours ran with the shared file's path).
             record.params = point.clone();
             if let (Some(t), Some(r)) = (tool, reference.as_ref()) {
-                record.reference = Some(t.result(r, &record, &unit, &our_values));
+                record.reference = Some(t.result(r, &record, &unit, &our_by_round));
             }
             records.push(record);
         }
@@ -334,6 +338,8 @@ pub fn on_cpu<T>(cpu: usize, f: impl FnOnce() -> T) -> T {
 struct ToolRun {
     version: Option<String>,
     values: Vec<f64>,
+    /// Each round's value, `None` where the round did not run or failed.
+    by_round: Vec<Option<f64>>,
     note: Option<String>,
 }
 
@@ -348,6 +354,7 @@ impl ToolRun {
             return ToolRun {
                 version: None,
                 values: Vec::new(),
+                by_round: Vec::new(),
                 note: Some(format!(
                     "not installed: apt install {package} ({p} is not on PATH)"
                 )),
@@ -357,6 +364,7 @@ impl ToolRun {
             return ToolRun {
                 version: None,
                 values: Vec::new(),
+                by_round: Vec::new(),
                 note: Some(format!("not run: {why}")),
             };
         }
@@ -376,6 +384,7 @@ impl ToolRun {
         ToolRun {
             version,
             values: Vec::new(),
+            by_round: Vec::new(),
             note: None,
         }
     }
@@ -391,6 +400,7 @@ impl ToolRun {
         observer: &mut dyn ReferenceObserver,
     ) {
         if self.note.is_some() && self.values.is_empty() {
+            self.by_round.push(None);
             return;
         }
         let outcome = run_tool(r, cancelled).and_then(|out| (r.parse)(&out));
@@ -401,6 +411,7 @@ impl ToolRun {
             unit,
             outcome.as_ref().map(|v| *v).map_err(String::as_str),
         );
+        self.by_round.push(outcome.as_ref().ok().copied());
         match outcome {
             Ok(v) => {
                 self.values.push(v);
@@ -422,19 +433,28 @@ impl ToolRun {
         r: &Reference,
         record: &Record,
         unit: &str,
-        our_values: &[f64],
+        our_by_round: &[Option<f64>],
     ) -> ReferenceResult {
+        let our_values: Vec<f64> = our_by_round.iter().flatten().copied().collect();
         let metric = super::metric_value(record, r.metric);
         let median = super::median(&self.values);
         // A percentile: the median of our rounds' own percentiles.
         let ours = if r.metric.contains('.') {
-            super::median(our_values)
+            super::median(&our_values)
         } else {
             metric.as_ref().map(|m| m.0)
         };
         let ratio = match (&metric, ours, median) {
             (Some(m), Some(o), Some(t)) if record.status == Status::Ok => super::ratio(o, t, m.2),
             _ => None,
+        };
+        let round_ratios = match &metric {
+            Some(m) if ratio.is_some() => our_by_round
+                .iter()
+                .zip(&self.by_round)
+                .filter_map(|(o, t)| super::ratio((*o)?, (*t)?, m.2))
+                .collect(),
+            _ => Vec::new(),
         };
         let note = match (self.note, &r.note) {
             (Some(a), Some(b)) => Some(format!("{a}; {b}")),
@@ -450,7 +470,8 @@ impl ToolRun {
             ratio,
             rounds: self.values,
             note,
-            our_rounds: r.metric.contains('.').then(|| our_values.to_vec()),
+            our_rounds: r.metric.contains('.').then_some(our_values),
+            round_ratios,
         }
     }
 }

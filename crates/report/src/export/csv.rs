@@ -394,6 +394,7 @@ mod tests {
             rounds: vec![2e-6],
             note: None,
             our_rounds: None,
+            round_ratios: Vec::new(),
         });
         let mut out = Vec::new();
         write_report(&report, &mut out).unwrap();

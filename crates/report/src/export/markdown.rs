@@ -219,6 +219,7 @@ mod tests {
             rounds: vec![2e9],
             note: Some("a|b".into()),
             our_rounds: None,
+            round_ratios: Vec::new(),
         });
         let t = text(|o| write_report(&r, o));
         let rows = table_rows(&t);

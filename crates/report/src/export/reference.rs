@@ -43,7 +43,16 @@ pub fn summary_table(report: &Report) -> String {
         let tool = x
             .median
             .map_or("-".to_string(), |v| format_value(v, &x.unit));
-        let ratio = x.ratio.map_or("-".to_string(), |v| format!("{v:.2}"));
+        let ratio = x.ratio.map_or("-".to_string(), |v| {
+            // The rounds' own ratios, lowest to highest, beside the median.
+            let lo = x.round_ratios.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = x.round_ratios.iter().copied().fold(0.0, f64::max);
+            if x.round_ratios.len() >= 2 {
+                format!("{v:.2} ({lo:.2}-{hi:.2})")
+            } else {
+                format!("{v:.2}")
+            }
+        });
         let mut what = x.command.clone();
         if let Some(n) = &x.note {
             what = format!("{what}  [{n}]");
@@ -54,7 +63,7 @@ pub fn summary_table(report: &Report) -> String {
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();
     let mut s = String::from(
-        "\nbenchsuite vs reference tools (ratio > 1: benchsuite better; median of interleaved rounds)\n",
+        "\nbenchsuite vs reference tools (ratio > 1: benchsuite better; median of interleaved rounds (lowest-highest round))\n",
     );
     for row in &rows {
         let mut line = String::new();

@@ -855,6 +855,7 @@ mod tests {
             rounds: Vec::new(),
             note: note.map(String::from),
             our_rounds: None,
+            round_ratios: Vec::new(),
         }
     }
 
