@@ -120,11 +120,11 @@ fn a_missing_tool_names_its_package() {
     );
 }
 
-/// A disk read point: both sides read one file the reference runner lays
-/// out (ours in place, the stand-in fio by its path), and nothing is left
-/// in the scratch directory afterwards.
-#[test]
-fn a_disk_read_point_reads_one_file_on_both_sides_and_leaves_nothing() {
+/// A disk point: both sides use one file the reference runner lays out
+/// (ours in place, the stand-in fio by its path), and nothing is left in
+/// the scratch directory afterwards. A writing point writes over that file
+/// (ours is allowed to overwrite it and nothing else).
+fn one_file_on_both_sides(op: &str) {
     let bin = tempfile::tempdir().unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let tool = bin.path().join("fio");
@@ -145,7 +145,7 @@ fn a_disk_read_point_reads_one_file_on_both_sides_and_leaves_nothing() {
             "reference",
             "disk.io",
             "--param",
-            "op=read",
+            &format!("op={op}"),
             "--param",
             "block=64K",
             "--param",
@@ -177,6 +177,7 @@ fn a_disk_read_point_reads_one_file_on_both_sides_and_leaves_nothing() {
     assert_eq!(rec["status"], "ok", "{rec}");
     // The record keeps the point as asked.
     assert_eq!(rec["params"]["dir"], "auto");
+    assert_eq!(rec["params"]["op"], op);
     let calls = std::fs::read_to_string(bin.path().join("calls")).unwrap();
     let runs: Vec<(&str, &str)> = calls.lines().map(|l| l.rsplit_once(' ').unwrap()).collect();
     assert_eq!(runs.len(), 2, "{calls}");
@@ -188,12 +189,31 @@ fn a_disk_read_point_reads_one_file_on_both_sides_and_leaves_nothing() {
         file.starts_with(&scratch.path().display().to_string()) && file.contains("benchsuite-ref-"),
         "{file}"
     );
-    // Ours read that file in place: its notes name it.
+    // Ours used that file in place: its notes name it.
     let notes = rec["notes"].to_string();
     assert!(notes.contains(file), "{file} not in {notes}");
     let note = rec["reference"]["note"].as_str().unwrap();
-    assert!(note.contains("both sides read one file of 4MiB"), "{note}");
-    assert_eq!(rec["reference"]["rounds"], serde_json::json!([1e6, 1e6]));
+    assert!(note.contains("both sides use one file of 4MiB"), "{note}");
+    // Random points compare IOPS, sequential ones bandwidth.
+    let each = if op.starts_with("rand") { 15.0 } else { 1e6 };
+    assert_eq!(rec["reference"]["rounds"], serde_json::json!([each, each]));
+    // The grant was for the reference's own rounds: the report's options
+    // do not carry it.
+    assert!(
+        !v["config"].to_string().contains("allow-overwrite"),
+        "{}",
+        v["config"]
+    );
     let left: Vec<_> = std::fs::read_dir(scratch.path()).unwrap().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn a_disk_read_point_reads_one_file_on_both_sides_and_leaves_nothing() {
+    one_file_on_both_sides("read");
+}
+
+#[test]
+fn a_disk_write_point_writes_over_one_file_on_both_sides_and_leaves_nothing() {
+    one_file_on_both_sides("randwrite");
 }

@@ -98,7 +98,7 @@ pub struct Reference {
     /// the tool averages over them; samples as long as the tool's window
     /// average the same way.
     pub sample_time: Option<Duration>,
-    /// One file both sides read. When set (with [`Reference::scratch_in`]
+    /// One file both sides read (or write over). When set (with [`Reference::scratch_in`]
     /// naming the disk under test), the runner lays out the file with data
     /// in a fresh private directory there before the point's first round,
     /// runs ours with the parameter it names set to the file's path (as a
@@ -110,13 +110,18 @@ pub struct Reference {
     pub shared_file: Option<SharedFile>,
 }
 
-/// The file both sides of a reference read ([`Reference::shared_file`]).
+/// The file both sides of a reference use ([`Reference::shared_file`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SharedFile {
     /// Our parameter that takes the file's path (`disk.io`'s `dir`).
     pub param: &'static str,
     /// Its length in bytes.
     pub len: u64,
+    /// Options set for our rounds only, each value with every
+    /// [`FILE_PLACEHOLDER`] replaced by the file's path: what lets ours
+    /// write over the file the runner made (`disk.io`'s
+    /// `allow-overwrite`), and nothing else.
+    pub grants: Vec<(&'static str, String)>,
 }
 
 /// Stands for the shared file's path in a reference's `argv`.

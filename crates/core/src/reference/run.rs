@@ -136,10 +136,11 @@ pub fn run_references(
             // One file both sides read: laid out once, before the first
             // round, and kept (with its private directory) until the last.
             let mut our_point = point.clone();
+            let mut our_ctx = plan.ctx.clone();
             let mut reference = reference;
             let _shared = match (&mut reference, &mut tool) {
                 (Some(r), Some(t)) if t.note.is_none() && r.shared_file.is_some() => {
-                    match share_file(r, &mut our_point, &|| plan.ctx.cancelled()) {
+                    match share_file(r, &mut our_point, &mut our_ctx, &|| plan.ctx.cancelled()) {
                         Ok(scratch) => Some(scratch),
                         Err(e) => {
                             t.note = Some(format!("not run: {e}"));
@@ -156,7 +157,7 @@ pub fn run_references(
                         bench: pb.bench,
                         points: vec![our_point.clone()],
                     }],
-                    ctx: plan.ctx.clone(),
+                    ctx: our_ctx.clone(),
                 };
                 let long;
                 let cfg = match reference.as_ref().and_then(|r| r.sample_time) {
@@ -227,6 +228,7 @@ pub fn run_references(
 fn share_file(
     r: &mut Reference,
     ours: &mut crate::Point,
+    ctx: &mut crate::Context,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Scratch, String> {
     let Some(shared) = r.shared_file.clone() else {
@@ -243,11 +245,15 @@ fn share_file(
     })?;
     let shown = path.display().to_string();
     ours.set(shared.param, crate::Value::Str(shown.clone()));
+    for (k, v) in &shared.grants {
+        ctx.options
+            .insert(k.to_string(), v.replace(super::FILE_PLACEHOLDER, &shown));
+    }
     for a in &mut r.argv {
         *a = a.replace(super::FILE_PLACEHOLDER, &shown);
     }
     let said = format!(
-        "both sides read one file of {}, laid out with pseudo-random data (written, synced, dropped from the page cache) before the first round in a private directory of {}, removed after the last: benchsuite as {}=FILE, the tool by its path",
+        "both sides use one file of {}, laid out with pseudo-random data (written, synced, dropped from the page cache) before the first round in a private directory of {}, removed after the last: benchsuite as {}=FILE, the tool by its path",
         crate::units::format_size(shared.len),
         r.scratch_in.as_deref().map_or_else(
             || "the temporary directory".into(),
