@@ -216,11 +216,13 @@ pub struct ReferenceResult {
     pub median: Option<f64>,
     /// Unit of `median` and `rounds`: the metric's base unit.
     pub unit: String,
-    /// Direction-aware ratio of the medians: above 1 means benchsuite did
-    /// better (more throughput, less latency); null when either side has
-    /// no median (the tool is missing or failed, the record did not run).
-    /// Read it with `note`, which says where the tool measures something
-    /// slightly different.
+    /// Direction-aware ratio, above 1 when benchsuite did better (more
+    /// throughput, less latency): the median of `round_ratios` where two
+    /// or more rounds paired (before 1.8: the ratio of the two sides'
+    /// medians, which is what a single round still gives); null when
+    /// either side has no value (the tool is missing or failed, the record
+    /// did not run). Read it with `note`, which says where the tool
+    /// measures something slightly different.
     pub ratio: Option<f64>,
     /// The tool's value in each round, in the order they ran (interleaved
     /// with benchsuite's own rounds).
@@ -238,9 +240,9 @@ pub struct ReferenceResult {
     pub our_rounds: Option<Vec<f64>>,
     /// The direction-aware ratio of each round: our round to the tool's
     /// round that followed it, for every round both measured, in order.
-    /// Their spread is the spread between runs that the median ratio
-    /// hides (on a virtual disk, one point's rounds gave 0.56 to 1.28).
-    /// Schema 1.8.
+    /// `ratio` is their median; their spread is the spread between runs
+    /// that one figure hides (on a virtual disk, one point's rounds gave
+    /// 0.87 to 1.47). Schema 1.8.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub round_ratios: Vec<f64>,
 }

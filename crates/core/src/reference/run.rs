@@ -450,17 +450,27 @@ impl ToolRun {
         } else {
             metric.as_ref().map(|m| m.0)
         };
-        let ratio = match (&metric, ours, median) {
+        let of_medians = match (&metric, ours, median) {
             (Some(m), Some(o), Some(t)) if record.status == Status::Ok => super::ratio(o, t, m.2),
             _ => None,
         };
-        let round_ratios = match &metric {
-            Some(m) if ratio.is_some() => our_by_round
+        // Each round paired with the tool's round beside it: the ratio is
+        // the median of those (the interleaved A B A B design), which a
+        // state of the machine that lasts one round moves less than the
+        // ratio of the two sides' medians; with fewer than two pairs, the
+        // ratio of the medians.
+        let round_ratios: Vec<f64> = match &metric {
+            Some(m) if of_medians.is_some() => our_by_round
                 .iter()
                 .zip(&self.by_round)
                 .filter_map(|(o, t)| super::ratio((*o)?, (*t)?, m.2))
                 .collect(),
             _ => Vec::new(),
+        };
+        let ratio = if round_ratios.len() >= 2 {
+            super::median(&round_ratios)
+        } else {
+            of_medians
         };
         let note = match (self.note, &r.note) {
             (Some(a), Some(b)) => Some(format!("{a}; {b}")),

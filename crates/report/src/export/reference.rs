@@ -44,7 +44,7 @@ pub fn summary_table(report: &Report) -> String {
             .median
             .map_or("-".to_string(), |v| format_value(v, &x.unit));
         let ratio = x.ratio.map_or("-".to_string(), |v| {
-            // The rounds' own ratios, lowest to highest, beside the median.
+            // The rounds' own ratios, lowest to highest, beside their median.
             let lo = x.round_ratios.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = x.round_ratios.iter().copied().fold(0.0, f64::max);
             if x.round_ratios.len() >= 2 {
@@ -63,7 +63,7 @@ pub fn summary_table(report: &Report) -> String {
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();
     let mut s = String::from(
-        "\nbenchsuite vs reference tools (ratio > 1: benchsuite better; median of interleaved rounds (lowest-highest round))\n",
+        "\nbenchsuite vs reference tools (ratio > 1: benchsuite better; median of the interleaved rounds' ratios (lowest-highest))\n",
     );
     for row in &rows {
         let mut line = String::new();
