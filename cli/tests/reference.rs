@@ -9,26 +9,26 @@ use std::process::Command;
 mod schema;
 use schema::assert_valid_report;
 
+/// Two rounds of short samples, no progress lines.
+const QUICK: [&str; 9] = [
+    "--rounds",
+    "2",
+    "--runs",
+    "3",
+    "--min-sample-time",
+    "1ms",
+    "--warmup",
+    "1ms",
+    "--no-progress",
+];
+
 /// `benchsuite reference cpu.prime` (small, fast) with PATH = `path`.
 fn reference(path: &Path, dir: &Path) -> serde_json::Value {
     let out = dir.join("ref.json");
     let o = Command::new(env!("CARGO_BIN_EXE_benchsuite"))
-        .args([
-            "reference",
-            "cpu.prime",
-            "--param",
-            "max_prime=200",
-            "--rounds",
-            "2",
-            "--runs",
-            "3",
-            "--min-sample-time",
-            "1ms",
-            "--warmup",
-            "1ms",
-            "--no-progress",
-            "-o",
-        ])
+        .args(["reference", "cpu.prime", "--param", "max_prime=200"])
+        .args(QUICK)
+        .arg("-o")
         .arg(&out)
         .env("PATH", path)
         .output()
@@ -161,17 +161,9 @@ fn one_file_on_both_sides(op: &str) {
             "size=4M",
             "--param",
             "engine=sync",
-            "--rounds",
-            "2",
-            "--runs",
-            "3",
-            "--min-sample-time",
-            "1ms",
-            "--warmup",
-            "1ms",
-            "--no-progress",
-            "--scratch-dir",
         ])
+        .args(QUICK)
+        .arg("--scratch-dir")
         .arg(scratch.path())
         .arg("-o")
         .arg(&out)
