@@ -399,7 +399,7 @@ mod tests {
         let placements = case.placements.clone().unwrap();
         assert_eq!(placements.len(), 4);
         assert!(
-            placements.iter().all(|p| p.1 > 0.0 && p.1 < 1e-2),
+            placements.iter().all(|p| p.1 > 0.0 && p.1 < 1.0),
             "{placements:?}"
         );
         let partner = match &case.partner {
