@@ -146,7 +146,7 @@ fn command(s: &Settings, target: &Target) -> Reference {
 }
 
 /// Why fio runs with `--fixedbufs`.
-const FIXEDBUFS_NOTE: &str = "fio --fixedbufs: both sides register their buffers with io_uring, so neither pins its pages on every I/O (measured on a virtio disk, 1 MiB reads at qd1 from one file: fio 1.02-1.06 GB/s without it, 1.09-1.15 with it, benchsuite 1.06-1.22)";
+const FIXEDBUFS_NOTE: &str = "fio --fixedbufs: both sides register their buffers with io_uring, so neither pins its pages on every I/O (measured twice, 80 minutes apart, on a virtio disk, 1 MiB reads at qd1 from one file, 3 interleaved rounds each: fio 1.02-1.06 and 1.16-1.22 GB/s without it, 1.09-1.15 and 1.19-1.26 with it; benchsuite 1.06-1.22 and 1.26-1.32)";
 
 /// fio's options for an open-loop point (`rate=N`), and the reference's
 /// note. fio's `rate_iops` is per job (= per thread, `numjobs`) and per
