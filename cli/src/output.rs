@@ -65,6 +65,8 @@ pub(crate) fn install_ctrlc(cancel: &Arc<AtomicBool>) {
     let _ = ctrlc::set_handler(move || {
         if presses.fetch_add(1, Ordering::SeqCst) == 0 {
             cancel.store(true, Ordering::SeqCst);
+            // A reference tool's wait sleeps until it exits: wake it.
+            benchsuite::reference::wake_waits();
             eprintln!(
                 "\ninterrupt: finishing the current record, then writing the report (Ctrl-C again to abort)"
             );
