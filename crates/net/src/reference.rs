@@ -28,8 +28,22 @@ fn iperf3(
     a.push(REFERENCE_SECS.to_string());
     let mut r = Reference::new("iperf3", "iperf3", a, metric, parse);
     r.server_argv = Some(argv(["iperf3", "-s", "-1", "-p", port.as_str()]));
+    r.sample_time = Some(STREAM_SAMPLE);
+    r.note = Some(STREAM_NOTE.to_string());
     r
 }
+
+/// Said at every iperf3 point.
+const STREAM_NOTE: &str = "benchsuite's samples last 0.8 s here, so that a round of five spans iperf3's 4 s: loopback streams pass through states (10 ms samples of 1.2 GB/s between others of 2-3 GB/s in one round), which five 10 ms samples can fall inside while iperf3 averages over them";
+
+/// Our samples' length at an iperf3 point: a round of the default five
+/// spans iperf3's `-t` window. Loopback streams pass through states from
+/// tens of milliseconds to minutes long (measured on a 2-vCPU guest: 10 ms
+/// samples of 1.23-1.34 GB/s between others of 1.96-3.03 in one round),
+/// so five 10 ms samples can fall inside one state that iperf3's 4 s
+/// average hardly sees.
+const STREAM_SAMPLE: std::time::Duration =
+    std::time::Duration::from_millis(REFERENCE_SECS * 1000 / 5);
 
 /// `net.tcp_throughput` → `iperf3 -c 127.0.0.1 -p PORT -l BLOCK -P THREADS
 /// [-R | --bidir] [-N] -J -t SECS` against `iperf3 -s -1 -p PORT`, each
@@ -70,7 +84,7 @@ fn tcp_on(ctx: &Context, point: &Point, port: u16, cpus: &[usize]) -> Option<Ref
         a.push("-N".into());
     }
     let mut r = iperf3(port, a, "throughput", parse);
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = r.note.take().into_iter().collect();
     if let Some((here, server)) = split {
         r.argv = taskset(here, std::mem::take(&mut r.argv));
         r.server_argv = r.server_argv.take().map(|s| taskset(server, s));
@@ -343,6 +357,11 @@ mod tests {
             Some(&argv(["iperf3", "-s", "-1", "-p", "5400"])[..])
         );
         assert_eq!(r.metric, "throughput");
+        // Five samples of ours span iperf3's window.
+        assert_eq!(
+            r.sample_time.map(|t| t * 5),
+            Some(std::time::Duration::from_secs(4))
+        );
         // Two CPUs: `auto` splits one stream, iperf3 the same way.
         let r = tcp_on(&ctx(), &point(&b, &[]), 5400, &[2, 5]).unwrap();
         assert_eq!(
@@ -374,7 +393,7 @@ mod tests {
         // Small messages: the note says what was measured about equal work.
         assert!(r.note.as_deref().unwrap().contains("pselect6"));
         let big = tcp_on(&ctx(), &point(&b, &[]), 5400, &[0]).unwrap();
-        assert_eq!(big.note, None);
+        assert_eq!(big.note.as_deref(), Some(STREAM_NOTE));
         let r = tcp_on(&ctx(), &point(&b, &[("direction", s("bidir"))]), 5402, &[0]).unwrap();
         assert!(r.command().contains("-P 1 --bidir -J"));
         let mut peer = ctx();
@@ -391,6 +410,7 @@ mod tests {
             "iperf3 -c 127.0.0.1 -p 5400 -u -b 0 -l 1472 -P 1 -J -t 4"
         );
         assert_eq!(r.metric, "received");
+        assert_eq!(r.sample_time, Some(STREAM_SAMPLE));
         let p = point(&b, &[("rate", s("1G")), ("threads", Value::Int(2))]);
         let r = udp_on(&ctx(), &p, 5400).unwrap();
         assert!(
