@@ -3,7 +3,7 @@
 //! latency. Only the in-process loopback case (no `--peer`): each tool
 //! runs its own server on 127.0.0.1.
 
-use benchsuite_core::reference::{REFERENCE_SECS, Reference, argv, number_after};
+use benchsuite_core::reference::{REFERENCE_SECS, Reference, WINDOW_SAMPLE, argv, number_after};
 use benchsuite_core::{Context, Point, Value};
 
 /// A TCP port free on loopback now (the kernel's pick), for the tool's
@@ -28,22 +28,13 @@ fn iperf3(
     a.push(REFERENCE_SECS.to_string());
     let mut r = Reference::new("iperf3", "iperf3", a, metric, parse);
     r.server_argv = Some(argv(["iperf3", "-s", "-1", "-p", port.as_str()]));
-    r.sample_time = Some(STREAM_SAMPLE);
+    r.sample_time = Some(WINDOW_SAMPLE);
     r.note = Some(STREAM_NOTE.to_string());
     r
 }
 
 /// Said at every iperf3 point.
-const STREAM_NOTE: &str = "benchsuite's samples last 0.8 s here, so that a round of five spans iperf3's 4 s: loopback streams pass through states (10 ms samples of 1.2 GB/s between others of 2-3 GB/s in one round), which five 10 ms samples can fall inside while iperf3 averages over them";
-
-/// Our samples' length at an iperf3 point: a round of the default five
-/// spans iperf3's `-t` window. Loopback streams pass through states from
-/// tens of milliseconds to minutes long (measured on a 2-vCPU guest: 10 ms
-/// samples of 1.23-1.34 GB/s between others of 1.96-3.03 in one round),
-/// so five 10 ms samples can fall inside one state that iperf3's 4 s
-/// average hardly sees.
-const STREAM_SAMPLE: std::time::Duration =
-    std::time::Duration::from_millis(REFERENCE_SECS * 1000 / 5);
+const STREAM_NOTE: &str = "benchsuite's samples last 0.8 s here, so that a round of five spans iperf3's 4 s: loopback streams pass through states (10 ms samples of 1.2 GB/s between others of 2-3 GB/s in one round), which five 10 ms samples can fall inside while iperf3 averages over them (128 KiB, 3 interleaved rounds: 0.89 (0.46-0.95) with 10 ms samples, 0.92 (0.91-0.99) with 0.8 s)";
 
 /// `net.tcp_throughput` → `iperf3 -c 127.0.0.1 -p PORT -l BLOCK -P THREADS
 /// [-R | --bidir] [-N] -J -t SECS` against `iperf3 -s -1 -p PORT`, each
@@ -410,7 +401,7 @@ mod tests {
             "iperf3 -c 127.0.0.1 -p 5400 -u -b 0 -l 1472 -P 1 -J -t 4"
         );
         assert_eq!(r.metric, "received");
-        assert_eq!(r.sample_time, Some(STREAM_SAMPLE));
+        assert_eq!(r.sample_time, Some(WINDOW_SAMPLE));
         let p = point(&b, &[("rate", s("1G")), ("threads", Value::Int(2))]);
         let r = udp_on(&ctx(), &p, 5400).unwrap();
         assert!(

@@ -30,6 +30,16 @@ use crate::bench::Direction;
 /// comparable to the time one benchsuite round takes for the same point.
 pub const REFERENCE_SECS: u64 = 4;
 
+/// How long each of our samples lasts at a point whose tool runs for
+/// [`REFERENCE_SECS`] (fio, iperf3): a round of the default five samples
+/// spans the tool's window. With the run's 10 ms samples ours would move
+/// a twentieth of the tool's data per round, and on a virtual disk or
+/// loopback that is a different experiment: ours' rounds would always
+/// follow the tool's 4 s burst (a host write cache full of fio's 10 GB
+/// made ours' 1 MiB writes fall from 3.3 to 1.8 GB/s over four rounds
+/// while fio's held 2.4-2.9) and a 50 ms state can fill a round.
+pub const WINDOW_SAMPLE: Duration = Duration::from_millis(REFERENCE_SECS * 1000 / 5);
+
 /// Parses a reference tool's standard output into the value of the metric
 /// it corresponds to, in that metric's base unit (B/s, s, op/s, event/s).
 pub type ParseFn = fn(&str) -> Result<f64, String>;
