@@ -58,11 +58,12 @@ impl Benchmark for Matmul {
     }
 
     fn validate(&self, _ctx: &Context, point: &Point) -> Result<(), ConfigError> {
+        let g = point.choice("precision").unwrap_or(Gemm::Bf16);
+        let n = point.get("n").and_then(|v| v.as_u64()).unwrap_or(0);
+        check_aligned(g, n).map_err(|r| params::invalid("n", point, r))?;
         let Some(info) = params::cuda_device(point)? else {
             return Ok(());
         };
-        let g = point.choice("precision").unwrap_or(Gemm::Bf16);
-        let n = point.get("n").and_then(|v| v.as_u64()).unwrap_or(0);
         check_fits(g, n, info).map_err(|r| params::invalid("n", point, r))
     }
 
@@ -120,6 +121,34 @@ pub(crate) fn call_note(g: Gemm) -> &'static str {
             "cublasGemmEx: CUDA_R_8I in, CUDA_R_32I out, CUBLAS_COMPUTE_32I (exact int32 accumulation), TN: A transposed (transa = CUBLAS_OP_T), B not, the layout of cuBLAS's IMMA tensor-core path (NN runs about 11× slower)"
         }
     }
+}
+
+/// The 8-bit GEMMs' size rules, with leading dimension n: cuBLASLt's FP8
+/// matmul wants every matrix's leading dimension a multiple of 16 bytes
+/// (16 e4m3 values), cuBLAS's int8 IMMA path m, k and the leading
+/// dimensions multiples of 4 (cuBLAS docs, cublasGemmEx and cublasLtMatmul
+/// requirements); other sizes fail at the call.
+fn check_aligned(g: Gemm, n: u64) -> Result<(), String> {
+    let (multiple, why) = match g {
+        Gemm::Fp8 => (
+            16,
+            "cuBLASLt's FP8 matmul needs leading dimensions of a multiple of 16 bytes",
+        ),
+        Gemm::Int8 => (
+            4,
+            "cuBLAS's int8 tensor-core GEMM needs m, k and leading dimensions that are multiples of 4",
+        ),
+        _ => return Ok(()),
+    };
+    if n % multiple == 0 {
+        return Ok(());
+    }
+    Err(format!(
+        "precision={} needs n a multiple of {multiple} ({why}): try {} or {}",
+        g.name(),
+        n / multiple * multiple,
+        (n / multiple + 1) * multiple
+    ))
 }
 
 fn check_fits(g: Gemm, n: u64, info: &cuda::DeviceInfo) -> Result<(), String> {
@@ -525,6 +554,25 @@ impl Case for GemmCase {
 mod tests {
     use super::*;
     use crate::cuda::device::tests::h100;
+
+    #[test]
+    fn eight_bit_gemms_refuse_sizes_cublas_cannot_run() {
+        assert_eq!(check_aligned(Gemm::Fp8, 8192), Ok(()));
+        let e = check_aligned(Gemm::Fp8, 1000).unwrap_err();
+        assert!(
+            e.contains("multiple of 16") && e.contains("try 992 or 1008"),
+            "{e}"
+        );
+        assert_eq!(check_aligned(Gemm::Int8, 1004), Ok(()));
+        assert!(
+            check_aligned(Gemm::Int8, 1001)
+                .unwrap_err()
+                .contains("multiple of 4")
+        );
+        // The other precisions take any n.
+        assert_eq!(check_aligned(Gemm::Bf16, 1001), Ok(()));
+        assert_eq!(check_aligned(Gemm::F64, 17), Ok(()));
+    }
 
     #[test]
     fn elements_are_exact_in_their_type_and_cover_minus_one_to_one() {

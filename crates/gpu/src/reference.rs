@@ -52,6 +52,8 @@ if what == "launch":
     sys.exit(0)
 torch = need("torch", "torch")
 d = torch.device("cuda", dev)
+# Events record on the current device's stream: make it this one.
+torch.cuda.set_device(d)
 if what == "matmul":
     p, n = args[0], int(args[1])
     torch.backends.cuda.matmul.allow_tf32 = p == "tf32"

@@ -19,6 +19,9 @@ type Layout = *mut c_void;
 type Pref = *mut c_void;
 type Status = c_int;
 
+/// CUBLAS_STATUS_NOT_SUPPORTED.
+const NOT_SUPPORTED: Status = 15;
+
 /// CUDA_R_8F_E4M3 (cudaDataType).
 pub(crate) const R_8F_E4M3: c_int = 28;
 /// cublasLtMatmulDescAttributes_t: CUBLASLT_MATMUL_DESC_TRANSA, _TRANSB,
@@ -263,22 +266,24 @@ impl Fp8Gemm {
             )?;
             let mut found: c_int = 0;
             let l = &g.layouts;
-            check(
-                "cublasLtMatmulAlgoGetHeuristic",
-                (api.heuristic)(
-                    g.handle,
-                    g.desc,
-                    l[0],
-                    l[1],
-                    l[2],
-                    l[3],
-                    g.pref,
-                    1,
-                    &mut g.algo,
-                    &mut found,
-                ),
-            )?;
-            if found < 1 {
+            // No algorithm at all is CUBLAS_STATUS_NOT_SUPPORTED (15), not
+            // a count of 0: a skip, as the count would be.
+            let rc = (api.heuristic)(
+                g.handle,
+                g.desc,
+                l[0],
+                l[1],
+                l[2],
+                l[3],
+                g.pref,
+                1,
+                &mut g.algo,
+                &mut found,
+            );
+            if rc != NOT_SUPPORTED {
+                check("cublasLtMatmulAlgoGetHeuristic", rc)?;
+            }
+            if rc == NOT_SUPPORTED || found < 1 {
                 return Err(BenchError::Skip(
                     "cuBLASLt has no FP8 algorithm for this GEMM on this GPU (cublasLtMatmulAlgoGetHeuristic found none)".into(),
                 ));

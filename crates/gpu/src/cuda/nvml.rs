@@ -115,7 +115,13 @@ pub(crate) const REASONS: &[(u64, &str, Throttle)] = &[
     (0x1, "GPU idle", Throttle::No),
     (0x2, "applications clocks setting", Throttle::No),
     (0x4, "software power cap", Throttle::Power),
-    (0x8, "hardware slowdown", Throttle::Power),
+    // NVML: temperature too high, the external power brake, or power draw
+    // too high; it does not say which.
+    (
+        0x8,
+        "hardware slowdown (power or temperature)",
+        Throttle::Power,
+    ),
     (0x10, "sync boost", Throttle::No),
     (0x20, "software thermal slowdown", Throttle::Thermal),
     (0x40, "hardware thermal slowdown", Throttle::Thermal),
@@ -154,7 +160,7 @@ struct Api {
     shutdown: Shutdown,
     clock: ClockInfo,
     power: PowerUsage,
-    temperature: Temperature,
+    temperature: Option<Temperature>,
     reasons: Option<EventReasons>,
     handle: *mut c_void,
     _lib: libloading::Library,
@@ -193,9 +199,12 @@ impl Api {
             let power = *lib
                 .get::<PowerUsage>(b"nvmlDeviceGetPowerUsage\0")
                 .map_err(|e| e.to_string())?;
-            let temperature = *lib
+            // Deprecated in CUDA 13 and to go in 14: without it, no
+            // temperature, the rest still sampled.
+            let temperature = lib
                 .get::<Temperature>(b"nvmlDeviceGetTemperature\0")
-                .map_err(|e| e.to_string())?;
+                .map(|s| *s)
+                .ok();
             let reasons = lib
                 .get::<EventReasons>(b"nvmlDeviceGetCurrentClocksEventReasons\0")
                 .or_else(|_| {
@@ -238,7 +247,9 @@ impl Api {
             let sm_rc = (self.clock)(self.handle, CLOCK_SM, &mut sm);
             let mem_rc = (self.clock)(self.handle, CLOCK_MEM, &mut mem);
             let p_rc = (self.power)(self.handle, &mut mw);
-            let t_rc = (self.temperature)(self.handle, TEMPERATURE_GPU, &mut t);
+            let t_rc = self
+                .temperature
+                .map_or(-1, |f| f(self.handle, TEMPERATURE_GPU, &mut t));
             let r_rc = self.reasons.map(|f| f(self.handle, &mut r));
             Sample {
                 sm_mhz: u(sm_rc, sm),
@@ -387,7 +398,9 @@ impl UnderLoad {
             PERIOD.as_millis(),
             part("SM clock", self.sm_mhz, "MHz", 0),
             part("memory clock", self.mem_mhz, "MHz", 0),
-            part("power", self.power_w, "W", 1),
+            // nvmlDeviceGetPowerUsage: on Ampere and later (GA100 aside),
+            // the average over the last second, not an instant reading.
+            part("power (1 s average)", self.power_w, "W", 1),
             part("temperature", self.temp_c, "°C", 0),
         )
     }
@@ -479,7 +492,7 @@ mod tests {
         let n = l.note();
         assert!(
             n.contains("SM clock 1395/1448/1980 MHz")
-                && n.contains("power 300.0/684.5/689.0 W")
+                && n.contains("power (1 s average) 300.0/684.5/689.0 W")
                 && n.contains("software power cap (75% of samples)")
                 && n.contains("outside the timed calls"),
             "{n}"
@@ -503,7 +516,11 @@ mod tests {
         assert!(l.caveat().unwrap().starts_with("thermal throttling"));
         // Fields NVML does not report are said to be missing.
         let l = under_load(&[Sample::default()]);
-        assert!(l.note().contains("power not reported"), "{}", l.note());
+        assert!(
+            l.note().contains("power (1 s average) not reported"),
+            "{}",
+            l.note()
+        );
         assert_eq!(l.caveat(), None);
     }
 
