@@ -140,7 +140,7 @@ fn check_aligned(g: Gemm, n: u64) -> Result<(), String> {
         ),
         _ => return Ok(()),
     };
-    if n % multiple == 0 {
+    if n.is_multiple_of(multiple) {
         return Ok(());
     }
     Err(format!(
