@@ -373,7 +373,7 @@ fn host_copies_run_verify_and_free_everything_through_the_emulated_driver() {
             assert!(
                 notes.contains("under load (NVML")
                     && notes.contains("SM clock 1395/1395/1980 MHz")
-                    && notes.contains("power 689.0/689.0/689.0 W")
+                    && notes.contains("power (1 s average) 689.0/689.0/689.0 W")
                     && notes.contains("temperature 61/61/61 °C"),
                 "{r}"
             );
