@@ -85,6 +85,65 @@ pub struct CpuInfo {
     pub governor: Option<String>,
     /// Caches of cpu0.
     pub caches: Vec<CacheInfo>,
+    /// How an idle CPU waits (Linux cpuidle), which sets what waking it
+    /// costs: a ping-pong, a loopback stream or a disk completion that
+    /// wakes a halted vCPU pays an exit through the hypervisor. Absent
+    /// where the kernel exposes no cpuidle (schema 1.8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<IdleInfo>,
+}
+
+/// The kernel's idle handling (`/sys/devices/system/cpu/cpuidle`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct IdleInfo {
+    /// The cpuidle driver (`haltpoll` in a KVM guest, `intel_idle`,
+    /// `acpi_idle`, `none`).
+    pub driver: Option<String>,
+    /// The cpuidle governor (`haltpoll`, `menu`, `teo`, `ladder`).
+    pub governor: Option<String>,
+    /// With the `haltpoll` driver: the most an idle vCPU polls before it
+    /// halts, ns (`guest_halt_poll_ns`; 0: it halts at once, so every
+    /// wake-up of an idle vCPU goes through the host).
+    pub halt_poll_ns: Option<u64>,
+    /// cpu0's idle states, shallowest first (`POLL`, `C1`...).
+    pub states: Vec<String>,
+}
+
+impl IdleInfo {
+    /// Reads it from sysfs under `root` (`/sys` on a live system); `None`
+    /// without a cpuidle directory.
+    fn detect(root: &str) -> Option<IdleInfo> {
+        let dir = format!("{root}/devices/system/cpu/cpuidle");
+        if !std::path::Path::new(&dir).is_dir() {
+            return None;
+        }
+        let mut states: Vec<(u32, String)> =
+            fs::read_dir(format!("{root}/devices/system/cpu/cpu0/cpuidle"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| {
+                    let n = e
+                        .file_name()
+                        .to_str()?
+                        .strip_prefix("state")?
+                        .parse()
+                        .ok()?;
+                    Some((n, read_trim(e.path().join("name").to_str()?)?))
+                })
+                .collect();
+        states.sort();
+        Some(IdleInfo {
+            driver: read_trim(&format!("{dir}/current_driver")),
+            governor: read_trim(&format!("{dir}/current_governor"))
+                .or_else(|| read_trim(&format!("{dir}/current_governor_ro"))),
+            halt_poll_ns: read_trim(&format!(
+                "{root}/module/haltpoll/parameters/guest_halt_poll_ns"
+            ))
+            .and_then(|v| v.parse().ok()),
+            states: states.into_iter().map(|(_, name)| name).collect(),
+        })
+    }
 }
 
 /// One cache as seen from cpu0.
@@ -261,6 +320,7 @@ impl CpuInfo {
             max_mhz: khz_to_mhz("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"),
             governor: read_trim("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
             caches: caches(),
+            idle: IdleInfo::detect("/sys"),
         }
     }
 }
@@ -487,6 +547,43 @@ fn simd_features() -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn idle_handling_is_read_from_sysfs_and_absent_without_it() {
+        let root = std::env::temp_dir().join(format!("benchsuite-idle-{}", std::process::id()));
+        let w = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, text).unwrap();
+        };
+        let r = root.to_str().unwrap().to_string();
+        assert_eq!(IdleInfo::detect(&r), None, "no cpuidle directory");
+        w("devices/system/cpu/cpuidle/current_driver", "haltpoll\n");
+        w(
+            "devices/system/cpu/cpuidle/current_governor_ro",
+            "haltpoll\n",
+        );
+        w("module/haltpoll/parameters/guest_halt_poll_ns", "0\n");
+        // Ten states sort by number, not by name.
+        for (i, name) in [
+            "POLL", "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "C10",
+        ]
+        .iter()
+        .enumerate()
+        {
+            w(
+                &format!("devices/system/cpu/cpu0/cpuidle/state{i}/name"),
+                name,
+            );
+        }
+        let i = IdleInfo::detect(&r).unwrap();
+        fs::remove_dir_all(&root).unwrap();
+        assert_eq!(i.driver.as_deref(), Some("haltpoll"));
+        assert_eq!(i.governor.as_deref(), Some("haltpoll"));
+        assert_eq!(i.halt_poll_ns, Some(0));
+        assert_eq!(i.states.first().map(String::as_str), Some("POLL"));
+        assert_eq!(i.states.last().map(String::as_str), Some("C10"));
+    }
 
     #[test]
     fn cpu_lists() {

@@ -80,9 +80,11 @@
 //! [`crate::openloop`]), `record.capacity` (the answer of a capacity
 //! search, on its summary record: see [`crate::capacity::Capacity`]), the
 //! caveat kind `saturated`, and the parameter kind `rate`. Absent
-//! elsewhere. It also added `reference.our_rounds` (our value of a latency
-//! percentile in each round) and `reference.round_ratios` (each round's
-//! own ratio, ours against the tool's round beside it).
+//! elsewhere. It also added `host.cpu.idle` (the cpuidle driver and
+//! governor, haltpoll's poll time and cpu0's idle states),
+//! `reference.our_rounds` (our value of a latency percentile in each
+//! round) and `reference.round_ratios` (each round's own ratio, ours
+//! against the tool's round beside it).
 
 use std::collections::BTreeMap;
 

@@ -62,6 +62,28 @@ pub fn rows(host: &Host) -> Vec<(String, String)> {
             opt(&c.governor)
         ),
     ));
+    if let Some(i) = &c.idle {
+        let poll = i
+            .halt_poll_ns
+            .map(|ns| match ns {
+                0 => ", an idle vCPU halts at once (guest_halt_poll_ns 0)".to_string(),
+                _ => format!(", an idle vCPU polls up to {ns} ns before halting"),
+            })
+            .unwrap_or_default();
+        r.push((
+            "cpu idle".into(),
+            format!(
+                "driver {}, governor {}{poll}; states {}",
+                opt(&i.driver),
+                opt(&i.governor),
+                if i.states.is_empty() {
+                    "none".into()
+                } else {
+                    i.states.join(", ")
+                }
+            ),
+        ));
+    }
     r.push(("simd".into(), c.simd.join(" ")));
     for cache in &c.caches {
         r.push((
