@@ -46,6 +46,25 @@ pub(super) fn context_differences(base: &Report, new: &Report) -> Vec<String> {
         text(&n.cpu.governor),
         "",
     );
+    let idle = |h: &benchsuite_core::Host| {
+        h.cpu.idle.as_ref().map(|i| {
+            let poll = i
+                .halt_poll_ns
+                .map(|ns| format!(", polls {ns} ns before halting"))
+                .unwrap_or_default();
+            format!(
+                "{} driver, {} governor{poll}",
+                i.driver.as_deref().unwrap_or("unknown"),
+                i.governor.as_deref().unwrap_or("unknown")
+            )
+        })
+    };
+    diff(
+        "cpu.idle",
+        idle(b),
+        idle(n),
+        " (what waking an idle CPU costs: moves ping-pong, loopback and small-message figures)",
+    );
     diff(
         "virtualization",
         text(&b.virtualization),

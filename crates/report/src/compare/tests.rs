@@ -738,6 +738,24 @@ fn context_differences_name_what_can_move_the_numbers() {
     new.host.memory_bytes = Some(32 << 30);
     let d = run(&base, &new).context_differences.join("\n");
     assert!(d.contains("memory: 64GiB → 32GiB"), "{d}");
+
+    // A guest whose idle vCPUs poll before halting and one whose halt at
+    // once differ; a report without the field (older) does not.
+    let guest = |ns| benchsuite_core::host::IdleInfo {
+        driver: Some("haltpoll".into()),
+        governor: Some("haltpoll".into()),
+        halt_poll_ns: Some(ns),
+        states: vec!["POLL".into(), "haltpoll idle".into()],
+    };
+    let (mut a, mut b) = (base.clone(), base.clone());
+    a.host.cpu.idle = Some(guest(200_000));
+    b.host.cpu.idle = Some(guest(0));
+    let d = run(&a, &b).context_differences.join("\n");
+    assert!(
+        d.contains("cpu.idle: haltpoll driver, haltpoll governor, polls 200000 ns before halting → haltpoll driver, haltpoll governor, polls 0 ns before halting (what waking"),
+        "{d}"
+    );
+    assert!(run(&base, &b).context_differences.is_empty());
 }
 
 // ---------------------------------------------------------------------------
