@@ -184,7 +184,7 @@ pub fn draw(rng: &mut Rng, model: &Model, runs: usize, rounds: usize, change: f6
 }
 
 /// The fraction of `trials` pairs that `compare` calls regressed, and the
-/// fraction it calls noisy.
+/// fraction it calls unchanged (the rest: undecided or improved).
 pub fn rates(
     seed: u64,
     model: &Model,
@@ -200,20 +200,20 @@ pub fn rates(
         between_run: BetweenRun::Cv(0.0),
         ..CompareOptions::default()
     };
-    let (mut regressed, mut noisy) = (0, 0);
+    let (mut regressed, mut unchanged) = (0, 0);
     for _ in 0..trials {
         let base = draw(&mut rng, model, runs, rounds, 0.0);
         let new = draw(&mut rng, model, runs, rounds, change);
         let c = compare(&base, &new, &options).expect("same plan");
         match c.metrics[0].verdict {
             Verdict::Regressed => regressed += 1,
-            Verdict::Noisy => noisy += 1,
+            Verdict::Unchanged => unchanged += 1,
             _ => {}
         }
     }
     (
         regressed as f64 / trials as f64,
-        noisy as f64 / trials as f64,
+        unchanged as f64 / trials as f64,
     )
 }
 

@@ -1,4 +1,5 @@
 //! Benchmarks of the harness itself; see `harness.rs`.
 
+pub mod confirm;
 pub mod error_rates;
 pub mod trace;

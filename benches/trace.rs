@@ -101,14 +101,17 @@ fn judge(m: &Machine, history: &[usize], new: &Report, options: &CompareOptions)
         })
         .collect();
     let c = compare_history(&baselines, new, options).expect("runs of one plan compare");
+    let with = |v: Verdict| {
+        c.metrics
+            .iter()
+            .filter(|x| x.gated && x.verdict == v)
+            .map(|x| (x.key.clone(), x.metric.clone()))
+            .collect()
+    };
     Verdicts {
         passed: c.passed(),
-        regressed: c
-            .metrics
-            .iter()
-            .filter(|x| x.gated && x.verdict == Verdict::Regressed)
-            .map(|x| (x.key.clone(), x.metric.clone()))
-            .collect(),
+        regressed: with(Verdict::Regressed),
+        unchanged: with(Verdict::Unchanged),
     }
 }
 
@@ -119,6 +122,8 @@ pub struct Verdicts {
     pub passed: bool,
     /// The gated metrics called regressed: (record key, metric).
     pub regressed: Vec<(String, String)>,
+    /// The gated metrics called unchanged.
+    pub unchanged: Vec<(String, String)>,
 }
 
 /// `k` distinct indices below `n`, at random.
@@ -257,20 +262,36 @@ pub fn detect(
     seed: u64,
     options: &CompareOptions,
 ) -> usize {
+    detect_verdicts(m, hl, h, change, trials, seed, options).0
+}
+
+/// How many of `trials` random draws called `hl` regressed, and how many
+/// unchanged (a miss the screen would pass), once the new run's value was
+/// made worse by `change`; the rest were undecided (for the pairs).
+pub fn detect_verdicts(
+    m: &Machine,
+    hl: &Headline,
+    h: usize,
+    change: f64,
+    trials: usize,
+    seed: u64,
+    options: &CompareOptions,
+) -> (usize, usize) {
     let mut rng = Rng::new(seed);
-    let mut hits = 0;
+    let (mut hits, mut passed) = (0, 0);
     for _ in 0..trials {
         let draw = pick(&mut rng, m.runs.len(), h + 1);
         let new = plant(&m.runs[draw[0]], &hl.key, &hl.metric, change);
         let v = judge(m, &draw[1..], &new, options);
-        if v.regressed
-            .iter()
-            .any(|(k, x)| *k == hl.key && *x == hl.metric)
-        {
+        let is =
+            |list: &[(String, String)]| list.iter().any(|(k, x)| *k == hl.key && *x == hl.metric);
+        if is(&v.regressed) {
             hits += 1;
+        } else if is(&v.unchanged) {
+            passed += 1;
         }
     }
-    hits
+    (hits, passed)
 }
 
 /// The seed of one cell, so each cell is reproducible alone.

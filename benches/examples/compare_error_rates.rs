@@ -17,7 +17,7 @@ fn main() {
         .unwrap_or(4000);
     let runs = 5;
     println!(
-        "compare, default rule (threshold 5%, 90% interval), runs {runs}, {trials} pairs per cell: % called regressed"
+        "compare, one baseline (interval rule, threshold 5%, alpha 1%, beta 5%), runs {runs}, {trials} pairs per cell: % called regressed / % called unchanged"
     );
     println!(
         "| noise model | rounds | false alarm (true 0%) | wrong call (true +4%) | at the threshold (true +5%) | detected (true +10%) | detected (true +20%) |"
@@ -29,8 +29,9 @@ fn main() {
                 .iter()
                 .enumerate()
                 .map(|(ci, &change)| {
-                    let (r, _) = rates(seed(mi, rounds, ci), model, runs, rounds, change, trials);
-                    format!("{:.1}", r * 100.0)
+                    let (r, same) =
+                        rates(seed(mi, rounds, ci), model, runs, rounds, change, trials);
+                    format!("{:.1} / {:.1}", r * 100.0, same * 100.0)
                 })
                 .collect();
             println!("| {} | {rounds} | {} |", model.name, cells.join(" | "));

@@ -1,25 +1,23 @@
-//! The history gate's targets, checked on the recorded real A/A noise in
-//! `benches/data/noise/` (see `benchsuite_benches::trace`; `cargo run
-//! --release -p benchsuite-benches --example compare_trace_rates` prints
-//! the whole table):
+//! The screen (a new run against a history of baselines) checked on the
+//! recorded real A/A noise of two Zen 4 guests in `benches/data/noise/`
+//! (see `benchsuite_benches::trace`; `cargo run --release -p
+//! benchsuite-benches --example compare_trace_rates` prints the whole
+//! table). Neither the screen's rule nor its constants were fitted on
+//! these traces since the three-way rule replaced the band rule's escape;
+//! the two-stage gate's own proof is `confirm_rates.rs` on the Zen 5
+//! recordings.
 //!
-//! - the job's A/A false alarm (any gated metric of the quick pass
-//!   regressed) at most 5% with a 5-run history and at most 1% with 10;
-//! - a planted +10% in a headline metric whose between-run CV is at most
-//!   1% detected at least 90% of the time with a 10-run history, and +20%
-//!   with a 5-run history (pooled over the metrics of the class, on
-//!   machines with enough runs for the history and a new run).
+//! - A planted +10% in a headline metric whose between-run CV is at most
+//!   3% is never *passed* by the screen (called unchanged) more than beta
+//!   (5%) of the time: it is regressed or undecided (for the pairs).
+//! - The screen alone calls an A/A job failed at most 10% of the time
+//!   (measured 1.5-5%: machine states a 5- or 10-run history has not
+//!   seen as such; with a confirmation only the pairs can fail a job).
 //!
-//! The classes reach to CV 2% (+10%) and 3% (+20%); there the
-//! measured rates fall short (docs/compare.md: a metric whose history
-//! holds recurring slow rounds, as `cpu.flops` on the later runs of
-//! `zen4-b`, is judged as being in a state the history has seen), so those
-//! classes are printed by the example, not asserted here.
-//!
-//! Fewer draws than the example (a debug build): each target is checked
-//! with a margin of two standard errors of its estimate from these draws
-//! (at 300 draws: 5% + 2.5%, 1% + 1.1%); the example's figures, from more
-//! draws, are the ones `docs/compare.md` quotes.
+//! The margins follow from the number of independent runs, not from the
+//! draws: `zen4-b` has 25 runs and `zen4-a` 8, so a rate over draws that
+//! share runs is known to about ±1/√runs of itself; the bounds below are
+//! twice the target.
 
 use benchsuite_benches::trace::{self, Machine};
 use benchsuite_report::compare::CompareOptions;
@@ -36,10 +34,10 @@ fn machines() -> Vec<Machine> {
 }
 
 #[test]
-fn the_jobs_false_alarms_stay_under_target_on_real_noise() {
+fn the_screen_alone_rarely_fails_an_unchanged_job() {
     let o = CompareOptions::default();
     for (mi, m) in machines().iter().enumerate() {
-        for (h, bound) in [(5, 0.05), (10, 0.01)] {
+        for h in [5, 10] {
             if h + 1 > m.runs.len() {
                 eprintln!(
                     "{}: {} runs, too few for a {h}-run history and a new run: not checked",
@@ -50,10 +48,9 @@ fn the_jobs_false_alarms_stay_under_target_on_real_noise() {
             }
             let (alarms, who) = trace::aa_random(m, h, DRAWS, trace::seed(mi, h, 0, 0), &o);
             let rate = alarms as f64 / DRAWS as f64;
-            let margin = 2.0 * (bound * (1.0 - bound) / DRAWS as f64).sqrt();
             assert!(
-                rate <= bound + margin,
-                "{}: history {h}: {alarms}/{DRAWS} A/A gates failed: {who:?}",
+                rate <= 0.10,
+                "{}: history {h}: {alarms}/{DRAWS} A/A screens failed: {who:?}",
                 m.name
             );
         }
@@ -61,10 +58,10 @@ fn the_jobs_false_alarms_stay_under_target_on_real_noise() {
 }
 
 #[test]
-fn planted_changes_are_caught_where_the_noise_allows() {
+fn the_screen_never_passes_a_planted_ten_percent_in_a_quiet_metric() {
     let o = CompareOptions::default();
     for (mi, m) in machines().iter().enumerate() {
-        for (h, pct, max_cv) in [(10, 10, 0.01), (5, 20, 0.01)] {
+        for h in [5, 10] {
             if h + 1 > m.runs.len() || (h == 10 && m.runs.len() < 15) {
                 eprintln!(
                     "{}: {} runs, too few to draw {h}-run histories from: not checked",
@@ -73,34 +70,41 @@ fn planted_changes_are_caught_where_the_noise_allows() {
                 );
                 continue;
             }
-            let (mut hit, mut n) = (0, 0);
-            let mut misses = Vec::new();
+            let (mut passed, mut hit, mut n) = (0, 0, 0);
+            let mut who = Vec::new();
             for (i, hl) in trace::headlines(m).iter().enumerate() {
-                if hl.between_cv > max_cv {
+                if hl.between_cv > 0.03 {
                     continue;
                 }
-                let k = trace::detect(
+                let (r, u) = trace::detect_verdicts(
                     m,
                     hl,
                     h,
-                    pct as f64 / 100.0,
+                    0.10,
                     DRAWS / 3,
-                    trace::seed(mi, h, pct, i),
+                    trace::seed(mi, h, 10, i),
                     &o,
                 );
-                if k < DRAWS / 3 {
-                    misses.push(format!("{} {}: {k}/{}", hl.key, hl.metric, DRAWS / 3));
+                if u > 0 {
+                    who.push(format!("{} {}: {u}/{}", hl.key, hl.metric, DRAWS / 3));
                 }
-                hit += k;
+                passed += u;
+                hit += r;
                 n += DRAWS / 3;
             }
-            let rate = hit as f64 / n.max(1) as f64;
-            let margin = 2.0 * (0.9 * 0.1 / n.max(1) as f64).sqrt();
+            let miss = passed as f64 / n.max(1) as f64;
             assert!(
-                n == 0 || rate >= 0.90 - margin,
-                "{}: history {h}, +{pct}% at CV <= {max_cv}: detected {:.1}% ({misses:?})",
+                miss <= 0.10,
+                "{}: history {h}: +10% at CV <= 3% passed {:.1}% of the time ({who:?})",
                 m.name,
-                rate * 100.0
+                miss * 100.0
+            );
+            // The screen is not blind: most such changes are called
+            // regressed outright (the pairs confirm them).
+            assert!(
+                n == 0 || hit * 2 > n,
+                "{}: history {h}: +10% regressed only {hit}/{n}",
+                m.name
             );
         }
     }

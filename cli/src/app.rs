@@ -109,9 +109,17 @@ fn cmd_compare(args: &CompareArgs) -> Result<i32> {
         let cmp = benchsuite::compare::compare(&base, &new, &options)?;
         return write_comparison(args, format, &cmp);
     }
-    if !args.run_args.is_empty() {
+    if args.confirm.is_some() {
+        crate::interleave::check_run_args(&args.run_args)?;
+        if args.budget < 3 {
+            anyhow::bail!(
+                "--budget {}: a confirmation needs at least 3 pairs to judge paired differences",
+                args.budget
+            );
+        }
+    } else if !args.run_args.is_empty() {
         anyhow::bail!(
-            "arguments after `--` ({}) are for --interleave's runs",
+            "arguments after `--` ({}) are for the runs of --interleave or --confirm",
             args.run_args.join(" ")
         );
     }
@@ -132,6 +140,11 @@ fn cmd_compare(args: &CompareArgs) -> Result<i32> {
     let new = read(&new_path)?;
     let (history, new) = match (history.as_slice(), new) {
         ([(_, ReportFile::Fleet(b))], ReportFile::Fleet(n)) => {
+            if args.confirm.is_some() {
+                anyhow::bail!(
+                    "--confirm measures two builds on this machine: it confirms a comparison of one host's reports, not of fleets"
+                );
+            }
             // Host by host: crates/report/src/compare/fleet.rs.
             if !matches!(format, Format::Table | Format::Json | Format::Markdown) {
                 anyhow::bail!(
@@ -176,7 +189,7 @@ fn cmd_compare(args: &CompareArgs) -> Result<i32> {
         .iter()
         .map(|(name, report)| benchsuite::compare::Baseline { name, report })
         .collect();
-    let cmp = benchsuite::compare::compare_history(&baselines, &new, &options)?;
+    let mut cmp = benchsuite::compare::compare_history(&baselines, &new, &options)?;
     for e in &cmp.excluded {
         // A baseline's host facts are a foreign report's text.
         let e: String = e
@@ -184,6 +197,9 @@ fn cmd_compare(args: &CompareArgs) -> Result<i32> {
             .map(|c| if c.is_control() { '?' } else { c })
             .collect();
         eprintln!("warning: left out of the history: {e} (--allow-mixed-hosts keeps it)");
+    }
+    if let Some(bins) = &args.confirm {
+        cmp = crate::interleave::confirm(bins, args, &cmp, &new, &options)?;
     }
     write_comparison(args, format, &cmp)
 }
@@ -195,7 +211,7 @@ fn write_comparison(
     format: Format,
     cmp: &benchsuite::compare::Comparison,
 ) -> Result<i32> {
-    let code = if cmp.passed() { 0 } else { 1 };
+    let code = cmp.outcome().exit_code();
     let written = (|| -> Result<()> {
         match &args.output {
             Some(path) => replace_file(path, |w| export::write_comparison(format, cmp, w))?,

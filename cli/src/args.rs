@@ -268,6 +268,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub scratch_dir: Option<PathBuf>,
 
+    /// Run only the record with this key, as reports and `compare` name
+    /// records (`os.call args=0`); repeat for several. Each must be a
+    /// record the rest of the command line plans. How `compare --confirm`
+    /// measures just the records it could not decide.
+    #[arg(long, value_name = "KEY")]
+    pub only: Vec<String>,
+
     /// Exit 1 if any benchmark failed.
     #[arg(long)]
     pub strict: bool,
@@ -309,6 +316,27 @@ pub struct CompareArgs {
     #[arg(long, num_args = 2, value_names = ["BASE_BIN", "NEW_BIN"], conflicts_with_all = ["reports", "baseline_dir"])]
     pub interleave: Option<Vec<PathBuf>>,
 
+    /// Confirm by pairing: after judging NEW against the history (the
+    /// screen), measure the records of every metric it left undecided or
+    /// called regressed with BASE_BIN (main's build) and NEW_BIN (the build NEW came from;
+    /// default: this benchsuite) alternately, A B A B, adding pairs until
+    /// each is decided or --budget is spent. RUN_ARGS after `--` are the
+    /// new run's selectors and parameters (each round adds `--only KEY`).
+    #[arg(
+        long,
+        num_args = 1..=2,
+        value_names = ["BASE_BIN", "NEW_BIN"],
+        conflicts_with = "interleave"
+    )]
+    pub confirm: Option<Vec<PathBuf>>,
+
+    /// With --confirm: the most A B pairs it may run (3 or more; it judges
+    /// after 5, 10, 20 ... pairs and at the budget, each look at its share
+    /// of --alpha). Each pair runs only
+    /// the undecided metrics' records, about 0.2-1 s each on the quick pass.
+    #[arg(long, value_name = "PAIRS", default_value_t = benchsuite::compare::confirm::DEFAULT_BUDGET, requires = "confirm")]
+    pub budget: usize,
+
     /// With --interleave: how many A B rounds (at least 3).
     #[arg(long, value_name = "N", default_value_t = 5, requires = "interleave")]
     pub rounds: usize,
@@ -318,8 +346,9 @@ pub struct CompareArgs {
     #[arg(long, value_name = "DIR", default_value = ".", requires = "interleave")]
     pub interleave_dir: PathBuf,
 
-    /// With --interleave: the arguments of each `run` (after `--`), e.g.
-    /// `-- cpu mem --runs 5`; -o, --format and --rounds are set by compare.
+    /// With --interleave or --confirm: the arguments of each `run` (after
+    /// `--`), e.g. `-- cpu mem --runs 5`; -o, --format and --rounds are set
+    /// by compare.
     #[arg(last = true, value_name = "RUN_ARGS")]
     pub run_args: Vec<String>,
 
@@ -344,8 +373,11 @@ pub struct CompareArgs {
 
     /// How a change becomes a regression: `interval` (the whole interval
     /// beyond the threshold), `band` (outside the band the baselines
-    /// predict for an unchanged run, and beyond the threshold), or `auto`:
-    /// band with several baselines, interval with one.
+    /// predict for an unchanged run, beyond the threshold in most of the
+    /// new run's rounds), `paired` (interleaved rounds), or `auto`: band
+    /// with several baselines, interval with one, paired for
+    /// --interleave. Under every rule a metric is unchanged only when its
+    /// change's worse-side bound is within the threshold, else undecided.
     #[arg(long, value_name = "RULE", default_value = "auto")]
     pub rule: String,
 
@@ -372,10 +404,11 @@ pub struct CompareArgs {
     pub threshold: Vec<String>,
 
     /// The job's one-sided error level: the chance that any gated metric
-    /// of an unchanged run alarms (Holm's step-down shares it among them;
-    /// each metric's interval is the two-sided 1 − 2·level one at the
-    /// level it is left).
-    #[arg(long, value_name = "ALPHA", default_value_t = 0.05)]
+    /// of an unchanged run is called regressed (Holm's step-down shares it
+    /// among them; each metric's interval is the two-sided 1 − 2·level one
+    /// at the level it is left; with --confirm only the pairs call a
+    /// regression, so it is theirs).
+    #[arg(long, value_name = "ALPHA", default_value_t = benchsuite::compare::DEFAULT_ALPHA)]
     pub alpha: f64,
 
     /// Pass although records or metrics of BASE are absent from NEW (a plan

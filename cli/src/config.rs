@@ -292,7 +292,8 @@ pub fn compare_options(args: &CompareArgs) -> Result<benchsuite::compare::Compar
         "auto" => None,
         "interval" => Some(GateRule::Interval),
         "band" => Some(GateRule::Band),
-        other => bail!("--rule `{other}`: expected auto, interval or band"),
+        "paired" => Some(GateRule::Paired),
+        other => bail!("--rule `{other}`: expected auto, interval, band or paired"),
     };
     Ok(benchsuite::compare::CompareOptions {
         threshold,
@@ -308,6 +309,7 @@ pub fn compare_options(args: &CompareArgs) -> Result<benchsuite::compare::Compar
         between_run,
         rule,
         paired: false,
+        beta: benchsuite::compare::DEFAULT_BETA,
     })
 }
 

@@ -8,8 +8,92 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{Result, bail};
 use benchsuite::Report;
 use benchsuite::compare::interleave::{self, Builds};
+use benchsuite::compare::{CompareOptions, Comparison, confirm};
 
 use crate::args::CompareArgs;
+
+/// The arguments after `--` must leave each round's -o, --format and
+/// --rounds (and --only) to compare.
+pub fn check_run_args(run_args: &[String]) -> Result<()> {
+    for a in run_args {
+        let flag = a.split('=').next().unwrap_or(a);
+        if [
+            "-o",
+            "--output",
+            "--format",
+            "--rounds",
+            "--duration",
+            "--only",
+        ]
+        .contains(&flag)
+        {
+            bail!(
+                "{a} after `--`: compare sets each run's -o, --format, --rounds and --only itself (and a --duration time series has no rounds to pair)"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `compare ... --confirm BASE_BIN [NEW_BIN]`: the screen's undecided
+/// metrics measured again, the two builds interleaved, until decided or
+/// --budget is spent; rounds said on stderr. Ctrl-C ends the rounds and
+/// the verdicts of the last look stand.
+pub fn confirm(
+    bins: &[PathBuf],
+    args: &CompareArgs,
+    screen: &Comparison,
+    new: &Report,
+    options: &CompareOptions,
+) -> Result<Comparison> {
+    let this;
+    let (base_bin, new_bin) = match bins {
+        [b] => {
+            this = std::env::current_exe().map_err(|e| {
+                anyhow::anyhow!("--confirm: cannot find this benchsuite's path ({e}): give NEW_BIN")
+            })?;
+            (b, &this)
+        }
+        [b, n] => (b, n),
+        _ => bail!("--confirm takes BASE_BIN and optionally NEW_BIN"),
+    };
+    let open = confirm::open(screen).len();
+    if open == 0 {
+        return Ok(screen.clone());
+    }
+    eprintln!(
+        "confirm: {open} undecided metric(s) in {} record(s); interleaving {} and {} (at most {} pairs)",
+        confirm::records(screen).len(),
+        base_bin.display(),
+        new_bin.display(),
+        args.budget
+    );
+    let cancel = Arc::new(AtomicBool::new(false));
+    crate::output::install_ctrlc(&cancel);
+    let builds = confirm::ConfirmBuilds {
+        base: base_bin,
+        new: new_bin,
+        run_args: &args.run_args,
+        budget: args.budget,
+    };
+    let mut say = |line: String| eprintln!("confirm {line}");
+    let out = confirm::confirm(screen, new, &builds, options, &cancel, &mut say)
+        .map_err(|e| anyhow::anyhow!("--confirm: {e}"))?;
+    if let Some(c) = &out.confirmation {
+        eprintln!(
+            "confirm: {} of {} decided in {} pairs ({:.0} s){}",
+            c.decided,
+            c.open,
+            c.pairs,
+            c.wall_s,
+            c.note
+                .as_ref()
+                .map(|n| format!("; {n}"))
+                .unwrap_or_default()
+        );
+    }
+    Ok(out)
+}
 
 /// Runs the two builds' rounds and returns their pooled reports (written
 /// to `--interleave-dir` too). Ctrl-C reaches the running build too (one
@@ -19,14 +103,7 @@ pub fn run(bins: &[PathBuf], args: &CompareArgs) -> Result<(Report, Report)> {
     let [base_bin, new_bin] = bins else {
         bail!("--interleave takes two binaries: BASE_BIN NEW_BIN");
     };
-    for a in &args.run_args {
-        let flag = a.split('=').next().unwrap_or(a);
-        if ["-o", "--output", "--format", "--rounds", "--duration"].contains(&flag) {
-            bail!(
-                "{a} after `--`: --interleave sets each run's -o, --format and --rounds itself (and a --duration time series has no rounds to pair)"
-            );
-        }
-    }
+    check_run_args(&args.run_args)?;
     if !args.interleave_dir.is_dir() {
         bail!(
             "--interleave-dir {}: not a directory",

@@ -53,7 +53,7 @@ pub fn cmd_run(args: &RunArgs, pairing: &mut Option<Pairing>) -> Result<i32> {
         .map(|f| crate::planfile::phases(f, args, &cfg));
     *pairing = start_pairing(args, &placement, &cfg, &registry, planned.as_ref())?;
     let phases = phases(&cfg, &flags, &registry, planned)?;
-    let plans = phases
+    let mut plans = phases
         .iter()
         .map(|(phase, c)| {
             benchsuite::runner::plan(&registry, c).map_err(|e| match phase {
@@ -62,6 +62,9 @@ pub fn cmd_run(args: &RunArgs, pairing: &mut Option<Pairing>) -> Result<i32> {
             })
         })
         .collect::<Result<Vec<_>>>()?;
+    if !args.only.is_empty() {
+        keep_only(&mut plans, &args.only)?;
+    }
     // What the report says was run, with a plan file: its phases as
     // planned, before the pairing splits them.
     let phase_configs: Vec<RunConfig> = phases.iter().map(|(_, c)| c.clone()).collect();
@@ -108,6 +111,39 @@ pub fn cmd_run(args: &RunArgs, pairing: &mut Option<Pairing>) -> Result<i32> {
         cfg.cancel.load(Ordering::SeqCst),
         stdout_tty,
     )
+}
+
+/// Keeps the planned points whose record key (`ID PARAM=VALUE ...`, as
+/// [`benchsuite::Record::requested_key`] names the record) is one of
+/// `keys` (`--only`); each key must name a planned point.
+fn keep_only(plans: &mut [Plan<'_>], keys: &[String]) -> Result<()> {
+    let mut found = vec![false; keys.len()];
+    for plan in plans.iter_mut() {
+        for b in &mut plan.benches {
+            let id = b.bench.meta().id;
+            b.points.retain(|p| {
+                let label = p.label();
+                let key = if label.is_empty() {
+                    id.to_string()
+                } else {
+                    format!("{id} {label}")
+                };
+                let hit = keys.iter().position(|k| *k == key);
+                if let Some(i) = hit {
+                    found[i] = true;
+                }
+                hit.is_some()
+            });
+        }
+        plan.benches.retain(|b| !b.points.is_empty());
+    }
+    if let Some(i) = found.iter().position(|f| !f) {
+        anyhow::bail!(
+            "--only {}: no record of this run has that key (a key is the benchmark id and its parameters, `os.call args=0`, as `compare` prints them)",
+            keys[i]
+        );
+    }
+    Ok(())
 }
 
 /// Under a launcher, net.* run last, between ranks: from here on this rank

@@ -191,11 +191,27 @@ fn compare_passes_on_the_same_run_and_fails_on_a_regression() {
     let base = run_json(&["os.syscall", "--runs", "7"], dir.path(), "base.json");
     let base_path = dir.path().join("base.json");
 
-    // A report against itself: no change, exit 0.
+    // A report against itself, as one baseline: the prior noise between
+    // runs (os: 5%) leaves a change beyond 5% possible, so the gate is
+    // undecided (exit 3), not passed; judged on the noise inside the two
+    // runs alone, no change: exit 0.
     let o = run(&[
         "compare",
         base_path.to_str().unwrap(),
         base_path.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("gate UNDECIDED"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let o = run(&[
+        "compare",
+        base_path.to_str().unwrap(),
+        base_path.to_str().unwrap(),
+        "--between-run-cv",
+        "0%",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 
@@ -291,7 +307,8 @@ fn a_failed_gate_exits_1_even_when_stdout_is_closed() {
         assert!(!err.contains("panicked"), "{err}");
     }
     // An unchanged run still passes with stdout closed: nothing to report.
-    let (code, err) = run_with_stdout_closed(&["compare", &base_p, &base_p]);
+    let (code, err) =
+        run_with_stdout_closed(&["compare", &base_p, &base_p, "--between-run-cv", "0%"]);
     assert_eq!(code, Some(0), "{err}");
 
     // run --strict with a failed benchmark (a peer that is not there), its
@@ -371,10 +388,18 @@ fn a_broken_benchmark_in_new_fails_the_gate_with_its_reason() {
     assert!(
         String::from_utf8_lossy(&o.stdout).starts_with("FAIL os.syscall call=c: missing in new")
     );
-    let o = run(&["compare", &base_p, &fewer_p, "--allow-missing"]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
+    // (Allowed: it does not fail; the rest is unchanged, or undecided
+    // where this machine was too noisy to say.)
+    let o = run(&[
+        "compare",
+        &base_p,
+        &fewer_p,
+        "--allow-missing",
+        "--between-run-cv",
+        "0%",
+    ]);
+    assert!(
+        matches!(o.status.code(), Some(0 | 3)),
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );
@@ -398,8 +423,15 @@ fn a_broken_benchmark_in_new_fails_the_gate_with_its_reason() {
     let o = run(&["compare", &base_p, &thin_p]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stdout).contains("not judged: new has 2 sample"));
-    let o = run(&["compare", &base_p, &thin_p, "--allow-unjudged"]);
-    assert_eq!(o.status.code(), Some(0));
+    let o = run(&[
+        "compare",
+        &base_p,
+        &thin_p,
+        "--allow-unjudged",
+        "--between-run-cv",
+        "0%",
+    ]);
+    assert!(matches!(o.status.code(), Some(0 | 3)));
 
     // Every export carries the verdicts and the gate.
     let o = run(&["compare", &base_p, &new_p, "--format", "json"]);
@@ -828,8 +860,8 @@ fn kill_9_mid_run_leaves_a_valid_report_of_the_finished_records() {
     assert_eq!(last["progress"]["planned"], 8);
     // compare loads it and says it is unfinished.
     let p = out.to_str().unwrap();
-    let o = run(&["compare", p, p]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run(&["compare", p, p, "--between-run-cv", "0%"]);
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("report is unfinished"));
 }
 
@@ -1383,11 +1415,32 @@ fn compare_judges_a_new_run_against_a_history_of_baselines() {
     assert_eq!(j["baselines"].as_array().unwrap().len(), 3, "{j}");
     assert_eq!(j["metrics"][0]["history_runs"], 3, "{j}");
     assert_eq!(j["rule"], "band");
-    // Every sample 3× the runs' own spread worse: a regression, exit 1.
+    // Every sample worse by 3× the history's whole spread (max/min of all
+    // its samples) to the 12th power: the prediction of one more run from
+    // 3 runs has 2 degrees of freedom (a t quantile near 10 at the job's
+    // level), and the spread of their medians is at most the log of that
+    // range, so this is a regression, exit 1, however noisy this (debug,
+    // possibly busy) machine was.
+    let mut all: Vec<f64> = Vec::new();
+    for p in &paths {
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+        for s in r["records"][0]["metrics"][0]["samples"].as_array().unwrap() {
+            all.push(s.as_f64().unwrap());
+        }
+    }
+    let spread =
+        all.iter().cloned().fold(f64::MIN, f64::max) / all.iter().cloned().fold(f64::MAX, f64::min);
+    let f = 3.0 * spread.powi(12);
     let mut worse = new.clone();
     for m in worse["records"][0]["metrics"].as_array_mut().unwrap() {
+        let g = if m["direction"] == "lower" {
+            f
+        } else {
+            1.0 / f
+        };
         for s in m["samples"].as_array_mut().unwrap() {
-            *s = serde_json::json!(s.as_f64().unwrap() * 3.0);
+            *s = serde_json::json!(s.as_f64().unwrap() * g);
         }
     }
     let worse_p = write(dir.path(), "worse.json", &worse);
@@ -1483,4 +1536,160 @@ fn compare_interleave_runs_two_builds_alternately_and_judges_the_pairs() {
         ],
         "sets each run's -o",
     );
+}
+
+#[test]
+fn run_only_runs_just_the_named_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = run_json(
+        &[
+            "os.call",
+            "--param",
+            "args=0,1,2",
+            "--only",
+            "os.call args=1",
+        ],
+        dir.path(),
+        "only.json",
+    );
+    let records = j["records"].as_array().unwrap();
+    assert_eq!(records.len(), 1, "{j}");
+    assert_eq!(records[0]["params"]["args"], 1);
+    let mut args = vec![
+        "run",
+        "os.call",
+        "--param",
+        "args=0,1",
+        "--only",
+        "os.call args=7",
+    ];
+    args.extend_from_slice(FAST);
+    let e = assert_usage_error(&args, "--only os.call args=7");
+    assert!(e.contains("no record of this run"), "{e}");
+}
+
+#[test]
+fn compare_confirm_measures_the_undecided_records_of_both_builds_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let me = env!("CARGO_BIN_EXE_benchsuite");
+    let base = run_json(&["os.call", "--param", "args=0,1"], dir.path(), "base.json");
+    let base_p = dir.path().join("base.json").to_str().unwrap().to_string();
+    // One baseline: the prior noise between runs (os: 5%) leaves every
+    // metric undecided, so the pairs decide; two copies of one build.
+    let mut args = vec![
+        "compare",
+        &base_p,
+        &base_p,
+        "--confirm",
+        me,
+        me,
+        "--budget",
+        "5",
+        "--format",
+        "json",
+        "--",
+        "os.call",
+        "--param",
+        "args=0,1",
+    ];
+    args.extend_from_slice(FAST);
+    let o = run(&args);
+    let err = stderr(&o);
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{err}");
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let c = &j["confirmation"];
+    assert_eq!(c["pairs"], 5, "{j}");
+    assert_eq!(c["looks"], serde_json::json!([5]), "{j}");
+    assert_eq!(c["records"].as_array().unwrap().len(), 2, "{j}");
+    let gated: Vec<&serde_json::Value> = j["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["gated"] == true)
+        .collect();
+    assert!(!gated.is_empty());
+    for m in gated {
+        assert_eq!(m["stage"], "confirm", "{m}");
+        assert_eq!(m["pairs"], 5, "{m}");
+        assert_eq!(m["between_source"], "paired", "{m}");
+        assert_ne!(m["verdict"], "regressed", "{m}");
+    }
+    assert!(err.contains("confirm round 5/5: new"), "{err}");
+    assert_eq!(
+        j["outcome"],
+        if o.status.code() == Some(0) {
+            "passed"
+        } else {
+            "undecided"
+        }
+    );
+
+    // The builds ran on another testbed than the new report: the screen's
+    // verdicts stand, and the confirmation says why.
+    let mut elsewhere = base.clone();
+    elsewhere["host"]["cpu"]["model"] = serde_json::json!("Another CPU 9000");
+    let elsewhere_p = write(dir.path(), "elsewhere.json", &elsewhere);
+    let mut args = vec![
+        "compare",
+        &base_p,
+        &elsewhere_p,
+        "--confirm",
+        me,
+        "--format",
+        "json",
+        "--",
+        "os.call",
+        "--param",
+        "args=0,1",
+    ];
+    args.extend_from_slice(FAST);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let note = j["confirmation"]["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("another testbed") && note.contains("Another CPU 9000"),
+        "{j}"
+    );
+    assert_eq!(j["confirmation"]["pairs"], 1, "{j}");
+
+    // Bad input: a build that prints no report, a budget of 0 or none.
+    let e = assert_usage_error(
+        &[
+            "compare",
+            &base_p,
+            &base_p,
+            "--confirm",
+            "/bin/false",
+            "--",
+            "os.call",
+        ],
+        "printed no report",
+    );
+    assert!(e.contains("/bin/false"), "{e}");
+    assert_usage_error(
+        &[
+            "compare",
+            &base_p,
+            &base_p,
+            "--confirm",
+            me,
+            "--budget",
+            "0",
+        ],
+        "--budget 0",
+    );
+    assert_usage_error(
+        &[
+            "compare",
+            &base_p,
+            &base_p,
+            "--confirm",
+            me,
+            "--budget",
+            "x",
+        ],
+        "--budget",
+    );
+    assert_usage_error(&["compare", &base_p, &base_p, "--budget", "9"], "--confirm");
 }

@@ -230,7 +230,7 @@ pub fn compare_fleets(
             name: &host,
             report: b,
         }];
-        match check_schema(b, n).and_then(|()| compare_checked(&baseline, n, options)) {
+        match check_schema(b, n).and_then(|()| compare_checked(&baseline, n, options, None)) {
             Ok(comparison) => out.hosts.push(HostComparison {
                 host,
                 new_label,

@@ -47,33 +47,99 @@ pub fn run(
             b.rounds
         );
     }
-    let tmp = std::env::temp_dir();
-    let scratch = Scratch(
-        benchsuite_core::atomic::private_dir(&tmp, "benchsuite-interleave").map_err(|e| {
-            InterleaveError(format!(
-                "cannot create a directory in {}: {e}",
-                tmp.display()
-            ))
-        })?,
-    );
-    let mut sides: [Vec<Report>; 2] = [Vec::new(), Vec::new()];
-    for round in 1..=b.rounds {
-        for (i, (name, bin)) in [("base", b.base), ("new", b.new)].iter().enumerate() {
-            eprintln!("round {round}/{}: {name} ({})", b.rounds, bin.display());
-            let out = scratch.0.join(format!("{name}-{round}.json"));
-            let report = run_once(bin, b.run_args, &out);
-            if cancel.load(Ordering::SeqCst) {
-                return Ok(None);
-            }
-            sides[i].push(report?);
+    let mut rounds = Interleaver::new(b.base, b.new, b.run_args)?;
+    let mut say = |line: String| eprintln!("{line}");
+    for _ in 0..b.rounds {
+        if !rounds.pair(b.rounds, cancel, &mut say)? {
+            return Ok(None);
         }
     }
-    let [base, new] = sides;
-    let pool = |runs, bin: &Path| {
-        benchsuite_core::runner::pool_reports(runs)
-            .map_err(|e| InterleaveError(format!("--interleave {}: {e}", bin.display())))
-    };
-    Ok(Some((pool(base, b.base)?, pool(new, b.new)?)))
+    rounds.pooled().map(Some)
+}
+
+/// Two builds' rounds, one A B pair at a time, each build's rounds kept
+/// to be pooled ([`Interleaver::pooled`]) whenever a judgement is wanted:
+/// how `--interleave` runs a fixed number and a confirmation adds pairs
+/// until it can decide. The rounds' reports live in a private directory,
+/// removed when this is dropped.
+#[derive(Debug)]
+pub struct Interleaver<'a> {
+    base: &'a Path,
+    new: &'a Path,
+    run_args: Vec<String>,
+    scratch: Scratch,
+    sides: [Vec<Report>; 2],
+}
+
+impl<'a> Interleaver<'a> {
+    /// Two builds and the arguments of each `run` (not `-o`, `--format` or
+    /// `--rounds`, which each round sets).
+    pub fn new(
+        base: &'a Path,
+        new: &'a Path,
+        run_args: &[String],
+    ) -> Result<Interleaver<'a>, InterleaveError> {
+        let tmp = std::env::temp_dir();
+        let scratch = Scratch(
+            benchsuite_core::atomic::private_dir(&tmp, "benchsuite-interleave").map_err(|e| {
+                InterleaveError(format!(
+                    "cannot create a directory in {}: {e}",
+                    tmp.display()
+                ))
+            })?,
+        );
+        Ok(Interleaver {
+            base,
+            new,
+            run_args: run_args.to_vec(),
+            scratch,
+            sides: [Vec::new(), Vec::new()],
+        })
+    }
+
+    /// Pairs run so far.
+    pub fn pairs(&self) -> usize {
+        self.sides[1].len()
+    }
+
+    /// Runs one more pair (base, then new), telling `say` of each round
+    /// (`of`: the most pairs planned, for the message). `Ok(false)` when
+    /// `cancel` was set during a round (that build was let finish and its
+    /// round is dropped).
+    pub fn pair(
+        &mut self,
+        of: usize,
+        cancel: &AtomicBool,
+        say: &mut dyn FnMut(String),
+    ) -> Result<bool, InterleaveError> {
+        let round = self.pairs() + 1;
+        for (i, (name, bin)) in [("base", self.base), ("new", self.new)]
+            .into_iter()
+            .enumerate()
+        {
+            say(format!("round {round}/{of}: {name} ({})", bin.display()));
+            let out = self.scratch.0.join(format!("{name}-{round}.json"));
+            let report = run_once(bin, &self.run_args, &out);
+            if cancel.load(Ordering::SeqCst) {
+                self.sides[0].truncate(round - 1);
+                return Ok(false);
+            }
+            self.sides[i].push(report?);
+        }
+        Ok(true)
+    }
+
+    /// Each build's rounds so far pooled into one report (base, new).
+    pub fn pooled(&self) -> Result<(Report, Report), InterleaveError> {
+        let pool = |runs: &[Report], bin: &Path| {
+            benchsuite_core::runner::pool_reports(runs.to_vec())
+                .map_err(|e| InterleaveError(format!("--interleave {}: {e}", bin.display())))
+        };
+        Ok((
+            pool(&self.sides[0], self.base)?,
+            pool(&self.sides[1], self.new)?,
+        ))
+    }
 }
 
 /// One round of one build: `BIN run ARGS --rounds 1 -o OUT`.
@@ -124,6 +190,7 @@ fn run_once(bin: &Path, run_args: &[String], out: &Path) -> Result<Report, Inter
 }
 
 /// A private directory for the rounds' reports, removed at the end.
+#[derive(Debug)]
 struct Scratch(PathBuf);
 
 impl Drop for Scratch {

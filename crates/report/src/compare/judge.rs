@@ -85,11 +85,13 @@ pub(super) fn quantities<'a>(
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Estimate {
     /// `new − centre of the baselines` in the working scale (logarithms
-    /// under a relative threshold where every value is positive).
+    /// under a relative threshold where every value is positive); with
+    /// paired rounds, the trimmed mean of their differences.
     d: f64,
-    /// The variance of `d` predicted for one new run.
+    /// The variance of `d` predicted for one new run (paired: of the
+    /// trimmed mean).
     var: f64,
-    /// Its degrees of freedom (Welch–Satterthwaite).
+    /// Its degrees of freedom.
     df: f64,
     /// Whether the working scale is logarithmic.
     log: bool,
@@ -101,14 +103,21 @@ pub(super) struct Estimate {
     tol: f64,
     /// Whether the threshold is relative.
     relative: bool,
-    /// How far the new run's nearest round lies beyond the reach of
-    /// everything the history has seen (each baseline run's median and
-    /// each round level seen in two baseline runs, each reaching three
-    /// standard deviations of a round's median), in the working scale;
-    /// `None` with one baseline. The band rule calls a change only where
-    /// it is positive: no round of the new run is explained by a level the
-    /// history was seen at.
-    unexplained: Option<f64>,
+    /// The rule this quantity is judged by: the comparison's, except that
+    /// a quantity with one judgeable run in a history is judged as
+    /// against one baseline.
+    rule: GateRule,
+    /// The new run's rounds.
+    rounds: usize,
+    /// Band rule: the new run's rounds beyond the threshold on the worse
+    /// side (from the history's centre) and at no level the history has
+    /// been seen at more than once.
+    worse_rounds: usize,
+    /// The same on the better side.
+    better_rounds: usize,
+    /// Band rule: the rounds beyond the threshold (either side) that sit
+    /// at a recurring level of the history.
+    explained_rounds: usize,
 }
 
 impl Estimate {
@@ -125,21 +134,53 @@ impl Estimate {
         self.side_tol(direction == Direction::Lower)
     }
 
+    /// The threshold on the better side, in the working scale.
+    fn better_tol(&self, direction: Direction) -> f64 {
+        self.side_tol(direction != Direction::Lower)
+    }
+
     /// The threshold in the working scale on the side where the value
     /// grows (`up`) or shrinks, as a positive distance.
     fn side_tol(&self, up: bool) -> f64 {
-        match (self.log, up) {
-            (true, true) => self.tol.ln_1p(),
-            (true, false) => -(-self.tol).ln_1p(),
-            (false, _) if self.relative => self.tol * self.centre.abs(),
-            (false, _) => self.tol,
-        }
+        side_tol(self.log, self.relative, self.tol, self.centre, up)
     }
 
-    /// Under the band rule: whether no round of the new run is explained
-    /// by a level the history was seen at; true with one baseline.
-    fn past_history(&self) -> bool {
-        self.unexplained.is_none_or(|g| g > 0.0)
+    /// Under the band rule: whether most of the new run's rounds show the
+    /// change on this side, none of those at a recurring level of the
+    /// history. Always true under the other rules.
+    fn most_rounds(&self, worse: bool) -> bool {
+        if self.rule != GateRule::Band {
+            return true;
+        }
+        let k = if worse {
+            self.worse_rounds
+        } else {
+            self.better_rounds
+        };
+        2 * k > self.rounds
+    }
+
+    /// The one-sided quantile of the change's distribution at `p`, times
+    /// its standard deviation (0 without spread).
+    fn reach(&self, p: f64) -> f64 {
+        if self.var <= 0.0 {
+            return 0.0;
+        }
+        StudentsT::new(0.0, 1.0, self.df.min(1e6))
+            .map(|d| d.inverse_cdf(1.0 - p))
+            .unwrap_or(f64::INFINITY)
+            * self.var.sqrt()
+    }
+}
+
+/// The threshold `tol` in the working scale on the side where the value
+/// grows (`up`) or shrinks, as a positive distance.
+fn side_tol(log: bool, relative: bool, tol: f64, centre: f64, up: bool) -> f64 {
+    match (log, up) {
+        (true, true) => tol.ln_1p(),
+        (true, false) => -(-tol).ln_1p(),
+        (false, _) if relative => tol * centre.abs(),
+        (false, _) => tol,
     }
 }
 
@@ -193,6 +234,8 @@ pub(super) fn estimate(
         df: None,
         drift: false,
         verdict: Verdict::NotJudged,
+        stage: None,
+        pairs: None,
         note: context,
     };
     let not_judged = |mut mc: MetricComparison, why: String| {
@@ -278,37 +321,56 @@ pub(super) fn estimate(
                 })
         })
         .flatten();
-    let (var, df, between, source) = if let Some(d) = &paired {
-        // Interleaved rounds: the mean of the paired differences, with
-        // their own spread (R − 1 degrees of freedom).
-        let r = d.len() as f64;
-        (variance(d) / r, r - 1.0, 0.0, BetweenSource::Paired)
+    let rule = match (options.rule, &paired) {
+        (Some(r), _) => r,
+        (None, Some(_)) => GateRule::Paired,
+        (None, None) if h >= 2 => GateRule::Band,
+        (None, None) => GateRule::Interval,
+    };
+    // A history rule needs a history: a quantity with one judgeable run
+    // is judged as against one baseline.
+    let rule = match rule {
+        GateRule::Band if h < 2 => GateRule::Interval,
+        GateRule::Paired if paired.is_none() => GateRule::Interval,
+        r => r,
+    };
+    let (d, var, df, between, source) = if let Some(d) = &paired {
+        // Interleaved rounds: the 10% trimmed mean of the paired
+        // differences with Yuen's variance (a round that one side spent
+        // in another state moves it little; at 10 pairs one is cut from
+        // each end, where 20% would cost four of nine degrees of freedom).
+        let (mean, var, df) = trimmed_mean(d, TRIM);
+        (mean, var, df, 0.0, BetweenSource::Paired)
     } else if h >= 2 {
         // A history: one more run of the same design is one more draw of
         // the run medians, whose spread the history shows (the noise inside
         // a run and between runs together): the classic prediction interval
         // of one new observation, `s²·(1 + 1/h)` with h − 1 degrees of
-        // freedom. The runs' own noise is a floor under `s²` (a history
-        // whose few runs happen to agree, or a metric that stood still in
-        // every run), and so is a --between-run-cv.
+        // freedom. The typical run's own noise is a floor under `s²` (a
+        // history whose few runs happen to agree), and so is a
+        // --between-run-cv; either way the spread is known from h runs,
+        // so h − 1 degrees of freedom (a known floor: infinite).
         let s2 = variance(&xs);
         // The typical run's own noise: the median over the runs, so one
         // run with a glitched round (its rounds then the unit, its
         // variance huge) does not stand for all of them.
         let within = median(&base_sides.iter().map(|(s, _)| s.var).collect::<Vec<_>>());
-        let df_within: f64 = base_sides.iter().map(|(s, _)| s.df).sum();
         let floor = match options.between_run {
             BetweenRun::Cv(cv) => to_working(cv).powi(2),
             BetweenRun::Prior => 0.0,
         };
         let (spread, df, source) = if floor > s2.max(within) {
             (floor, f64::INFINITY, BetweenSource::Floor)
-        } else if within > s2 {
-            (within, df_within, BetweenSource::History)
         } else {
-            (s2, (h - 1) as f64, BetweenSource::History)
+            (s2.max(within), (h - 1) as f64, BetweenSource::History)
         };
-        (spread * (1.0 + 1.0 / h as f64), df, s2.sqrt(), source)
+        (
+            x_new - centre_w,
+            spread * (1.0 + 1.0 / h as f64),
+            df,
+            s2.sqrt(),
+            source,
+        )
     } else {
         // One baseline: the two runs' own noise, plus twice the prior
         // between-run variance (each run has its own state), taken as
@@ -325,8 +387,15 @@ pub(super) fn estimate(
         } else {
             BetweenSource::None
         };
-        (var, df, p.sqrt(), source)
+        (x_new - centre_w, var, df, p.sqrt(), source)
     };
+    // A quantised metric (a timer's resolution, the same value in every
+    // run) has no spread to judge a step by: half its smallest step is the
+    // least standard deviation it is judged with, so that one tick is not
+    // a certain change.
+    let mut all: Vec<f64> = q.base.iter().flat_map(|s| scale(s.samples)).collect();
+    all.extend(scale(q.new.samples));
+    let var = var.max((quantum(&mut all) / 2.0).powi(2));
     mc.history_runs = h;
     mc.between_source = Some(source);
     mc.between_cv = (!matches!(source, BetweenSource::None | BetweenSource::Paired))
@@ -343,15 +412,14 @@ pub(super) fn estimate(
         Tolerance::Relative(t) => *t,
         Tolerance::Absolute { value, .. } => *value,
     };
-    // What the history has seen, which the band rule does not call a
-    // regression: every baseline run's median, and every round level seen
-    // in two baseline runs (within reach of each other): a
-    // machine state that recurs (LINPACK at 60 or 80 GFLOP/s, a round at a
-    // time) rather than a lone glitch (a round of `cpu.flops` at half
-    // speed once), which moves no run's median and recurs nowhere.
-    // How far a level explains a round: three standard deviations of a
-    // round's median on the typical run (the median over the runs of the
-    // variance of a run's median, times its rounds).
+    // What the history has seen as a machine state: a baseline run's
+    // median or round level that recurs in another baseline run (within
+    // reach of its median or of one of its rounds). A state that recurs
+    // (LINPACK at 60 or 80 GFLOP/s, a round at a time) makes a new run at
+    // that level undecided, not a regression; a lone odd run or a lone
+    // glitched round (a round of `cpu.flops` at half speed once) is no
+    // state. How far a level reaches: three standard deviations of a
+    // round's median on the typical run.
     let reach = {
         let typical = median(
             &base_sides
@@ -363,14 +431,17 @@ pub(super) fn estimate(
     };
     let per_run: Vec<Vec<f64>> = base_sides
         .iter()
-        .map(|(_, s)| {
-            round_medians(s)
+        .zip(&xs)
+        .map(|((_, s), x)| {
+            let mut v: Vec<f64> = round_medians(s)
                 .into_iter()
                 .map(|m| scale(&[m])[0])
-                .collect()
+                .collect();
+            v.push(*x);
+            v
         })
         .collect();
-    let mut seen = xs.clone();
+    let mut seen = Vec::new();
     for (i, run) in per_run.iter().enumerate() {
         for &r in run {
             let recurs = per_run
@@ -382,25 +453,32 @@ pub(super) fn estimate(
             }
         }
     }
-    // The new run's rounds: a regression moves each of them, a state
-    // switch inside the run leaves one where the history was.
+    // The new run's rounds: a regression moves most of them; a state
+    // switch inside the run leaves some where the history was.
     let new_rounds: Vec<f64> = round_medians(&q.new)
         .into_iter()
         .map(|m| scale(&[m])[0])
         .collect();
-    let unexplained = (h >= 2).then(|| {
-        new_rounds
-            .iter()
-            .flat_map(|r| seen.iter().map(move |x| (r - x).abs()))
-            .fold(f64::INFINITY, f64::min)
-            - reach
-    });
-    let d = match &paired {
-        Some(d) => d.iter().sum::<f64>() / d.len() as f64,
-        None => x_new - centre_w,
+    let up = side_tol(log, relative, tol, centre, true);
+    let down = side_tol(log, relative, tol, centre, false);
+    let (mut grew, mut shrank, mut explained) = (0, 0, 0);
+    for r in &new_rounds {
+        let at_state = seen.iter().any(|x| (r - x).abs() <= reach);
+        let step = r - centre_w;
+        let beyond = step > up || -step > down;
+        if beyond && at_state {
+            explained += 1;
+        } else if step > up {
+            grew += 1;
+        } else if -step > down {
+            shrank += 1;
+        }
+    }
+    let (worse_rounds, better_rounds) = match q.direction {
+        Direction::Lower => (grew, shrank),
+        Direction::Higher => (shrank, grew),
     };
     let est = Estimate {
-        unexplained,
         d,
         var,
         df,
@@ -408,21 +486,27 @@ pub(super) fn estimate(
         centre,
         tol,
         relative,
+        rule,
+        rounds: new_rounds.len(),
+        worse_rounds,
+        better_rounds,
+        explained_rounds: explained,
     };
     mc.df = (var > 0.0 && df.is_finite()).then_some(df);
     (mc, Some(est))
 }
 
-/// The one-sided p-value of "no worse than" for the family's step-down
+/// The one-sided p-value for the family's step-down
 /// ([`super::holm_levels`]): under the interval rule, of "the change is
-/// within the threshold"; under the band rule, of "no change", and 1 where
-/// the change does not reach the threshold (no alarm is possible).
-pub(super) fn p_worse(e: &Estimate, direction: Direction, rule: GateRule) -> f64 {
+/// within the threshold"; under the band and paired rules, of "no
+/// change", and 1 where the change (or, band, most of the new run's
+/// rounds) does not reach the threshold (no alarm is possible).
+pub(super) fn p_worse(e: &Estimate, direction: Direction) -> f64 {
     let (w, tau) = (e.worse(direction), e.worse_tol(direction));
-    let stat = match rule {
+    let stat = match e.rule {
         GateRule::Interval => w - tau,
-        GateRule::Band if w > tau && e.past_history() => w,
-        GateRule::Band => return 1.0,
+        GateRule::Band | GateRule::Paired if w > tau && e.most_rounds(true) => w,
+        GateRule::Band | GateRule::Paired => return 1.0,
     };
     if e.var <= 0.0 {
         return if stat > 0.0 { 0.0 } else { 1.0 };
@@ -434,16 +518,12 @@ pub(super) fn p_worse(e: &Estimate, direction: Direction, rule: GateRule) -> f64
     }
 }
 
-/// Sets the change, its interval at the one-sided `level` and the verdict.
-pub(super) fn verdict(mc: &mut MetricComparison, e: &Estimate, level: f64, rule: GateRule) {
-    let h = if e.var > 0.0 {
-        StudentsT::new(0.0, 1.0, e.df.min(1e6))
-            .map(|d| d.inverse_cdf(1.0 - level))
-            .unwrap_or(f64::INFINITY)
-            * e.var.sqrt()
-    } else {
-        0.0
-    };
+/// Sets the change, its interval at the one-sided `level`, and the
+/// verdict: regressed or improved as the rule confirms at `level`,
+/// unchanged where the worse-side bound at `beta` lies within the
+/// threshold, undecided otherwise.
+pub(super) fn verdict(mc: &mut MetricComparison, e: &Estimate, level: f64, beta: f64) {
+    let h = e.reach(level);
     let (change, lo, hi) = if e.log {
         (e.d.exp_m1(), (e.d - h).exp_m1(), (e.d + h).exp_m1())
     } else if e.relative {
@@ -452,46 +532,37 @@ pub(super) fn verdict(mc: &mut MetricComparison, e: &Estimate, level: f64, rule:
     } else {
         (e.d, e.d - h, e.d + h)
     };
-    let tol = e.tol;
-    let (worse_beyond, better_beyond) = match rule {
+    // Everything in the working scale, turned so that positive is worse.
+    let w = e.worse(mc.direction);
+    let (wt, bt) = (e.worse_tol(mc.direction), e.better_tol(mc.direction));
+    let (worse, better) = match e.rule {
         // The whole interval beyond the threshold.
-        GateRule::Interval => match mc.direction {
-            Direction::Lower => (lo > tol, hi < -tol),
-            Direction::Higher => (hi < -tol, lo > tol),
-        },
-        // Outside the band of no change, and the change itself beyond the
-        // threshold.
-        // And no round of the new run within the threshold of a level the
-        // history was seen at (a state the history holds is no
-        // regression).
-        GateRule::Band => {
-            let (worse, better) = (e.past_history(), e.past_history());
-            match mc.direction {
-                Direction::Lower => (
-                    lo > 0.0 && change > tol && worse,
-                    hi < 0.0 && change < -tol && better,
-                ),
-                Direction::Higher => (
-                    hi < 0.0 && change < -tol && worse,
-                    lo > 0.0 && change > tol && better,
-                ),
-            }
-        }
+        GateRule::Interval => (w - h > wt, -w - h > bt),
+        // No change ruled out at `level`, the change beyond the
+        // threshold, and (band) most rounds beyond it at no recurring
+        // level of the history.
+        GateRule::Band | GateRule::Paired => (
+            w - h > 0.0 && w > wt && e.most_rounds(true),
+            -w - h > 0.0 && -w > bt && e.most_rounds(false),
+        ),
     };
-    mc.verdict = if worse_beyond {
+    // A change as large as the threshold would have shown a larger one
+    // than this at least 1 − beta of the time.
+    let unchanged = w + e.reach(beta) <= wt;
+    mc.verdict = if worse {
         Verdict::Regressed
-    } else if better_beyond {
+    } else if better {
         Verdict::Improved
-    } else if change.abs() <= tol {
+    } else if unchanged {
         Verdict::Unchanged
     } else {
-        Verdict::Noisy
+        Verdict::Undecided
     };
-    // Outside the band and beyond the threshold, held back only by the
-    // history check: say why it is not a regression.
-    let significant = (lo > 0.0 && change > tol) || (hi < 0.0 && change < -tol);
-    if rule == GateRule::Band && mc.verdict == Verdict::Noisy && significant && !e.past_history() {
-        let why = "a round of new sits at a level the baselines were seen at (a machine state), so it is not called".to_string();
+    if mc.verdict == Verdict::Undecided && e.rule == GateRule::Band && e.explained_rounds > 0 {
+        let why = format!(
+            "{} of new's {} rounds sit at a level the baselines were seen at more than once (a machine state): undecided until the two builds are measured side by side",
+            e.explained_rounds, e.rounds
+        );
         mc.note = Some(match mc.note.take() {
             Some(n) => format!("{why}; {n}"),
             None => why,
@@ -501,11 +572,48 @@ pub(super) fn verdict(mc: &mut MetricComparison, e: &Estimate, level: f64, rule:
     mc.interval = Some([lo, hi]);
     mc.level = Some(level);
     mc.noise = Some((hi - lo) / 2.0);
-    mc.quiet_threshold = Some(if lo > 0.0 || hi < 0.0 {
-        lo.abs().min(hi.abs())
-    } else {
-        0.0
+    // The smallest threshold at which this pair raises no alarm: under
+    // the interval rule, the interval's bound nearest zero (0 when it
+    // holds zero); under the others, the change itself where no change
+    // is ruled out, else 0.
+    let excludes_zero = lo > 0.0 || hi < 0.0;
+    mc.quiet_threshold = Some(match (e.rule, excludes_zero) {
+        (_, false) => 0.0,
+        (GateRule::Interval, true) => lo.abs().min(hi.abs()),
+        (GateRule::Band | GateRule::Paired, true) => change.abs(),
     });
+}
+
+/// How much of each end of the paired differences the paired rule cuts.
+pub(super) const TRIM: f64 = 0.1;
+
+/// The `trim` trimmed mean of `v`, the variance of that mean (Yuen's:
+/// from the winsorised variance) and its degrees of freedom (`n − 2g − 1`,
+/// `g = ⌊trim·n⌋` values cut from each end).
+pub(super) fn trimmed_mean(v: &[f64], trim: f64) -> (f64, f64, f64) {
+    let mut x = v.to_vec();
+    x.sort_by(f64::total_cmp);
+    let n = x.len();
+    let g = ((trim * n as f64).floor() as usize).min((n.saturating_sub(2)) / 2);
+    let kept = &x[g..n - g];
+    let h = kept.len() as f64;
+    let mean = kept.iter().sum::<f64>() / h;
+    let (lo, hi) = (x[g], x[n - g - 1]);
+    let w: Vec<f64> = x.iter().map(|v| v.clamp(lo, hi)).collect();
+    let var = variance(&w) * (n as f64 - 1.0) / (h * (h - 1.0));
+    (mean, var, h - 1.0)
+}
+
+/// The smallest gap between two different values of `v` (sorted in
+/// place), 0 when all are equal.
+fn quantum(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let q = v
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .filter(|g| *g > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    if q.is_finite() { q } else { 0.0 }
 }
 
 /// The median of each round of a series (one for a series without rounds).

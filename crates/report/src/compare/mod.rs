@@ -100,6 +100,7 @@ use benchsuite_core::report::{
     Metric, MetricRole, Record, Report, SampleTails, Status, schema_major,
 };
 
+pub mod confirm;
 mod context;
 pub mod fleet;
 pub mod history;
@@ -204,7 +205,7 @@ pub fn compare_history(
         .chain(&new.records)
         .collect();
     check_rules(&records, &options.rules)?;
-    let mut out = compare_checked(&used, new, options)?;
+    let mut out = compare_checked(&used, new, options, None)?;
     out.excluded = excluded;
     Ok(out)
 }
@@ -228,6 +229,9 @@ fn check_schema(base: &Report, new: &Report) -> Result<(), CompareError> {
 fn check_options(options: &CompareOptions) -> Result<(), CompareError> {
     if !(options.alpha > 0.0 && options.alpha < 0.5) {
         return Err(CompareError::Alpha(options.alpha));
+    }
+    if !(options.beta > 0.0 && options.beta < 0.5) {
+        return Err(CompareError::Beta(options.beta));
     }
     let bad = |v: f64| !v.is_finite() || v < 0.0;
     let bad_cv = match options.between_run {
@@ -288,9 +292,12 @@ fn compare_checked(
     history: &[Baseline<'_>],
     new: &Report,
     options: &CompareOptions,
+    focus: Option<&[(String, String)]>,
 ) -> Result<Comparison, CompareError> {
     let base = history.last().expect("a baseline").report;
-    let rule = options.rule.unwrap_or(if history.len() > 1 {
+    let rule = options.rule.unwrap_or(if options.paired {
+        GateRule::Paired
+    } else if history.len() > 1 {
         GateRule::Band
     } else {
         GateRule::Interval
@@ -308,6 +315,8 @@ fn compare_checked(
         excluded: Vec::new(),
         allow: options.allow,
         passed: false,
+        outcome: Outcome::Failed,
+        confirmation: None,
         problems: Vec::new(),
         metrics: Vec::new(),
         added: Vec::new(),
@@ -374,7 +383,14 @@ fn compare_checked(
     for (n, _) in new.records.iter().zip(&used).filter(|(_, u)| !**u) {
         out.added.push(unmatched(n, None));
     }
-    judge_family(&mut out, &estimates, rule, options.alpha);
+    if let Some(focus) = focus {
+        // Only these metrics are judged as gated (a confirmation's family:
+        // the metrics still open); the others are shown, not gated.
+        for m in &mut out.metrics {
+            m.gated &= focus.iter().any(|(k, n)| *k == m.key && *n == m.metric);
+        }
+    }
+    judge_family(&mut out, &estimates, options.alpha, options.beta);
     let ran_in_new = new.records.iter().any(|r| r.status == Status::Ok);
     if !ran_in_new {
         let why = if new.records.is_empty() {
@@ -408,7 +424,7 @@ fn compare_checked(
             new: ids(new),
         });
     }
-    out.passed = !out.has_regression() && out.gate_failures().next().is_none();
+    out.settle();
     Ok(out)
 }
 
@@ -418,8 +434,8 @@ fn compare_checked(
 fn judge_family(
     out: &mut Comparison,
     estimates: &[(usize, judge::Estimate)],
-    rule: GateRule,
     alpha: f64,
+    beta: f64,
 ) {
     let gated: Vec<&(usize, judge::Estimate)> = estimates
         .iter()
@@ -427,16 +443,16 @@ fn judge_family(
         .collect();
     let ps: Vec<f64> = gated
         .iter()
-        .map(|(i, e)| judge::p_worse(e, out.metrics[*i].direction, rule))
+        .map(|(i, e)| judge::p_worse(e, out.metrics[*i].direction))
         .collect();
     let levels = holm_levels(&ps, alpha);
     out.family = gated.len();
     for ((i, e), level) in gated.iter().zip(levels) {
-        judge::verdict(&mut out.metrics[*i], e, level, rule);
+        judge::verdict(&mut out.metrics[*i], e, level, beta);
     }
     for (i, e) in estimates {
         if !out.metrics[*i].gated {
-            judge::verdict(&mut out.metrics[*i], e, alpha, rule);
+            judge::verdict(&mut out.metrics[*i], e, alpha, beta);
         }
     }
 }

@@ -36,19 +36,32 @@ pub struct Allow {
 }
 
 /// How a judged change becomes a regression (`--rule`).
+///
+/// Every rule ends each gated metric in one of three places: regressed
+/// (or improved), **unchanged** (the change's worse-side bound at
+/// [`CompareOptions::beta`] lies within the threshold: a change as large as
+/// the threshold would rarely have looked this small), or **undecided**
+/// (neither: measure more, e.g. by interleaving the two builds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GateRule {
-    /// The whole interval of the change lies beyond the threshold (as
-    /// criterion decides): a real change exactly at the threshold is
-    /// called a regression at most the metric's level of the time. The
-    /// default against one baseline.
+    /// Regressed when the whole interval of the change lies beyond the
+    /// threshold (as criterion decides): a real change exactly at the
+    /// threshold is called a regression at most the metric's level of
+    /// the time. The default against one baseline.
     Interval,
-    /// The change lies outside the band that the baselines predict for an
-    /// unchanged run (at the metric's level) *and* the change itself is
-    /// beyond the threshold. The default against a history of several
-    /// baselines, whose band is honest about the noise between runs.
+    /// Regressed when the change lies outside the band that the baselines
+    /// predict for an unchanged run (at the metric's level), the change
+    /// itself is beyond the threshold, and so are most of the new run's
+    /// rounds, none of those at a level the history has been seen at
+    /// more than once (a recurring machine state: undecided, not
+    /// excused). The default against a history of several baselines.
     Band,
+    /// Two builds' rounds interleaved (A B A B): regressed when the
+    /// paired round differences (a 10% trimmed mean, Yuen's test) differ
+    /// from zero at the metric's level and their estimate is beyond the
+    /// threshold. The default for interleaved reports.
+    Paired,
 }
 
 impl GateRule {
@@ -57,6 +70,7 @@ impl GateRule {
         match self {
             GateRule::Interval => "interval",
             GateRule::Band => "band",
+            GateRule::Paired => "paired",
         }
     }
 }
@@ -168,6 +182,22 @@ pub struct CompareOptions {
     /// judged as usual.
     #[serde(default)]
     pub paired: bool,
+    /// The chance, per metric, of calling a change exactly at the
+    /// threshold `unchanged` (a miss): a metric is unchanged only when the
+    /// worse-side bound of its change at this one-sided level lies within
+    /// the threshold. Default [`DEFAULT_BETA`].
+    #[serde(default = "default_beta")]
+    pub beta: f64,
+}
+
+/// The default [`CompareOptions::beta`]: 5%.
+pub const DEFAULT_BETA: f64 = 0.05;
+
+/// The default [`CompareOptions::alpha`]: 1% for the whole job.
+pub const DEFAULT_ALPHA: f64 = 0.01;
+
+fn default_beta() -> f64 {
+    DEFAULT_BETA
 }
 
 fn default_tail_threshold() -> f64 {
@@ -179,12 +209,13 @@ impl Default for CompareOptions {
         CompareOptions {
             threshold: 0.05,
             rules: Vec::new(),
-            alpha: 0.05,
+            alpha: DEFAULT_ALPHA,
             allow: Allow::default(),
             tail_threshold: super::TAIL_THRESHOLD,
             between_run: BetweenRun::default(),
             rule: None,
             paired: false,
+            beta: DEFAULT_BETA,
         }
     }
 }
@@ -237,6 +268,9 @@ pub enum CompareError {
     /// `alpha` outside (0, 0.5).
     #[error("alpha must be between 0 and 0.5, got {0}")]
     Alpha(f64),
+    /// `beta` outside (0, 0.5).
+    #[error("beta must be between 0 and 0.5, got {0}")]
+    Beta(f64),
     /// A threshold that is negative or not a number.
     #[error("a threshold must be a finite number, 0 or more")]
     Threshold,
@@ -294,19 +328,24 @@ pub enum CompareError {
     },
 }
 
-/// The verdict on one metric.
+/// The verdict on one metric: regressed or improved, unchanged, or
+/// undecided (the evidence cannot tell a change beyond the threshold from
+/// none at the job's error levels).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
-    /// Worse, with the whole interval beyond the threshold.
+    /// Worse beyond the threshold, as the [rule](GateRule) confirms.
     Regressed,
-    /// Better, with the whole interval beyond the threshold.
+    /// Better beyond the threshold, as the rule confirms.
     Improved,
-    /// The change is within the threshold.
+    /// The change's worse-side bound (at [`CompareOptions::beta`]) lies
+    /// within the threshold.
     Unchanged,
-    /// The change is beyond the threshold but its interval reaches inside
-    /// it: re-run with more `--runs` or `--rounds` to tell.
-    Noisy,
+    /// Neither confirmed nor ruled out: more rounds (interleaved with the
+    /// base build) would tell. The job's outcome is
+    /// [`Outcome::Undecided`] unless something failed.
+    #[serde(alias = "noisy")]
+    Undecided,
     /// Too few samples on a side (or a zero baseline under a relative
     /// threshold): no judgement; a gate failure unless allowed.
     NotJudged,
@@ -319,10 +358,55 @@ impl Verdict {
             Verdict::Regressed => "regressed",
             Verdict::Improved => "improved",
             Verdict::Unchanged => "unchanged",
-            Verdict::Noisy => "noisy",
+            Verdict::Undecided => "undecided",
             Verdict::NotJudged => "not judged",
         }
     }
+}
+
+/// The gate's answer for a whole job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Every gated metric unchanged or improved, nothing broken (exit 0).
+    #[default]
+    Passed,
+    /// A gated metric regressed, or a problem that is not allowed (exit 1).
+    Failed,
+    /// Nothing failed, but some gated metric is undecided (the CLI exits
+    /// 3; the CI recipe decides what that means).
+    Undecided,
+}
+
+impl Outcome {
+    /// The name used in every output format.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::Failed => "failed",
+            Outcome::Undecided => "undecided",
+        }
+    }
+
+    /// The CLI's exit code: 0 passed, 1 failed, 3 undecided.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Outcome::Passed => 0,
+            Outcome::Failed => 1,
+            Outcome::Undecided => 3,
+        }
+    }
+}
+
+/// Which stage of the gate decided a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// The new run against the baselines (the screen).
+    Screen,
+    /// The two builds' rounds interleaved after the screen left the
+    /// metric undecided (the confirmation).
+    Confirm,
 }
 
 impl fmt::Display for Verdict {
@@ -406,6 +490,13 @@ pub struct MetricComparison {
     pub drift: bool,
     /// The verdict.
     pub verdict: Verdict,
+    /// The stage whose evidence gave the verdict; `None` in a comparison
+    /// of reports alone (the screen).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<Stage>,
+    /// Interleaved A B pairs behind a confirmation's verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairs: Option<usize>,
     /// Why it was not judged, or what differs between the two records
     /// (parameters that resolved differently).
     pub note: Option<String>,
@@ -568,6 +659,13 @@ pub struct Comparison {
     pub allow: Allow,
     /// Whether the new report passes the gate (see [`Comparison::passed`]).
     pub passed: bool,
+    /// The gate's three-way answer ([`Comparison::outcome`]).
+    #[serde(default)]
+    pub outcome: Outcome,
+    /// What the confirmation (interleaved rounds after the screen) did;
+    /// `None` when none ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<Confirmation>,
     /// What is broken in the new report, in baseline order.
     #[serde(default)]
     pub problems: Vec<Problem>,
@@ -584,6 +682,31 @@ pub struct Comparison {
     /// `--quick` on one side). Informational; it never changes a verdict.
     #[serde(default)]
     pub context_differences: Vec<String>,
+}
+
+/// What a confirmation did: the open metrics' records measured again,
+/// the two builds interleaved, until each was decided or the budget spent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Confirmation {
+    /// The records measured (their keys).
+    pub records: Vec<String>,
+    /// Gated metrics the screen left undecided.
+    pub open: usize,
+    /// Of those, decided by the pairs.
+    pub decided: usize,
+    /// A B pairs run.
+    pub pairs: usize,
+    /// The most pairs allowed (the budget).
+    pub budget: usize,
+    /// The pair counts at which the metrics were judged; the job's
+    /// levels are split evenly over them.
+    pub looks: Vec<usize>,
+    /// Wall time of the interleaved rounds, seconds.
+    pub wall_s: f64,
+    /// Why the confirmation stopped early or could not decide (a testbed
+    /// difference, an interruption); `None` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 fn yes() -> bool {
@@ -615,6 +738,32 @@ impl Comparison {
     /// CLI exits 1 when false.
     pub fn passed(&self) -> bool {
         self.passed
+    }
+
+    /// The three-way answer: failed (a regression or a problem), else
+    /// undecided (a gated metric undecided), else passed.
+    pub fn outcome(&self) -> Outcome {
+        self.outcome
+    }
+
+    /// The gated metrics left undecided.
+    pub fn undecided(&self) -> impl Iterator<Item = &MetricComparison> {
+        self.metrics
+            .iter()
+            .filter(|m| m.gated && m.verdict == Verdict::Undecided)
+    }
+
+    /// Sets [`passed`](Self::passed) and [`outcome`](Self::outcome) from
+    /// the verdicts and problems.
+    pub(crate) fn settle(&mut self) {
+        self.passed = !self.has_regression() && self.gate_failures().next().is_none();
+        self.outcome = if !self.passed {
+            Outcome::Failed
+        } else if self.undecided().next().is_some() {
+            Outcome::Undecided
+        } else {
+            Outcome::Passed
+        };
     }
 
     /// The metrics with this verdict.
@@ -660,7 +809,7 @@ impl Comparison {
         for v in [
             Verdict::Regressed,
             Verdict::NotJudged,
-            Verdict::Noisy,
+            Verdict::Undecided,
             Verdict::Improved,
             Verdict::Unchanged,
         ] {
@@ -671,8 +820,8 @@ impl Comparison {
                 .count();
             match (n, v) {
                 (0, _) => {}
-                (n, Verdict::Noisy) if worse > 0 => {
-                    parts.push(format!("{n} noisy ({worse} of them worse)"))
+                (n, Verdict::Undecided) if worse > 0 => {
+                    parts.push(format!("{n} undecided ({worse} of them worse)"))
                 }
                 (n, v) => parts.push(format!("{n} {v}")),
             }
@@ -702,10 +851,10 @@ impl Comparison {
         if !self.added.is_empty() {
             parts.push(format!("{} added", self.added.len()));
         }
-        let verdict = if self.passed {
-            "gate passed"
-        } else {
-            "gate FAILED"
+        let verdict = match self.outcome {
+            Outcome::Passed => "gate passed",
+            Outcome::Failed => "gate FAILED",
+            Outcome::Undecided => "gate UNDECIDED",
         };
         if parts.is_empty() {
             verdict.to_string()

@@ -234,6 +234,7 @@ pub(super) fn write_comparison(c: &Comparison, out: &mut dyn Write) -> io::Resul
             Verdict::Regressed => "fail",
             Verdict::NotJudged if !c.allow.unjudged => "fail",
             Verdict::NotJudged => "allowed",
+            Verdict::Undecided => "undecided",
             _ => "pass",
         };
         row.extend([
@@ -506,8 +507,10 @@ mod tests {
         let lo: f64 = cell(&h, &rows[0], "change_low").parse().unwrap();
         let hi: f64 = cell(&h, &rows[0], "change_high").parse().unwrap();
         assert!(lo < change && change < hi && hi < -0.05, "{lo} {hi}");
-        assert_eq!(cell(&h, &rows[1], "verdict"), "unchanged");
-        assert_eq!(cell(&h, &rows[1], "gate"), "pass");
+        // The same latency against one baseline: the prior's noise between
+        // runs leaves a 5% change possible, so it is undecided.
+        assert_eq!(cell(&h, &rows[1], "verdict"), "undecided");
+        assert_eq!(cell(&h, &rows[1], "gate"), "undecided");
         assert_eq!(cell(&h, &rows[2], "id"), "os.syscall");
         assert_eq!(cell(&h, &rows[2], "call"), "getppid");
         assert_eq!(cell(&h, &rows[2], "verdict"), "missing");

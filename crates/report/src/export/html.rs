@@ -114,7 +114,7 @@ h1{font-size:1.5em}h2{margin-top:1.6em;border-bottom:1px solid #ccc}\
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}\
 td,th{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}\
 th{background:#f3f3f3}.regressed{background:#fde0e0;color:#a00000;font-weight:bold}\
-.improved{background:#e2f5e2}.noisy{background:#fff6d6}.failed{color:#a00000}\
+.improved{background:#e2f5e2}.undecided{background:#fff6d6}.failed{color:#a00000}\
 .skipped{color:#777}svg.chart{margin:.4em .4em .4em 0;border:1px solid #eee}\
 .grid{display:flex;flex-wrap:wrap}ul{margin:0;padding-left:1.2em}pre{font-size:.8em;background:#f7f7f7;padding:.5em;overflow:auto}";
 
@@ -337,7 +337,7 @@ fn verdict_color(v: Verdict) -> &'static str {
     match v {
         Verdict::Regressed => "#D00000",
         Verdict::Improved => "#009E73",
-        Verdict::Noisy => "#E69F00",
+        Verdict::Undecided => "#E69F00",
         Verdict::Unchanged => "#999999",
         Verdict::NotJudged => "#CCCCCC",
     }

@@ -75,7 +75,11 @@ pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<(
 /// compared metrics as a table, then the notes.
 pub(super) fn write_comparison(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
     let (summary, notes) = comparison_notes(c);
-    let mark = if c.passed() { "✅" } else { "❌" };
+    let mark = match c.outcome() {
+        crate::compare::Outcome::Passed => "✅",
+        crate::compare::Outcome::Failed => "❌",
+        crate::compare::Outcome::Undecided => "❔",
+    };
     writeln!(out, "**{mark} {}**\n", escape(&summary))?;
     let gate = gate_lines(c);
     if !gate.is_empty() {
@@ -241,7 +245,7 @@ mod tests {
     fn comparison_is_a_job_summary_with_a_github_table() {
         let t = text(|o| write_comparison(&fixtures::comparison(), o));
         assert!(
-            t.starts_with("**❌ gate FAILED: 1 regressed, 1 unchanged, 1 missing in new**"),
+            t.starts_with("**❌ gate FAILED: 1 regressed, 1 undecided, 1 missing in new**"),
             "{t}"
         );
         // What fails the gate comes before the table.

@@ -392,7 +392,7 @@ fn comparison_rows(c: &Comparison) -> Vec<[String; 8]> {
                 Tolerance::Absolute { .. } => format_value(q, &m.unit),
             });
             let mut tags = Vec::new();
-            if m.verdict == Verdict::Noisy && m.is_worse() {
+            if m.verdict == Verdict::Undecided && m.is_worse() {
                 tags.push("worse");
             }
             if m.drift && m.verdict != Verdict::NotJudged {
@@ -472,8 +472,9 @@ fn gate_lines(c: &Comparison) -> Vec<String> {
 /// runs, added records and records not compared.
 fn comparison_notes(c: &Comparison) -> (String, Vec<String>) {
     let mut rule = match c.rule {
-        GateRule::Interval => "rule: regressed when the whole interval of the change lies beyond the threshold".to_string(),
-        GateRule::Band => "rule: regressed when the change lies outside the band the baselines predict for an unchanged run and beyond the threshold".to_string(),
+        GateRule::Interval => "rule: regressed when the whole interval of the change lies beyond the threshold; unchanged when its worse-side bound is within the threshold; undecided otherwise".to_string(),
+        GateRule::Band => "rule: regressed when the change lies outside the band the baselines predict for an unchanged run, beyond the threshold, in most of new's rounds and at no level the history holds; unchanged when its worse-side bound is within the threshold; undecided otherwise".to_string(),
+        GateRule::Paired => "rule: regressed when the interleaved rounds' paired differences rule out no change and their trimmed mean is beyond the threshold; unchanged when its worse-side bound is within the threshold; undecided otherwise".to_string(),
     };
     rule.push_str(&format!(
         " ({}; metrics in %: {}pp; tails: {}",
@@ -523,6 +524,20 @@ fn comparison_notes(c: &Comparison) -> (String, Vec<String>) {
         notes.push(format!(
             "left out of the history: {e} (--allow-mixed-hosts keeps it)"
         ));
+    }
+    if let Some(k) = &c.confirmation {
+        notes.push(format!(
+            "confirmation: {} of the {} undecided metrics decided by {} interleaved pairs of the two builds ({} record(s), looks at {} pairs, {:.0} s){}",
+            k.decided,
+            k.open,
+            k.pairs,
+            k.records.len(),
+            k.looks.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(", "),
+            k.wall_s,
+            k.note.as_ref().map(|n| format!("; {n}")).unwrap_or_default()
+        ));
+    } else if c.outcome() == crate::compare::Outcome::Undecided {
+        notes.push("undecided: the new run alone cannot tell these changes from the noise; measure the two builds side by side (interleaved) to decide them".into());
     }
     let moved = c.count(Verdict::Regressed) + c.count(Verdict::Improved) > 0;
     if let (Some((w, wm)), true) = (c.widest_noise(), moved) {

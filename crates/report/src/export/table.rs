@@ -952,7 +952,7 @@ mod tests {
         let row = t.lines().find(|l| l.contains("bandwidth  ")).unwrap();
         assert!(row.contains("-30.0% [") && row.contains("regressed"), "{t}");
         assert!(
-            t.contains("gate FAILED: 1 regressed, 1 unchanged, 1 missing in new"),
+            t.contains("gate FAILED: 1 regressed, 1 undecided, 1 missing in new"),
             "{t}"
         );
         assert!(t.contains("rule: regressed when the whole interval"), "{t}");

@@ -1,0 +1,262 @@
+//! The two-stage gate (screen against a history, confirm by pairing)
+//! replayed on recorded real CI jobs: `benches/data/confirm/<machine>/`.
+//!
+//! A machine's directory holds `history/rNN.json.gz` (quick passes of the
+//! base build, `run --rounds 3`) and `jobNN/` directories in the order they
+//! ran, each one CI job:
+//!
+//! - `kind`: `aa` (the new build is a copy of the base build) or
+//!   `planted` (a scratch build with known slowdowns, see `README.md`);
+//! - `new.json.gz`: the job's screen run, `run --rounds 3` of its new build;
+//! - `interleave-base.json.gz`, `interleave-new.json.gz`: the two builds'
+//!   pooled rounds of `compare --interleave BASE NEW --rounds K` (each round
+//!   a whole quick pass), so a confirmation of any budget up to `K` pairs
+//!   is replayed by cutting both to their first `k` rounds.
+//!
+//! A job's history is the newest `h` quick passes of the base build before
+//! it: the history runs, then the screen runs of the A/A jobs (a CI job on
+//! main adds its run to the history; a pull request's does not).
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use benchsuite_core::Report;
+use benchsuite_report::compare::confirm::{judge_look, looks};
+use benchsuite_report::compare::{
+    Baseline, CompareOptions, Comparison, Outcome, Verdict, compare_history,
+};
+
+/// One recorded CI job.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// The directory's name (`job07`).
+    pub name: String,
+    /// Whether the new build had planted slowdowns.
+    pub planted: bool,
+    /// The screen run of the new build.
+    pub new: Report,
+    /// The base build's interleaved rounds, pooled.
+    pub pairs_base: Report,
+    /// The new build's interleaved rounds, pooled.
+    pub pairs_new: Report,
+}
+
+/// A machine's recorded jobs and the history before them.
+#[derive(Debug, Clone)]
+pub struct Recording {
+    /// The directory's name.
+    pub name: String,
+    /// The base build's quick passes before the first job, oldest first.
+    pub history: Vec<Report>,
+    /// The jobs, in the order they ran.
+    pub jobs: Vec<Job>,
+}
+
+/// The recordings of the repository: `benches/data/confirm/`.
+pub fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/confirm")
+}
+
+/// Reads a gzip-compressed report, with its benchmarks' roles filled in.
+pub fn read_gz(p: &Path) -> Result<Report, String> {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(
+        std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?,
+    )
+    .read_to_string(&mut text)
+    .map_err(|e| format!("{}: {e}", p.display()))?;
+    let mut r = Report::from_json(&text, &p.display().to_string()).map_err(|e| e.to_string())?;
+    benchsuite::registry().fill_roles(&mut r);
+    Ok(r)
+}
+
+fn sorted_entries(d: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(d)
+        .map_err(|e| format!("{}: {e}", d.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+/// Reads every machine's recording under `dir`.
+pub fn load(dir: &Path) -> Result<Vec<Recording>, String> {
+    let mut out = Vec::new();
+    for d in sorted_entries(dir)?.into_iter().filter(|p| p.is_dir()) {
+        let mut history = Vec::new();
+        for p in sorted_entries(&d.join("history"))? {
+            if p.to_string_lossy().ends_with(".json.gz") {
+                history.push(read_gz(&p)?);
+            }
+        }
+        history.sort_by(|a, b| a.started_at.cmp(&b.started_at));
+        let mut jobs = Vec::new();
+        for j in sorted_entries(&d)?
+            .into_iter()
+            .filter(|p| p.is_dir() && p.file_name().is_some_and(|n| n != "history"))
+        {
+            let kind = std::fs::read_to_string(j.join("kind"))
+                .map_err(|e| format!("{}: {e}", j.display()))?;
+            jobs.push(Job {
+                name: j.file_name().unwrap_or_default().to_string_lossy().into(),
+                planted: kind.trim() == "planted",
+                new: read_gz(&j.join("new.json.gz"))?,
+                pairs_base: read_gz(&j.join("interleave-base.json.gz"))?,
+                pairs_new: read_gz(&j.join("interleave-new.json.gz"))?,
+            });
+        }
+        out.push(Recording {
+            name: d.file_name().unwrap_or_default().to_string_lossy().into(),
+            history,
+            jobs,
+        });
+    }
+    Ok(out)
+}
+
+/// `report`'s pooled rounds cut to the first `k`: each metric's samples
+/// (and tails) of those rounds.
+pub fn first_rounds(report: &Report, k: usize) -> Report {
+    let mut r = report.clone();
+    for rec in &mut r.records {
+        for m in &mut rec.metrics {
+            let Some(rounds) = &m.rounds else { continue };
+            let k = k.min(rounds.len());
+            let n: usize = rounds[..k].iter().sum();
+            m.samples.truncate(n);
+            if let Some(t) = &mut m.tails {
+                for v in [&mut t.p99, &mut t.p99_9].into_iter().flatten() {
+                    v.truncate(n);
+                }
+            }
+            m.rounds = Some(rounds[..k].to_vec());
+        }
+    }
+    r.config.rounds = k;
+    r
+}
+
+/// How many pairs a recorded job holds.
+pub fn recorded_pairs(job: &Job) -> usize {
+    job.pairs_new.config.rounds
+}
+
+/// What the two-stage gate said of one job.
+#[derive(Debug, Clone)]
+pub struct JobResult {
+    /// The job.
+    pub name: String,
+    /// Whether it was planted.
+    pub planted: bool,
+    /// The screen's outcome.
+    pub screen: Outcome,
+    /// The outcome after the confirmation.
+    pub outcome: Outcome,
+    /// Pairs the confirmation used.
+    pub pairs: usize,
+    /// The gated metrics called regressed in the end: (key, metric).
+    pub regressed: Vec<(String, String)>,
+    /// The gated metrics the screen called regressed.
+    pub screen_regressed: Vec<(String, String)>,
+    /// The gated metrics left undecided in the end.
+    pub undecided: Vec<(String, String)>,
+    /// The comparison after the confirmation.
+    pub comparison: Comparison,
+}
+
+/// The base build's quick passes before job `i`, newest last: the
+/// history runs and the earlier A/A jobs' screen runs.
+pub fn history_before(rec: &Recording, i: usize) -> Vec<&Report> {
+    let mut v: Vec<&Report> = rec.history.iter().collect();
+    v.extend(rec.jobs[..i].iter().filter(|j| !j.planted).map(|j| &j.new));
+    v
+}
+
+/// Replays job `i` of `rec`: the screen against the newest `h` runs
+/// before it, then a confirmation of budget `budget` (at most the pairs
+/// recorded) on its recorded pairs; `budget` 0: the screen alone.
+pub fn replay(
+    rec: &Recording,
+    i: usize,
+    h: usize,
+    budget: usize,
+    options: &CompareOptions,
+) -> JobResult {
+    let job = &rec.jobs[i];
+    let before = history_before(rec, i);
+    let from = before.len().saturating_sub(h);
+    let names: Vec<String> = (from..before.len()).map(|k| format!("h{k}")).collect();
+    let baselines: Vec<Baseline<'_>> = before[from..]
+        .iter()
+        .zip(&names)
+        .map(|(r, name)| Baseline { name, report: r })
+        .collect();
+    let screen = compare_history(&baselines, &job.new, options).expect("runs of one plan");
+    let gated = |c: &Comparison, v: Verdict| -> Vec<(String, String)> {
+        c.metrics
+            .iter()
+            .filter(|m| m.gated && m.verdict == v)
+            .map(|m| (m.key.clone(), m.metric.clone()))
+            .collect()
+    };
+    let mut current = screen.clone();
+    let mut pairs = 0;
+    if budget > 0 {
+        let budget = budget.min(recorded_pairs(job));
+        let at = looks(budget);
+        for (j, &k) in at.iter().enumerate() {
+            if benchsuite_report::compare::confirm::open(&current).is_empty() {
+                break;
+            }
+            pairs = k;
+            current = judge_look(
+                &current,
+                &first_rounds(&job.pairs_base, k),
+                &first_rounds(&job.pairs_new, k),
+                options,
+                at.len(),
+                j + 1 == at.len(),
+            )
+            .expect("the rounds compare");
+        }
+    }
+    JobResult {
+        name: job.name.clone(),
+        planted: job.planted,
+        screen: screen.outcome(),
+        outcome: current.outcome(),
+        pairs,
+        regressed: gated(&current, Verdict::Regressed),
+        screen_regressed: gated(&screen, Verdict::Regressed),
+        undecided: gated(&current, Verdict::Undecided),
+        comparison: current,
+    }
+}
+
+/// The exact (Clopper–Pearson) 95% interval of a rate of `k` in `n`.
+pub fn interval95(k: usize, n: usize) -> (f64, f64) {
+    use statrs::distribution::{Beta, ContinuousCDF};
+    let beta_inv = |p: f64, a: f64, b: f64| Beta::new(a, b).map_or(f64::NAN, |d| d.inverse_cdf(p));
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let lo = if k == 0 {
+        0.0
+    } else {
+        beta_inv(0.025, k as f64, (n - k + 1) as f64)
+    };
+    let hi = if k == n {
+        1.0
+    } else {
+        beta_inv(0.975, (k + 1) as f64, (n - k) as f64)
+    };
+    (lo, hi)
+}
+
+/// The planted slowdowns of the `planted` jobs (benchmark id, metric): each
+/// +10% work per reported operation (see `benches/data/confirm/README.md`).
+pub const PLANTED: [(&str, &str); 3] = [
+    ("os.syscall", "time_per_op"),
+    ("cpu.prime", "events"),
+    ("mem.bandwidth", "bandwidth"),
+];
