@@ -13,7 +13,9 @@ use benchsuite::Report;
 use benchsuite::export::{self, Format, GhaTool};
 
 /// Writes `path` atomically: into a temporary file beside it, renamed over
-/// it when complete, so a reader never sees half a report.
+/// it when complete, so a reader never sees half a report. A device or a
+/// FIFO (`-o /dev/stdout`) is written in place, a link's target by the same
+/// rules; see `benchsuite::atomic::replace_file`.
 pub(crate) fn replace_file(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
@@ -27,10 +29,24 @@ pub(crate) fn replace_file_as(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<()> {
-    benchsuite::atomic::replace_file(path, write).map_err(|e| {
-        let what = format!("{flag} {e}");
-        anyhow::Error::new(e.into_io()).context(what)
-    })
+    benchsuite::atomic::replace_file(path, write).map_err(|e| flagged(flag, e))
+}
+
+/// Fails before measuring, not after, if `flag`'s `path` cannot be
+/// written; creates nothing, so a run that fails (or is killed) before its
+/// first write leaves nothing behind.
+pub(crate) fn check_writable(flag: &str, path: &Path) -> Result<()> {
+    benchsuite::atomic::check_writable(path).map_err(|e| flagged(flag, e))
+}
+
+/// `FLAG PATH: what went wrong`, with the system's error beneath where
+/// there is one.
+fn flagged(flag: &str, e: benchsuite::atomic::AtomicError) -> anyhow::Error {
+    let what = format!("{flag} {e}");
+    match e.into_source() {
+        Some(io) => anyhow::Error::new(io).context(what),
+        None => anyhow::Error::msg(what),
+    }
 }
 
 /// What became of a command's output when its exit code was already

@@ -51,12 +51,9 @@ pub fn cmd_reference(args: &RunArgs) -> Result<i32> {
         );
     }
     if let Some(file) = &output.file {
-        // Fail before measuring, not after, if the output cannot be written.
-        std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(file)
-            .map_err(|e| anyhow::anyhow!("-o {}: cannot create the file: {e}", file.display()))?;
+        // Fail before measuring, not after, if the output cannot be
+        // written (creating nothing: a failed run leaves no file).
+        crate::output::check_writable("-o", file)?;
     }
     // Ctrl-C finishes the round in flight (the tool's scratch files are
     // removed after it), then writes what is done.

@@ -7,7 +7,7 @@ use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use benchsuite::export::{self, Format};
 use benchsuite::phase::{Phase, merge_phase, run_phase};
 use benchsuite::report::RunProgress;
@@ -171,17 +171,14 @@ fn start_pairing(
     )?)
 }
 
-/// Fails before measuring, not after, if `-o` cannot be written. Not
-/// truncated: a reader (node_exporter's textfile collector) keeps seeing
-/// the previous file until the new one replaces it.
+/// Fails before measuring, not after, if `-o` cannot be written. Creates
+/// and truncates nothing: a reader (node_exporter's textfile collector)
+/// keeps seeing the previous file until the new one replaces it, and a run
+/// that fails before its first checkpoint leaves no empty file.
 fn check_output(output: &config::Output) -> Result<()> {
     if let Some(file) = &output.file {
         for (path, _) in output_files(output.format, file) {
-            std::fs::OpenOptions::new()
-                .append(true)
-                .create(true)
-                .open(&path)
-                .with_context(|| format!("-o {}: cannot create the file", path.display()))?;
+            crate::output::check_writable("-o", &path)?;
         }
     }
     Ok(())

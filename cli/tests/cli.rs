@@ -1692,4 +1692,89 @@ fn compare_confirm_measures_the_undecided_records_of_both_builds_side_by_side() 
         "--budget",
     );
     assert_usage_error(&["compare", &base_p, &base_p, "--budget", "9"], "--confirm");
+
+/// Makes a FIFO at `path`.
+fn mkfifo(path: &Path) {
+    use std::os::unix::ffi::OsStrExt as _;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: `c` is a NUL-terminated path that outlives the call.
+    let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+    assert_eq!(rc, 0, "mkfifo: {}", std::io::Error::last_os_error());
+}
+
+#[test]
+fn compare_o_writes_into_a_fifo_and_through_a_link_and_replaces_neither() {
+    use std::os::unix::fs::FileTypeExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    run_json(&["os.syscall", "--runs", "3"], dir.path(), "base.json");
+    let base = dir.path().join("base.json");
+    let base = base.to_str().unwrap();
+    let kind = |p: &Path| std::fs::symlink_metadata(p).unwrap().file_type();
+
+    // A FIFO: its reader gets the comparison, and it stays a FIFO.
+    let fifo = dir.path().join("out.fifo");
+    mkfifo(&fifo);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = fifo.clone();
+    std::thread::spawn(move || {
+        // Opening waits for the writer; a FIFO replaced by a file before
+        // this opens it gives the file's bytes, and the check below fails.
+        let got = std::fs::read(&reader).unwrap_or_default();
+        let _ = tx.send(got);
+    });
+    let o = run(&[
+        "compare",
+        base,
+        base,
+        "--format",
+        "json",
+        "-o",
+        fifo.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        kind(&fifo).is_fifo(),
+        "-o replaced the FIFO: {:?}",
+        kind(&fifo)
+    );
+    let got = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the FIFO's reader got nothing");
+    let v: serde_json::Value = serde_json::from_slice(&got).unwrap();
+    assert!(v.is_object(), "{v}");
+
+    // A link to a file: the link stays, its target gets the comparison.
+    let target = dir.path().join("target.json");
+    std::fs::write(&target, "old").unwrap();
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink("target.json", &link).unwrap();
+    let o = run(&[
+        "compare",
+        base,
+        base,
+        "--format",
+        "json",
+        "-o",
+        link.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        kind(&link).is_symlink(),
+        "-o replaced the link: {:?}",
+        kind(&link)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&target).unwrap()).unwrap();
+    assert!(v.is_object(), "{v}");
+
+    // A link to nothing: refused, naming it; nothing is created.
+    let dangling = dir.path().join("dangling.json");
+    std::os::unix::fs::symlink("missing.json", &dangling).unwrap();
+    let err = assert_usage_error(
+        &["compare", base, base, "-o", dangling.to_str().unwrap()],
+        dangling.to_str().unwrap(),
+    );
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(!dir.path().join("missing.json").exists());
+    assert!(kind(&dangling).is_symlink());
 }

@@ -218,3 +218,46 @@ fn a_disk_read_point_reads_one_file_on_both_sides_and_leaves_nothing() {
 fn a_disk_write_point_writes_over_one_file_on_both_sides_and_leaves_nothing() {
     one_file_on_both_sides("randwrite");
 }
+
+/// A run that fails (here killed while the tool runs) before it wrote its
+/// report leaves no file at `-o`: the check before measuring creates none.
+#[test]
+fn a_run_killed_before_its_report_leaves_no_file_at_o() {
+    let dir = tempfile::tempdir().unwrap();
+    let tool = dir.path().join("sysbench");
+    std::fs::write(
+        &tool,
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'sysbench 9.9'; exit 0; fi\n\
+         echo $$ > \"${0%/*}/pid.tmp\" && mv \"${0%/*}/pid.tmp\" \"${0%/*}/pid\"\nexec sleep 60\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = dir.path().join("new.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_benchsuite"))
+        .args(["reference", "cpu.prime", "--param", "max_prime=200"])
+        .args(QUICK)
+        .arg("-o")
+        .arg(&out)
+        .env("PATH", format!("{}:/usr/bin:/bin", dir.path().display()))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The tool runs after our first round, long after the check of `-o`.
+    let pid_file = dir.path().join("pid");
+    let t0 = std::time::Instant::now();
+    while !pid_file.exists() {
+        assert!(t0.elapsed().as_secs() < 60, "the stand-in tool never ran");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL: no report written
+    child.wait().unwrap();
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let _ = Command::new("kill").arg(pid.trim()).status();
+    assert!(
+        !out.exists(),
+        "{} was left behind ({:?})",
+        out.display(),
+        std::fs::read_to_string(&out)
+    );
+}

@@ -136,9 +136,10 @@ impl Placement {
         let rank = self.cluster.as_ref().map_or(0, |c| c.rank);
         let path = dir.join(format!("{host}-r{rank}.json"));
         replace_file(&path, |w| export::write_report(Format::Json, report, w)).map_err(|e| {
-            FleetError::Io {
-                what: format!("--output-dir {e}"),
-                source: e.into_io(),
+            let what = format!("--output-dir {e}");
+            match e.into_source() {
+                Some(source) => FleetError::Io { what, source },
+                None => FleetError::Usage(what),
             }
         })?;
         Ok(format!("; written to {}", path.display()))
