@@ -132,18 +132,31 @@ fn a_missing_tool_names_its_package() {
 /// A disk point: both sides use one file the reference runner lays out
 /// (ours in place, the stand-in fio by its path), and nothing is left in
 /// the scratch directory afterwards. A writing point writes over that file
-/// (ours is allowed to overwrite it and nothing else).
-fn one_file_on_both_sides(op: &str) {
+/// (ours is allowed to overwrite it and nothing else). `sub`: the scratch
+/// directory is one of that name in a temporary directory (made first).
+/// Returns the `--filename` values the stand-in fio was given, as given.
+fn one_file_on_both_sides(op: &str, sub: Option<&str>) -> Vec<String> {
     let bin = tempfile::tempdir().unwrap();
-    let scratch = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let scratch = match sub {
+        Some(s) => tmp.path().join(s),
+        None => tmp.path().to_path_buf(),
+    };
+    std::fs::create_dir_all(&scratch).unwrap();
     let tool = bin.path().join("fio");
-    // Records, for each run, the file it was given and that file's size.
+    // Records, for each run, the `--filename` value as given (`given`)
+    // and the file it names to fio (`\:` is a `:`) with that file's size
+    // (`calls`).
     std::fs::write(
         &tool,
-        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'fio-9.9'; exit 0; fi\n\
-         for a in \"$@\"; do case \"$a\" in --filename=*) f=\"${a#--filename=}\";; esac; done\n\
-         echo \"$f $(wc -c < \"$f\")\" >> \"${0%/*}/calls\"\n\
-         echo '{\"jobs\":[{\"read\":{\"bw_bytes\":1000000,\"iops\":15.0},\"write\":{\"bw_bytes\":0,\"iops\":0}}]}'\n",
+        r#"#!/bin/sh
+if [ "$1" = --version ]; then echo 'fio-9.9'; exit 0; fi
+for a in "$@"; do case "$a" in --filename=*) raw="${a#--filename=}";; esac; done
+printf '%s\n' "$raw" >> "${0%/*}/given"
+f=$(printf '%s' "$raw" | sed 's/\\:/:/g')
+echo "$f $(wc -c < "$f")" >> "${0%/*}/calls"
+echo '{"jobs":[{"read":{"bw_bytes":1000000,"iops":15.0},"write":{"bw_bytes":0,"iops":0}}]}'
+"#,
     )
     .unwrap();
     std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -164,7 +177,7 @@ fn one_file_on_both_sides(op: &str) {
         ])
         .args(QUICK)
         .arg("--scratch-dir")
-        .arg(scratch.path())
+        .arg(&scratch)
         .arg("-o")
         .arg(&out)
         .env("PATH", &path)
@@ -187,7 +200,7 @@ fn one_file_on_both_sides(op: &str) {
     // the scratch directory.
     assert!(runs.iter().all(|r| r == &(file, "4194304")), "{calls}");
     assert!(
-        file.starts_with(&scratch.path().display().to_string()) && file.contains("benchsuite-ref-"),
+        file.starts_with(&scratch.display().to_string()) && file.contains("benchsuite-ref-"),
         "{file}"
     );
     // Ours used that file in place: its notes name it.
@@ -205,18 +218,113 @@ fn one_file_on_both_sides(op: &str) {
         "{}",
         v["config"]
     );
-    let left: Vec<_> = std::fs::read_dir(scratch.path()).unwrap().collect();
+    let left: Vec<_> = std::fs::read_dir(&scratch).unwrap().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+    std::fs::read_to_string(bin.path().join("given"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]
 fn a_disk_read_point_reads_one_file_on_both_sides_and_leaves_nothing() {
-    one_file_on_both_sides("read");
+    one_file_on_both_sides("read", None);
 }
 
 #[test]
 fn a_disk_write_point_writes_over_one_file_on_both_sides_and_leaves_nothing() {
-    one_file_on_both_sides("randwrite");
+    one_file_on_both_sides("randwrite", None);
+}
+
+/// fio splits `--filename` at a `:`: in a scratch directory named with
+/// one (`runs/2025-01-01T10:00`), fio is given the shared file's path with
+/// the `:` escaped, the name it reads is that file, and nothing is made
+/// beside the scratch directory.
+#[test]
+fn a_colon_in_the_scratch_directory_reaches_fio_escaped() {
+    let given = one_file_on_both_sides("write", Some("runs/2025-01-01T10:00"));
+    assert_eq!(given.len(), 2, "{given:?}");
+    for g in &given {
+        assert!(
+            g.contains(r"/runs/2025-01-01T10\:00/benchsuite-ref-"),
+            "{g}"
+        );
+        assert_eq!(g.matches(':').count(), g.matches(r"\:").count(), "{g}");
+    }
+}
+
+/// The real fio, end to end, writing in a scratch directory whose name
+/// holds a colon, given relative to the working directory as a user types
+/// it: fio writes the shared file inside it and nothing anywhere else
+/// (unescaped, it was aimed at `runs/2025-01-01T10` and a relative
+/// `00/...`).
+#[test]
+fn fio_writes_only_inside_a_scratch_directory_named_with_a_colon() {
+    if Command::new("fio").arg("--version").output().is_err() {
+        benchsuite_core::testing::skip(
+            benchsuite_core::testing::Capability::Fio,
+            "fio is not on PATH",
+        );
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(work.path().join("runs/2025-01-01T10:00")).unwrap();
+    let report = out.path().join("ref.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_benchsuite"))
+        .current_dir(work.path())
+        .args([
+            "reference",
+            "disk.io",
+            "--param",
+            "op=write",
+            "--param",
+            "block=64K",
+            "--param",
+            "size=4M",
+            "--param",
+            "engine=sync",
+            "--param",
+            "direct=false",
+            "--rounds",
+            "1",
+            "--runs",
+            "3",
+            "--warmup",
+            "1ms",
+            "--no-progress",
+            "--scratch-dir",
+            "runs/2025-01-01T10:00",
+            "-o",
+        ])
+        .arg(&report)
+        .output()
+        .expect("the binary runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let r = &v["records"][0]["reference"];
+    assert_eq!(
+        r["rounds"].as_array().map(Vec::len),
+        Some(1),
+        "fio failed: {r}"
+    );
+    assert!(r["command"].as_str().unwrap().contains(r"10\:00/"), "{r}");
+    // Nothing but the scratch directory, empty, in the working directory.
+    let mut all = Vec::new();
+    let mut stack = vec![work.path().to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p.clone());
+            }
+            all.push(p.strip_prefix(work.path()).unwrap().display().to_string());
+        }
+    }
+    all.sort();
+    assert_eq!(all, ["runs", "runs/2025-01-01T10:00"], "{all:?}");
 }
 
 /// A run that fails (here killed while the tool runs) before it wrote its

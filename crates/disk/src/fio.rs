@@ -79,6 +79,7 @@ fn command(s: &Settings, target: &Target) -> Reference {
     }
     let mut scratch_in = None;
     let mut shared_file = None;
+    let mut unusable = None;
     match target {
         Target::Dir(dir) => {
             // Both sides use one file the reference runner lays out with
@@ -113,7 +114,20 @@ fn command(s: &Settings, target: &Target) -> Reference {
         Target::InPlace(t) => {
             // Reads only (a writing point in place has no reference): the
             // same regions of the same file or device as ours.
-            a.push(format!("--filename={}", t.path.display()));
+            match t.path.to_str().map(filename_arg) {
+                Some(Ok(name)) => a.push(format!("--filename={name}")),
+                Some(Err(e)) => {
+                    unusable = Some(format!("dir={:?}: {e}", t.path));
+                    a.push(format!("--filename={}", t.path.display()));
+                }
+                None => {
+                    unusable = Some(format!(
+                        "dir={:?}: fio's command line takes a UTF-8 path",
+                        t.path
+                    ));
+                    a.push(format!("--filename={}", t.path.display()));
+                }
+            }
             a.push(format!("--size={}", t.region));
             if s.threads > 1 {
                 a.push(format!("--offset_increment={}", t.region));
@@ -145,8 +159,39 @@ fn command(s: &Settings, target: &Target) -> Reference {
     r.sample_time = Some(WINDOW_SAMPLE);
     r.scratch_in = scratch_in;
     r.shared_file = shared_file;
+    r.file_arg = filename_arg;
+    r.unusable = unusable;
     r.note = (!notes.is_empty()).then(|| notes.join("; "));
     r
+}
+
+/// `path` as fio's `--filename` takes it. fio reads that option as a list
+/// of names separated by `:` (`/dev/sda:/dev/sdb`), a `\:` standing for a
+/// `:` within a name, with blanks stripped at both ends: an unescaped
+/// `dir=runs/2025-01-01T10:00` aimed fio at `runs/2025-01-01T10` and a
+/// relative `00/...`. Every `:` is escaped (a `\` elsewhere is literal to
+/// fio, and one before a `:` comes out whole: fio removes only the
+/// escaping one). A path fio would still read as another name is refused:
+/// one with a control character (a newline), one that starts or ends with
+/// a blank.
+pub fn filename_arg(path: &str) -> Result<String, String> {
+    if let Some(c) = path.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "fio's command line cannot take a file name holding the control character {c:?}"
+        ));
+    }
+    if path.starts_with(' ') || path.ends_with(' ') {
+        return Err(
+            "fio strips the blanks at either end of a file name, so it would use another file"
+                .into(),
+        );
+    }
+    if path.is_empty() || path == "-" {
+        return Err(format!(
+            "fio reads the file name {path:?} as no file or as its standard input or output"
+        ));
+    }
+    Ok(path.replace(':', "\\:"))
 }
 
 /// Why ours samples longer at a fio point.
@@ -403,6 +448,81 @@ mod tests {
         );
         assert!(r.argv.contains(&"--filename={file}".to_string()));
         assert!(!r.argv.iter().any(|a| a.starts_with("--overwrite")));
+    }
+
+    /// fio splits `--filename` at every `:` not escaped as `\:`: each
+    /// path handed to it is escaped, in the shared file's form (the
+    /// runner substitutes it through `file_arg`) and in place, and a path
+    /// it would read as another name is refused naming `dir`. Where fio is
+    /// installed, fio itself parses each escaped name back to the path.
+    #[test]
+    fn a_colon_in_a_path_reaches_fio_escaped() {
+        for (path, want) in [
+            ("runs/2025-01-01T10:00/f", r"runs/2025-01-01T10\:00/f"),
+            (":lead/a::b", r"\:lead/a\:\:b"),
+            (r"back\:slash\x", r"back\\:slash\x"),
+            ("/plain/path", "/plain/path"),
+        ] {
+            assert_eq!(filename_arg(path).as_deref(), Ok(want), "{path}");
+        }
+        for bad in ["a\nb", "tab\there", " lead", "trail ", "-", ""] {
+            assert!(filename_arg(bad).is_err(), "{bad:?} accepted");
+        }
+        // A point in a directory: the runner writes the shared file's
+        // path with fio's own rule.
+        let parent = tempfile::tempdir().unwrap();
+        let dir = parent.path().join("2025-01-01T10:00");
+        std::fs::create_dir(&dir).unwrap();
+        let r = reference(&ctx(&dir), &point(&[])).unwrap();
+        assert!(r.argv.contains(&"--filename={file}".to_string()));
+        assert_eq!((r.file_arg)("a:b").as_deref(), Ok(r"a\:b"));
+        // A file read in place: its path escaped in the argv.
+        let file = dir.join("data");
+        std::fs::write(&file, vec![1u8; 1 << 20]).unwrap();
+        let p = point(&[("dir", Value::Str(file.display().to_string()))]);
+        let r = reference(&ctx(&dir), &p).unwrap();
+        let canon = std::fs::canonicalize(&file).unwrap();
+        let want = format!("--filename={}", canon.to_str().unwrap().replace(':', r"\:"));
+        assert!(r.argv.contains(&want), "{want} not in {:?}", r.argv);
+        assert!(r.unusable.is_none(), "{:?}", r.unusable);
+        // One with a newline in its name: not run, saying which parameter.
+        let odd = parent.path().join("new\nline");
+        std::fs::write(&odd, vec![1u8; 1 << 20]).unwrap();
+        let p = point(&[("dir", Value::Str(odd.display().to_string()))]);
+        let why = reference(&ctx(&dir), &p).unwrap().unusable.unwrap();
+        assert!(
+            why.starts_with("dir=") && why.contains("control character"),
+            "{why}"
+        );
+        assert!(!why.contains('\n'), "{why:?}");
+
+        let Ok(out) = std::process::Command::new("fio").arg("--version").output() else {
+            benchsuite_core::testing::skip(
+                benchsuite_core::testing::Capability::Fio,
+                "fio is not on PATH: how fio parses the escaped names is not checked",
+            );
+            return;
+        };
+        assert!(out.status.success());
+        for path in [
+            "runs/2025-01-01T10:00/f",
+            ":lead/a::b",
+            r"back\:slash\x",
+            "/plain/path",
+        ] {
+            // --parse-only: fio reads its options and opens nothing.
+            let o = std::process::Command::new("fio")
+                .args(["--parse-only", "--debug=file", "--name=x", "--size=1M"])
+                .arg(format!("--filename={}", filename_arg(path).unwrap()))
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&o.stdout);
+            let added: Vec<&str> = text
+                .lines()
+                .filter_map(|l| l.split_once(" add file ").map(|(_, f)| f))
+                .collect();
+            assert_eq!(added, [path], "{text}");
+        }
     }
 
     #[test]

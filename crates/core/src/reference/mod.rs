@@ -119,6 +119,21 @@ pub struct Reference {
     /// compare two layouts of different age, which a virtual disk serves
     /// at different speeds.
     pub shared_file: Option<SharedFile>,
+    /// How the tool's command line takes the shared file's path (what
+    /// stands for [`FILE_PLACEHOLDER`] in `argv`), or why it cannot take
+    /// it: the path as it is by default ([`plain_file_arg`]); fio's
+    /// `--filename` takes a `:`-separated list, so a `:` in the path is
+    /// escaped there. An error names no parameter: the runner adds it.
+    pub file_arg: FileArgFn,
+}
+
+/// Writes a file's path as a tool's command line takes it
+/// ([`Reference::file_arg`]), or says why it cannot.
+pub type FileArgFn = fn(&str) -> Result<String, String>;
+
+/// The path as it is: for a tool that takes a whole argument as one path.
+pub fn plain_file_arg(path: &str) -> Result<String, String> {
+    Ok(path.to_string())
 }
 
 /// The file both sides of a reference use ([`Reference::shared_file`]).
@@ -169,6 +184,7 @@ impl Reference {
             timeout: Duration::from_secs(REFERENCE_SECS) + TOOL_GRACE,
             sample_time: None,
             shared_file: None,
+            file_arg: plain_file_arg,
         }
     }
 

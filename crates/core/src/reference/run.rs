@@ -235,7 +235,26 @@ fn share_file(
         return Err("no shared file".into());
     };
     let scratch = Scratch::new(r)?;
-    let path = scratch.0.join("benchsuite-reference-shared");
+    // Absolute: the tool runs in a directory of its own, where a relative
+    // `--scratch-dir` would name another file.
+    let path = std::path::absolute(scratch.0.join("benchsuite-reference-shared"))
+        .map_err(|e| format!("cannot resolve {}: {e}", scratch.0.display()))?;
+    // Both sides get the path as text: one that is not UTF-8 would reach
+    // them as another name.
+    let dir = || {
+        format!(
+            "{}={:?}",
+            shared.param,
+            r.scratch_in.as_deref().unwrap_or(&scratch.0)
+        )
+    };
+    let shown = path
+        .to_str()
+        .ok_or_else(|| format!("{}: the path is not UTF-8", dir()))?
+        .to_string();
+    // As the tool's command line takes a path (fio's `:` escaped), or
+    // refused naming the parameter before anything runs.
+    let arg = (r.file_arg)(&shown).map_err(|e| format!("{}: {e}", dir()))?;
     lay_out(&path, shared.len, cancelled).map_err(|e| {
         format!(
             "cannot lay out the {} file both sides read at {}: {e}",
@@ -243,14 +262,13 @@ fn share_file(
             path.display()
         )
     })?;
-    let shown = path.display().to_string();
     ours.set(shared.param, crate::Value::Str(shown.clone()));
     for (k, v) in &shared.grants {
         ctx.options
             .insert(k.to_string(), v.replace(super::FILE_PLACEHOLDER, &shown));
     }
     for a in &mut r.argv {
-        *a = a.replace(super::FILE_PLACEHOLDER, &shown);
+        *a = a.replace(super::FILE_PLACEHOLDER, &arg);
     }
     let said = format!(
         "both sides use one file of {}, laid out with pseudo-random data (written, synced, dropped from the page cache) before the first round in a private directory of {}, removed after the last: benchsuite as {}=FILE, the tool by its path",
@@ -677,6 +695,66 @@ impl Drop for Scratch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shared file's path reaches the tool's argv as its `file_arg`
+    /// writes it (ours gets the path itself); a path it refuses stops the
+    /// reference before anything is laid out, naming the parameter.
+    #[test]
+    fn the_shared_file_reaches_the_tool_as_its_file_arg_writes_it() {
+        fn escaped(p: &str) -> Result<String, String> {
+            if p.contains('\n') {
+                return Err("no newline".into());
+            }
+            Ok(p.replace(':', "\\:"))
+        }
+        let parent = std::env::temp_dir().join(format!(
+            "benchsuite-share-{}",
+            crate::atomic::random_hex().unwrap()
+        ));
+        let dir = parent.join("2025-01-01T10:00");
+        std::fs::create_dir_all(&dir).unwrap();
+        let argv = crate::reference::argv(["tool", "--filename={file}"]);
+        let mut r = Reference::new("tool", "tool", argv, "x", |_| Ok(1.0));
+        r.scratch_in = Some(dir.clone());
+        r.file_arg = escaped;
+        r.shared_file = Some(super::super::SharedFile {
+            param: "dir",
+            len: 4096,
+            grants: Vec::new(),
+        });
+        let mut point = crate::Point::default();
+        let mut ctx = crate::Context::new(std::sync::Arc::new(crate::Host::default()));
+        let scratch = share_file(&mut r, &mut point, &mut ctx, &|| false).unwrap();
+        let file = scratch.0.join("benchsuite-reference-shared");
+        assert_eq!(std::fs::metadata(&file).unwrap().len(), 4096);
+        let file = file.to_str().unwrap();
+        assert_eq!(
+            r.argv[1],
+            format!("--filename={}", file.replace(':', "\\:"))
+        );
+        assert!(r.argv[1].contains("2025-01-01T10\\:00/benchsuite-ref-"));
+        assert_eq!(point.get("dir"), Some(&crate::Value::Str(file.into())));
+        drop(scratch);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+
+        let bad = parent.join("a\nb");
+        std::fs::create_dir(&bad).unwrap();
+        let argv = crate::reference::argv(["tool", "--filename={file}"]);
+        let mut r2 = Reference::new("tool", "tool", argv, "x", |_| Ok(1.0));
+        r2.scratch_in = Some(bad.clone());
+        r2.file_arg = escaped;
+        r2.shared_file = r.shared_file.clone();
+        let err = share_file(&mut r2, &mut point, &mut ctx, &|| false)
+            .map(|_| ())
+            .unwrap_err();
+        assert!(
+            err.starts_with("dir=") && err.contains("no newline"),
+            "{err}"
+        );
+        assert!(!err.contains('\n'), "a raw newline in {err:?}");
+        assert_eq!(std::fs::read_dir(&bad).unwrap().count(), 0);
+        std::fs::remove_dir_all(&parent).unwrap();
+    }
 
     /// A tool that writes its scratch file (as fio does) into a shared
     /// directory where another user planted links at every name it used

@@ -33,6 +33,9 @@ pub enum Capability {
     Netns,
     /// `iperf3`: the `iperf3` binary, to compare throughput with.
     Iperf3,
+    /// `fio`: the `fio` binary, to run `disk.io`'s reference end to end
+    /// (Debian's fio).
+    Fio,
     /// `slurm`: a Slurm started for the test on this host: root,
     /// `munged`, `slurmctld`, `slurmd`, `srun`, `sinfo`, `squeue`,
     /// `scancel` (Debian's slurmctld, slurmd and munge).
@@ -82,6 +85,7 @@ const NAMES: &[(Capability, &str)] = &[
     (Capability::Dm, "dm"),
     (Capability::Netns, "netns"),
     (Capability::Iperf3, "iperf3"),
+    (Capability::Fio, "fio"),
     (Capability::Slurm, "slurm"),
     (Capability::Chromium, "chromium"),
     (Capability::Cc, "cc"),
