@@ -347,6 +347,9 @@ fn a_run_killed_before_its_report_leaves_no_file_at_o() {
         .arg("-o")
         .arg(&out)
         .env("PATH", format!("{}:/usr/bin:/bin", dir.path().display()))
+        // The tool's private directory, which a SIGKILL leaves, goes with
+        // the test's.
+        .env("TMPDIR", dir.path())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -368,4 +371,102 @@ fn a_run_killed_before_its_report_leaves_no_file_at_o() {
         out.display(),
         std::fs::read_to_string(&out)
     );
+}
+
+/// `python3 -c` puts its working directory first on `sys.path`: run from a
+/// directory holding `torch.py` and `cupy.py`, the GPU references imported
+/// those (twice each: the version probe and the round; the report said
+/// `"version": "torch hijack"`), and a relative `PATH` entry could name
+/// another `python3`. Python now runs isolated (`-I`) in a private
+/// directory, found in `PATH`'s absolute directories only: none of the
+/// planted files runs, with or without a GPU, torch or CuPy here.
+#[test]
+fn a_torch_py_in_the_working_directory_is_never_imported() {
+    if Command::new("python3").arg("--version").output().is_err() {
+        benchsuite_core::testing::skip(
+            benchsuite_core::testing::Capability::Python3,
+            "python3 is not on PATH",
+        );
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let marker = work.path().join("marker");
+    for m in ["torch", "cupy"] {
+        std::fs::write(
+            work.path().join(format!("{m}.py")),
+            format!(
+                "open({:?}, 'a').write('{m} imported\\n')\n__version__ = 'hijack'\n",
+                marker.to_str().unwrap()
+            ),
+        )
+        .unwrap();
+    }
+    // A python3 in a directory named relative to the working directory,
+    // first on PATH.
+    std::fs::create_dir(work.path().join("bin")).unwrap();
+    let fake = work.path().join("bin/python3");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\necho 'python3 from a relative PATH entry' >> {:?}\nexit 1\n",
+            marker.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("bin:{}", std::env::var("PATH").unwrap_or_default());
+    let out = tempfile::tempdir().unwrap();
+    let report = out.path().join("ref.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_benchsuite"))
+        .current_dir(work.path())
+        .env("PATH", path)
+        .env("PYTHONPATH", work.path())
+        .args([
+            "reference",
+            "gpu.matmul",
+            "gpu.latency",
+            "--param",
+            "n=64",
+            "--param",
+            "op=launch",
+            "--rounds",
+            "1",
+            "--runs",
+            "3",
+            "--warmup",
+            "1ms",
+            "--min-sample-time",
+            "1ms",
+            "--no-progress",
+            "-o",
+        ])
+        .arg(&report)
+        .output()
+        .expect("the binary runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        !marker.exists(),
+        "a planted file ran: {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let records = v["records"].as_array().unwrap();
+    assert_eq!(records.len(), 2, "{v}");
+    for r in records {
+        let r = &r["reference"];
+        assert_eq!(r["tool"], "python3", "{r}");
+        assert!(!r.to_string().contains("hijack"), "{r}");
+        assert!(
+            r["command"].as_str().unwrap().starts_with("python3 -I -c "),
+            "{r}"
+        );
+    }
+    // Nothing left in the working directory but what the test made.
+    let mut left: Vec<String> = std::fs::read_dir(work.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["bin", "cupy.py", "torch.py"]);
 }

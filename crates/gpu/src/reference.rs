@@ -8,6 +8,16 @@
 //! `nvidia-smi`, in the tool's output beside our records' NVML notes).
 //! Where python3 cannot import the package the run fails saying which one
 //! to install.
+//!
+//! python3 runs isolated (`-I`): `-c` would put the working directory
+//! first on `sys.path` (a `torch.py` there ran in place of PyTorch, its
+//! version in the report), and `PYTHONPATH`, `PYTHONSTARTUP` and the
+//! user's site-packages are not read either. The reference runner also
+//! runs it (and its version probe) in a private directory of its own, and
+//! finds `python3` only in `PATH`'s absolute directories. A package
+//! installed with `pip install --user` is therefore not seen: install it
+//! into python3's own environment, or a virtualenv whose `python3` comes
+//! first on `PATH`.
 
 use benchsuite_core::reference::{REFERENCE_SECS, number_after};
 use benchsuite_core::{Point, Reference};
@@ -24,7 +34,7 @@ def need(pkg, pip):
     try:
         return __import__(pkg)
     except ImportError:
-        sys.exit(f"{pkg} is not importable by python3: pip install {pip}")
+        sys.exit(f"{pkg} is not importable by python3 (run isolated, -I: not from PYTHONPATH or the user's site-packages): pip install {pip} into python3's environment or a virtualenv first on PATH")
 def clock():
     try:
         return subprocess.run(["nvidia-smi", "-i", str(dev), "--query-gpu=clocks.sm", "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10).stdout.strip()
@@ -114,7 +124,13 @@ fn parse(out: &str) -> Result<f64, String> {
 }
 
 fn reference(package: &'static str, metric: &'static str, args: Vec<String>) -> Reference {
-    let mut argv = vec!["python3".to_string(), "-c".to_string(), program()];
+    // Isolated: see the module's docs.
+    let mut argv = vec![
+        "python3".to_string(),
+        "-I".to_string(),
+        "-c".to_string(),
+        program(),
+    ];
     argv.extend(args);
     let mut r = Reference::new("python3", package, argv, metric, parse);
     let import = if package == "python3-cupy" {
@@ -124,6 +140,7 @@ fn reference(package: &'static str, metric: &'static str, args: Vec<String>) -> 
     };
     r.version_argv = vec![
         "python3".into(),
+        "-I".into(),
         "-c".into(),
         format!("import {import} as m; print('{import}', m.__version__)"),
     ];
@@ -217,13 +234,14 @@ mod tests {
     fn gpu_points_map_to_torch_and_cupy_one_program_each() {
         let p = point(&crate::Matmul, &[("precision", Value::Str("fp8".into()))]);
         let r = matmul(&p).unwrap();
-        assert_eq!(&r.argv[3..], ["matmul", "fp8", "8192", "0"]);
+        assert_eq!(&r.argv[..3], ["python3", "-I", "-c"]);
+        assert_eq!(&r.argv[4..], ["matmul", "fp8", "8192", "0"]);
         assert_eq!(
             (r.tool, r.package, r.metric),
             ("python3", "python3-torch", "flops")
         );
         assert!(r.note.unwrap().contains("_scaled_mm"));
-        assert!(r.argv[2].contains("torch._scaled_mm") && !r.argv[2].contains("BATCH_SECS"));
+        assert!(r.argv[3].contains("torch._scaled_mm") && !r.argv[3].contains("BATCH_SECS"));
         let p = point(&crate::Matmul, &[("precision", Value::Str("int8".into()))]);
         assert!(
             matmul(&p)
@@ -235,16 +253,17 @@ mod tests {
 
         let p = point(&crate::Bandwidth, &[("op", Value::Str("h2d".into()))]);
         let r = copy(&p).unwrap();
-        assert_eq!(&r.argv[3..], ["copy", "h2d", "268435456", "pinned", "0"]);
+        assert_eq!(&r.argv[4..], ["copy", "h2d", "268435456", "pinned", "0"]);
         assert_eq!(r.metric, "bandwidth");
         let p = point(&crate::Bandwidth, &[("backend", Value::Str("wgpu".into()))]);
         assert!(copy(&p).is_none());
 
         let p = point(&crate::Latency, &[("op", Value::Str("launch".into()))]);
         let r = launch(&p).unwrap();
-        assert_eq!(&r.argv[3..], ["launch", "launch", "0"]);
+        assert_eq!(&r.argv[4..], ["launch", "launch", "0"]);
         assert_eq!((r.package, r.metric), ("python3-cupy", "latency"));
-        assert!(r.version_argv[2].contains("import cupy"));
+        assert_eq!(&r.version_argv[..3], ["python3", "-I", "-c"]);
+        assert!(r.version_argv[3].contains("import cupy"));
         let p = point(&crate::Latency, &[("op", Value::Str("d2h".into()))]);
         assert!(launch(&p).is_none());
     }

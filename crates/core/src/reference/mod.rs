@@ -74,8 +74,10 @@ pub struct Reference {
     /// directory is removed with what the tool wrote in it after the run.
     /// Nothing outside it is ever removed, and no name in a shared
     /// directory is opened, so a link planted there by another user is
-    /// never followed. Without it (and without `inputs` or `output_file`)
-    /// the tool runs where benchsuite runs.
+    /// never followed. Without it the private directory is made in the
+    /// temporary directory: a tool (its server and its version probe too)
+    /// never runs where benchsuite runs, whose files could be anyone's
+    /// (python3 imports a `torch.py` from its working directory first).
     pub scratch_in: Option<std::path::PathBuf>,
     /// A known reason the tool's number may mislead on this point; the
     /// record carries it.

@@ -392,11 +392,18 @@ impl ToolRun {
                 note: Some(format!("not run: {why}")),
             };
         }
-        let version = Command::new(&r.version_argv[0])
-            .args(&r.version_argv[1..])
-            .stdin(Stdio::null())
-            .output()
+        // In a private directory of its own too: the probe of a Python
+        // package imports it, and from the working directory a planted
+        // `torch.py` would run.
+        let version = Scratch::create(&std::env::temp_dir(), &[])
             .ok()
+            .and_then(|dir| {
+                tool_command(&r.version_argv, &dir.0)
+                    .ok()?
+                    .stdin(Stdio::null())
+                    .output()
+                    .ok()
+            })
             .and_then(|o| {
                 let text = String::from_utf8_lossy(&o.stdout).to_string()
                     + &String::from_utf8_lossy(&o.stderr);
@@ -510,16 +517,58 @@ impl ToolRun {
     }
 }
 
-/// The path of `program` on `PATH`, if it is there.
+/// The path of `program` on `PATH`, if it is there: an executable file in
+/// one of `PATH`'s absolute directories. A relative entry (`.`, `bin`, or
+/// an empty one, which means the working directory) is skipped: a tool
+/// runs by name from where the system puts programs, never from wherever
+/// benchsuite happens to run (a `python3` or `fio` planted there). A
+/// program named with a `/` is taken as it is, made absolute.
 fn find_program(program: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let runnable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
     if program.contains('/') {
-        return Path::new(program).is_file().then(|| PathBuf::from(program));
+        let p = std::path::absolute(program).ok()?;
+        return runnable(&p).then_some(p);
     }
-    std::env::var_os("PATH").and_then(|paths| {
+    absolute_path_dirs()
+        .into_iter()
+        .map(|d| d.join(program))
+        .find(|p| runnable(p))
+}
+
+/// `PATH`'s absolute directories, in order.
+fn absolute_path_dirs() -> Vec<PathBuf> {
+    std::env::var_os("PATH").map_or_else(Vec::new, |paths| {
         std::env::split_paths(&paths)
-            .map(|d| d.join(program))
-            .find(|p| p.is_file())
+            .filter(|d| d.is_absolute())
+            .collect()
     })
+}
+
+/// A command for `argv` (its program found by [`find_program`]) that runs
+/// in `dir`, with `PATH` cut to its absolute directories: what the tool
+/// itself runs by name (taskset its tool, Python's `nvidia-smi`) is not
+/// looked for in `dir` either.
+fn tool_command(argv: &[String], dir: &Path) -> Result<Command, String> {
+    let program = find_program(&argv[0]).ok_or_else(|| {
+        format!(
+            "{} is not on PATH (its directories that are absolute)",
+            argv[0]
+        )
+    })?;
+    let mut c = Command::new(program);
+    c.args(&argv[1..]).current_dir(dir);
+    if let Some(path) = std::env::var_os("PATH") {
+        let dirs = absolute_path_dirs();
+        if std::env::split_paths(&path).count() != dirs.len()
+            && let Ok(joined) = std::env::join_paths(dirs)
+        {
+            c.env("PATH", joined);
+        }
+    }
+    Ok(c)
 }
 
 /// Runs a reference once and returns its standard output. The tool (and
@@ -527,11 +576,16 @@ fn find_program(program: &str) -> Option<PathBuf> {
 /// time, when `cancelled()` turns true (Ctrl-C), and, for the server, when
 /// the round ends.
 fn run_tool(r: &Reference, cancelled: &dyn Fn() -> bool) -> Result<String, String> {
+    // Inputs and the tool's files go to a fresh private directory the tool
+    // (and its server) runs in, removed after the run (dropped after the
+    // tool and its server are stopped). Never benchsuite's working
+    // directory: what a tool loads from where it runs (python3 imports
+    // from there first) could be anyone's.
+    let scratch = Scratch::new(r)?;
     let _server = match &r.server_argv {
         Some(s) => {
-            let mut c = Command::new(&s[0]);
-            c.args(&s[1..])
-                .stdin(Stdio::null())
+            let mut c = tool_command(s, &scratch.0)?;
+            c.stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
             let server =
@@ -541,21 +595,10 @@ fn run_tool(r: &Reference, cancelled: &dyn Fn() -> bool) -> Result<String, Strin
         }
         None => None,
     };
-    let mut c = Command::new(&r.argv[0]);
-    c.args(&r.argv[1..])
-        .stdin(Stdio::null())
+    let mut c = tool_command(&r.argv, &scratch.0)?;
+    c.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // Inputs and the tool's files go to a fresh private directory the tool
-    // runs in, removed after the run (dropped after the tool and its
-    // server are stopped).
-    let scratch = match r.inputs.is_empty() && r.output_file.is_none() && r.scratch_in.is_none() {
-        true => None,
-        false => Some(Scratch::new(r)?),
-    };
-    if let Some(dir) = &scratch {
-        c.current_dir(&dir.0);
-    }
     // A tool started under a launcher must not join its job (hpcc calls
     // MPI_Init, which reads these): it runs alone, as it would by hand.
     for (k, _) in std::env::vars_os() {
@@ -630,11 +673,11 @@ fn run_tool(r: &Reference, cancelled: &dyn Fn() -> bool) -> Result<String, Strin
             .join(" / ");
         return Err(format!("{} exited with {status}: {tail}", r.tool));
     }
-    match (r.output_file, &scratch) {
-        (Some(name), Some(dir)) => std::fs::read_to_string(dir.0.join(name))
+    match r.output_file {
+        Some(name) => std::fs::read_to_string(scratch.0.join(name))
             .map(|file| format!("{file}\n{out}\n{err}"))
             .map_err(|e| format!("{} wrote no {name}: {e}", r.tool)),
-        _ => Ok(out),
+        None => Ok(out),
     }
 }
 
@@ -662,7 +705,13 @@ impl Scratch {
     /// reference's input files into it.
     fn new(r: &Reference) -> Result<Scratch, String> {
         let parent = r.scratch_in.clone().unwrap_or_else(std::env::temp_dir);
-        let dir = crate::atomic::private_dir(&parent, "benchsuite-ref").map_err(|e| {
+        Scratch::create(&parent, &r.inputs)
+    }
+
+    /// Creates `benchsuite-ref-PID-RANDOM` in `parent`, private, holding
+    /// `inputs` (name, contents).
+    fn create(parent: &Path, inputs: &[(String, String)]) -> Result<Scratch, String> {
+        let dir = crate::atomic::private_dir(parent, "benchsuite-ref").map_err(|e| {
             format!(
                 "cannot create a scratch directory in {}: {e}",
                 parent.display()
@@ -673,7 +722,7 @@ impl Scratch {
             .unwrap_or_else(|e| e.into_inner())
             .push(dir.clone());
         let scratch = Scratch(dir);
-        for (name, text) in &r.inputs {
+        for (name, text) in inputs {
             let path = scratch.0.join(name);
             std::fs::write(&path, text)
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -695,6 +744,25 @@ impl Drop for Scratch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tool and its version probe run in a private directory of their
+    /// own (in the temporary directory, removed after), never where
+    /// benchsuite runs: python3 imports from its working directory first.
+    #[test]
+    fn a_tool_and_its_version_probe_never_run_in_the_working_directory() {
+        let here = std::env::current_dir().unwrap();
+        let argv = crate::reference::argv(["sh", "-c", "pwd"]);
+        let mut r = Reference::new("sh", "dash", argv.clone(), "x", |_| Ok(1.0));
+        r.version_argv = argv;
+        let ran_in = PathBuf::from(run_tool(&r, &|| false).unwrap().trim());
+        let probed_in = PathBuf::from(ToolRun::new(&r).version.unwrap());
+        for dir in [ran_in, probed_in] {
+            assert_ne!(dir, here);
+            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(name.starts_with("benchsuite-ref-"), "{}", dir.display());
+            assert!(!dir.exists(), "{} is left", dir.display());
+        }
+    }
 
     /// The shared file's path reaches the tool's argv as its `file_arg`
     /// writes it (ours gets the path itself); a path it refuses stops the

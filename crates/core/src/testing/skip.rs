@@ -36,6 +36,9 @@ pub enum Capability {
     /// `fio`: the `fio` binary, to run `disk.io`'s reference end to end
     /// (Debian's fio).
     Fio,
+    /// `python3`: a `python3` on PATH, which the GPU references run
+    /// (Debian's python3).
+    Python3,
     /// `slurm`: a Slurm started for the test on this host: root,
     /// `munged`, `slurmctld`, `slurmd`, `srun`, `sinfo`, `squeue`,
     /// `scancel` (Debian's slurmctld, slurmd and munge).
@@ -86,6 +89,7 @@ const NAMES: &[(Capability, &str)] = &[
     (Capability::Netns, "netns"),
     (Capability::Iperf3, "iperf3"),
     (Capability::Fio, "fio"),
+    (Capability::Python3, "python3"),
     (Capability::Slurm, "slurm"),
     (Capability::Chromium, "chromium"),
     (Capability::Cc, "cc"),
