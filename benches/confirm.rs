@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use benchsuite_core::Report;
 use benchsuite_report::compare::confirm::{judge_look, looks};
 use benchsuite_report::compare::{
-    Baseline, CompareOptions, Comparison, Outcome, Verdict, compare_history,
+    Baseline, CompareOptions, Comparison, Outcome, ThresholdRule, Verdict, compare_history,
 };
 
 /// One recorded CI job.
@@ -50,6 +50,8 @@ pub struct Recording {
     pub history: Vec<Report>,
     /// The jobs, in the order they ran.
     pub jobs: Vec<Job>,
+    /// Screen runs with `stress-ng --cpu 2` beside them, after the jobs.
+    pub stress: Vec<Report>,
 }
 
 /// The recordings of the repository: `benches/data/confirm/`.
@@ -91,10 +93,11 @@ pub fn load(dir: &Path) -> Result<Vec<Recording>, String> {
         }
         history.sort_by(|a, b| a.started_at.cmp(&b.started_at));
         let mut jobs = Vec::new();
-        for j in sorted_entries(&d)?
-            .into_iter()
-            .filter(|p| p.is_dir() && p.file_name().is_some_and(|n| n != "history"))
-        {
+        for j in sorted_entries(&d)?.into_iter().filter(|p| {
+            p.is_dir()
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("job"))
+        }) {
             let kind = std::fs::read_to_string(j.join("kind"))
                 .map_err(|e| format!("{}: {e}", j.display()))?;
             jobs.push(Job {
@@ -105,10 +108,19 @@ pub fn load(dir: &Path) -> Result<Vec<Recording>, String> {
                 pairs_new: read_gz(&j.join("interleave-new.json.gz"))?,
             });
         }
+        let mut stress = Vec::new();
+        if d.join("stress").is_dir() {
+            for p in sorted_entries(&d.join("stress"))? {
+                if p.to_string_lossy().ends_with(".json.gz") {
+                    stress.push(read_gz(&p)?);
+                }
+            }
+        }
         out.push(Recording {
             name: d.file_name().unwrap_or_default().to_string_lossy().into(),
             history,
             jobs,
+            stress,
         });
     }
     Ok(out)
@@ -260,3 +272,61 @@ pub const PLANTED: [(&str, &str); 3] = [
     ("cpu.prime", "events"),
     ("mem.bandwidth", "bandwidth"),
 ];
+
+/// A threshold per headline metric from another machine's recorded noise
+/// (held out: fitted on `traced`, applied to the recordings): `max(5%, 3 ×
+/// its between-run CV)`, rounded up to a multiple of 5%, as `--threshold
+/// 'ID:METRIC=N%'` rules. A metric at CV ≤ 1.7% keeps the 5% default.
+pub fn threshold_policy(traced: &crate::trace::Machine) -> Vec<ThresholdRule> {
+    crate::trace::headlines(traced)
+        .iter()
+        .filter_map(|hl| {
+            let pct = (3.0 * hl.between_cv * 100.0 / 5.0).ceil().max(1.0) * 5.0;
+            let id = hl.key.split_whitespace().next()?;
+            ThresholdRule::parse(&format!("{id}:{}={pct}%", hl.metric)).ok()
+        })
+        .collect()
+}
+
+/// The screen of a stress run against the newest `h` quick passes of the
+/// base build (all of the recording's history and A/A screen runs).
+pub fn screen_stress(
+    rec: &Recording,
+    run: &Report,
+    h: usize,
+    options: &CompareOptions,
+) -> Comparison {
+    let before = history_before(rec, rec.jobs.len());
+    let from = before.len().saturating_sub(h);
+    let names: Vec<String> = (from..before.len()).map(|k| format!("h{k}")).collect();
+    let baselines: Vec<Baseline<'_>> = before[from..]
+        .iter()
+        .zip(&names)
+        .map(|(r, name)| Baseline { name, report: r })
+        .collect();
+    compare_history(&baselines, run, options).expect("runs of one plan")
+}
+
+/// The between-run CV of a gated metric of benchmark `id` over all of the
+/// recording's quick passes of the base build (the spread of their run
+/// medians' logarithms): the class the detection target is set
+/// for (≤ 3%).
+pub fn between_cv(rec: &Recording, id: &str, metric: &str) -> Option<f64> {
+    let logs: Vec<f64> = history_before(rec, rec.jobs.len())
+        .iter()
+        .filter_map(|r| {
+            r.records
+                .iter()
+                .find(|x| x.id == id && x.status == benchsuite_core::Status::Ok)
+                .and_then(|x| x.metric(metric))
+                .map(|m| benchsuite_core::stats::median(&m.samples).ln())
+        })
+        .collect();
+    if logs.len() < 3 {
+        return None;
+    }
+    let n = logs.len() as f64;
+    let mean = logs.iter().sum::<f64>() / n;
+    let var = logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    Some(var.sqrt().exp_m1())
+}

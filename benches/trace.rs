@@ -251,6 +251,60 @@ pub fn plant(report: &Report, key: &str, metric: &str, change: f64) -> Report {
     r
 }
 
+/// `report` with `metric` of record `key` made worse by `change` in the
+/// rounds `from..` only (0-based; every round from `from` on), as a
+/// slowdown that spares the first rounds of a run.
+pub fn plant_from_round(
+    report: &Report,
+    key: &str,
+    metric: &str,
+    change: f64,
+    from: usize,
+) -> Report {
+    let mut r = report.clone();
+    for rec in r.records.iter_mut().filter(|x| x.requested_key() == key) {
+        for m in rec.metrics.iter_mut().filter(|x| x.name == metric) {
+            let f = match m.direction {
+                Direction::Lower => 1.0 + change,
+                Direction::Higher => 1.0 / (1.0 + change),
+            };
+            let rounds = m.rounds.clone().unwrap_or_else(|| vec![m.samples.len()]);
+            let start: usize = rounds.iter().take(from).sum();
+            m.samples[start..].iter_mut().for_each(|s| *s *= f);
+        }
+    }
+    r
+}
+
+/// How many of `trials` random draws called `hl` regressed when the new
+/// run's last rounds (from round `from`, 0-based) were made worse by
+/// `change` and its first ones were not.
+pub fn detect_from_round(
+    m: &Machine,
+    hl: &Headline,
+    h: usize,
+    change: f64,
+    from: usize,
+    trials: usize,
+    seed: u64,
+    options: &CompareOptions,
+) -> usize {
+    let mut rng = Rng::new(seed);
+    let mut hits = 0;
+    for _ in 0..trials {
+        let draw = pick(&mut rng, m.runs.len(), h + 1);
+        let new = plant_from_round(&m.runs[draw[0]], &hl.key, &hl.metric, change, from);
+        let v = judge(m, &draw[1..], &new, options);
+        if v.regressed
+            .iter()
+            .any(|(k, x)| *k == hl.key && *x == hl.metric)
+        {
+            hits += 1;
+        }
+    }
+    hits
+}
+
 /// How many of `trials` random draws called `hl` regressed once the new
 /// run's value was made worse by `change`.
 pub fn detect(

@@ -30,8 +30,37 @@ fn main() {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(confirm::data_dir);
     let recs = confirm::load(&dir).expect("the recordings load");
-    let o = CompareOptions::default();
-    for rec in &recs {
+    // The default 5% everywhere, and a threshold per metric from the
+    // recorded noise of another machine (zen4-b, held out).
+    let traced = benchsuite_benches::trace::load(&benchsuite_benches::trace::data_dir())
+        .expect("the traces load");
+    let zen4b = traced.iter().find(|m| m.name == "zen4-b").expect("zen4-b");
+    let policy = confirm::threshold_policy(zen4b);
+    println!(
+        "threshold policy from zen4-b (3 × between-run CV, at least 5%): {}",
+        policy
+            .iter()
+            .map(|r| r.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    for (label, o) in [
+        ("default thresholds (5%)", CompareOptions::default()),
+        (
+            "thresholds from zen4-b's noise",
+            CompareOptions {
+                rules: policy.clone(),
+                ..CompareOptions::default()
+            },
+        ),
+    ] {
+        println!("\n# {label}");
+        report(&recs, &o);
+    }
+}
+
+fn report(recs: &[confirm::Recording], o: &CompareOptions) {
+    for rec in recs {
         println!(
             "\n## {} ({} history runs, {} jobs: {} A/A, {} planted; {} pairs each)\n",
             rec.name,
@@ -50,7 +79,7 @@ fn main() {
             for budget in [0, DEFAULT_BUDGET] {
                 let results: Vec<JobResult> = (0..rec.jobs.len())
                     .filter(|&i| confirm::history_before(rec, i).len() >= h)
-                    .map(|i| confirm::replay(rec, i, h, budget, &o))
+                    .map(|i| confirm::replay(rec, i, h, budget, o))
                     .collect();
                 let aa: Vec<&JobResult> = results.iter().filter(|r| !r.planted).collect();
                 let n = aa.len();
@@ -103,16 +132,38 @@ fn main() {
                 };
                 let count = |v| planted.iter().filter(|r| verdict(r) == Some(v)).count();
                 use benchsuite_report::compare::Verdict::*;
+                let cv = confirm::between_cv(rec, id, metric).unwrap_or(f64::NAN);
                 println!(
-                    "| {h} | {} | {id} {metric} | {} | {} | {} |",
+                    "| {h} | {} | {id} {metric} (CV {:.1}%) | {} | {} | {} |",
                     if *budget == 0 {
                         "screen alone"
                     } else {
                         "two-stage"
                     },
+                    cv * 100.0,
                     rate(count(Regressed), n),
                     rate(count(Undecided), n),
                     rate(count(Unchanged), n),
+                );
+            }
+        }
+        if !rec.stress.is_empty() {
+            println!(
+                "\nScreen runs with stress-ng --cpu 2 beside them, against the newest 10 runs: the cpu and mem records\n"
+            );
+            for (k, run) in rec.stress.iter().enumerate() {
+                let c = confirm::screen_stress(rec, run, 10, o);
+                let cells: Vec<String> = c
+                    .metrics
+                    .iter()
+                    .filter(|m| m.gated && (m.id.starts_with("cpu.") || m.id.starts_with("mem.")))
+                    .map(|m| format!("{} {} {} {}", m.id, m.metric, m.verdict, m.change_text()))
+                    .collect();
+                println!(
+                    "- s{}: {}; {}",
+                    k + 1,
+                    c.outcome().as_str(),
+                    cells.join("; ")
                 );
             }
         }

@@ -109,3 +109,42 @@ fn the_screen_never_passes_a_planted_ten_percent_in_a_quiet_metric() {
         }
     }
 }
+
+#[test]
+fn a_regression_into_a_state_the_history_holds_is_never_passed() {
+    // zen4-b's 2-thread LINPACK visits 60 GFLOP/s beside its usual 80 for
+    // whole runs or single rounds. A build that pins it at 60 (−25% in
+    // every round) lands in a state the history holds: the screen may
+    // not decide it (undecided, for the pairs), but never passes it.
+    let o = CompareOptions::default();
+    for (mi, m) in machines().iter().enumerate() {
+        let Some((i, hl)) = trace::headlines(m)
+            .into_iter()
+            .enumerate()
+            .find(|(_, hl)| hl.key.starts_with("cpu.linpack"))
+        else {
+            continue;
+        };
+        for h in [5, 10] {
+            if h + 1 > m.runs.len() {
+                continue;
+            }
+            let (regressed, passed) = trace::detect_verdicts(
+                m,
+                &hl,
+                h,
+                1.0 / 0.75 - 1.0,
+                DRAWS / 3,
+                trace::seed(mi, h, 25, i),
+                &o,
+            );
+            assert_eq!(
+                passed,
+                0,
+                "{}: history {h}: LINPACK −25% passed {passed}/{} times ({regressed} regressed)",
+                m.name,
+                DRAWS / 3
+            );
+        }
+    }
+}

@@ -152,7 +152,7 @@ fn cmd_compare(args: &CompareArgs) -> Result<i32> {
                 );
             }
             let cmp = benchsuite::compare::compare_fleets(b, &n, &options)?;
-            let code = if cmp.passed() { 0 } else { 1 };
+            let code = cmp.outcome().exit_code();
             let write =
                 |w: &mut dyn Write| benchsuite::compare::write_fleet_comparison(format, &cmp, w);
             let written = match &args.output {

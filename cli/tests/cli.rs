@@ -1692,6 +1692,7 @@ fn compare_confirm_measures_the_undecided_records_of_both_builds_side_by_side() 
         "--budget",
     );
     assert_usage_error(&["compare", &base_p, &base_p, "--budget", "9"], "--confirm");
+}
 
 /// Makes a FIFO at `path`.
 fn mkfifo(path: &Path) {

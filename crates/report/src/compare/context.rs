@@ -114,7 +114,7 @@ pub(super) fn context_differences(base: &Report, new: &Report) -> Vec<String> {
     );
     let fewer = |b: usize, n: usize| {
         if n < b {
-            " (fewer samples in new: a weaker gate, more changes come out noisy)"
+            " (fewer samples in new: a weaker gate, more changes come out undecided)"
         } else {
             ""
         }

@@ -98,6 +98,22 @@ impl FleetComparison {
         self.passed
     }
 
+    /// The three-way answer: failed when the gate failed, else undecided
+    /// when a host's comparison is, else passed.
+    pub fn outcome(&self) -> super::Outcome {
+        if !self.passed {
+            super::Outcome::Failed
+        } else if self
+            .hosts
+            .iter()
+            .any(|h| h.comparison.outcome() == super::Outcome::Undecided)
+        {
+            super::Outcome::Undecided
+        } else {
+            super::Outcome::Passed
+        }
+    }
+
     /// The hosts that failed their gate.
     pub fn failed_hosts(&self) -> impl Iterator<Item = &HostComparison> {
         self.hosts.iter().filter(|h| !h.comparison.passed())
@@ -106,10 +122,10 @@ impl FleetComparison {
     /// `fleet gate FAILED: 3 hosts compared, 1 failed (node2), 1 missing in
     /// new (node3), 1 added`.
     pub fn summary(&self) -> String {
-        let verdict = if self.passed {
-            "fleet gate passed"
-        } else {
-            "fleet gate FAILED"
+        let verdict = match self.outcome() {
+            super::Outcome::Passed => "fleet gate passed",
+            super::Outcome::Failed => "fleet gate FAILED",
+            super::Outcome::Undecided => "fleet gate UNDECIDED",
         };
         let n = self.hosts.len();
         let mut parts = vec![format!(

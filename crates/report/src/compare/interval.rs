@@ -232,7 +232,8 @@ const TRIM_MIN: usize = 10;
 const TRIM_MADS: f64 = 4.0;
 
 /// The standard deviation of the values and how many it used: from
-/// [`TRIM_MIN`] values on, only those within 3 scaled MADs of `center`
+/// [`TRIM_MIN`] values on, only those within [`TRIM_MADS`] (4) scaled MADs
+/// of `center`
 /// (all of them when the MAD is 0).
 fn robust_sd(values: &[f64], center: f64) -> (f64, usize) {
     let dev: Vec<f64> = values.iter().map(|v| (v - center).abs()).collect();

@@ -558,6 +558,28 @@ pub(super) fn verdict(mc: &mut MetricComparison, e: &Estimate, level: f64, beta:
     } else {
         Verdict::Undecided
     };
+    if mc.verdict == Verdict::Undecided {
+        // What this evidence could have shown unchanged: its worse-side
+        // bound, as a threshold (a metric whose noise keeps it above the
+        // threshold in every job wants a threshold of its own).
+        let b = w + e.reach(beta);
+        let at = if e.log {
+            let grows = mc.direction == Direction::Lower;
+            let f = if grows { b.exp_m1() } else { -(-b).exp_m1() };
+            format!("{:.1}%", f * 100.0)
+        } else if e.relative {
+            format!("{:.1}%", b / e.centre.abs() * 100.0)
+        } else if mc.unit == "%" {
+            format!("{b:.2}pp")
+        } else {
+            benchsuite_core::units::format_value(b, &mc.unit)
+        };
+        let why = format!("unchanged only at a threshold above {at} with this evidence");
+        mc.note = Some(match mc.note.take() {
+            Some(n) => format!("{why}; {n}"),
+            None => why,
+        });
+    }
     if mc.verdict == Verdict::Undecided && e.rule == GateRule::Band && e.explained_rounds > 0 {
         let why = format!(
             "{} of new's {} rounds sit at a level the baselines were seen at more than once (a machine state): undecided until the two builds are measured side by side",

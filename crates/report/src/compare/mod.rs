@@ -4,8 +4,8 @@
 //!
 //! # The gate
 //!
-//! The new report fails the gate ([`Comparison::passed`] is false; the CLI
-//! exits 1) when
+//! The new report fails the gate ([`Comparison::passed`] is false,
+//! [`Comparison::outcome`] [`Outcome::Failed`]; the CLI exits 1) when
 //!
 //! - any metric [regressed](Verdict::Regressed), or
 //! - a record that ran (`ok`) in the baseline **failed**, was **skipped**, is
@@ -19,7 +19,9 @@
 //! `--allow-skipped`, `--allow-unjudged`); a failed record and an empty
 //! report always fail. Records only in the new report are listed
 //! ([`Comparison::added`]), not failures; so are records that did not run in
-//! the baseline either ([`Comparison::not_comparable`]).
+//! the baseline either ([`Comparison::not_comparable`]). When nothing fails
+//! but a gated metric is [undecided](Verdict::Undecided), the outcome is
+//! [`Outcome::Undecided`] (the CLI exits 3).
 //!
 //! # Pairing
 //!
@@ -43,11 +45,11 @@
 //! and its measured error rates):
 //!
 //! - with a **history** of two or more baselines, the spread of their run
-//!   medians (`s²·(1 + 1/h)`, `h − 1` degrees of freedom, the typical
-//!   run's own noise as a floor); the default rule is [`GateRule::Band`]:
-//!   regressed when the change lies outside the band at the metric's
-//!   level, beyond the threshold, and no round of the new run is explained
-//!   by a run median or recurring round level of the history;
+//!   medians (`max(s², w)·(1 + 1/h)`, `h − 1` degrees of freedom, the
+//!   typical run's own noise `w` as a floor); the default rule is
+//!   [`GateRule::Band`]: regressed when the change lies outside the band at
+//!   the metric's level, beyond the threshold, and most of the new run's
+//!   rounds show it at no level the history held more than once;
 //! - with **one baseline**, the two runs' own noise ([`interval`]: the
 //!   round is the unit of evidence where the machine drifted between
 //!   rounds) widened by a prior between-run CV ([`BetweenRun`],
@@ -55,7 +57,8 @@
 //!   the **whole interval** lies beyond the threshold on the worse side (as
 //!   criterion decides);
 //! - with **interleaved** reports ([`CompareOptions::paired`]), the paired
-//!   differences of their rounds.
+//!   differences of their rounds ([`GateRule::Paired`]); [`confirm`] runs
+//!   them for what a history could not decide.
 //!
 //! Only gated metrics (headline and secondary [roles](MetricRole), or one a
 //! rule names) can fail the gate, and they share the job's `alpha` by
@@ -64,9 +67,10 @@
 //!
 //! - [`Verdict::Regressed`]: as the rule says, on the worse side;
 //! - [`Verdict::Improved`]: the same on the better side;
-//! - [`Verdict::Unchanged`]: the change is within the threshold;
-//! - [`Verdict::Noisy`]: the change is beyond the threshold but the rule
-//!   does not confirm it: more samples, rounds or baselines would tell;
+//! - [`Verdict::Unchanged`]: the worse-side bound of the change at
+//!   [`CompareOptions::beta`] lies within the threshold;
+//! - [`Verdict::Undecided`]: neither: more rounds, baselines or
+//!   interleaved pairs would tell; the job's [`Outcome`] is undecided;
 //! - [`Verdict::NotJudged`]: a side has fewer than three samples, or the
 //!   base median is 0 under a relative threshold.
 //!
@@ -764,7 +768,7 @@ fn states_note(b: &Metric, older: &[&Metric], n: &Metric) -> Option<String> {
         .flatten()
         .map(|s| {
             format!(
-                "the {} baseline runs hold two states, {}: a switch between them is not a regression",
+                "the {} baseline runs hold two states, {}: a switch between them cannot be told from a regression by one run",
                 runs.len(),
                 show(s)
             )

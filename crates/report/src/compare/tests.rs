@@ -194,7 +194,7 @@ fn a_small_certain_change_is_unchanged_until_the_threshold_is_below_it() {
 }
 
 #[test]
-fn a_change_whose_interval_reaches_inside_the_threshold_is_noisy() {
+fn a_change_whose_interval_reaches_inside_the_threshold_is_undecided() {
     // CV 50%, n = 3, median 40% worse: the interval is far wider than 5%.
     let mk = |v: [f64; 3]| {
         report(vec![record(

@@ -1,0 +1,107 @@
+//! The two-stage gate's targets, checked on the recorded real CI jobs of
+//! `benches/data/confirm/` (see `benchsuite_benches::confirm`; `cargo run
+//! --release -p benchsuite-benches --example confirm_rates` prints the
+//! tables with their intervals). Each job is one independent trial, and
+//! the bounds follow from how many there are, not from resampling:
+//!
+//! - A/A jobs (two copies of one build) that fail after the confirmation
+//!   (a gated metric regressed): the target is ≤ 1%; with n jobs, at most
+//!   `max(1, n/50)` may fail (at a true 1% and n = 30, two or more fail
+//!   with probability 3.6%);
+//! - A/A jobs left undecided after the confirmation: target ≤ 5%; at most
+//!   `n/10` (at a true 5% and n = 30, more than 3 with probability 6%);
+//! - planted jobs (+10% work per operation in three benchmarks): each
+//!   planted metric whose between-run CV (over the recording's quick
+//!   passes) is at most 3%, the class, regressed in at least 80% of
+//!   them (at a true 90% and 10 jobs, fewer than 8 with probability 7%);
+//!   every planted metric, quiet or not, never unchanged.
+//!
+//! The rule's constants (alpha, beta, the trimming, the looks, the
+//! budget) were set before these jobs were recorded and not changed after.
+
+use benchsuite_benches::confirm::{self, JobResult, PLANTED};
+use benchsuite_report::compare::confirm::DEFAULT_BUDGET;
+use benchsuite_report::compare::{CompareOptions, Outcome, Verdict};
+
+/// The history the CI recipe keeps.
+const HISTORY: usize = 10;
+
+fn replayed() -> Vec<(String, Vec<JobResult>)> {
+    let recs = confirm::load(&confirm::data_dir()).expect("the recordings load");
+    assert!(!recs.is_empty(), "a recorded machine");
+    let o = CompareOptions::default();
+    recs.iter()
+        .map(|rec| {
+            let results = (0..rec.jobs.len())
+                .filter(|&i| confirm::history_before(rec, i).len() >= HISTORY)
+                .map(|i| confirm::replay(rec, i, HISTORY, DEFAULT_BUDGET, &o))
+                .collect();
+            (rec.name.clone(), results)
+        })
+        .collect()
+}
+
+#[test]
+fn unchanged_builds_pass_after_the_confirmation() {
+    for (name, results) in replayed() {
+        let aa: Vec<&JobResult> = results.iter().filter(|r| !r.planted).collect();
+        let n = aa.len();
+        assert!(n >= 20, "{name}: {n} A/A jobs with a {HISTORY}-run history");
+        let failed: Vec<String> = aa
+            .iter()
+            .filter(|r| r.outcome == Outcome::Failed)
+            .map(|r| format!("{}: {:?}", r.name, r.regressed))
+            .collect();
+        assert!(
+            failed.len() <= (n / 50).max(1),
+            "{name}: {} of {n} A/A jobs failed: {failed:?}",
+            failed.len()
+        );
+        let undecided: Vec<String> = aa
+            .iter()
+            .filter(|r| r.outcome == Outcome::Undecided)
+            .map(|r| format!("{}: {:?}", r.name, r.undecided))
+            .collect();
+        assert!(
+            undecided.len() <= n / 10,
+            "{name}: {} of {n} A/A jobs undecided: {undecided:?}",
+            undecided.len()
+        );
+    }
+}
+
+#[test]
+fn planted_slowdowns_are_regressed_after_the_confirmation() {
+    let recs = confirm::load(&confirm::data_dir()).expect("the recordings load");
+    for (rec, (name, results)) in recs.iter().zip(replayed()) {
+        let planted: Vec<&JobResult> = results.iter().filter(|r| r.planted).collect();
+        let n = planted.len();
+        assert!(n >= 8, "{name}: {n} planted jobs");
+        for (id, metric) in PLANTED {
+            let cv = confirm::between_cv(rec, id, metric).expect("the metric ran");
+            let verdicts: Vec<Option<Verdict>> = planted
+                .iter()
+                .map(|r| {
+                    r.comparison
+                        .metrics
+                        .iter()
+                        .find(|m| m.id == id && m.metric == metric && m.gated)
+                        .map(|m| m.verdict)
+                })
+                .collect();
+            let hit = verdicts
+                .iter()
+                .filter(|v| **v == Some(Verdict::Regressed))
+                .count();
+            assert!(
+                cv > 0.03 || hit * 10 >= n * 8,
+                "{name}: {id} {metric} (CV {:.1}%) regressed in {hit} of {n} planted jobs: {verdicts:?}",
+                cv * 100.0
+            );
+            assert!(
+                !verdicts.contains(&Some(Verdict::Unchanged)),
+                "{name}: {id} {metric} passed as unchanged: {verdicts:?}"
+            );
+        }
+    }
+}
