@@ -310,23 +310,72 @@ pub fn screen_stress(
 /// The between-run CV of a gated metric of benchmark `id` over all of the
 /// recording's quick passes of the base build (the spread of their run
 /// medians' logarithms): the class the detection target is set
-/// for (≤ 3%).
+/// for (≤ 3%). `None` for a metric that is not positive in every run (UDP
+/// loss at 0%: judged in percentage points, not as a ratio).
 pub fn between_cv(rec: &Recording, id: &str, metric: &str) -> Option<f64> {
-    let logs: Vec<f64> = history_before(rec, rec.jobs.len())
+    let medians: Vec<f64> = history_before(rec, rec.jobs.len())
         .iter()
         .filter_map(|r| {
             r.records
                 .iter()
                 .find(|x| x.id == id && x.status == benchsuite_core::Status::Ok)
                 .and_then(|x| x.metric(metric))
-                .map(|m| benchsuite_core::stats::median(&m.samples).ln())
+                .map(|m| benchsuite_core::stats::median(&m.samples))
         })
         .collect();
-    if logs.len() < 3 {
+    if medians.len() < 3 || medians.iter().any(|m| *m <= 0.0) {
         return None;
     }
+    let logs: Vec<f64> = medians.iter().map(|m| m.ln()).collect();
     let n = logs.len() as f64;
     let mean = logs.iter().sum::<f64>() / n;
     let var = logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
     Some(var.sqrt().exp_m1())
+}
+
+/// Thresholds fitted on A/A jobs' two-stage results (`fit`): for each
+/// gated metric, the largest `unchanged_above` it ended with, rounded up to
+/// a multiple of 5% (0.5pp for metrics in %), and never below the
+/// default: the threshold at which each of those jobs would have called it
+/// unchanged. Rates are then measured on other jobs.
+pub fn fitted_policy(fit: &[&JobResult], options: &CompareOptions) -> Vec<ThresholdRule> {
+    let mut worst: Vec<(String, String, bool, f64)> = Vec::new();
+    for r in fit {
+        for m in r.comparison.metrics.iter().filter(|m| m.gated) {
+            let Some(u) = m.unchanged_above else { continue };
+            let pp = m.unit == "%"
+                && matches!(
+                    m.tolerance,
+                    benchsuite_report::compare::Tolerance::Absolute { .. }
+                );
+            match worst
+                .iter_mut()
+                .find(|(id, name, _, _)| *id == m.id && *name == m.metric)
+            {
+                Some(w) => w.3 = w.3.max(u),
+                None => worst.push((m.id.clone(), m.metric.clone(), pp, u)),
+            }
+        }
+    }
+    worst
+        .into_iter()
+        .filter_map(|(id, metric, pp, u)| {
+            let text = if pp {
+                let v = ((u / 0.5).ceil() * 0.5).max(0.5);
+                format!("{id}:{metric}={v}pp")
+            } else {
+                let floor = if metric.contains(".p99") {
+                    options.tail_threshold
+                } else {
+                    options.threshold
+                };
+                let v = ((u * 20.0).ceil() / 20.0).max(floor);
+                if v <= floor {
+                    return None;
+                }
+                format!("{id}:{metric}={}%", (v * 100.0).round())
+            };
+            ThresholdRule::parse(&text).ok()
+        })
+        .collect()
 }

@@ -172,13 +172,14 @@ fn detection(m: &Machine, mi: usize, trials: usize) {
     }
     // The round escape that is gone: +30% in the last 2 of 3 rounds, and
     // +10% in all of them with more history, on the quiet metrics.
-    for (mi, m) in machines.iter().enumerate() {
+    {
+        let default = CompareOptions::default();
         let quiet: Vec<_> = trace::headlines(m)
             .into_iter()
             .filter(|hl| hl.between_cv <= 0.03)
             .collect();
         if quiet.is_empty() || m.runs.len() < 6 {
-            continue;
+            return;
         }
         println!(
             "\n{}: the screen on the metrics at CV <= 3%, {trials} draws each: % regressed\n",

@@ -57,6 +57,79 @@ fn main() {
         println!("\n# {label}");
         report(&recs, &o);
     }
+    // Thresholds fitted on this machine's first 20 jobs (their A/A jobs'
+    // two-stage results at the default thresholds), rates on the last 20
+    // jobs and on every planted job (never fitted on).
+    let o = CompareOptions::default();
+    for rec in &recs {
+        let results: Vec<JobResult> = (0..rec.jobs.len())
+            .filter(|&i| confirm::history_before(rec, i).len() >= 10)
+            .map(|i| confirm::replay(rec, i, 10, DEFAULT_BUDGET, &o))
+            .collect();
+        let fit: Vec<&JobResult> = results
+            .iter()
+            .filter(|r| !r.planted && r.name.as_str() <= "job20")
+            .collect();
+        let policy = confirm::fitted_policy(&fit, &o);
+        println!(
+            "\n# {}: thresholds fitted on the A/A jobs up to job20 ({} jobs): {}",
+            rec.name,
+            fit.len(),
+            policy
+                .iter()
+                .map(|r| r.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let fitted = CompareOptions {
+            rules: policy,
+            ..CompareOptions::default()
+        };
+        let held: Vec<JobResult> = (0..rec.jobs.len())
+            .filter(|&i| rec.jobs[i].planted || rec.jobs[i].name.as_str() > "job20")
+            .filter(|&i| confirm::history_before(rec, i).len() >= 10)
+            .map(|i| confirm::replay(rec, i, 10, DEFAULT_BUDGET, &fitted))
+            .collect();
+        let aa: Vec<&JobResult> = held.iter().filter(|r| !r.planted).collect();
+        let n = aa.len();
+        let count = |x: Outcome| aa.iter().filter(|r| r.outcome == x).count();
+        println!(
+            "held-out A/A jobs (history 10, two-stage): failed {}, undecided {}, passed {}",
+            rate(count(Outcome::Failed), n),
+            rate(count(Outcome::Undecided), n),
+            rate(count(Outcome::Passed), n)
+        );
+        for r in aa.iter().filter(|r| r.outcome != Outcome::Passed) {
+            println!(
+                "- {}: {} (regressed {:?}; undecided {:?})",
+                r.name,
+                r.outcome.as_str(),
+                r.regressed,
+                r.undecided
+            );
+        }
+        let planted: Vec<&JobResult> = held.iter().filter(|r| r.planted).collect();
+        for (id, metric) in PLANTED {
+            let v: Vec<_> = planted
+                .iter()
+                .map(|r| {
+                    r.comparison
+                        .metrics
+                        .iter()
+                        .find(|m| m.id == id && m.metric == metric && m.gated)
+                        .map(|m| m.verdict)
+                })
+                .collect();
+            let k = v
+                .iter()
+                .filter(|x| **x == Some(benchsuite_report::compare::Verdict::Regressed))
+                .count();
+            println!(
+                "planted {id} {metric}: regressed {} ({v:?})",
+                rate(k, planted.len())
+            );
+        }
+    }
 }
 
 fn report(recs: &[confirm::Recording], o: &CompareOptions) {

@@ -212,6 +212,8 @@ fn compare_passes_on_the_same_run_and_fails_on_a_regression() {
         base_path.to_str().unwrap(),
         "--between-run-cv",
         "0%",
+        "--threshold",
+        "50%",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 
@@ -307,8 +309,15 @@ fn a_failed_gate_exits_1_even_when_stdout_is_closed() {
         assert!(!err.contains("panicked"), "{err}");
     }
     // An unchanged run still passes with stdout closed: nothing to report.
-    let (code, err) =
-        run_with_stdout_closed(&["compare", &base_p, &base_p, "--between-run-cv", "0%"]);
+    let (code, err) = run_with_stdout_closed(&[
+        "compare",
+        &base_p,
+        &base_p,
+        "--between-run-cv",
+        "0%",
+        "--threshold",
+        "50%",
+    ]);
     assert_eq!(code, Some(0), "{err}");
 
     // run --strict with a failed benchmark (a peer that is not there), its
@@ -1493,7 +1502,9 @@ fn compare_interleave_runs_two_builds_alternately_and_judges_the_pairs() {
     ];
     args.extend_from_slice(FAST);
     let o = run(&args);
-    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    // Two copies of one build: never a failure; passed, or undecided where
+    // three pairs of this (debug, possibly busy) build cannot say.
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{}", stderr(&o));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["metrics"][0]["between_source"], "paired", "{j}");
     for side in ["base", "new"] {
@@ -1727,6 +1738,10 @@ fn compare_o_writes_into_a_fifo_and_through_a_link_and_replaces_neither() {
         "compare",
         base,
         base,
+        "--between-run-cv",
+        "0%",
+        "--threshold",
+        "50%",
         "--format",
         "json",
         "-o",
@@ -1753,6 +1768,10 @@ fn compare_o_writes_into_a_fifo_and_through_a_link_and_replaces_neither() {
         "compare",
         base,
         base,
+        "--between-run-cv",
+        "0%",
+        "--threshold",
+        "50%",
         "--format",
         "json",
         "-o",

@@ -231,6 +231,7 @@ pub(super) fn estimate(
         level: None,
         noise: None,
         quiet_threshold: None,
+        unchanged_above: None,
         df: None,
         drift: false,
         verdict: Verdict::NotJudged,
@@ -558,21 +559,27 @@ pub(super) fn verdict(mc: &mut MetricComparison, e: &Estimate, level: f64, beta:
     } else {
         Verdict::Undecided
     };
-    if mc.verdict == Verdict::Undecided {
-        // What this evidence could have shown unchanged: its worse-side
-        // bound, as a threshold (a metric whose noise keeps it above the
-        // threshold in every job wants a threshold of its own).
-        let b = w + e.reach(beta);
-        let at = if e.log {
-            let grows = mc.direction == Direction::Lower;
-            let f = if grows { b.exp_m1() } else { -(-b).exp_m1() };
-            format!("{:.1}%", f * 100.0)
-        } else if e.relative {
-            format!("{:.1}%", b / e.centre.abs() * 100.0)
-        } else if mc.unit == "%" {
-            format!("{b:.2}pp")
+    // What this evidence could have shown unchanged: its worse-side bound,
+    // as a threshold (a metric whose noise keeps it above the threshold in
+    // every job wants a threshold of its own).
+    let b = w + e.reach(beta);
+    let above = if e.log {
+        if mc.direction == Direction::Lower {
+            b.exp_m1()
         } else {
-            benchsuite_core::units::format_value(b, &mc.unit)
+            -(-b).exp_m1()
+        }
+    } else if e.relative {
+        b / e.centre.abs()
+    } else {
+        b
+    };
+    mc.unchanged_above = Some(above.max(0.0));
+    if mc.verdict == Verdict::Undecided {
+        let at = match mc.tolerance {
+            Tolerance::Relative(_) => format!("{:.1}%", above * 100.0),
+            Tolerance::Absolute { .. } if mc.unit == "%" => format!("{above:.2}pp"),
+            Tolerance::Absolute { .. } => benchsuite_core::units::format_value(above, &mc.unit),
         };
         let why = format!("unchanged only at a threshold above {at} with this evidence");
         mc.note = Some(match mc.note.take() {

@@ -483,6 +483,13 @@ pub struct MetricComparison {
     /// bound nearest zero, or 0 when the interval holds zero. From an A/A
     /// pair, a `--threshold` below it would have cried wolf.
     pub quiet_threshold: Option<f64>,
+    /// The smallest threshold (same scale as `change`, on the worse side)
+    /// at which this evidence calls the metric unchanged: the worse-side
+    /// bound of the change at [`CompareOptions::beta`]. A metric whose
+    /// value here stays above the threshold job after job cannot be gated
+    /// at that threshold on this machine: give it its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unchanged_above: Option<f64>,
     /// Degrees of freedom of the interval; `None` without spread.
     pub df: Option<f64>,
     /// Whether either side drifted between rounds (the round was the unit
