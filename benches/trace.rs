@@ -277,14 +277,13 @@ pub fn plant_from_round(
 }
 
 /// How many of `trials` random draws called `hl` regressed when the new
-/// run's last rounds (from round `from`, 0-based) were made worse by
-/// `change` and its first ones were not.
+/// run's last rounds were made worse: `slowdown` is the change and the
+/// first round it applies to (0-based); the rounds before it are spared.
 pub fn detect_from_round(
     m: &Machine,
     hl: &Headline,
     h: usize,
-    change: f64,
-    from: usize,
+    slowdown: (f64, usize),
     trials: usize,
     seed: u64,
     options: &CompareOptions,
@@ -293,6 +292,7 @@ pub fn detect_from_round(
     let mut hits = 0;
     for _ in 0..trials {
         let draw = pick(&mut rng, m.runs.len(), h + 1);
+        let (change, from) = slowdown;
         let new = plant_from_round(&m.runs[draw[0]], &hl.key, &hl.metric, change, from);
         let v = judge(m, &draw[1..], &new, options);
         if v.regressed
