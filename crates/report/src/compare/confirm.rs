@@ -1,5 +1,5 @@
 //! The gate's second stage: **confirm by pairing**. A new run judged
-//! against a history (the screen, [`compare_history`](super::compare_history))
+//! against a history (the screen, [`compare_history`])
 //! leaves the metrics it cannot decide `undecided`; here the two builds
 //! measure just those metrics' records alternately (A B A B, one round
 //! each, [`Interleaver`]), which cancels the machine states that outlast a

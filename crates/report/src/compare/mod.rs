@@ -112,6 +112,7 @@ pub mod interleave;
 pub mod interval;
 mod judge;
 mod model;
+mod outcome;
 pub mod prior;
 pub mod rules;
 
@@ -119,6 +120,7 @@ pub use fleet::{
     FleetComparison, HostComparison, IncomparableHost, compare_fleets, write_fleet_comparison,
 };
 pub use model::*;
+pub use outcome::*;
 pub use rules::{ThresholdRule, Tolerance};
 
 use judge::{direction_name, lost_tails, quantities};
