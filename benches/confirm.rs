@@ -176,6 +176,17 @@ pub struct JobResult {
     pub comparison: Comparison,
 }
 
+impl JobResult {
+    /// The final verdict on the gated metric `metric` of benchmark `id`.
+    pub fn verdict(&self, id: &str, metric: &str) -> Option<Verdict> {
+        self.comparison
+            .metrics
+            .iter()
+            .find(|m| m.id == id && m.metric == metric && m.gated)
+            .map(|m| m.verdict)
+    }
+}
+
 /// The base build's quick passes before job `i`, newest last: the
 /// history runs and the earlier A/A jobs' screen runs.
 pub fn history_before(rec: &Recording, i: usize) -> Vec<&Report> {
@@ -195,15 +206,7 @@ pub fn replay(
     options: &CompareOptions,
 ) -> JobResult {
     let job = &rec.jobs[i];
-    let before = history_before(rec, i);
-    let from = before.len().saturating_sub(h);
-    let names: Vec<String> = (from..before.len()).map(|k| format!("h{k}")).collect();
-    let baselines: Vec<Baseline<'_>> = before[from..]
-        .iter()
-        .zip(&names)
-        .map(|(r, name)| Baseline { name, report: r })
-        .collect();
-    let screen = compare_history(&baselines, &job.new, options).expect("runs of one plan");
+    let screen = screen_before(rec, i, h, &job.new, options);
     let gated = |c: &Comparison, v: Verdict| -> Vec<(String, String)> {
         c.metrics
             .iter()
@@ -296,7 +299,19 @@ pub fn screen_stress(
     h: usize,
     options: &CompareOptions,
 ) -> Comparison {
-    let before = history_before(rec, rec.jobs.len());
+    screen_before(rec, rec.jobs.len(), h, run, options)
+}
+
+/// The screen of `run` against the newest `h` quick passes of the base
+/// build before job `i` (`i` = the number of jobs: after all of them).
+fn screen_before(
+    rec: &Recording,
+    i: usize,
+    h: usize,
+    run: &Report,
+    options: &CompareOptions,
+) -> Comparison {
+    let before = history_before(rec, i);
     let from = before.len().saturating_sub(h);
     let names: Vec<String> = (from..before.len()).map(|k| format!("h{k}")).collect();
     let baselines: Vec<Baseline<'_>> = before[from..]

@@ -110,16 +110,7 @@ fn main() {
         }
         let planted: Vec<&JobResult> = held.iter().filter(|r| r.planted).collect();
         for (id, metric) in PLANTED {
-            let v: Vec<_> = planted
-                .iter()
-                .map(|r| {
-                    r.comparison
-                        .metrics
-                        .iter()
-                        .find(|m| m.id == id && m.metric == metric && m.gated)
-                        .map(|m| m.verdict)
-                })
-                .collect();
+            let v: Vec<_> = planted.iter().map(|r| r.verdict(id, metric)).collect();
             let k = v
                 .iter()
                 .filter(|x| **x == Some(benchsuite_report::compare::Verdict::Regressed))
@@ -196,14 +187,12 @@ fn report(recs: &[confirm::Recording], o: &CompareOptions) {
             let planted: Vec<&JobResult> = results.iter().filter(|r| r.planted).collect();
             let n = planted.len();
             for (id, metric) in PLANTED {
-                let verdict = |r: &JobResult| {
-                    r.comparison
-                        .metrics
+                let count = |v| {
+                    planted
                         .iter()
-                        .find(|m| m.id == id && m.metric == metric && m.gated)
-                        .map(|m| m.verdict)
+                        .filter(|r| r.verdict(id, metric) == Some(v))
+                        .count()
                 };
-                let count = |v| planted.iter().filter(|r| verdict(r) == Some(v)).count();
                 use benchsuite_report::compare::Verdict::*;
                 let cv = confirm::between_cv(rec, id, metric).unwrap_or(f64::NAN);
                 println!(

@@ -97,16 +97,8 @@ fn planted_slowdowns_are_regressed_after_the_confirmation() {
         assert!(n >= 8, "{name}: {n} planted jobs");
         for (id, metric) in PLANTED {
             let cv = confirm::between_cv(rec, id, metric).expect("the metric ran");
-            let verdicts: Vec<Option<Verdict>> = planted
-                .iter()
-                .map(|r| {
-                    r.comparison
-                        .metrics
-                        .iter()
-                        .find(|m| m.id == id && m.metric == metric && m.gated)
-                        .map(|m| m.verdict)
-                })
-                .collect();
+            let verdicts: Vec<Option<Verdict>> =
+                planted.iter().map(|r| r.verdict(id, metric)).collect();
             let hit = verdicts
                 .iter()
                 .filter(|v| **v == Some(Verdict::Regressed))
