@@ -62,7 +62,7 @@ pub fn confirm(
         return Ok(screen.clone());
     }
     eprintln!(
-        "confirm: {open} undecided metric(s) in {} record(s); interleaving {} and {} (at most {} pairs)",
+        "confirm: {open} metric(s) the screen left undecided or called regressed, in {} record(s); interleaving {} and {} (at most {} pairs)",
         confirm::records(screen).len(),
         base_bin.display(),
         new_bin.display(),
@@ -81,7 +81,7 @@ pub fn confirm(
         .map_err(|e| anyhow::anyhow!("--confirm: {e}"))?;
     if let Some(c) = &out.confirmation {
         eprintln!(
-            "confirm: {} of {} decided in {} pairs ({:.0} s){}",
+            "confirm: {} of {} open metric(s) decided in {} pairs ({:.0} s){}",
             c.decided,
             c.open,
             c.pairs,
