@@ -167,7 +167,12 @@ pub fn judge_look(
     }
     let open_keys: Vec<&String> = open.iter().map(|(k, _)| k).collect();
     for p in paired.problems {
-        if open_keys.contains(&&p.key) && p.kind != ProblemKind::NotJudged {
+        // Once each: a record still open is judged again at the next look.
+        let known = out
+            .problems
+            .iter()
+            .any(|q| q.key == p.key && q.kind == p.kind && q.metric == p.metric);
+        if open_keys.contains(&&p.key) && p.kind != ProblemKind::NotJudged && !known {
             out.problems.push(Problem {
                 reason: format!("in the interleaved rounds: {}", p.reason),
                 ..p

@@ -1324,3 +1324,109 @@ fn a_parameter_only_one_build_has_still_pairs_the_one_record_that_agrees() {
     let c = compare(&base, &two, &CompareOptions::default()).unwrap();
     assert!(!c.passed);
 }
+
+/// `n` interleaved rounds of `cpu.flops` pooled, each round's three
+/// samples around `level(i)` (a wandering machine: the rounds move by
+/// ±4% together on both sides).
+fn pooled_rounds(n: usize, level: impl Fn(usize) -> f64) -> Report {
+    let mut samples = Vec::new();
+    for i in 0..n {
+        let r = level(i) * (1.0 + 0.04 * ((i * 7 % 5) as f64 - 2.0) / 2.0);
+        samples.extend([r * 0.997e11, r * 1e11, r * 1.003e11]);
+    }
+    let mut m = metric("flops", "flop/s", Direction::Higher, &samples);
+    m.rounds = Some(vec![3; n]);
+    m.role = Some(MetricRole::Headline);
+    let mut r = report(vec![record("cpu.flops", 2, vec![m])]);
+    r.config.rounds = n;
+    r
+}
+
+#[test]
+fn a_confirmation_decides_what_the_screen_left_open_and_flags_each_problem_once() {
+    // The screen: one baseline with a 5% prior between runs leaves a
+    // steady metric open.
+    let prior = CompareOptions {
+        between_run: BetweenRun::Cv(0.05),
+        ..CompareOptions::default()
+    };
+    let screen = compare(&run_of([1.0, 1.0, 1.0]), &run_of([1.0, 1.0, 1.0]), &prior).unwrap();
+    assert_eq!(confirm::open(&screen).len(), 1, "{}", screen.summary());
+    let o = CompareOptions::default();
+    // Two copies of one build: the pairs cancel the wandering; unchanged.
+    let same = confirm::judge_look(
+        &screen,
+        &pooled_rounds(10, |_| 1.0),
+        &pooled_rounds(10, |_| 1.0),
+        &o,
+        2,
+        false,
+    )
+    .unwrap();
+    let m = &same.metrics[0];
+    assert_eq!(
+        (m.verdict, m.stage, m.pairs),
+        (Verdict::Unchanged, Some(Stage::Confirm), Some(10))
+    );
+    assert_eq!(same.outcome(), Outcome::Passed);
+    assert!(confirm::open(&same).is_empty());
+    // 12% slower in every pair: regressed, although the machine wandered
+    // by more than the threshold between rounds.
+    let slow = confirm::judge_look(
+        &screen,
+        &pooled_rounds(10, |_| 1.0),
+        &pooled_rounds(10, |_| 0.88),
+        &o,
+        2,
+        false,
+    )
+    .unwrap();
+    assert_eq!(slow.metrics[0].verdict, Verdict::Regressed);
+    assert_eq!(slow.outcome(), Outcome::Failed);
+    // Too few pairs to tell at an intermediate look: still open, the
+    // screen's verdict kept; at the last look, undecided and closed.
+    let mixed = |i: usize| if i % 2 == 0 { 0.96 } else { 1.04 };
+    let early = confirm::judge_look(
+        &screen,
+        &pooled_rounds(3, |_| 1.0),
+        &pooled_rounds(3, mixed),
+        &o,
+        3,
+        false,
+    )
+    .unwrap();
+    assert_eq!(early.metrics[0].stage, None);
+    let last = confirm::judge_look(
+        &screen,
+        &pooled_rounds(3, |_| 1.0),
+        &pooled_rounds(3, mixed),
+        &o,
+        3,
+        true,
+    )
+    .unwrap();
+    assert_eq!(
+        (last.metrics[0].verdict, last.metrics[0].stage),
+        (Verdict::Undecided, Some(Stage::Confirm))
+    );
+    // A record that failed in the rounds is the new build's problem, once,
+    // however many looks see it.
+    let mut failed = pooled_rounds(5, |_| 1.0);
+    failed.records[0].status = Status::Failed;
+    failed.records[0].reason = Some("prepare: EPERM".into());
+    failed.records[0].metrics.clear();
+    let one =
+        confirm::judge_look(&screen, &pooled_rounds(5, |_| 1.0), &failed, &o, 2, false).unwrap();
+    let two = confirm::judge_look(&one, &pooled_rounds(5, |_| 1.0), &failed, &o, 2, true).unwrap();
+    assert_eq!(two.problems.len(), 1, "{:?}", two.problems);
+    assert!(
+        two.problems[0]
+            .reason
+            .starts_with("in the interleaved rounds: ")
+    );
+    assert_eq!(two.outcome(), Outcome::Failed);
+    // The looks: 5, 10, ... and the budget.
+    assert_eq!(confirm::looks(15), [5, 10, 15]);
+    assert_eq!(confirm::looks(20), [5, 10, 20]);
+    assert_eq!(confirm::looks(3), [3]);
+}
