@@ -1385,7 +1385,7 @@ fn a_confirmation_decides_what_the_screen_left_open_and_flags_each_problem_once(
     assert_eq!(slow.outcome(), Outcome::Failed);
     // Too few pairs to tell at an intermediate look: still open, the
     // screen's verdict kept; at the last look, undecided and closed.
-    let mixed = |i: usize| if i % 2 == 0 { 0.96 } else { 1.04 };
+    let mixed = |i: usize| if i.is_multiple_of(2) { 0.96 } else { 1.04 };
     let early = confirm::judge_look(
         &screen,
         &pooled_rounds(3, |_| 1.0),
