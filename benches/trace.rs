@@ -288,21 +288,11 @@ pub fn detect_from_round(
     seed: u64,
     options: &CompareOptions,
 ) -> usize {
-    let mut rng = Rng::new(seed);
-    let mut hits = 0;
-    for _ in 0..trials {
-        let draw = pick(&mut rng, m.runs.len(), h + 1);
-        let (change, from) = slowdown;
-        let new = plant_from_round(&m.runs[draw[0]], &hl.key, &hl.metric, change, from);
-        let v = judge(m, &draw[1..], &new, options);
-        if v.regressed
-            .iter()
-            .any(|(k, x)| *k == hl.key && *x == hl.metric)
-        {
-            hits += 1;
-        }
-    }
-    hits
+    let (change, from) = slowdown;
+    verdicts_of(m, hl, h, trials, seed, options, |r| {
+        plant_from_round(r, &hl.key, &hl.metric, change, from)
+    })
+    .0
 }
 
 /// How many of `trials` random draws called `hl` regressed once the new
@@ -331,11 +321,28 @@ pub fn detect_verdicts(
     seed: u64,
     options: &CompareOptions,
 ) -> (usize, usize) {
+    verdicts_of(m, hl, h, trials, seed, options, |r| {
+        plant(r, &hl.key, &hl.metric, change)
+    })
+}
+
+/// Over `trials` random draws of a history of `h` runs and a new run made
+/// by `planted` from another: how often `hl` was called regressed, and how
+/// often unchanged.
+fn verdicts_of(
+    m: &Machine,
+    hl: &Headline,
+    h: usize,
+    trials: usize,
+    seed: u64,
+    options: &CompareOptions,
+    planted: impl Fn(&Report) -> Report,
+) -> (usize, usize) {
     let mut rng = Rng::new(seed);
     let (mut hits, mut passed) = (0, 0);
     for _ in 0..trials {
         let draw = pick(&mut rng, m.runs.len(), h + 1);
-        let new = plant(&m.runs[draw[0]], &hl.key, &hl.metric, change);
+        let new = planted(&m.runs[draw[0]]);
         let v = judge(m, &draw[1..], &new, options);
         let is =
             |list: &[(String, String)]| list.iter().any(|(k, x)| *k == hl.key && *x == hl.metric);

@@ -123,10 +123,16 @@ fn a_regression_into_a_state_the_history_holds_is_never_passed() {
             .enumerate()
             .find(|(_, hl)| hl.key.starts_with("cpu.linpack"))
         else {
+            eprintln!("{}: no cpu.linpack record: not checked", m.name);
             continue;
         };
         for h in [5, 10] {
             if h + 1 > m.runs.len() {
+                eprintln!(
+                    "{}: {} runs, too few for a {h}-run history and a new run: not checked",
+                    m.name,
+                    m.runs.len()
+                );
                 continue;
             }
             let (regressed, passed) = trace::detect_verdicts(
