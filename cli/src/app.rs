@@ -212,12 +212,17 @@ fn write_comparison(
     cmp: &benchsuite::compare::Comparison,
 ) -> Result<i32> {
     let code = cmp.outcome().exit_code();
+    let table = export::TableOptions {
+        verbose: args.verbose,
+    };
     let written = (|| -> Result<()> {
         match &args.output {
-            Some(path) => replace_file(path, |w| export::write_comparison(format, cmp, w))?,
+            Some(path) => replace_file(path, |w| {
+                export::write_comparison_with(format, cmp, &table, w)
+            })?,
             None => {
                 let mut out = io::stdout().lock();
-                export::write_comparison(format, cmp, &mut out)?;
+                export::write_comparison_with(format, cmp, &table, &mut out)?;
                 out.flush()?;
             }
         }

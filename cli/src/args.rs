@@ -434,6 +434,12 @@ pub struct CompareArgs {
     /// Write the comparison to FILE instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Table output: also list the metrics that cannot fail the gate
+    /// (derived and spread: throughput in bits, a per-access time) instead
+    /// of counting them. JSON, CSV and Markdown always have every metric.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Args)]

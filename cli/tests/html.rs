@@ -127,6 +127,21 @@ fn report_writes_a_self_contained_page_for_one_and_two_reports() {
         page2.contains("class=\"regressed\""),
         "the slower new run regressed"
     );
+    // The change chart shows the changes: the first row is a regressed
+    // metric (red), its -40% bar a good part of the axis's half (230 px).
+    let chart = &page2[page2
+        .find("change of each metric</title>")
+        .expect("a change chart")..];
+    let bar = &chart[chart.find(r#"class="bar""#).unwrap()..];
+    let width: f64 = {
+        let i = bar.find(r#" width=""#).unwrap() + 8;
+        bar[i..i + bar[i..].find('"').unwrap()].parse().unwrap()
+    };
+    assert!(width > 100.0, "the first bar is {width} px");
+    assert!(
+        bar[..bar.find("</rect>").unwrap()].contains("#D00000"),
+        "{bar}"
+    );
 
     // A missing input is a usage error.
     let out = bin()

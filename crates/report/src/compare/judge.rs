@@ -575,18 +575,6 @@ pub(super) fn verdict(mc: &mut MetricComparison, e: &Estimate, level: f64, beta:
         b
     };
     mc.unchanged_above = Some(above.max(0.0));
-    if mc.verdict == Verdict::Undecided {
-        let at = match mc.tolerance {
-            Tolerance::Relative(_) => format!("{:.1}%", above * 100.0),
-            Tolerance::Absolute { .. } if mc.unit == "%" => format!("{above:.2}pp"),
-            Tolerance::Absolute { .. } => benchsuite_core::units::format_value(above, &mc.unit),
-        };
-        let why = format!("unchanged only at a threshold above {at} with this evidence");
-        mc.note = Some(match mc.note.take() {
-            Some(n) => format!("{why}; {n}"),
-            None => why,
-        });
-    }
     if mc.verdict == Verdict::Undecided && e.rule == GateRule::Band && e.explained_rounds > 0 {
         let why = format!(
             "{} of new's {} rounds sit at a level the baselines were seen at more than once (a machine state): undecided until the two builds are measured side by side",

@@ -317,6 +317,7 @@ fn compare_checked(
         rule,
         family: 0,
         tail_threshold: options.tail_threshold,
+        beta: options.beta,
         baselines: history.iter().map(|b| b.name.to_string()).collect(),
         excluded: Vec::new(),
         allow: options.allow,
@@ -614,11 +615,17 @@ fn compare_records(
             metric: None,
             base_status: b.status,
             new_status: n.status,
-            reason: format!(
-                "{} in base; {} in new",
-                status_reason(b.status, b.reason.as_deref()),
-                status_reason(n.status, n.reason.as_deref())
-            ),
+            reason: {
+                let (bs, ns) = (
+                    status_reason(b.status, b.reason.as_deref()),
+                    status_reason(n.status, n.reason.as_deref()),
+                );
+                if bs == ns {
+                    format!("{bs} in base and new")
+                } else {
+                    format!("{bs} in base; {ns} in new")
+                }
+            },
         });
         return Ok(());
     }

@@ -31,7 +31,7 @@
 //! `base_n`, `new_n`, `base_rounds`, `new_rounds`, `change`, `change_low`,
 //! `change_high` (a fraction under a relative threshold, the metric's unit
 //! under an absolute one), `threshold` (as written: `5%`, `0.5pp`),
-//! `quiet_threshold`, `df`, `drift`, `verdict` (a verdict, or the problem:
+//! `quiet_threshold`, `unchanged_above`, `df`, `drift`, `verdict` (a verdict, or the problem:
 //! `failed`, `skipped`, `missing`, `missing metric`, `no results`),
 //! `gate` (`pass`, `fail`, `allowed`) and `note` (the reason).
 
@@ -74,7 +74,7 @@ const REPORT_COLUMNS: [&str; 25] = [
 ];
 
 /// Columns after the parameters in a comparison.
-const COMPARISON_COLUMNS: [&str; 24] = [
+const COMPARISON_COLUMNS: [&str; 25] = [
     "metric",
     "unit",
     "direction",
@@ -94,6 +94,7 @@ const COMPARISON_COLUMNS: [&str; 24] = [
     "change_high",
     "threshold",
     "quiet_threshold",
+    "unchanged_above",
     "df",
     "drift",
     "verdict",
@@ -257,6 +258,7 @@ pub(super) fn write_comparison(c: &Comparison, out: &mut dyn Write) -> io::Resul
             num(m.interval.map(|i| i[1])),
             m.tolerance.to_string(),
             num(m.quiet_threshold),
+            num(m.unchanged_above),
             num(m.df),
             m.drift.to_string(),
             m.verdict.to_string(),

@@ -158,12 +158,11 @@ pub fn render(reports: &[(String, Report)]) -> String {
         changes(&mut h, reports);
     }
 
+    // No section without content: a run without a sweep has no sweep
+    // section.
     let sw = sweeps(reports);
-    let _ = writeln!(h, "<h2>Sweeps ({})</h2>", sw.len());
-    if sw.is_empty() {
-        h.push_str(
-            "<p>No sweep: no benchmark ran at two or more values of a numeric parameter.</p>\n",
-        );
+    if !sw.is_empty() {
+        let _ = writeln!(h, "<h2>Sweeps ({})</h2>", sw.len());
     }
     for s in &sw {
         h.push_str(&sweep_chart(s, reports));
@@ -264,22 +263,52 @@ fn changes(h: &mut String, reports: &[(String, Report)]) {
             }
         };
         let _ = writeln!(h, "<p>{}</p>", escape(&c.summary()));
-        let rows: Vec<ChangeRow> = c
+        let view = super::ComparisonView::new(&c, true, false);
+        // What moved first: regressed, improved, undecided, unchanged, then
+        // what cannot fail the gate; the largest change first within each.
+        let rank = |m: &crate::compare::MetricComparison| match (m.gated, m.verdict) {
+            (true, Verdict::Regressed) => 0,
+            (true, Verdict::Improved) => 1,
+            (true, Verdict::Undecided) => 2,
+            (true, Verdict::Unchanged) => 3,
+            _ => 4,
+        };
+        let mut shown: Vec<&crate::compare::MetricComparison> = c
             .metrics
             .iter()
-            .filter(|m| matches!(m.tolerance, Tolerance::Relative(_)))
+            .filter(|m| matches!(m.tolerance, Tolerance::Relative(_)) && m.change.is_some())
+            .collect();
+        shown.sort_by(|a, b| {
+            let size = |m: &crate::compare::MetricComparison| {
+                m.change.map_or(0.0, |c| (1.0 + c).max(1e-300).ln().abs())
+            };
+            rank(a).cmp(&rank(b)).then(size(b).total_cmp(&size(a)))
+        });
+        let rows: Vec<ChangeRow> = shown
+            .iter()
             .filter_map(|m| {
                 Some(ChangeRow {
-                    label: format!("{} {}", m.key, m.metric),
+                    label: format!("{} {}", view.key(&m.key), m.metric),
                     change: m.change?,
                     interval: m.interval,
+                    threshold: match m.tolerance {
+                        Tolerance::Relative(t) => Some(t),
+                        Tolerance::Absolute { .. } => None,
+                    },
+                    text: m.change_text(),
                     // A metric that cannot fail the gate is drawn grey.
                     color: if m.gated {
                         verdict_color(m.verdict)
                     } else {
-                        verdict_color(Verdict::Unchanged)
+                        verdict_color(Verdict::NotJudged)
                     },
-                    title: format!("{}: {}", verdict_text(m), m.change_text()),
+                    title: format!(
+                        "{} {}: {}: {}",
+                        m.key,
+                        m.metric,
+                        verdict_text(m),
+                        m.change_text()
+                    ),
                 })
             })
             .collect();
@@ -293,13 +322,14 @@ fn changes(h: &mut String, reports: &[(String, Report)]) {
         for m in &c.metrics {
             let _ = write!(
                 h,
-                "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr class=\"{}\"><td title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 if m.gated {
                     m.verdict.as_str().replace(' ', "-")
                 } else {
                     "not-gated".into()
                 },
                 escape(&m.key),
+                escape(view.key(&m.key)),
                 escape(&m.metric),
                 escape(&format_value(m.base_median, &m.unit)),
                 escape(&format_value(m.new_median, &m.unit)),

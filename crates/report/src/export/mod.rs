@@ -21,6 +21,7 @@
 //! closed pipe surfaces as [`io::ErrorKind::BrokenPipe`] for the binary to
 //! treat as success.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::io::{self, Write};
 use std::str::FromStr;
@@ -38,6 +39,7 @@ mod gha;
 pub mod host;
 pub mod html;
 mod json;
+mod keys;
 mod ladder;
 pub mod list;
 mod markdown;
@@ -47,11 +49,14 @@ mod table;
 
 pub use gha::GhaTool;
 
-/// How the `table` format writes a report (the other formats take none).
+/// How the `table` format writes a report or a comparison (the other
+/// formats take none).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TableOptions {
-    /// Print the records' notes; otherwise one line counts them
-    /// (`12 notes, -v to show`).
+    /// A report: print the records' notes; otherwise one line counts them
+    /// (`12 notes, -v to show`). A comparison: show the metrics that
+    /// cannot fail the gate (derived and spread) too; otherwise one line
+    /// counts them.
     pub verbose: bool,
 }
 
@@ -228,8 +233,20 @@ pub fn write_comparison(
     comparison: &Comparison,
     out: &mut dyn Write,
 ) -> io::Result<()> {
+    write_comparison_with(format, comparison, &TableOptions::default(), out)
+}
+
+/// Writes `comparison` to `out` in `format`, the `table` format with
+/// `options` (with `verbose`, full of the metrics that cannot fail the
+/// gate too); otherwise the same as [`write_comparison`].
+pub fn write_comparison_with(
+    format: Format,
+    comparison: &Comparison,
+    options: &TableOptions,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     match format {
-        Format::Table => table::write_comparison(comparison, out),
+        Format::Table => table::write_comparison(comparison, options, out),
         Format::Json => json::write_comparison(comparison, out),
         Format::Csv => csv::write_comparison(comparison, out),
         Format::Markdown => markdown::write_comparison(comparison, out),
@@ -372,31 +389,84 @@ const COMPARISON_HEADER: [&str; 8] = [
     "new",
     "change [interval]",
     "verdict",
-    "quiet ≥",
-    "between runs",
+    "worst",
+    "rerun CV",
 ];
 
 /// Which columns of [`COMPARISON_HEADER`] are right-aligned.
 const COMPARISON_RIGHT: [bool; 8] = [false, false, true, true, true, false, true, true];
 
-/// The cells of each compared metric, under [`COMPARISON_HEADER`]: the
-/// change with its interval, the verdict (with `drift` where the rounds
-/// were the unit) and the threshold that would keep the pair quiet.
-fn comparison_rows(c: &Comparison) -> Vec<[String; 8]> {
-    c.metrics
-        .iter()
+/// How a comparison is shown in the human-readable formats: each record by
+/// its short key (what differs between the records of one benchmark, in
+/// human sizes; [`keys::short_keys`]) unless `full_keys`, and with `all`,
+/// the metrics that cannot fail the gate (derived and spread) too.
+struct ComparisonView<'a> {
+    c: &'a Comparison,
+    /// Full key → short key, for every record the comparison names; empty
+    /// with full keys.
+    short: BTreeMap<&'a str, String>,
+    all: bool,
+}
+
+impl<'a> ComparisonView<'a> {
+    fn new(c: &'a Comparison, all: bool, full_keys: bool) -> Self {
+        if full_keys {
+            return ComparisonView {
+                c,
+                short: BTreeMap::new(),
+                all,
+            };
+        }
+        let mut items: Vec<(&str, &str, &benchsuite_core::param::Point)> = Vec::new();
+        items.extend(
+            c.metrics
+                .iter()
+                .map(|m| (m.key.as_str(), m.id.as_str(), &m.params)),
+        );
+        items.extend(
+            c.problems
+                .iter()
+                .map(|m| (m.key.as_str(), m.id.as_str(), &m.params)),
+        );
+        items.extend(
+            c.added
+                .iter()
+                .map(|m| (m.key.as_str(), m.id.as_str(), &m.params)),
+        );
+        items.extend(
+            c.not_comparable
+                .iter()
+                .map(|m| (m.key.as_str(), m.id.as_str(), &m.params)),
+        );
+        let pairs: Vec<(&str, &benchsuite_core::param::Point)> =
+            items.iter().map(|(_, id, p)| (*id, *p)).collect();
+        let keys = keys::short_keys(&pairs, &BTreeSet::new());
+        let short = items.iter().map(|(k, _, _)| *k).zip(keys).collect();
+        ComparisonView { c, short, all }
+    }
+
+    /// The short key of a record named by its full key.
+    fn key<'k>(&'k self, full: &'k str) -> &'k str {
+        self.short.get(full).map_or(full, String::as_str)
+    }
+
+    /// The metrics shown: all with `all`, else those that can fail the gate.
+    fn metrics(&self) -> impl Iterator<Item = &'a MetricComparison> + '_ {
+        self.c.metrics.iter().filter(|m| self.all || m.gated)
+    }
+}
+
+/// The cells of each shown metric, under [`COMPARISON_HEADER`]: the change
+/// with its interval, the verdict (with `worse` for an undecided change on
+/// the worse side), the worst change the evidence leaves open and the
+/// noise between runs it was judged with (where the rounds were the unit,
+/// `drift`, the notes list).
+fn comparison_rows(v: &ComparisonView<'_>) -> Vec<[String; 8]> {
+    v.metrics()
         .map(|m| {
-            let quiet = m.quiet_threshold.map(|q| match &m.tolerance {
-                Tolerance::Relative(_) => format!("{:.1}%", q * 100.0),
-                Tolerance::Absolute { .. } if m.unit == "%" => format!("{q:.2}pp"),
-                Tolerance::Absolute { .. } => format_value(q, &m.unit),
-            });
             let mut tags = Vec::new();
             if m.verdict == Verdict::Undecided && m.is_worse() {
                 tags.push("worse");
-            }
-            if m.drift && m.verdict != Verdict::NotJudged {
-                tags.push("drift");
             }
             if !m.gated {
                 tags.push("not gated");
@@ -407,13 +477,13 @@ fn comparison_rows(c: &Comparison) -> Vec<[String; 8]> {
                 format!("{} ({})", m.verdict, tags.join(", "))
             };
             [
-                m.key.clone(),
+                v.key(&m.key).to_string(),
                 m.metric.clone(),
                 format_value(m.base_median, &m.unit),
                 format_value(m.new_median, &m.unit),
                 m.change_text(),
                 verdict,
-                quiet.unwrap_or_default(),
+                m.worst_text(),
                 between_cell(m),
             ]
         })
@@ -424,7 +494,7 @@ fn comparison_rows(c: &Comparison) -> Vec<[String; 8]> {
 /// measured from a history, `5% prior` without one.
 fn between_cell(m: &MetricComparison) -> String {
     if m.between_source == Some(BetweenSource::Paired) {
-        return "paired rounds".into();
+        return "paired".into();
     }
     let Some(cv) = m.between_cv else {
         return String::new();
@@ -432,7 +502,7 @@ fn between_cell(m: &MetricComparison) -> String {
     let cv = format!("{:.1}%", cv * 100.0);
     match m.between_source {
         Some(BetweenSource::History) => format!("{cv} ({} runs)", m.history_runs),
-        Some(BetweenSource::Floor) => format!("{cv} (floor)"),
+        Some(BetweenSource::Floor) => format!("{cv} floor"),
         Some(BetweenSource::Prior) => format!("{cv} prior"),
         _ => String::new(),
     }
@@ -441,12 +511,13 @@ fn between_cell(m: &MetricComparison) -> String {
 /// What fails the gate, one line each, listed before anything else:
 /// `FAIL os.syscall call=write: failed in new: prepare: ...`, then each
 /// regression.
-fn gate_lines(c: &Comparison) -> Vec<String> {
+fn gate_lines(v: &ComparisonView<'_>) -> Vec<String> {
+    let c = v.c;
     let mut lines = Vec::new();
     for p in &c.problems {
         let what = match (&p.metric, p.key.is_empty()) {
-            (Some(m), _) => format!("{} ({m})", p.key),
-            (None, false) => p.key.clone(),
+            (Some(m), _) => format!("{} ({m})", v.key(&p.key)),
+            (None, false) => v.key(&p.key).to_string(),
             (None, true) => "new report".into(),
         };
         let tag = if p.allowed { "allowed" } else { "FAIL" };
@@ -458,7 +529,7 @@ fn gate_lines(c: &Comparison) -> Vec<String> {
     for m in c.with_verdict(Verdict::Regressed).filter(|m| m.gated) {
         lines.push(format!(
             "FAIL {} ({}): regressed {} (threshold {})",
-            m.key,
+            v.key(&m.key),
             m.metric,
             m.change_text(),
             m.tolerance
@@ -469,8 +540,10 @@ fn gate_lines(c: &Comparison) -> Vec<String> {
 
 /// The one-line summary under a comparison, then one line per thing the
 /// reader should know: the rule, the noise floor, what differs between the
-/// runs, added records and records not compared.
-fn comparison_notes(c: &Comparison) -> (String, Vec<String>) {
+/// runs, added records and records not compared (those not compared for
+/// one reason on one line).
+fn comparison_notes(v: &ComparisonView<'_>) -> (String, Vec<String>) {
+    let c = v.c;
     let mut rule = match c.rule {
         GateRule::Interval => "rule: regressed when the whole interval of the change lies beyond the threshold; unchanged when its worse-side bound is within the threshold; undecided otherwise".to_string(),
         GateRule::Band => "rule: regressed when the change lies outside the band the baselines predict for an unchanged run, beyond the threshold, in most of new's rounds and at no level the history holds; unchanged when its worse-side bound is within the threshold; undecided otherwise".to_string(),
@@ -487,6 +560,12 @@ fn comparison_notes(c: &Comparison) -> (String, Vec<String>) {
     }
     rule.push(')');
     let mut notes = vec![rule];
+    if c.metrics.iter().any(|m| m.unchanged_above.is_some()) {
+        notes.push(format!(
+            "worst: the worst change this evidence leaves open ({:.0}% one-sided): a metric is unchanged when it lies within the threshold",
+            100.0 * (1.0 - c.beta)
+        ));
+    }
     if c.family > 0 {
         let least = c
             .metrics
@@ -539,48 +618,76 @@ fn comparison_notes(c: &Comparison) -> (String, Vec<String>) {
     } else if c.outcome() == crate::compare::Outcome::Undecided {
         notes.push("undecided: the new run alone cannot tell these changes from the noise; measure the two builds side by side (interleaved) to decide them".into());
     }
+    // Only the interval rule alarms exactly when an interval clears the
+    // threshold, so only there does the quiet threshold of an A/A pair say
+    // which threshold would have kept it quiet.
+    let quiet = c
+        .noise_floor()
+        .filter(|(q, _)| c.rule == GateRule::Interval && *q > 0.0);
     let moved = c.count(Verdict::Regressed) + c.count(Verdict::Improved) > 0;
+    if let (Some((q, qm)), false) = (quiet, moved) {
+        notes.push(format!(
+            "noise (if these are two runs of the same build): an alarm at any threshold below {} ({} {}); set --threshold above it",
+            pct_text(q),
+            v.key(&qm.key),
+            qm.metric,
+        ));
+    }
     if let (Some((w, wm)), true) = (c.widest_noise(), moved) {
         notes.push(format!(
-            "noise: the widest interval is ±{:.1}% ({} {}): smaller real changes cannot be confirmed at these --runs/--rounds",
-            w * 100.0,
-            wm.key,
-            wm.metric
-        ));
-    } else if let (Some((q, qm)), Some((w, wm))) = (c.noise_floor(), c.widest_noise()) {
-        notes.push(format!(
-            "noise (if these are two runs of the same build): no alarm at any threshold of {:.1}% or more ({} {}); the widest interval is ±{:.1}% ({} {}), so smaller real changes cannot be confirmed at these --runs/--rounds. Set --threshold above both.",
-            q * 100.0,
-            qm.key,
-            qm.metric,
-            w * 100.0,
-            wm.key,
+            "noise: the widest interval is ±{} ({} {}): smaller real changes cannot be confirmed at these --runs/--rounds",
+            pct_text(w).trim_start_matches('+'),
+            v.key(&wm.key),
             wm.metric
         ));
     }
     let what = |key: &str, metric: &Option<String>| match metric {
-        Some(m) => format!("{key} ({m})"),
-        None => key.to_string(),
+        Some(m) => format!("{} ({m})", v.key(key)),
+        None => v.key(key).to_string(),
     };
     for d in &c.context_differences {
         notes.push(format!("differs between the runs: {d}"));
     }
-    for m in c.metrics.iter().filter(|m| m.verdict != Verdict::NotJudged) {
-        if let Some(n) = &m.note {
-            notes.push(format!("{} ({}): {n}", m.key, m.metric));
-        }
-    }
-    for u in &c.added {
-        notes.push(format!("added in new: {}", what(&u.key, &u.metric)));
-    }
-    for n in &c.not_comparable {
+    let drifted: Vec<String> = v
+        .metrics()
+        .filter(|m| m.drift && m.verdict != Verdict::NotJudged)
+        .map(|m| format!("{} ({})", v.key(&m.key), m.metric))
+        .collect();
+    if !drifted.is_empty() {
         notes.push(format!(
-            "not compared: {}: {}",
-            what(&n.key, &n.metric),
-            n.reason
+            "drift: the rounds of a side differed by more than their samples' noise, so each round counted as one sample: {}",
+            drifted.join(", ")
         ));
     }
+    for m in v.metrics().filter(|m| m.verdict != Verdict::NotJudged) {
+        if let Some(n) = &m.note {
+            notes.push(format!("{} ({}): {n}", v.key(&m.key), m.metric));
+        }
+    }
+    if !c.added.is_empty() {
+        let added: Vec<String> = c.added.iter().map(|u| what(&u.key, &u.metric)).collect();
+        notes.push(format!("added in new: {}", added.join(", ")));
+    }
+    // Records not compared for one reason (five GPU records without a
+    // driver, skipped on both sides) share one line.
+    let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
+    for n in &c.not_comparable {
+        let w = what(&n.key, &n.metric);
+        match groups.iter_mut().find(|(r, _)| *r == n.reason) {
+            Some((_, keys)) => keys.push(w),
+            None => groups.push((n.reason.as_str(), vec![w])),
+        }
+    }
+    for (reason, keys) in groups {
+        notes.push(format!("not compared: {}: {reason}", keys.join(", ")));
+    }
     (c.summary(), notes)
+}
+
+/// A relative change as a percentage: `+7.2%`, or `+2.8e13%` past
+/// ±10,000% (never capped).
+pub(crate) fn pct_text(v: f64) -> String {
+    crate::compare::percent_text(v)
 }
 
 fn status_name(s: Status) -> &'static str {

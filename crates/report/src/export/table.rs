@@ -24,14 +24,14 @@
 use std::collections::BTreeSet;
 use std::io::{self, Write};
 
-use crate::compare::Comparison;
-use benchsuite_core::param::Value;
+use crate::compare::{BetweenSource, Comparison};
+use benchsuite_core::param::Point;
 use benchsuite_core::reference::ReferenceResult;
 use benchsuite_core::report::{Record, Report, Status};
 
 use super::{
-    COMPARISON_HEADER, COMPARISON_RIGHT, Line, TableOptions, comparison_notes, comparison_rows,
-    gate_lines, report_lines_keyed,
+    COMPARISON_HEADER, COMPARISON_RIGHT, ComparisonView, Line, TableOptions, comparison_notes,
+    comparison_rows, gate_lines, report_lines_keyed,
 };
 
 /// Space between columns.
@@ -148,7 +148,7 @@ fn write_report_raw(
     // Columns 0 and 1 are text, the others numbers. An empty column (no
     // latency, no peak, no reference) is dropped.
     let right = [false, false, true, true, true, true, true, true];
-    for line in render(&HEADER, &rows, &right) {
+    for line in render(&HEADER, &rows, &right, KEY_MAX) {
         writeln!(out, "{line}")?;
     }
     super::ladder::write_ladders(report, &keys, out)?;
@@ -302,42 +302,12 @@ pub(super) fn reference_cell(r: &Record, metric: &str) -> String {
 /// Sizes (`block`, `size`, `stride`, `*_size`, `*bytes`) read `1MiB`.
 pub(super) fn short_keys(report: &Report) -> Vec<String> {
     let given: BTreeSet<&str> = report.config.params.keys().map(String::as_str).collect();
-    report
+    let items: Vec<(&str, &Point)> = report
         .records
         .iter()
-        .map(|r| {
-            let shown: Vec<String> = r
-                .params
-                .0
-                .iter()
-                .filter(|(name, v)| {
-                    given.contains(name.as_str())
-                        || report
-                            .records
-                            .iter()
-                            .filter(|o| o.id == r.id)
-                            .any(|o| o.params.get(name) != Some(*v))
-                })
-                .map(|(name, v)| format!("{name}={}", param_text(name, v)))
-                .collect();
-            if shown.is_empty() {
-                r.id.clone()
-            } else {
-                format!("{} {}", r.id, shown.join(" "))
-            }
-        })
-        .collect()
-}
-
-/// A parameter's value for the key: a byte size in binary units.
-fn param_text(name: &str, value: &Value) -> String {
-    let size = matches!(name, "block" | "size" | "stride")
-        || name.ends_with("_size")
-        || name.ends_with("bytes");
-    match value {
-        Value::Int(v) if size => benchsuite_core::units::format_size(*v),
-        v => v.to_string(),
-    }
+        .map(|r| (r.id.as_str(), &r.params))
+        .collect();
+    super::keys::short_keys(&items, &given)
 }
 
 /// `1.0 GB/s .. 1.2 GB/s` as `1.0 .. 1.2 GB/s`: the unit once where both
@@ -418,37 +388,123 @@ fn wrap(text: &str, first: &str, rest: &str) -> Vec<String> {
 }
 
 /// Writes what fails the gate first (one line each, with its reason), then
-/// one line per compared metric, the summary line and the notes.
-pub(super) fn write_comparison(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
+/// one line per compared metric (those that can fail the gate; all of
+/// them with [`TableOptions::verbose`]), the summary line and the notes,
+/// each record by its short key ([`short_keys`]) and free text wrapped at
+/// [`WIDTH`].
+pub(super) fn write_comparison(
+    c: &Comparison,
+    options: &TableOptions,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let mut p = Printable {
         out,
         pending: false,
     };
-    write_comparison_raw(c, &mut p)?;
+    write_comparison_raw(c, options, &mut p)?;
     p.finish()
 }
 
-fn write_comparison_raw(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
-    let gate = gate_lines(c);
+fn write_comparison_raw(
+    c: &Comparison,
+    options: &TableOptions,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let view = ComparisonView::new(c, options.verbose, options.verbose);
+    let gate = gate_lines(&view);
     for line in &gate {
-        writeln!(out, "{line}")?;
+        for l in wrap(line, "", "    ") {
+            writeln!(out, "{l}")?;
+        }
     }
     if !gate.is_empty() {
         writeln!(out)?;
     }
-    let rows: Vec<Row> = comparison_rows(c)
-        .into_iter()
-        .map(|r| Row::Cells(r.to_vec()))
+    let mut cells = comparison_rows(&view);
+    let measured = c.metrics.iter().any(|m| {
+        matches!(
+            m.between_source,
+            Some(BetweenSource::History | BetweenSource::Floor)
+        )
+    });
+    if !options.verbose && !measured {
+        // The noise between runs is only assumed (a prior, the paired
+        // rounds): the notes say so, and -v, JSON and CSV have each value.
+        for r in &mut cells {
+            r[7].clear();
+        }
+    }
+    // A record's key on its first metric only.
+    let mut last: Option<String> = None;
+    let rows: Vec<Row> = cells
+        .iter()
+        .map(|r| {
+            let mut r = r.to_vec();
+            if last.as_deref() == Some(r[0].as_str()) {
+                r[0].clear();
+            } else {
+                last = Some(r[0].clone());
+            }
+            Row::Cells(r)
+        })
         .collect();
-    let right = COMPARISON_RIGHT;
-    for line in render(&COMPARISON_HEADER, &rows, &right) {
+    let mut lines = render(&COMPARISON_HEADER, &rows, &COMPARISON_RIGHT, KEY_MAX);
+    let widest = |lines: &[String]| lines.iter().map(|l| l.chars().count()).max();
+    if let Some(w) = widest(&lines).filter(|&w| w > WIDTH) {
+        // Too wide for a terminal: the keys that do not fit stand on a
+        // line of their own above their metrics (the rule line below the
+        // header is as wide as the columns).
+        let key = rows
+            .iter()
+            .filter_map(|r| match r {
+                Row::Cells(c) => Some(c[0].chars().count()),
+                _ => None,
+            })
+            .filter(|&k| k <= KEY_MAX)
+            .fold(COMPARISON_HEADER[0].len(), usize::max);
+        let fits = (WIDTH + key).saturating_sub(w);
+        if fits >= COMPARISON_HEADER[0].len() {
+            lines = render(&COMPARISON_HEADER, &rows, &COMPARISON_RIGHT, fits);
+        }
+    }
+    if widest(&lines).is_some_and(|w| w > WIDTH) {
+        // Still too wide: every key on its own line, and no key column.
+        let mut rows = Vec::new();
+        let mut last: Option<&str> = None;
+        for r in &cells {
+            if last != Some(r[0].as_str()) {
+                rows.push(Row::Heading(r[0].clone()));
+                last = Some(r[0].as_str());
+            }
+            let mut c = r[1..].to_vec();
+            c[0] = format!("  {}", c[0]);
+            rows.push(Row::Cells(c));
+        }
+        lines = render(
+            &COMPARISON_HEADER[1..],
+            &rows,
+            &COMPARISON_RIGHT[1..],
+            KEY_MAX,
+        );
+    }
+    for line in lines {
         writeln!(out, "{line}")?;
     }
-    let (summary, notes) = comparison_notes(c);
+    let (summary, notes) = comparison_notes(&view);
     writeln!(out)?;
     writeln!(out, "{summary}")?;
     for n in notes {
-        writeln!(out, "{n}")?;
+        for l in wrap(&n, "", "    ") {
+            writeln!(out, "{l}")?;
+        }
+    }
+    let hidden = c.metrics.len() - view.metrics().count();
+    if hidden > 0 {
+        let s = if hidden == 1 { "" } else { "s" };
+        writeln!(
+            out,
+            "{hidden} metric{s} that cannot fail the gate (derived or spread) not shown, -v to show"
+        )?;
     }
     Ok(())
 }
@@ -459,12 +515,14 @@ enum Row {
     Cells(Vec<String>),
     /// A first cell, then free text that spans the other columns.
     Note(String, String),
+    /// A line of its own above the rows it heads (a record's key).
+    Heading(String),
 }
 
 /// Lays out `rows` under `header`, padding each column to its widest cell
 /// (counted in characters, so `µs` is two wide). Columns empty in every row
 /// are dropped; trailing spaces are trimmed.
-fn render(header: &[&str], rows: &[Row], right: &[bool]) -> Vec<String> {
+fn render(header: &[&str], rows: &[Row], right: &[bool], key_max: usize) -> Vec<String> {
     let width = |s: &str| s.chars().count();
     let used: Vec<usize> = (0..header.len())
         .filter(|&i| {
@@ -475,10 +533,10 @@ fn render(header: &[&str], rows: &[Row], right: &[bool]) -> Vec<String> {
         })
         .collect();
     let mut widths: Vec<usize> = used.iter().map(|&i| width(header[i])).collect();
-    // Keys longer than KEY_MAX get their own line and do not widen column 0.
+    // Keys longer than key_max get their own line and do not widen column 0.
     let key_width = |k: &str| {
         let w = width(k);
-        if w > KEY_MAX { 0 } else { w }
+        if w > key_max { 0 } else { w }
     };
     for r in rows {
         match r {
@@ -493,6 +551,7 @@ fn render(header: &[&str], rows: &[Row], right: &[bool]) -> Vec<String> {
                 }
             }
             Row::Note(first, _) => widths[0] = widths[0].max(key_width(first)),
+            Row::Heading(_) => {}
         }
     }
     let line = |cells: &[&str]| {
@@ -537,6 +596,7 @@ fn render(header: &[&str], rows: &[Row], right: &[bool]) -> Vec<String> {
                 let rest = " ".repeat(widths[0] + GAP.len());
                 out.extend(wrap(note, &first, &rest));
             }
+            Row::Heading(text) => out.push(text.clone()),
         }
     }
     out
@@ -546,6 +606,8 @@ fn render(header: &[&str], rows: &[Row], right: &[bool]) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::export::fixtures;
+    use crate::export::keys::param_text;
+    use benchsuite_core::param::Value;
 
     fn text(f: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> String {
         let mut out = Vec::new();
@@ -927,7 +989,7 @@ mod tests {
     fn comparison_table_says_what_differs_between_the_runs() {
         let mut c = fixtures::comparison();
         c.context_differences = vec!["--quick: false → true".into()];
-        let t = text(|o| write_comparison(&c, o));
+        let t = text(|o| write_comparison(&c, &TableOptions::default(), o));
         assert!(
             t.lines()
                 .any(|l| l == "differs between the runs: --quick: false → true"),
@@ -937,28 +999,118 @@ mod tests {
 
     #[test]
     fn comparison_table_lists_gate_failures_first_then_verdicts_and_notes() {
-        let t = text(|o| write_comparison(&fixtures::comparison(), o));
+        let t = text(|o| write_comparison(&fixtures::comparison(), &TableOptions::default(), o));
         let first: Vec<&str> = t.lines().take(2).collect();
+        // One record of each benchmark: the id says which.
         assert_eq!(
             first[0],
-            "FAIL os.syscall call=getppid: missing in new: ran in base, absent from new"
+            "FAIL os.syscall: missing in new: ran in base, absent from new"
         );
         assert!(
-            first[1].starts_with(
-                "FAIL mem.bandwidth block=4096 op=copy (bandwidth): regressed -30.0% ["
-            ),
+            first[1].starts_with("FAIL mem.bandwidth (bandwidth): regressed -30% [-48%, -5.7%]"),
             "{t}"
         );
         let row = t.lines().find(|l| l.contains("bandwidth  ")).unwrap();
-        assert!(row.contains("-30.0% [") && row.contains("regressed"), "{t}");
+        assert!(row.starts_with("mem.bandwidth  bandwidth "), "{t}");
+        assert!(row.contains("-30% [") && row.contains("regressed"), "{t}");
+        // The record's second metric under its first, without its key.
+        let row = t.lines().find(|l| l.contains("latency  ")).unwrap();
+        assert!(row.starts_with("  ") && row.contains("undecided"), "{t}");
         assert!(
             t.contains("gate FAILED: 1 regressed, 1 undecided, 1 missing in new"),
             "{t}"
         );
         assert!(t.contains("rule: regressed when the whole interval"), "{t}");
         assert!(
-            t.contains("not compared: gpu.flops precision=f16: skipped (no GPU"),
+            t.contains(
+                "not compared: gpu.flops: skipped (no GPU, found none via NVML) in base and new"
+            ),
             "{t}"
         );
+        // -v: the full keys.
+        let v =
+            text(|o| write_comparison(&fixtures::comparison(), &TableOptions { verbose: true }, o));
+        assert!(
+            v.lines()
+                .any(|l| l.starts_with("mem.bandwidth block=4096 op=copy  bandwidth")),
+            "{v}"
+        );
+    }
+
+    /// The quick pass against a second run of it: metrics that moved by a
+    /// few percent, one whose rounds disagree wildly, GPU records skipped
+    /// on both sides.
+    fn quick_pass_comparison(rule: crate::compare::GateRule) -> Comparison {
+        use benchsuite_core::stats::Summary;
+        let base = quick_pass();
+        let mut new = base.clone();
+        for (i, r) in new.records.iter_mut().enumerate() {
+            for m in &mut r.metrics {
+                let by = 1.0 + 0.02 * ((i % 5) as f64 - 2.0);
+                for s in &mut m.samples {
+                    *s *= by;
+                }
+                if r.id == "os.process_create" {
+                    let n = m.samples.len();
+                    m.samples[n - 1] *= 70.0;
+                }
+                if let Ok(s) = Summary::new(&m.samples) {
+                    m.summary = s;
+                }
+            }
+        }
+        let options = crate::compare::CompareOptions {
+            rule: Some(rule),
+            ..Default::default()
+        };
+        crate::compare::compare(&base, &new, &options).unwrap()
+    }
+
+    #[test]
+    fn the_quick_pass_comparison_fits_120_columns_and_prints_nothing_that_means_nothing() {
+        for rule in [
+            crate::compare::GateRule::Interval,
+            crate::compare::GateRule::Band,
+        ] {
+            let c = quick_pass_comparison(rule);
+            let t = text(|o| write_comparison(&c, &TableOptions::default(), o));
+            assert!(widest(&t) <= 120, "{}:\n{t}", widest(&t));
+            // Keys say what differs, in human sizes: no record of the quick
+            // pass shares its benchmark, so each is its id.
+            assert!(
+                !t.contains("size=1073741824") && !t.contains("engine=io_uring"),
+                "{t}"
+            );
+            assert!(
+                t.lines()
+                    .any(|l| l == "disk.io" || l.starts_with("disk.io ")),
+                "{t}"
+            );
+            // The GPU records skipped on both sides for one reason: once.
+            assert_eq!(t.matches("no CUDA driver").count(), 1, "{t}");
+            assert!(
+                t.contains("not compared: gpu.flops, gpu.iops, gpu.matmul, gpu.bandwidth, gpu.latency: skipped (no CUDA driver"),
+                "{t}"
+            );
+            assert!(!t.contains("in base; skipped"), "{t}");
+            // No column or line that says nothing under the rule in force.
+            assert!(
+                !t.contains("quiet") && !t.contains("threshold of 0.0%"),
+                "{t}"
+            );
+            assert!(t.contains("worst"), "{t}");
+            // Metrics that cannot fail the gate: counted, listed with -v.
+            let hidden = c.metrics.iter().filter(|m| !m.gated).count();
+            assert!(hidden > 0);
+            let s = if hidden == 1 { "" } else { "s" };
+            assert!(
+                t.contains(&format!("{hidden} metric{s} that cannot fail the gate (derived or spread) not shown, -v to show")),
+                "{t}"
+            );
+            let v = text(|o| write_comparison(&c, &TableOptions { verbose: true }, o));
+            assert!(v.contains("(not gated)") && v.contains("rerun CV"), "{v}");
+            assert!(v.contains("size=1073741824"), "{v}");
+            assert!(!v.contains("not shown, -v to show"), "{v}");
+        }
     }
 }

@@ -502,67 +502,199 @@ fn percent_grid(out: &mut String, sx: &Scale, t: f64, b: f64) {
     }
 }
 
-/// One row of the change chart.
+/// One row of the change chart: a metric's relative change, its interval
+/// and the threshold it was judged against.
 pub struct ChangeRow {
+    /// What the row is (short key and metric).
     pub label: String,
-    /// Relative change (`0.07` = +7%).
+    /// Relative change of the median (`0.07` = +7%).
     pub change: f64,
+    /// Its interval, relative.
     pub interval: Option<[f64; 2]>,
+    /// The relative threshold (`0.05`), drawn as a band about zero.
+    pub threshold: Option<f64>,
+    /// The change as text, printed right of the plot (`+7.2% [+3%, +11%]`).
+    pub text: String,
     pub color: &'static str,
+    /// The tooltip (full key, verdict, change).
     pub title: String,
 }
 
-/// Horizontal change chart: a bar per metric from 0 to its change, the
-/// interval as a whisker.
+/// Relative changes the change chart's axis may mark, in percent.
+const CHANGE_TICKS: [f64; 19] = [
+    -90.0, -75.0, -50.0, -33.0, -20.0, -10.0, -5.0, -2.0, -1.0, 0.0, 1.0, 2.0, 5.0, 10.0, 25.0,
+    50.0, 100.0, 200.0, 400.0,
+];
+
+/// The change chart: a row per metric, a bar from zero to the change of
+/// its median, its interval as a whisker and its threshold as a grey band,
+/// on a log-ratio axis (`ln(new/base)`: +100% and −50% sit at the same
+/// distance from zero) sized to the medians and the bands, never to the
+/// widest whisker, and at most ×2 either way. What lies beyond the axis ends
+/// in an arrow, its value printed outside the plot; every row's change and
+/// interval are printed right of the plot. Rows come in the order given.
 pub fn change_chart(title: &str, rows: &[ChangeRow]) -> String {
-    let row_h = 18.0;
-    let (l, r, t) = (330.0, 800.0, 40.0);
-    let h = t + rows.len() as f64 * row_h + 40.0;
+    let row_h = 20.0;
+    // Label | left overflow | plot | right overflow | the change as text.
+    let (label_x, l, r, text_x, w) = (326.0, 430.0, 890.0, 1000.0, 1200.0);
+    let t = 44.0;
+    let b = t + rows.len() as f64 * row_h;
+    let h = b + 48.0;
     let mut out = String::new();
-    header(&mut out, title, 820.0, h);
-    let mut span: f64 = 0.05;
+    header(&mut out, title, w, h);
+    let ln = |v: f64| (1.0 + v).max(1e-300).ln();
+    let mut span: f64 = 0.1f64.ln_1p();
     for row in rows {
-        span = span.max(row.change.abs());
-        if let Some([a, b]) = row.interval {
-            span = span.max(a.abs()).max(b.abs());
+        if row.change.is_finite() {
+            span = span.max(ln(row.change).abs() * 1.15);
+        }
+        if let Some(th) = row.threshold {
+            span = span.max(ln(-th.min(0.99)).abs() * 1.5);
         }
     }
-    let span = span.min(10.0) * 1.1;
+    let span = span.min(2f64.ln());
+    // Beyond the axis, not merely on its end (a -50% change on a ×2 axis).
+    let beyond = |u: f64| u.abs() > span * (1.0 + 1e-9);
     let sx = Scale::new(-span, span, false, l, r);
-    let b = t + rows.len() as f64 * row_h;
-    percent_grid(&mut out, &sx, t, b);
-    let clamp = |v: f64| v.clamp(-span, span);
-    for (i, row) in rows.iter().enumerate() {
-        let y = t + i as f64 * row_h;
-        let (x0, x1) = (sx.map(0.0), sx.map(clamp(row.change)));
+    // Ticks at round percentages, at least 30 px apart.
+    let mut last = f64::NEG_INFINITY;
+    for p in CHANGE_TICKS {
+        let u = ln(p / 100.0);
+        if u.abs() > span {
+            continue;
+        }
+        let x = sx.map(u);
+        if x - last < 30.0 && p != 0.0 {
+            continue;
+        }
+        last = x;
         let _ = write!(
             out,
-            r#"<text x="{}" y="{}" text-anchor="end" font-size="11">{}</text><rect x="{}" y="{}" width="{}" height="{}" fill="{}"><title>{}</title></rect>"#,
-            l - 6.0,
-            f(y + 13.0),
-            escape(&truncate(&row.label, 48)),
-            f(x0.min(x1)),
-            f(y + 3.0),
-            f((x1 - x0).abs().max(1.0)),
-            row_h - 6.0,
-            row.color,
-            escape(&row.title)
+            r##"<line x1="{x}" y1="{t}" x2="{x}" y2="{b}" stroke="{}"/><text x="{x}" y="{}" text-anchor="middle" font-size="10">{}</text>"##,
+            if p == 0.0 { "#333333" } else { "#dddddd" },
+            b + 14.0,
+            if p == 0.0 {
+                "0".to_string()
+            } else {
+                format!("{p:+}%")
+            },
+            x = f(x),
         );
-        if let Some([a, bb]) = row.interval {
-            let _ = write!(
-                out,
-                r##"<line x1="{}" y1="{2}" x2="{}" y2="{2}" stroke="#222222" stroke-width="1.5"/>"##,
-                f(sx.map(clamp(a))),
-                f(sx.map(clamp(bb))),
-                f(y + row_h / 2.0)
-            );
-        }
     }
     let _ = write!(
         out,
-        r#"<text x="{}" y="{}" text-anchor="middle" font-size="11">change of the median, new vs base (bar), with its interval (whisker)</text></svg>"#,
-        f((l + r) / 2.0),
-        b + 30.0
+        r#"<text x="{}" y="{}" font-size="11" font-weight="bold">change [interval]</text>"#,
+        text_x,
+        t - 6.0
+    );
+    // An arrowhead at the plot's edge, pointing out, and the value beside it.
+    let arrow = |out: &mut String, right: bool, y: f64, value: &str| {
+        let (x, d, anchor, tx) = if right {
+            (r, 1.0, "start", r + 9.0)
+        } else {
+            (l, -1.0, "end", l - 9.0)
+        };
+        let _ = write!(
+            out,
+            r##"<polygon class="arrow" points="{},{} {},{} {},{}" fill="#222222"/><text x="{}" y="{}" text-anchor="{anchor}" font-size="10">{}</text>"##,
+            f(x + 6.0 * d),
+            f(y),
+            f(x),
+            f(y - 4.0),
+            f(x),
+            f(y + 4.0),
+            f(tx),
+            f(y + 3.5),
+            escape(value)
+        );
+    };
+    let pct = |v: f64| crate::compare::percent_text(v);
+    for (i, row) in rows.iter().enumerate() {
+        let y = t + i as f64 * row_h;
+        let mid = y + row_h / 2.0;
+        if i % 2 == 1 {
+            let _ = write!(
+                out,
+                r##"<rect x="0" y="{}" width="{w}" height="{row_h}" fill="#f8f8f8"/>"##,
+                f(y)
+            );
+        }
+        let _ = write!(
+            out,
+            r#"<text x="{label_x}" y="{}" text-anchor="end" font-size="11">{}<title>{}</title></text>"#,
+            f(mid + 4.0),
+            escape(&truncate(&row.label, 46)),
+            escape(&row.title)
+        );
+        if let Some(th) = row.threshold.filter(|th| *th > 0.0) {
+            let (a, bb) = (
+                sx.map(ln(-th.min(0.99)).max(-span)),
+                sx.map(ln(th).min(span)),
+            );
+            let _ = write!(
+                out,
+                r##"<rect class="band" x="{}" y="{}" width="{}" height="{}" fill="#e4e4e4"><title>threshold ±{:.1}%</title></rect>"##,
+                f(a),
+                f(y + 2.0),
+                f(bb - a),
+                row_h - 4.0,
+                th * 100.0
+            );
+        }
+        let u = ln(row.change);
+        let (x0, x1) = (sx.map(0.0), sx.map(u.clamp(-span, span)));
+        let _ = write!(
+            out,
+            r#"<rect class="bar" data-change="{}" x="{}" y="{}" width="{}" height="{}" fill="{}"><title>{}</title></rect>"#,
+            row.change,
+            f(x0.min(x1)),
+            f(y + 5.0),
+            f((x1 - x0).abs().max(1.0)),
+            row_h - 10.0,
+            row.color,
+            escape(&row.title)
+        );
+        let mut outside: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+        if beyond(u) {
+            outside[usize::from(u > 0.0)].push(pct(row.change));
+        }
+        if let Some([a, bb]) = row.interval {
+            let (ua, ub) = (ln(a), ln(bb));
+            let _ = write!(
+                out,
+                r##"<line class="whisker" x1="{}" y1="{mid}" x2="{}" y2="{mid}" stroke="#222222" stroke-width="1.5"/>"##,
+                f(sx.map(ua.clamp(-span, span))),
+                f(sx.map(ub.clamp(-span, span))),
+            );
+            for (v, uv) in [(a, ua), (bb, ub)] {
+                if beyond(uv) {
+                    let side = &mut outside[usize::from(uv > 0.0)];
+                    if side.is_empty() {
+                        side.push(pct(v));
+                    } else {
+                        // The median is beyond too: its whisker's end after it.
+                        side.push(format!("(…{})", pct(v)));
+                    }
+                }
+            }
+        }
+        for (side, values) in outside.iter().enumerate() {
+            if !values.is_empty() {
+                arrow(&mut out, side == 1, mid, &values.join(" "));
+            }
+        }
+        let _ = write!(
+            out,
+            r#"<text x="{text_x}" y="{}" font-size="11">{}</text>"#,
+            f(mid + 4.0),
+            escape(&row.text)
+        );
+    }
+    let _ = write!(
+        out,
+        r#"<text x="{}" y="{}" text-anchor="middle" font-size="11">change of the median, new vs base (bar; log scale, so +100% and −50% are as far from 0), its interval (whisker), the threshold (grey band); ▸ beyond the axis</text></svg>"#,
+        f((l + r) / 2.0 + 100.0),
+        b + 32.0
     );
     out
 }

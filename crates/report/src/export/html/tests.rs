@@ -645,3 +645,90 @@ fn a_capacity_search_draws_its_curve_with_knee_answer_and_target() {
     // The steps are not each drawn as a latency ladder of their own.
     assert!(!html.contains("disk.io latency (rate=1000)"));
 }
+
+/// The `(x, width)` of the bar drawn for a change of `change`.
+fn bar(svg: &str, change: f64) -> (f64, f64) {
+    let at = svg
+        .find(&format!(r#"class="bar" data-change="{change}""#))
+        .unwrap_or_else(|| panic!("no bar for {change}: {svg}"));
+    let attr = |name: &str| -> f64 {
+        let s = &svg[at..];
+        let i = s.find(&format!(r#" {name}=""#)).unwrap() + name.len() + 3;
+        s[i..i + s[i..].find('"').unwrap()].parse().unwrap()
+    };
+    (attr("x"), attr("width"))
+}
+
+#[test]
+fn the_change_chart_shows_a_ten_percent_change_beside_a_seven_thousand_percent_interval() {
+    let row = |label: &str, change: f64, interval: [f64; 2]| ChangeRow {
+        label: label.into(),
+        change,
+        interval: Some(interval),
+        threshold: Some(0.05),
+        text: format!("{change}"),
+        color: "#D00000",
+        title: label.into(),
+    };
+    let rows = [
+        row("mem.bandwidth bandwidth", 0.10, [0.06, 0.14]),
+        row("os.process_create time_per_op", -0.16, [-0.988, 68.83]),
+        row("os.timer time_per_op", 0.004, [-0.01, 0.02]),
+    ];
+    let svg = svg::change_chart("changes", &rows);
+    well_formed(&svg).unwrap();
+    // The +10% bar is far from zero: its width is a good part of the half
+    // axis (230 px), not a dot on the zero line.
+    let (x10, w10) = bar(&svg, 0.10);
+    assert!(w10 > 60.0, "+10% is {w10} px wide: {svg}");
+    // It lies right of zero, the -16% bar left of it, and further out.
+    let (x16, w16) = bar(&svg, -0.16);
+    assert!(x16 + w16 <= x10 + 0.5 && w16 > w10, "{svg}");
+    // The whisker that leaves the axis on both sides ends in two arrows,
+    // each with its value.
+    assert_eq!(svg.matches(r#"class="arrow""#).count(), 2, "{svg}");
+    assert!(svg.contains("+6883.0%") && svg.contains("-98.8%"), "{svg}");
+    // The threshold is drawn on every row.
+    assert_eq!(svg.matches(r#"class="band""#).count(), 3, "{svg}");
+    // Log ratio: +100% and -50% would sit at the same distance from 0.
+    let half = |c: f64| {
+        let svg = svg::change_chart("c", &[row("a", c, [c, c]), row("b", 1.0, [0.9, 1.1])]);
+        let (x, w) = bar(&svg, c);
+        let (x0, _) = bar(&svg, 1.0);
+        (x, w, x0)
+    };
+    let (x_lo, w_lo, zero) = half(-0.5);
+    assert!((x_lo + w_lo - zero).abs() < 0.5, "-50% ends at zero");
+    let (_, w_up, _) = half(1.0);
+    assert!((w_lo - w_up).abs() < 1.0, "{w_lo} vs {w_up}");
+}
+
+#[test]
+fn the_change_chart_lists_what_moved_first_and_a_page_has_no_empty_section() {
+    let rep = base();
+    let mut new = rep.clone();
+    for r in &mut new.records {
+        if r.id == "mem.bandwidth" {
+            for m in &mut r.metrics {
+                for s in &mut m.samples {
+                    *s *= 0.5;
+                }
+                m.summary = Summary::new(&m.samples).unwrap();
+            }
+        }
+    }
+    let html = render(&[("base.json".into(), rep), ("new.json".into(), new)]);
+    // The quick pass has no sweep: no sweep section.
+    assert!(!html.contains("Sweeps ("), "an empty sweep section");
+    let chart = svgs(&html)
+        .into_iter()
+        .find(|s| s.contains("change of each metric"))
+        .expect("a change chart");
+    // The first row is the regressed metric, labelled by what differs (the
+    // quick pass runs each benchmark once: its id), not its full key.
+    let first = chart.find(r#"text-anchor="end" font-size="11">"#).unwrap();
+    let label = &chart[first..];
+    let label = &label[label.find('>').unwrap() + 1..label.find('<').unwrap()];
+    assert_eq!(label, "mem.bandwidth bandwidth", "{chart}");
+    assert!(!chart.contains("\">mem.bandwidth block="), "{chart}");
+}
