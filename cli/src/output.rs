@@ -89,7 +89,7 @@ pub(crate) fn install_ctrlc(cancel: &Arc<AtomicBool>) {
         } else {
             // Reference tools run in process groups of their own.
             benchsuite::reference::kill_running_tools();
-            benchsuite::reference::run::remove_scratch();
+            benchsuite::scratch::remove_all();
             std::process::exit(130);
         }
     });
