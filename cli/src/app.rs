@@ -13,7 +13,7 @@ use crate::config;
 use crate::output::{keep_verdict, replace_file, write_report};
 
 /// The exit status: 0 ok, 1 regression (or a failure under `--strict`),
-/// 130 interrupted. Errors (exit 2) are returned as `Err`.
+/// 128 + the signal that interrupted it (`crate::interrupt`). Errors (exit 2) are returned as `Err`.
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Run(a) => {

@@ -69,7 +69,7 @@ pub fn confirm(
         args.budget
     );
     let cancel = Arc::new(AtomicBool::new(false));
-    crate::output::install_ctrlc(&cancel);
+    crate::interrupt::install(&cancel);
     let builds = confirm::ConfirmBuilds {
         base: base_bin,
         new: new_bin,
@@ -96,9 +96,9 @@ pub fn confirm(
 }
 
 /// Runs the two builds' rounds and returns their pooled reports (written
-/// to `--interleave-dir` too). Ctrl-C reaches the running build too (one
-/// process group): it ends its round, and then this one exits 130 without
-/// judging half a comparison.
+/// to `--interleave-dir` too). A signal (Ctrl-C, SIGTERM, SIGHUP) ends
+/// the rounds, and then this one exits 128 + the signal without judging
+/// half a comparison.
 pub fn run(bins: &[PathBuf], args: &CompareArgs) -> Result<(Report, Report)> {
     let [base_bin, new_bin] = bins else {
         bail!("--interleave takes two binaries: BASE_BIN NEW_BIN");
@@ -111,7 +111,7 @@ pub fn run(bins: &[PathBuf], args: &CompareArgs) -> Result<(Report, Report)> {
         );
     }
     let cancel = Arc::new(AtomicBool::new(false));
-    crate::output::install_ctrlc(&cancel);
+    crate::interrupt::install(&cancel);
     let builds = Builds {
         base: base_bin,
         new: new_bin,
@@ -119,8 +119,11 @@ pub fn run(bins: &[PathBuf], args: &CompareArgs) -> Result<(Report, Report)> {
         run_args: &args.run_args,
     };
     let Some((base, new)) = interleave::run(&builds, &cancel)? else {
-        eprintln!("interrupted: nothing compared");
-        std::process::exit(130);
+        eprintln!(
+            "interrupted ({}): nothing compared",
+            crate::interrupt::name()
+        );
+        std::process::exit(crate::interrupt::exit_code());
     };
     for (name, r) in [("base", &base), ("new", &new)] {
         let path = args.interleave_dir.join(format!("interleave-{name}.json"));
