@@ -123,6 +123,14 @@ fn cmd_compare(args: &CompareArgs) -> Result<i32> {
             args.run_args.join(" ")
         );
     }
+    if args.confirm.is_none()
+        && let Some(t) = args.round_timeout
+    {
+        anyhow::bail!(
+            "--round-timeout {} s: limits the rounds of --interleave or --confirm, and neither is given",
+            t.as_secs_f64()
+        );
+    }
     use benchsuite::fleet::{Fleet, ReportFile};
     let (history_paths, new_path) =
         benchsuite::compare::history::inputs(&args.reports, args.baseline_dir.as_deref())?;

@@ -75,6 +75,7 @@ pub fn confirm(
         new: new_bin,
         run_args: &args.run_args,
         budget: args.budget,
+        round_timeout: args.round_timeout,
     };
     let mut say = |line: String| eprintln!("confirm {line}");
     let out = confirm::confirm(screen, new, &builds, options, &cancel, &mut say)
@@ -96,9 +97,11 @@ pub fn confirm(
 }
 
 /// Runs the two builds' rounds and returns their pooled reports (written
-/// to `--interleave-dir` too). A signal (Ctrl-C, SIGTERM, SIGHUP) ends
-/// the rounds, and then this one exits 128 + the signal without judging
-/// half a comparison.
+/// to `--interleave-dir` too). A signal (Ctrl-C, SIGTERM, SIGHUP) stops
+/// the running build's round (it runs in a process group of its own, asked
+/// to stop with SIGTERM first) and exits 128 + the signal without judging
+/// half a comparison. A round past `--round-timeout` is an error (exit 2)
+/// naming the build.
 pub fn run(bins: &[PathBuf], args: &CompareArgs) -> Result<(Report, Report)> {
     let [base_bin, new_bin] = bins else {
         bail!("--interleave takes two binaries: BASE_BIN NEW_BIN");
@@ -117,6 +120,7 @@ pub fn run(bins: &[PathBuf], args: &CompareArgs) -> Result<(Report, Report)> {
         new: new_bin,
         rounds: args.rounds,
         run_args: &args.run_args,
+        round_timeout: args.round_timeout,
     };
     let Some((base, new)) = interleave::run(&builds, &cancel)? else {
         eprintln!(
