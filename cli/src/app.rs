@@ -13,7 +13,7 @@ use crate::config;
 use crate::output::{keep_verdict, replace_file, write_report};
 
 /// The exit status: 0 ok, 1 regression (or a failure under `--strict`),
-/// 130 interrupted. Errors (exit 2) are returned as `Err`.
+/// 128 + the signal that interrupted it (`crate::interrupt`). Errors (exit 2) are returned as `Err`.
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Run(a) => {
@@ -121,6 +121,14 @@ fn cmd_compare(args: &CompareArgs) -> Result<i32> {
         anyhow::bail!(
             "arguments after `--` ({}) are for the runs of --interleave or --confirm",
             args.run_args.join(" ")
+        );
+    }
+    if args.confirm.is_none()
+        && let Some(t) = args.round_timeout
+    {
+        anyhow::bail!(
+            "--round-timeout {} s: limits the rounds of --interleave or --confirm, and neither is given",
+            t.as_secs_f64()
         );
     }
     use benchsuite::fleet::{Fleet, ReportFile};

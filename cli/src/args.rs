@@ -70,7 +70,7 @@ pub enum Command {
     /// Show what benchsuite detects about this machine (and what it cannot).
     Info(InfoArgs),
     /// Serve network benchmarks to clients (`benchsuite run net --peer
-    /// HOST:PORT`) until Ctrl-C or SIGTERM.
+    /// HOST:PORT`) until Ctrl-C, SIGTERM or SIGHUP (exit 0).
     ///
     /// The server requires a token, also on loopback (another user of this
     /// machine could use it otherwise): set BENCHSUITE_TOKEN, or give
@@ -345,6 +345,15 @@ pub struct CompareArgs {
     /// written to, as interleave-base.json and interleave-new.json.
     #[arg(long, value_name = "DIR", default_value = ".", requires = "interleave")]
     pub interleave_dir: PathBuf,
+
+    /// With --interleave or --confirm: the longest one build's round may
+    /// run (SECS, or 90s, 10m, 1h). A round past it is stopped with every
+    /// process it started (SIGTERM, then SIGKILL 5 s later) and compare
+    /// exits 2 naming the build that hung, with the end of its stderr. The
+    /// default: no limit on the first round, and max(10 × the first
+    /// round's time, 10m) on every later one.
+    #[arg(long, value_name = "SECS", value_parser = round_timeout)]
+    pub round_timeout: Option<std::time::Duration>,
 
     /// With --interleave or --confirm: the arguments of each `run` (after
     /// `--`), e.g. `-- cpu mem --runs 5`; -o, --format and --rounds are set
@@ -656,4 +665,12 @@ pub enum NetPairsArg {
     Pairwise,
     /// All ranks measure the first one at once.
     FanIn,
+}
+
+/// `--round-timeout`: a positive duration (a bare number is seconds).
+fn round_timeout(text: &str) -> Result<std::time::Duration, String> {
+    match benchsuite::units::parse_duration(text)? {
+        d if d.is_zero() => Err("the limit must be more than 0 s".into()),
+        d => Ok(d),
+    }
 }

@@ -69,12 +69,13 @@ pub fn confirm(
         args.budget
     );
     let cancel = Arc::new(AtomicBool::new(false));
-    crate::output::install_ctrlc(&cancel);
+    crate::interrupt::install(&cancel);
     let builds = confirm::ConfirmBuilds {
         base: base_bin,
         new: new_bin,
         run_args: &args.run_args,
         budget: args.budget,
+        round_timeout: args.round_timeout,
     };
     let mut say = |line: String| eprintln!("confirm {line}");
     let out = confirm::confirm(screen, new, &builds, options, &cancel, &mut say)
@@ -96,9 +97,11 @@ pub fn confirm(
 }
 
 /// Runs the two builds' rounds and returns their pooled reports (written
-/// to `--interleave-dir` too). Ctrl-C reaches the running build too (one
-/// process group): it ends its round, and then this one exits 130 without
-/// judging half a comparison.
+/// to `--interleave-dir` too). A signal (Ctrl-C, SIGTERM, SIGHUP) stops
+/// the running build's round (it runs in a process group of its own, asked
+/// to stop with SIGTERM first) and exits 128 + the signal without judging
+/// half a comparison. A round past `--round-timeout` is an error (exit 2)
+/// naming the build.
 pub fn run(bins: &[PathBuf], args: &CompareArgs) -> Result<(Report, Report)> {
     let [base_bin, new_bin] = bins else {
         bail!("--interleave takes two binaries: BASE_BIN NEW_BIN");
@@ -111,16 +114,20 @@ pub fn run(bins: &[PathBuf], args: &CompareArgs) -> Result<(Report, Report)> {
         );
     }
     let cancel = Arc::new(AtomicBool::new(false));
-    crate::output::install_ctrlc(&cancel);
+    crate::interrupt::install(&cancel);
     let builds = Builds {
         base: base_bin,
         new: new_bin,
         rounds: args.rounds,
         run_args: &args.run_args,
+        round_timeout: args.round_timeout,
     };
     let Some((base, new)) = interleave::run(&builds, &cancel)? else {
-        eprintln!("interrupted: nothing compared");
-        std::process::exit(130);
+        eprintln!(
+            "interrupted ({}): nothing compared",
+            crate::interrupt::name()
+        );
+        std::process::exit(crate::interrupt::exit_code());
     };
     for (name, r) in [("base", &base), ("new", &new)] {
         let path = args.interleave_dir.join(format!("interleave-{name}.json"));

@@ -31,7 +31,7 @@ pub use benchsuite_core::{
 };
 pub use benchsuite_core::{
     atomic, bench, capacity, catalog, caveat, cluster, error, host, openloop, param, phase, report,
-    runner, schema, stats, sweep, team, units,
+    runner, schema, scratch, stats, sweep, team, units,
 };
 pub use benchsuite_fleet::launcher;
 pub use benchsuite_report::{CompareOptions, Comparison, Verdict};

@@ -3,7 +3,8 @@
 //! Exit codes: 0 ok, 1 the `compare` gate failed (a regression, or a
 //! benchmark of the baseline failed, skipped, missing or not judged in the
 //! new report; or a failure under `run --strict`), 2 usage or runtime
-//! error, 130 interrupted.
+//! error, 128 + the signal's number when SIGINT (130), SIGTERM (143) or
+//! SIGHUP (129) ended it (see `interrupt`).
 
 mod app;
 mod args;
@@ -11,6 +12,7 @@ mod breakeven;
 mod config;
 mod fleet;
 mod interleave;
+mod interrupt;
 mod output;
 mod planfile;
 mod progress;

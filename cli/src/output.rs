@@ -1,12 +1,9 @@
 //! Where output goes and what survives it: every file the CLI writes,
 //! atomically (see `benchsuite::atomic`), its errors naming the flag that
-//! asked for it; the exit code that a closed stdout must not change; and
-//! Ctrl-C.
+//! asked for it; and the exit code that a closed stdout must not change.
 
 use std::io::{self, ErrorKind, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use anyhow::Result;
 use benchsuite::Report;
@@ -70,29 +67,6 @@ pub(crate) fn keep_verdict<T>(code: i32, written: Result<T>) -> Result<Output<T>
         Err(e) if is_broken_pipe(&e) => Ok(Output::StdoutClosed(code)),
         Err(e) => Err(e),
     }
-}
-
-/// First Ctrl-C: finish the current record, write what is done, exit 130.
-/// Second Ctrl-C: exit 130 at once.
-pub(crate) fn install_ctrlc(cancel: &Arc<AtomicBool>) {
-    let cancel = cancel.clone();
-    let presses = AtomicUsize::new(0);
-    // An error here only means a handler exists already (embedding tests).
-    let _ = ctrlc::set_handler(move || {
-        if presses.fetch_add(1, Ordering::SeqCst) == 0 {
-            cancel.store(true, Ordering::SeqCst);
-            // A reference tool's wait sleeps until it exits: wake it.
-            benchsuite::reference::wake_waits();
-            eprintln!(
-                "\ninterrupt: finishing the current record, then writing the report (Ctrl-C again to abort)"
-            );
-        } else {
-            // Reference tools run in process groups of their own.
-            benchsuite::reference::kill_running_tools();
-            benchsuite::reference::run::remove_scratch();
-            std::process::exit(130);
-        }
-    });
 }
 
 /// Whether `e` is, or was caused by, a closed stdout (EPIPE).

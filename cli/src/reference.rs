@@ -55,10 +55,18 @@ pub fn cmd_reference(args: &RunArgs) -> Result<i32> {
         // written (creating nothing: a failed run leaves no file).
         crate::output::check_writable("-o", file)?;
     }
-    // Ctrl-C finishes the round in flight (the tool's scratch files are
-    // removed after it), then writes what is done.
-    crate::output::install_ctrlc(&cfg.cancel);
+    // A signal (Ctrl-C, SIGTERM, SIGHUP) stops the tool in flight and
+    // ends the round (the tool's scratch files are removed after it), then
+    // writes what is done and exits 128 + the signal.
+    crate::interrupt::install(&cfg.cancel);
     let Some(report) = run_references(&plan, &cfg, rounds, &mut Stderr) else {
+        if cfg.cancel.load(std::sync::atomic::Ordering::SeqCst) {
+            eprintln!(
+                "interrupted: {} came before the first record; nothing written",
+                crate::interrupt::name()
+            );
+            return Ok(crate::interrupt::exit_code());
+        }
         bail!("nothing selected");
     };
 
@@ -67,8 +75,15 @@ pub fn cmd_reference(args: &RunArgs) -> Result<i32> {
         .iter()
         .filter(|r| r.status == Status::Failed)
         .count();
+    let interrupted = cfg.cancel.load(std::sync::atomic::Ordering::SeqCst);
     // Decided before writing: a closed stdout keeps a --strict failure.
-    let code = if args.strict && failed > 0 { 1 } else { 0 };
+    let code = if interrupted {
+        crate::interrupt::exit_code()
+    } else if args.strict && failed > 0 {
+        1
+    } else {
+        0
+    };
     let written = (|| -> Result<String> {
         let written = write(&report, output.format, output.file.as_deref())?;
         // The summary goes where it does not break a machine-readable stdout.
@@ -95,6 +110,12 @@ pub fn cmd_reference(args: &RunArgs) -> Result<i32> {
             .filter(|r| r.reference.as_ref().is_some_and(|x| x.ratio.is_some()))
             .count(),
     );
+    if interrupted {
+        eprintln!(
+            "interrupted: the report holds the records finished before {}",
+            crate::interrupt::name()
+        );
+    }
     Ok(code)
 }
 

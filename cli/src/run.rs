@@ -18,9 +18,7 @@ use benchsuite_fleet::{Pairing, Placement};
 
 use crate::args::RunArgs;
 use crate::config::{self, FlagNames};
-use crate::output::{
-    Output, install_ctrlc, keep_verdict, output_files, replace_file, write_report,
-};
+use crate::output::{Output, keep_verdict, output_files, replace_file, write_report};
 use crate::progress::Progress;
 
 /// One phase: a plan file's (named) or the command line's.
@@ -87,7 +85,7 @@ pub fn cmd_run(args: &RunArgs, pairing: &mut Option<Pairing>) -> Result<i32> {
         return Ok(0);
     }
     check_output(&output)?;
-    install_ctrlc(&cfg.cancel);
+    crate::interrupt::install(&cfg.cancel);
     let host = plans
         .first()
         .or(net.first().map(|n| &n.plan))
@@ -307,7 +305,8 @@ fn run_all(
 }
 
 /// Writes the report where it goes and says what was run; the exit code
-/// is decided first (130 interrupted, 1 a failure under `--strict`), so a
+/// is decided first (128 + the signal that interrupted it, 1 a failure
+/// under `--strict`), so a
 /// closed stdout cannot change it.
 fn finish(
     args: &RunArgs,
@@ -324,7 +323,7 @@ fn finish(
         count(Status::Failed),
     );
     let code = if interrupted {
-        130
+        crate::interrupt::exit_code()
     } else if args.strict && failed > 0 {
         1
     } else {
@@ -353,7 +352,10 @@ fn finish(
         report.records.len(),
     );
     if interrupted {
-        eprintln!("interrupted: the report holds the records finished before Ctrl-C");
+        eprintln!(
+            "interrupted: the report holds the records finished before {}",
+            crate::interrupt::name()
+        );
     }
     Ok(code)
 }

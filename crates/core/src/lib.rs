@@ -58,6 +58,7 @@ pub mod registry;
 pub mod report;
 pub mod runner;
 pub mod schema;
+pub mod scratch;
 pub mod stats;
 pub mod sweep;
 pub mod team;

@@ -400,13 +400,20 @@ fn child_main(action: &ChildAction<'_>) -> ! {
             write_fd,
             close,
         } => {
-            // A terminal's Ctrl-C reaches the whole foreground process group.
-            // The partner ignores it so the parent can finish the current
-            // record as promised; the parent ends it through the pipe (or
-            // SIGKILL) in finish.
+            // A terminal's Ctrl-C reaches the whole foreground process group,
+            // as `timeout`'s SIGTERM and a hangup's SIGHUP do. The partner
+            // ignores them so the parent can finish the current record as
+            // promised; the parent ends it through the pipe (or SIGKILL) in
+            // finish, and a parent gone closes the pipe. (Ignored, not
+            // caught: the parent's handler, inherited, would tell the
+            // parent's signal thread of a signal the parent never got.)
             // SAFETY: signal() is async-signal-safe; SIG_IGN installs no
             // handler code in this child.
-            unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
+            unsafe {
+                libc::signal(libc::SIGINT, libc::SIG_IGN);
+                libc::signal(libc::SIGTERM, libc::SIG_IGN);
+                libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            }
             for fd in close {
                 // SAFETY: closing a descriptor number has no memory-safety
                 // preconditions; these are this (child) process's copies.

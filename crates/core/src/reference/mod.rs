@@ -415,16 +415,30 @@ impl ToolProcess {
         deadline: Instant,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<ExitStatus, Stopped> {
-        self.wait_checking(deadline, cancelled, CANCEL_CHECK)
+        self.wait_checking(deadline, cancelled, CANCEL_CHECK, Duration::ZERO)
+    }
+
+    /// [`ToolProcess::wait`], but a tool stopped at its deadline or on
+    /// `cancelled` is asked first ([`ToolProcess::stop`] with `grace`):
+    /// for a child that cleans up after itself on SIGTERM (a benchsuite
+    /// build's round under `compare --interleave`).
+    pub fn wait_or_stop(
+        &mut self,
+        deadline: Instant,
+        cancelled: &dyn Fn() -> bool,
+        grace: Duration,
+    ) -> Result<ExitStatus, Stopped> {
+        self.wait_checking(deadline, cancelled, CANCEL_CHECK, grace)
     }
 
     /// [`ToolProcess::wait`], looking at `cancelled` at least every
-    /// `check`.
+    /// `check`, stopping the tool with `grace`.
     fn wait_checking(
         &mut self,
         deadline: Instant,
         cancelled: &dyn Fn() -> bool,
         check: Duration,
+        grace: Duration,
     ) -> Result<ExitStatus, Stopped> {
         let pidfd = pidfd_open(self.child.id());
         let wake = pidfd.as_ref().and_then(|_| WakePipe::new());
@@ -434,11 +448,11 @@ impl ToolProcess {
                     return self.kill().map_err(Stopped::Wait);
                 }
                 Ok(false) if cancelled() => {
-                    let _ = self.kill();
+                    let _ = self.stop(grace);
                     return Err(Stopped::Cancelled);
                 }
                 Ok(false) if Instant::now() >= deadline => {
-                    let _ = self.kill();
+                    let _ = self.stop(grace);
                     return Err(Stopped::TimedOut);
                 }
                 Ok(false) => {
@@ -454,6 +468,33 @@ impl ToolProcess {
                 }
             }
         }
+    }
+
+    /// Sends SIGTERM to the tool's process group, gives the tool up to
+    /// `grace` to exit, then [`ToolProcess::kill`]s the group (what is left
+    /// of it) and reaps the tool. A zero `grace` is [`ToolProcess::kill`].
+    pub fn stop(&mut self, grace: Duration) -> io::Result<ExitStatus> {
+        if self.status.is_none() && !grace.is_zero() {
+            let pgid = pid_of(&self.child);
+            if lock(&RUNNING).contains(&pgid) {
+                // SAFETY: killpg only sends a signal. The leader is our
+                // child, not yet reaped (only `kill`, which needs `&mut
+                // self`, reaps it), so the ID still names our group.
+                unsafe {
+                    libc::killpg(pgid, libc::SIGTERM);
+                }
+                let until = Instant::now() + grace;
+                let pidfd = pidfd_open(self.child.id());
+                while !self.exited().unwrap_or(true) && Instant::now() < until {
+                    let left = until.saturating_duration_since(Instant::now());
+                    match &pidfd {
+                        Some(fd) => sleep_on(fd, None, left),
+                        None => std::thread::sleep(left.min(Duration::from_millis(20))),
+                    }
+                }
+            }
+        }
+        self.kill()
     }
 
     /// Sends SIGKILL to the tool's process group (unless the tool is
@@ -626,6 +667,11 @@ fn sleep_on(pidfd: &OwnedFd, wake: Option<&WakePipe>, for_: Duration) {
 /// Sends SIGKILL to the process group of every tool started with
 /// [`ToolProcess::spawn`] and not yet reaped: for a process about to exit
 /// without unwinding (a second Ctrl-C), which would leave them running.
+///
+/// Returns once each group's leader is dead (or after a second at most),
+/// so that a scratch directory removed next
+/// ([`crate::scratch::remove_all`]) is not written into again. The leaders
+/// are left unreaped: the process is about to exit.
 pub fn kill_running_tools() {
     let running = lock(&RUNNING);
     for &pgid in running.iter() {
@@ -635,6 +681,74 @@ pub fn kill_running_tools() {
             libc::killpg(pgid, libc::SIGKILL);
         }
     }
+    let until = Instant::now() + Duration::from_secs(1);
+    for &pid in running.iter() {
+        while Instant::now() < until && !dead(pid) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// Whether our unreaped child `pid` has exited (without reaping it).
+fn dead(pid: i32) -> bool {
+    // SAFETY: siginfo_t is plain data, valid when zeroed.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is a valid siginfo_t for waitid to fill; WNOWAIT
+    // leaves the child waitable, WNOHANG returns at once.
+    let rc = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    // SAFETY: after a successful waitid, si_pid is 0 while it runs.
+    rc != 0 || unsafe { info.si_pid() } != 0
+}
+
+/// The last bytes a child wrote to a pipe (its stderr), read on a thread
+/// of its own so the child never blocks on a full pipe, keeping at most
+/// `keep` bytes however much it writes.
+#[derive(Debug)]
+pub struct PipeTail(std::sync::mpsc::Receiver<Vec<u8>>);
+
+impl PipeTail {
+    /// Starts reading `pipe` until its end, keeping its last `keep` bytes.
+    pub fn read(pipe: impl io::Read + Send + 'static, keep: usize) -> PipeTail {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(tail_of(pipe, keep));
+        });
+        PipeTail(rx)
+    }
+
+    /// The tail, once the pipe ended; `None` if it is still open after
+    /// `grace` (a process the child started outside its group holds it).
+    pub fn get(self, grace: Duration) -> Option<String> {
+        let bytes = self.0.recv_timeout(grace).ok()?;
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    }
+}
+
+/// Reads `r` to its end, keeping its last `keep` bytes (a read error ends
+/// it as the end would).
+fn tail_of(mut r: impl io::Read, keep: usize) -> Vec<u8> {
+    let mut tail = std::collections::VecDeque::with_capacity(keep.min(1 << 16));
+    let mut buf = [0u8; 8192];
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                tail.extend(&buf[..n]);
+                let over = tail.len().saturating_sub(keep);
+                tail.drain(..over);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    tail.into()
 }
 
 #[cfg(test)]
@@ -734,6 +848,79 @@ mod tests {
         assert!(wait_gone(forked), "the forked sleep {forked} still runs");
     }
 
+    /// `wait_or_stop` asks first: a tool that cleans up on SIGTERM gets to
+    /// (its trap runs), one that ignores SIGTERM is killed after the grace,
+    /// with what it forked.
+    #[test]
+    fn a_stop_with_grace_asks_with_sigterm_then_kills() {
+        let dir = std::env::temp_dir().join(format!(
+            "benchsuite-stop-{}",
+            crate::atomic::random_hex().unwrap()
+        ));
+        std::fs::create_dir(&dir).unwrap();
+        let cleaned = dir.join("cleaned");
+        let mut c = Command::new("sh");
+        c.arg("-c")
+            .arg(format!(
+                "trap 'echo bye > {}; exit 3' TERM; echo $$; while :; do sleep 0.05; done",
+                cleaned.display()
+            ))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped());
+        let mut t = ToolProcess::spawn(c).unwrap();
+        let _ = child_pid(&mut t);
+        let r = t.wait_or_stop(
+            Instant::now() + Duration::from_millis(100),
+            &|| false,
+            Duration::from_secs(10),
+        );
+        assert!(matches!(r, Err(Stopped::TimedOut)), "{r:?}");
+        assert_eq!(std::fs::read_to_string(&cleaned).unwrap(), "bye\n");
+
+        let mut c = Command::new("sh");
+        c.args([
+            "-c",
+            "trap '' TERM; sleep 300 & echo $!; while :; do sleep 0.05; done",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped());
+        let mut t = ToolProcess::spawn(c).unwrap();
+        let forked = child_pid(&mut t);
+        let start = Instant::now();
+        let r = t.wait_or_stop(
+            Instant::now() + Duration::from_secs(60),
+            &|| true,
+            Duration::from_millis(300),
+        );
+        assert!(matches!(r, Err(Stopped::Cancelled)), "{r:?}");
+        assert!(
+            start.elapsed() >= Duration::from_millis(300),
+            "{:?}",
+            start.elapsed()
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+        assert!(wait_gone(forked), "the forked sleep {forked} still runs");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_pipe_tail_keeps_only_the_last_bytes() {
+        let text: Vec<u8> = (0..100_000u32)
+            .flat_map(|i| format!("{i}\n").into_bytes())
+            .collect();
+        let tail = PipeTail::read(std::io::Cursor::new(text.clone()), 1000)
+            .get(Duration::from_secs(5))
+            .unwrap();
+        assert_eq!(tail.as_bytes(), &text[text.len() - 1000..]);
+        assert!(tail.ends_with("99999\n"));
+        let short = PipeTail::read(&b"error: x\n"[..], 1000).get(Duration::from_secs(5));
+        assert_eq!(short.as_deref(), Some("error: x\n"));
+    }
+
     /// This thread's voluntary context switches so far.
     fn voluntary_switches() -> u64 {
         std::fs::read_to_string("/proc/thread-self/status")
@@ -782,6 +969,7 @@ mod tests {
             Instant::now() + Duration::from_secs(300),
             &|| CANCEL.load(std::sync::atomic::Ordering::SeqCst),
             Duration::from_secs(60),
+            Duration::ZERO,
         );
         waker.join().unwrap();
         assert!(matches!(r, Err(Stopped::Cancelled)), "{r:?}");

@@ -224,7 +224,7 @@ pub fn run_references(
 /// Lays out `r`'s shared file ([`Reference::shared_file`]) in a fresh
 /// private directory in its `scratch_in`, points `ours` at it and puts its
 /// path in the tool's command line and note. The directory goes when the
-/// returned [`Scratch`] drops (or on Ctrl-C, with the others).
+/// returned [`Scratch`] drops (or on a second signal, with the others).
 fn share_file(
     r: &mut Reference,
     ours: &mut crate::Point,
@@ -237,15 +237,15 @@ fn share_file(
     let scratch = Scratch::new(r)?;
     // Absolute: the tool runs in a directory of its own, where a relative
     // `--scratch-dir` would name another file.
-    let path = std::path::absolute(scratch.0.join("benchsuite-reference-shared"))
-        .map_err(|e| format!("cannot resolve {}: {e}", scratch.0.display()))?;
+    let path = std::path::absolute(scratch.path().join("benchsuite-reference-shared"))
+        .map_err(|e| format!("cannot resolve {}: {e}", scratch.path().display()))?;
     // Both sides get the path as text: one that is not UTF-8 would reach
     // them as another name.
     let dir = || {
         format!(
             "{}={:?}",
             shared.param,
-            r.scratch_in.as_deref().unwrap_or(&scratch.0)
+            r.scratch_in.as_deref().unwrap_or(scratch.path())
         )
     };
     let shown = path
@@ -398,7 +398,7 @@ impl ToolRun {
         let version = Scratch::create(&std::env::temp_dir(), &[])
             .ok()
             .and_then(|dir| {
-                tool_command(&r.version_argv, &dir.0)
+                tool_command(&r.version_argv, dir.path())
                     .ok()?
                     .stdin(Stdio::null())
                     .output()
@@ -584,7 +584,7 @@ fn run_tool(r: &Reference, cancelled: &dyn Fn() -> bool) -> Result<String, Strin
     let scratch = Scratch::new(r)?;
     let _server = match &r.server_argv {
         Some(s) => {
-            let mut c = tool_command(s, &scratch.0)?;
+            let mut c = tool_command(s, scratch.path())?;
             c.stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
@@ -595,7 +595,7 @@ fn run_tool(r: &Reference, cancelled: &dyn Fn() -> bool) -> Result<String, Strin
         }
         None => None,
     };
-    let mut c = tool_command(&r.argv, &scratch.0)?;
+    let mut c = tool_command(&r.argv, scratch.path())?;
     c.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -674,7 +674,7 @@ fn run_tool(r: &Reference, cancelled: &dyn Fn() -> bool) -> Result<String, Strin
         return Err(format!("{} exited with {status}: {tail}", r.tool));
     }
     match r.output_file {
-        Some(name) => std::fs::read_to_string(scratch.0.join(name))
+        Some(name) => std::fs::read_to_string(scratch.path().join(name))
             .map(|file| format!("{file}\n{out}\n{err}"))
             .map_err(|e| format!("{} wrote no {name}: {e}", r.tool)),
         None => Ok(out),
@@ -682,21 +682,9 @@ fn run_tool(r: &Reference, cancelled: &dyn Fn() -> bool) -> Result<String, Strin
 }
 
 /// A scratch directory for a tool's input and output files, removed with
-/// everything in it when dropped.
-struct Scratch(PathBuf);
-
-/// The reference tools' scratch directories that exist now (each created
-/// by this process, exclusively, mode 0700): removed by [`remove_scratch`]
-/// when the process exits without unwinding (a second Ctrl-C).
-static SCRATCH: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
-
-/// Removes every reference scratch directory that still exists.
-pub fn remove_scratch() {
-    let paths = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
-    for p in paths.iter() {
-        let _ = std::fs::remove_dir_all(p);
-    }
-}
+/// everything in it when dropped, or by [`crate::scratch::remove_all`] when
+/// the process exits without unwinding (a second signal).
+struct Scratch(crate::scratch::ScratchDir);
 
 impl Scratch {
     /// Creates `benchsuite-ref-PID-RANDOM` in [`Reference::scratch_in`]
@@ -711,33 +699,23 @@ impl Scratch {
     /// Creates `benchsuite-ref-PID-RANDOM` in `parent`, private, holding
     /// `inputs` (name, contents).
     fn create(parent: &Path, inputs: &[(String, String)]) -> Result<Scratch, String> {
-        let dir = crate::atomic::private_dir(parent, "benchsuite-ref").map_err(|e| {
+        let dir = crate::scratch::ScratchDir::new(parent, "benchsuite-ref").map_err(|e| {
             format!(
                 "cannot create a scratch directory in {}: {e}",
                 parent.display()
             )
         })?;
-        SCRATCH
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(dir.clone());
         let scratch = Scratch(dir);
         for (name, text) in inputs {
-            let path = scratch.0.join(name);
+            let path = scratch.path().join(name);
             std::fs::write(&path, text)
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         }
         Ok(scratch)
     }
-}
 
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-        SCRATCH
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|d| *d != self.0);
+    fn path(&self) -> &Path {
+        self.0.path()
     }
 }
 
@@ -793,7 +771,7 @@ mod tests {
         let mut point = crate::Point::default();
         let mut ctx = crate::Context::new(std::sync::Arc::new(crate::Host::default()));
         let scratch = share_file(&mut r, &mut point, &mut ctx, &|| false).unwrap();
-        let file = scratch.0.join("benchsuite-reference-shared");
+        let file = scratch.path().join("benchsuite-reference-shared");
         assert_eq!(std::fs::metadata(&file).unwrap().len(), 4096);
         let file = file.to_str().unwrap();
         assert_eq!(

@@ -411,30 +411,52 @@ impl Server {
         self.shared.gate.backoff_entries()
     }
 
-    /// Runs until SIGINT (Ctrl-C) or SIGTERM, then shuts down.
-    pub fn run_until_signal(mut self) -> Result<(), NetError> {
+    /// Runs until SIGINT (Ctrl-C), SIGTERM or SIGHUP, then shuts down.
+    pub fn run_until_signal(self) -> Result<(), NetError> {
+        self.run_until_signal_after(|_| {})
+    }
+
+    /// [`Server::run_until_signal`], calling `ready` once the signals are
+    /// caught: a signal before that would end the process without its
+    /// shutdown, so whoever waits for the server to say it listens can
+    /// signal it as soon as it does.
+    pub fn run_until_signal_after(mut self, ready: impl FnOnce(&Server)) -> Result<(), NetError> {
         let rt = self
             .runtime
             .as_ref()
             .ok_or_else(|| NetError::Config("the server is already shut down".into()))?;
-        rt.block_on(async {
-            #[cfg(unix)]
-            {
-                use tokio::signal::unix::{SignalKind, signal};
-                let mut term = signal(SignalKind::terminate())
-                    .map_err(|e| NetError::io("installing the SIGTERM handler", e))?;
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let _in_runtime = rt.enter();
+            let mut caught = Vec::new();
+            for (kind, name) in [
+                (SignalKind::interrupt(), "SIGINT"),
+                (SignalKind::terminate(), "SIGTERM"),
+                (SignalKind::hangup(), "SIGHUP"),
+            ] {
+                caught.push(
+                    signal(kind)
+                        .map_err(|e| NetError::io(format!("installing the {name} handler"), e))?,
+                );
+            }
+            let [mut int, mut term, mut hup] = <[_; 3]>::try_from(caught).expect("three");
+            drop(_in_runtime);
+            ready(&self);
+            rt.block_on(async {
                 tokio::select! {
-                    r = tokio::signal::ctrl_c() => r.map_err(|e| NetError::io("waiting for Ctrl-C", e)),
-                    _ = term.recv() => Ok(()),
+                    _ = int.recv() => {}
+                    _ = term.recv() => {}
+                    _ = hup.recv() => {}
                 }
-            }
-            #[cfg(not(unix))]
-            {
-                tokio::signal::ctrl_c()
-                    .await
-                    .map_err(|e| NetError::io("waiting for Ctrl-C", e))
-            }
-        })?;
+            });
+        }
+        #[cfg(not(unix))]
+        {
+            ready(&self);
+            rt.block_on(tokio::signal::ctrl_c())
+                .map_err(|e| NetError::io("waiting for Ctrl-C", e))?;
+        }
         self.stop_and_join();
         Ok(())
     }
@@ -473,7 +495,7 @@ impl Drop for Server {
     }
 }
 
-/// Starts a server and runs it until SIGINT or SIGTERM: what
+/// Starts a server and runs it until SIGINT, SIGTERM or SIGHUP: what
 /// `benchsuite serve` does. First it raises this process's soft limit of
 /// open files to the hard one (the default soft limit, often 1024, is
 /// below what the default limits can take), so only a low hard limit cuts
@@ -482,11 +504,12 @@ impl Drop for Server {
 pub fn serve(cfg: ServerConfig, on_listening: impl FnOnce(SocketAddr)) -> Result<(), NetError> {
     crate::sys::raise_open_file_limit();
     let server = Server::start(cfg)?;
-    on_listening(server.local_addr());
-    if let Some(note) = &server.fit_note {
-        server.shared.log(format_args!("note: {note}"));
-    }
-    server.run_until_signal()
+    server.run_until_signal_after(|server| {
+        on_listening(server.local_addr());
+        if let Some(note) = &server.fit_note {
+            server.shared.log(format_args!("note: {note}"));
+        }
+    })
 }
 
 struct Shared {

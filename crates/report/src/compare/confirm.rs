@@ -196,6 +196,8 @@ pub struct ConfirmBuilds<'a> {
     pub run_args: &'a [String],
     /// The most A B pairs (at least 3).
     pub budget: usize,
+    /// The longest a round may take; `None`: [`Interleaver`]'s default.
+    pub round_timeout: Option<std::time::Duration>,
 }
 
 /// Why a confirmation could not run.
@@ -238,6 +240,7 @@ pub fn confirm(
         args.push(k.clone());
     }
     let mut rounds = Interleaver::new(builds.base, builds.new, &args)?;
+    rounds.set_round_timeout(builds.round_timeout);
     let started = Instant::now();
     let mut current = screen.clone();
     let mut note = None;

@@ -1,0 +1,496 @@
+//! SIGTERM (CI's cancel, `timeout`, the end of a Slurm job), SIGHUP and
+//! SIGINT at each phase of `reference`, `run`, `compare --interleave`,
+//! `serve` and a fleet rank: the tools benchsuite started (stand-ins on
+//! PATH) are gone, their scratch directories removed, the records
+//! finished before the signal kept, and the exit status is 128 + the
+//! signal (`serve`: 0, its clean stop). A second signal still leaves no
+//! tool and no scratch behind. And `compare --interleave` stops a build
+//! whose round hangs, naming it.
+//!
+//! Every process a test started is stopped by its PID.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+
+/// Two rounds of short samples, no progress lines.
+const QUICK: [&str; 9] = [
+    "--rounds",
+    "2",
+    "--runs",
+    "3",
+    "--min-sample-time",
+    "1ms",
+    "--warmup",
+    "1ms",
+    "--no-progress",
+];
+
+/// A benchsuite this test started: on drop, SIGKILL by its PID if it
+/// still runs, and always waited for.
+struct Started(Child);
+
+impl Started {
+    fn pid(&self) -> i32 {
+        self.0.id() as i32
+    }
+
+    /// Waits up to `secs` for it to exit.
+    fn exit_within(&mut self, secs: u64) -> ExitStatus {
+        let until = Instant::now() + Duration::from_secs(secs);
+        loop {
+            if let Some(s) = self.0.try_wait().unwrap() {
+                return s;
+            }
+            assert!(
+                Instant::now() < until,
+                "benchsuite {} still runs {secs} s after the signal",
+                self.pid()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Its stderr, once it exited.
+    fn stderr(&mut self) -> String {
+        use std::io::Read;
+        let mut s = String::new();
+        if let Some(mut e) = self.0.stderr.take() {
+            e.read_to_string(&mut s).unwrap();
+        }
+        s
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+        }
+        let _ = self.0.wait();
+    }
+}
+
+/// Sends `sig` to `pid` (one this test started).
+fn signal(pid: i32, sig: libc::c_int) {
+    // SAFETY: kill(2) only sends a signal, to a process this test started.
+    assert_eq!(unsafe { libc::kill(pid, sig) }, 0, "kill {pid}");
+}
+
+/// Whether `pid` is gone: no /proc entry, or a zombie (dead, left for
+/// whoever reaps orphans in this PID namespace).
+fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
+    }
+}
+
+/// A stand-in's PIDs, from the files it wrote in `dir`; each asserted
+/// gone (within a second), and killed (by that PID) if it was not, so a
+/// failed test leaves nothing running.
+fn assert_gone(dir: &Path, names: &[&str]) {
+    let mut alive = Vec::new();
+    for name in names {
+        let Ok(text) = std::fs::read_to_string(dir.join(name)) else {
+            continue;
+        };
+        let pid: i32 = text.trim().parse().unwrap();
+        let until = Instant::now() + Duration::from_secs(1);
+        while !gone(pid) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if !gone(pid) {
+            // SAFETY: kill(2) only sends a signal, to a stand-in this test
+            // made benchsuite start.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            alive.push(format!("{name} ({pid})"));
+        }
+    }
+    assert!(alive.is_empty(), "still running: {alive:?}");
+}
+
+/// Waits up to 60 s for `file` to exist.
+fn wait_for(file: &Path, started: &mut Started) {
+    let until = Instant::now() + Duration::from_secs(60);
+    while !file.exists() {
+        if let Some(s) = started.0.try_wait().unwrap() {
+            panic!(
+                "benchsuite exited ({s}) before {} appeared: {}",
+                file.display(),
+                started.stderr()
+            );
+        }
+        assert!(Instant::now() < until, "{} never appeared", file.display());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// What is left in `dir` whose name starts with `prefix`.
+fn left_in(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect()
+}
+
+fn script(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A stand-in sockperf in `dir`: its server (`sr`) and client each write
+/// their PID (and the client that of a `sleep` it forked) and run until
+/// stopped, as a hung tool would.
+fn hanging_sockperf(dir: &Path) {
+    script(
+        &dir.join("sockperf"),
+        "#!/bin/sh\nd=\"${0%/*}\"\n\
+         if [ \"$1\" = --version ]; then echo 'sockperf: version 9.9'; exit 0; fi\n\
+         if [ \"$1\" = sr ]; then echo $$ > \"$d/server.tmp\"; mv \"$d/server.tmp\" \"$d/server.pid\"; exec sleep 300; fi\n\
+         sleep 300 &\necho $! > \"$d/forked.pid\"\n\
+         echo $$ > \"$d/client.tmp\"; mv \"$d/client.tmp\" \"$d/client.pid\"\nwait\n",
+    );
+}
+
+/// `benchsuite reference net.latency` against the stand-in sockperf in
+/// `dir` (on PATH), its scratch in `dir/tmp`, its report to `dir/ref.json`.
+fn reference_net_latency(dir: &Path) -> Started {
+    std::fs::create_dir_all(dir.join("tmp")).unwrap();
+    Started(
+        common::benchsuite(&[])
+            .args(["reference", "net.latency", "--param", "cpus=any"])
+            .args(QUICK)
+            .arg("-o")
+            .arg(dir.join("ref.json"))
+            .env("PATH", format!("{}:/usr/bin:/bin", dir.display()))
+            .env("TMPDIR", dir.join("tmp"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+const SIGNALS: [(libc::c_int, &str); 3] = [
+    (libc::SIGTERM, "SIGTERM"),
+    (libc::SIGHUP, "SIGHUP"),
+    (libc::SIGINT, "Ctrl-C"),
+];
+
+/// Before: SIGTERM and SIGHUP killed benchsuite only: the sockperf server
+/// and client (process groups of their own) were reparented to PID 1 and
+/// ran on, and the tool's scratch directory stayed.
+#[test]
+fn reference_a_signal_stops_its_tools_removes_their_scratch_and_keeps_the_record() {
+    for (sig, name) in SIGNALS {
+        let dir = tempfile::tempdir().unwrap();
+        hanging_sockperf(dir.path());
+        let mut bs = reference_net_latency(dir.path());
+        // Our first round ran; the tool's client is running (hung).
+        wait_for(&dir.path().join("client.pid"), &mut bs);
+        signal(bs.pid(), sig);
+        let status = bs.exit_within(30);
+        let err = bs.stderr();
+        assert_gone(dir.path(), &["server.pid", "client.pid", "forked.pid"]);
+        assert_eq!(status.code(), Some(128 + sig), "{name}: {status}: {err}");
+        assert!(
+            err.contains(&format!("records finished before {name}")),
+            "{name}: {err}"
+        );
+        let left = left_in(&dir.path().join("tmp"), "benchsuite-");
+        assert!(left.is_empty(), "{name}: left behind: {left:?}");
+        // The record (our round and the tool's stopped one) is kept.
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("ref.json")).unwrap())
+                .unwrap();
+        let rec = &v["records"][0];
+        assert_eq!(rec["id"], "net.latency", "{v}");
+        let note = rec["reference"]["note"].as_str().unwrap_or_default();
+        assert!(note.contains("sockperf stopped: interrupted"), "{rec}");
+    }
+}
+
+/// A second signal leaves at once, but not before the tools' groups are
+/// stopped and their scratch removed. Here it comes while the stand-in
+/// server starts (benchsuite gives it half a second before the client).
+/// Before: the second signal (SIGTERM) killed benchsuite and the server ran
+/// on; a second Ctrl-C left the scratch directory.
+#[test]
+fn reference_a_second_signal_leaves_no_tool_and_no_scratch() {
+    let dir = tempfile::tempdir().unwrap();
+    hanging_sockperf(dir.path());
+    let mut bs = reference_net_latency(dir.path());
+    wait_for(&dir.path().join("server.pid"), &mut bs);
+    signal(bs.pid(), libc::SIGINT);
+    signal(bs.pid(), libc::SIGTERM);
+    let status = bs.exit_within(30);
+    let err = bs.stderr();
+    assert_gone(dir.path(), &["server.pid", "client.pid", "forked.pid"]);
+    // 143: the second signal left at once; 130: the first one ended the
+    // round before the second was read. Either way nothing is left.
+    assert!(matches!(status.code(), Some(130 | 143)), "{status}: {err}");
+    let left = left_in(&dir.path().join("tmp"), "benchsuite-");
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// `run`: the record in flight finishes, the report holds what finished,
+/// exit 128 + the signal. Before: SIGTERM and SIGHUP killed it (no exit
+/// code, no report).
+#[test]
+fn run_a_signal_writes_the_finished_records_and_exits_128_plus_it() {
+    for (sig, name) in SIGNALS {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.json");
+        // Each record ~2 s, three of them; `-o` is rewritten after each.
+        let mut bs = Started(
+            common::benchsuite(&[])
+                .args(["run", "os.call", "--param", "args=0,1,2"])
+                .args([
+                    "--runs",
+                    "100",
+                    "--min-sample-time",
+                    "20ms",
+                    "--warmup",
+                    "1ms",
+                ])
+                .arg("--no-progress")
+                .arg("-o")
+                .arg(&out)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+        wait_for(&out, &mut bs);
+        signal(bs.pid(), sig);
+        let status = bs.exit_within(30);
+        let err = bs.stderr();
+        assert_eq!(status.code(), Some(128 + sig), "{name}: {status}: {err}");
+        assert!(
+            err.contains(&format!("records finished before {name}")),
+            "{name}: {err}"
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let recs = v["records"].as_array().unwrap();
+        assert!(!recs.is_empty(), "{name}: {v}");
+        assert!(recs.iter().all(|r| r["status"] == "ok"), "{name}: {v}");
+    }
+}
+
+/// A fleet rank (rank 0 of 2, meeting in `--output-dir`) waiting for a
+/// rank that never comes: a signal ends the wait, and its report holds the
+/// benchmark it finished. Before: SIGTERM killed it with no report.
+#[test]
+fn a_fleet_rank_waiting_for_its_peer_ends_on_a_signal_with_its_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut bs = Started(
+        common::benchsuite(&[
+            ("RANK", "0"),
+            ("WORLD_SIZE", "2"),
+            ("TORCHELASTIC_RUN_ID", "sig"),
+        ])
+        .args(["run", "net.connect", "os.syscall"])
+        .args(["--runs", "3", "--min-sample-time", "1ms", "--warmup", "1ms"])
+        .args(["--no-progress", "--net-bind", "127.0.0.1"])
+        .args(["--rendezvous-timeout", "120s", "--output-dir"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap(),
+    );
+    // r0.json: rank 0 reached its network phase (os.syscall is done).
+    wait_for(&out.join("sig/.rendezvous/run/r0.json"), &mut bs);
+    let t = Instant::now();
+    signal(bs.pid(), libc::SIGTERM);
+    let status = bs.exit_within(30);
+    let err = bs.stderr();
+    assert_eq!(status.code(), Some(143), "{status}: {err}");
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    let r = common::report_of_rank(&out.join("sig"), 0);
+    let syscall = r["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["id"] == "os.syscall")
+        .unwrap_or_else(|| panic!("no os.syscall record: {r}"));
+    assert_eq!(syscall["status"], "ok", "{r}");
+}
+
+/// `serve` stops cleanly (exit 0, as on Ctrl-C) on SIGTERM and SIGHUP too.
+/// Before: SIGHUP killed it.
+#[test]
+fn serve_stops_cleanly_on_each_signal() {
+    for (sig, name) in SIGNALS {
+        let mut bs = Started(
+            common::benchsuite(&[])
+                .args(["serve", "--no-auth", "--bind", "127.0.0.1:0"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+        // Listening: it said so on stderr.
+        let mut err = bs.0.stderr.take().unwrap();
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 256];
+        while !String::from_utf8_lossy(&seen).contains("clients run") {
+            use std::io::Read;
+            let n = err.read(&mut buf).unwrap();
+            assert!(n > 0, "serve ended: {}", String::from_utf8_lossy(&seen));
+            seen.extend_from_slice(&buf[..n]);
+        }
+        bs.0.stderr = Some(err);
+        signal(bs.pid(), sig);
+        let status = bs.exit_within(15);
+        let rest = bs.stderr();
+        assert_eq!(status.code(), Some(0), "{name}: {status}: {rest}");
+        assert!(rest.contains("benchsuite serve: stopped"), "{name}: {rest}");
+    }
+}
+
+/// Stand-in builds for `compare --interleave` in `dir`: `base` copies a
+/// real report (made here) to its `-o`; `hang` says something on stderr,
+/// forks a `sleep` (its PID in `hang.pid`) and waits for it, forever.
+fn builds(dir: &Path) -> (PathBuf, PathBuf) {
+    let report = dir.join("report.json");
+    let o = common::benchsuite(&[])
+        .args(["run", "os.call", "--runs", "3", "--min-sample-time", "1ms"])
+        .args(["--warmup", "1ms", "--no-progress", "-o"])
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let base = dir.join("base");
+    script(
+        &base,
+        &format!(
+            "#!/bin/sh\nfor a; do out=\"$a\"; done\ncp '{}' \"$out\"\n",
+            report.display()
+        ),
+    );
+    let hang = dir.join("hang");
+    script(
+        &hang,
+        "#!/bin/sh\nd=\"${0%/*}\"\n\
+         i=0; while [ $i -lt 2000 ]; do echo \"noise line $i of a chatty build\" >&2; i=$((i+1)); done\n\
+         echo 'warning: the new build is stuck' >&2\n\
+         sleep 300 &\necho $! > \"$d/hang.tmp\"; mv \"$d/hang.tmp\" \"$d/hang.pid\"\nwait\n",
+    );
+    (base, hang)
+}
+
+/// `compare --interleave BASE NEW` with its scratch in `dir/tmp`.
+fn interleave(dir: &Path, base: &Path, new: &Path, extra: &[&str]) -> Started {
+    std::fs::create_dir_all(dir.join("tmp")).unwrap();
+    Started(
+        common::benchsuite(&[])
+            .arg("compare")
+            .arg("--interleave")
+            .args([base, new])
+            .args(["--rounds", "3", "--interleave-dir"])
+            .arg(dir)
+            .args(extra)
+            .args(["--", "os.call"])
+            .env("TMPDIR", dir.join("tmp"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// Before: no round timeout (a hung build hung `compare`) and every byte
+/// of the build's stderr was kept in memory.
+#[test]
+fn interleave_a_hung_build_is_stopped_at_the_round_timeout_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, hang) = builds(dir.path());
+    let t = Instant::now();
+    let mut bs = interleave(dir.path(), &base, &hang, &["--round-timeout", "2"]);
+    let status = bs.exit_within(60);
+    let took = t.elapsed();
+    let err = bs.stderr();
+    assert_gone(dir.path(), &["hang.pid"]);
+    assert_eq!(status.code(), Some(2), "{status}: {err}");
+    let hang_s = hang.display().to_string();
+    assert!(
+        err.contains(&format!(
+            "--interleave {hang_s}: the new build's round 1 did not finish in 2 s"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("(--round-timeout)"), "{err}");
+    // The end of its stderr, not the whole of it.
+    assert!(err.contains("warning: the new build is stuck"), "{err}");
+    assert!(!err.contains("noise line 0 "), "{err}");
+    // 2 s, the round of base and the start: well under the 5 s grace more.
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    assert!(left_in(&dir.path().join("tmp"), "benchsuite-").is_empty());
+    assert!(left_in(dir.path(), "interleave-").is_empty());
+}
+
+/// A signal to `compare --interleave` stops the build's round (its own
+/// process group) and exits 128 + the signal, judging nothing, its scratch
+/// removed. Before: the build (and its `sleep`) ran on after `kill PID`,
+/// and the scratch directory stayed.
+#[test]
+fn interleave_a_signal_stops_the_running_build_and_removes_the_scratch() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, hang) = builds(dir.path());
+    for (sig, name) in SIGNALS {
+        let _ = std::fs::remove_file(dir.path().join("hang.pid"));
+        let mut bs = interleave(dir.path(), &base, &hang, &[]);
+        wait_for(&dir.path().join("hang.pid"), &mut bs);
+        signal(bs.pid(), sig);
+        let status = bs.exit_within(30);
+        let err = bs.stderr();
+        assert_gone(dir.path(), &["hang.pid"]);
+        assert_eq!(status.code(), Some(128 + sig), "{name}: {status}: {err}");
+        assert!(err.contains("nothing compared"), "{name}: {err}");
+        let left = left_in(&dir.path().join("tmp"), "benchsuite-");
+        assert!(left.is_empty(), "{name}: left behind: {left:?}");
+        assert!(left_in(dir.path(), "interleave-").is_empty());
+    }
+}
+
+/// `--round-timeout` names itself when it is not a positive duration or
+/// has no rounds to limit.
+#[test]
+fn round_timeout_errors_name_the_flag() {
+    for (args, needle) in [
+        (
+            &["compare", "--interleave", "a", "b", "--round-timeout", "0"][..],
+            "--round-timeout",
+        ),
+        (
+            &[
+                "compare",
+                "--interleave",
+                "a",
+                "b",
+                "--round-timeout",
+                "soon",
+            ][..],
+            "--round-timeout",
+        ),
+        (
+            &["compare", "x.json", "y.json", "--round-timeout", "5"][..],
+            "--round-timeout 5 s: limits the rounds of --interleave or --confirm",
+        ),
+    ] {
+        let o = common::benchsuite(&[]).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
