@@ -71,8 +71,10 @@
 //!   [`CompareOptions::beta`] lies within the threshold;
 //! - [`Verdict::Undecided`]: neither: more rounds, baselines or
 //!   interleaved pairs would tell; the job's [`Outcome`] is undecided;
-//! - [`Verdict::NotJudged`]: a side has fewer than three samples, or the
-//!   base median is 0 under a relative threshold.
+//! - [`Verdict::NotJudged`]: a side has fewer than three samples, the
+//!   base median is 0 under a relative threshold, or a statistic of the
+//!   samples overflows `f64` (values near ±1.8e308, a ratio of
+//!   subnormals): never a panic, and a problem of the gate like the rest.
 //!
 //! Thresholds are relative (`5%`) or absolute in the metric's unit (`0.5pp`
 //! for metrics in %, which default to it), per record and metric
@@ -459,6 +461,21 @@ fn judge_family(
     for (i, e) in estimates {
         if !out.metrics[*i].gated {
             judge::verdict(&mut out.metrics[*i], e, alpha, beta);
+        }
+    }
+    // An estimate whose change or bounds overflow is not judged after all.
+    for (i, _) in estimates {
+        let m = &out.metrics[*i];
+        if m.verdict == Verdict::NotJudged && m.gated {
+            out.problems.push(Problem {
+                key: m.key.clone(),
+                id: m.id.clone(),
+                params: m.params.clone(),
+                kind: ProblemKind::NotJudged,
+                metric: Some(m.metric.clone()),
+                reason: m.note.clone().unwrap_or_default(),
+                allowed: out.allow.unjudged,
+            });
         }
     }
 }
