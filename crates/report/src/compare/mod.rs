@@ -115,6 +115,7 @@ pub mod interval;
 mod judge;
 mod model;
 mod outcome;
+mod pairing;
 pub mod prior;
 pub mod rules;
 
@@ -258,42 +259,6 @@ fn check_options(options: &CompareOptions) -> Result<(), CompareError> {
     Ok(())
 }
 
-/// The record of `report` that pairs with `b`: same id, and the same
-/// requested point (failing that, the same point that ran).
-fn pair_in<'a>(report: &'a Report, b: &Record, used: &[bool]) -> Option<(usize, &'a Record)> {
-    let free = |i: &usize| used.get(*i).is_none_or(|u| !u);
-    report
-        .records
-        .iter()
-        .enumerate()
-        .find(|(i, n)| free(i) && n.id == b.id && n.requested_params() == b.requested_params())
-        .or_else(|| {
-            report
-                .records
-                .iter()
-                .enumerate()
-                .find(|(i, n)| free(i) && n.id == b.id && n.params == b.params)
-        })
-        .or_else(|| {
-            // A parameter one build has and the other lacks (a report
-            // from before `rate` existed, say): the one record that agrees
-            // on every parameter both have, if there is exactly one.
-            let agree = |x: &benchsuite_core::param::Point, y: &benchsuite_core::param::Point| {
-                x.0.iter().all(|(k, v)| y.0.get(k).is_none_or(|w| w == v))
-            };
-            let mut found = report.records.iter().enumerate().filter(|(i, n)| {
-                free(i)
-                    && n.id == b.id
-                    && n.requested_params().0.len() != b.requested_params().0.len()
-                    && agree(n.requested_params(), b.requested_params())
-            });
-            match (found.next(), found.next()) {
-                (Some(one), None) => Some(one),
-                _ => None,
-            }
-        })
-}
-
 /// [`compare_history`] once the schemas, testbeds, options and rules are
 /// checked; `history` is oldest first and not empty.
 fn compare_checked(
@@ -331,22 +296,27 @@ fn compare_checked(
         not_comparable: Vec::new(),
         context_differences: context::context_differences(base, new),
     };
-    let older: Vec<&Report> = history.iter().rev().skip(1).map(|b| b.report).collect();
+    let mut older: Vec<pairing::RecordIndex<'_>> = history
+        .iter()
+        .rev()
+        .skip(1)
+        .map(|b| pairing::RecordIndex::new(b.report))
+        .collect();
     let mut estimates = Vec::new();
 
-    // Point holds floats, so it is not Ord/Hash: match by equality. Reports
-    // hold at most a few thousand records; each new record is used once, so
-    // duplicates pair up in order.
+    // Records pair through an index (pairing.rs); each new record is used
+    // once, so duplicates pair up in order.
+    let mut in_new = pairing::RecordIndex::new(new);
     let mut used = vec![false; new.records.len()];
     let mut paired = 0;
     for b in &base.records {
-        match pair_in(new, b, &used) {
+        match in_new.pair(b, &used) {
             Some((i, n)) => {
                 used[i] = true;
                 paired += 1;
                 let history: Vec<&Record> = older
-                    .iter()
-                    .filter_map(|r| pair_in(r, b, &[]).map(|(_, x)| x))
+                    .iter_mut()
+                    .filter_map(|r| r.pair(b, &[]).map(|(_, x)| x))
                     .filter(|x| x.status == Status::Ok)
                     .collect();
                 compare_records(b, &history, n, options, &mut out, &mut estimates)?;
