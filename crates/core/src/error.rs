@@ -213,6 +213,19 @@ pub enum ReportError {
         #[source]
         source: serde_json::Error,
     },
+    /// The file is larger than a report may be ([`crate::report::MAX_REPORT_BYTES`]).
+    #[error(
+        "{path} is {size}, over the {limit} a report file may have; benchsuite does not read it (write fewer records or samples per report, or one report per host)"
+    )]
+    TooLarge {
+        /// File path.
+        path: String,
+        /// Its size as read (`over 256MiB` where it could not be known
+        /// before reading).
+        size: String,
+        /// The limit, as shown.
+        limit: String,
+    },
     /// The report's schema is newer than this build understands.
     #[error(
         "{path} has schema version {found}, this benchsuite reads major version {supported}; upgrade benchsuite"

@@ -434,39 +434,107 @@ impl Report {
         serde_json::to_string_pretty(self).expect("a report always serialises")
     }
 
-    /// Parses a report and checks its schema major version.
+    /// Parses a report and checks its schema major version: one pass
+    /// over the text (a document that does not parse is read again for
+    /// its version only, so a future major gets a clear message rather
+    /// than a field-level parse error).
     pub fn from_json(text: &str, path: &str) -> Result<Report, ReportError> {
-        // Check the version first, so a future major version gets a clear
-        // message rather than a field-level parse error.
-        #[derive(Deserialize)]
-        struct VersionOnly {
-            schema_version: String,
+        match serde_json::from_str::<Report>(text) {
+            Ok(r) => {
+                check_major(&r.schema_version, path)?;
+                Ok(r)
+            }
+            Err(source) => {
+                if let Some(v) = schema_version_of(text) {
+                    check_major(&v, path)?;
+                }
+                Err(ReportError::Parse {
+                    path: path.to_string(),
+                    source,
+                })
+            }
         }
-        let v: VersionOnly = serde_json::from_str(text).map_err(|source| ReportError::Parse {
-            path: path.to_string(),
-            source,
-        })?;
-        if schema_major(&v.schema_version) != Some(SCHEMA_MAJOR) {
-            return Err(ReportError::UnsupportedSchema {
-                path: path.to_string(),
-                found: v.schema_version,
-                supported: SCHEMA_MAJOR,
-            });
-        }
-        serde_json::from_str(text).map_err(|source| ReportError::Parse {
-            path: path.to_string(),
-            source,
-        })
     }
 
-    /// Reads and parses a report file.
+    /// Reads and parses a report file ([`read_report_text`]: at most
+    /// [`MAX_REPORT_BYTES`]).
     pub fn read(path: &std::path::Path) -> Result<Report, ReportError> {
-        let p = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
-            path: p.clone(),
-            source,
-        })?;
-        Report::from_json(&text, &p)
+        let text = read_report_text(path)?;
+        Report::from_json(&text, &path.display().to_string())
+    }
+}
+
+/// The largest report file benchsuite reads: 256 MiB (a report of 100k
+/// records with ten samples each is about 150 MiB). Parsing holds the
+/// text and the report at once, a few times the file's size in memory;
+/// a larger file is refused before it is read ([`ReportError::TooLarge`]).
+pub const MAX_REPORT_BYTES: u64 = 256 << 20;
+
+/// The text of a report file (a report, a fleet report), read once and
+/// at most [`MAX_REPORT_BYTES`]: a regular file larger than that is
+/// refused before reading, anything else (a FIFO, `/dev/stdin`) once that
+/// much has been read. Errors name the file.
+pub fn read_report_text(path: &std::path::Path) -> Result<String, ReportError> {
+    read_text_capped(path, MAX_REPORT_BYTES)
+}
+
+fn read_text_capped(path: &std::path::Path, limit: u64) -> Result<String, ReportError> {
+    use std::io::Read;
+    let p = || path.display().to_string();
+    let read_error = |source| ReportError::Read { path: p(), source };
+    let too_large = |size: String| ReportError::TooLarge {
+        path: p(),
+        size,
+        limit: crate::units::format_size(limit),
+    };
+    let file = std::fs::File::open(path).map_err(read_error)?;
+    let meta = file.metadata().map_err(read_error)?;
+    if meta.is_file() && meta.len() > limit {
+        return Err(too_large(crate::units::format_size(meta.len())));
+    }
+    let mut bytes = Vec::with_capacity(if meta.is_file() {
+        meta.len() as usize
+    } else {
+        0
+    });
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(format!(
+            "over {}",
+            crate::units::format_size(limit)
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        read_error(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            e.utf8_error(),
+        ))
+    })
+}
+
+/// The `schema_version` of a JSON document, if it has one.
+fn schema_version_of(text: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct VersionOnly {
+        schema_version: String,
+    }
+    serde_json::from_str::<VersionOnly>(text)
+        .ok()
+        .map(|v| v.schema_version)
+}
+
+/// `found` is of the major version this build reads.
+fn check_major(found: &str, path: &str) -> Result<(), ReportError> {
+    if schema_major(found) == Some(SCHEMA_MAJOR) {
+        Ok(())
+    } else {
+        Err(ReportError::UnsupportedSchema {
+            path: path.to_string(),
+            found: found.to_string(),
+            supported: SCHEMA_MAJOR,
+        })
     }
 }
 
@@ -495,5 +563,94 @@ mod tests {
         // And what this version writes reads back the same.
         let again = Report::from_json(&r.to_json(), "again").unwrap();
         assert_eq!(again.to_json(), r.to_json());
+    }
+
+    /// Issue 37 L4: a report file of any size was read whole (and parsed
+    /// three times); now one read, at most MAX_REPORT_BYTES.
+    #[test]
+    fn a_report_file_over_the_limit_is_refused_naming_it_and_the_limit() {
+        struct Dir(std::path::PathBuf);
+        impl Drop for Dir {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+        impl Dir {
+            fn path(&self) -> &std::path::Path {
+                &self.0
+            }
+        }
+        let dir = Dir(std::env::temp_dir().join(format!(
+            "benchsuite-report-read-{}",
+            crate::atomic::random_hex().unwrap()
+        )));
+        std::fs::create_dir(dir.path()).unwrap();
+        // Sparse: 1 GiB on no disk; refused from its size, unread.
+        let big = dir.path().join("big.json");
+        std::fs::File::create(&big)
+            .unwrap()
+            .set_len(1 << 30)
+            .unwrap();
+        let e = Report::read(&big).unwrap_err();
+        assert!(matches!(e, ReportError::TooLarge { .. }), "{e:?}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("big.json") && msg.contains("1GiB") && msg.contains("256MiB"),
+            "{msg}"
+        );
+        // At the limit it is read (and is no report); one byte over is not.
+        let text = include_str!("../tests/fixtures/report-1.0.json");
+        let at = dir.path().join("at.json");
+        std::fs::write(&at, text).unwrap();
+        let limit = text.len() as u64;
+        assert_eq!(read_text_capped(&at, limit).unwrap(), text);
+        let e = read_text_capped(&at, limit - 1).unwrap_err();
+        assert!(e.to_string().contains("at.json"), "{e}");
+        // What has no size to check (a FIFO) is cut at the limit.
+        let fifo = dir.path().join("fifo.json");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo only reads it.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let mut f = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+                // The reader stops at the limit and closes: a broken pipe.
+                let _ = f.write_all(&vec![b' '; 1 << 20]);
+            })
+        };
+        let e = read_text_capped(&fifo, 4096).unwrap_err();
+        assert!(
+            matches!(&e, ReportError::TooLarge { size, .. } if size == "over 4KiB"),
+            "{e:?}"
+        );
+        writer.join().unwrap();
+        // Bytes that are not UTF-8: an error naming the file.
+        let bin = dir.path().join("bin.json");
+        std::fs::write(&bin, [0xff, 0xfe, b'{']).unwrap();
+        let e = Report::read(&bin).unwrap_err();
+        assert!(matches!(e, ReportError::Read { .. }) && e.to_string().contains("bin.json"));
+    }
+
+    #[test]
+    fn a_report_of_another_major_says_so_whether_or_not_it_parses() {
+        let text = include_str!("../tests/fixtures/report-1.0.json");
+        let parses = text.replacen("\"1.0\"", "\"2.0\"", 1);
+        let e = Report::from_json(&parses, "two.json").unwrap_err();
+        assert!(matches!(e, ReportError::UnsupportedSchema { .. }), "{e:?}");
+        let other = r#"{"schema_version": "2.1", "runs": []}"#;
+        let e = Report::from_json(other, "two.json").unwrap_err();
+        assert!(matches!(e, ReportError::UnsupportedSchema { .. }), "{e:?}");
+        let e = Report::from_json(r#"{"schema_version": "1.3"}"#, "one.json").unwrap_err();
+        assert!(matches!(e, ReportError::Parse { .. }), "{e:?}");
+        // A number beyond f64 (a sample of 1e400) is refused at read time.
+        let huge = text.replacen("1.173898e-07", "1e400", 1);
+        let e = Report::from_json(&huge, "huge.json").unwrap_err();
+        let msg = format!("{e}: {}", std::error::Error::source(&e).unwrap());
+        assert!(
+            msg.contains("huge.json") && msg.contains("out of range"),
+            "{msg}"
+        );
     }
 }

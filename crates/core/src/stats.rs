@@ -64,7 +64,14 @@ pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
     let h = (sorted.len() - 1) as f64 * q.clamp(0.0, 1.0);
     let lo = h.floor() as usize;
     let hi = h.ceil() as usize;
-    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+    let (a, b, f) = (sorted[lo], sorted[hi], h - lo as f64);
+    if (a < 0.0) == (b < 0.0) {
+        a + f * (b - a)
+    } else {
+        // Of opposite signs `b − a` may overflow (±1e308); the weighted
+        // sum cannot.
+        a * (1.0 - f) + b * f
+    }
 }
 
 /// The median of `values` (NaN when empty): the one median of the
@@ -238,6 +245,19 @@ pub fn latency_histogram() -> Histogram<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_median_between_the_ends_of_f64_does_not_overflow() {
+        // Interpolating `a + f·(b − a)` gave +inf here (b − a overflows).
+        assert_eq!(median(&[-1e308, 1e308]), 0.0);
+        assert_eq!(median(&[f64::MIN, f64::MAX]), 0.0);
+        assert_eq!(median(&[f64::MAX, f64::MAX]), f64::MAX);
+        assert_eq!(median(&[-f64::MAX, -f64::MAX, 1.0, 1.0]), -f64::MAX / 2.0);
+        assert_eq!(median(&[5e-324, 1e-323]), 5e-324);
+        // Ordinary values keep their exact interpolation.
+        assert_eq!(median(&[1.0, 2.0]), 1.5);
+        assert_eq!(percentile_sorted(&[1.0, 2.0, 3.0, 4.0], 0.25), 1.75);
+    }
 
     #[test]
     fn two_states_are_found_only_where_the_gap_dwarfs_the_spread() {

@@ -33,7 +33,9 @@ use serde::{Deserialize, Serialize};
 
 use benchsuite_core::bench::Direction;
 use benchsuite_core::error::ReportError;
-use benchsuite_core::report::{Report, SCHEMA_MAJOR, SCHEMA_VERSION, Status, schema_major};
+use benchsuite_core::report::{
+    Report, SCHEMA_MAJOR, SCHEMA_VERSION, Status, read_report_text, schema_major,
+};
 use benchsuite_core::units::format_value;
 
 /// MAD → σ for normal data.
@@ -61,6 +63,23 @@ pub struct Fleet {
     pub tool_version: String,
     /// One report per host (per rank), as written.
     pub hosts: Vec<Report>,
+}
+
+/// Every version of `versions` is of the major this build reads.
+fn check_majors<'a>(
+    path: &str,
+    versions: impl IntoIterator<Item = &'a String>,
+) -> Result<(), ReportError> {
+    for v in versions {
+        if schema_major(v) != Some(SCHEMA_MAJOR) {
+            return Err(ReportError::UnsupportedSchema {
+                path: path.to_string(),
+                found: v.clone(),
+                supported: SCHEMA_MAJOR,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// What a report file holds ([`Fleet::read_file`]).
@@ -151,37 +170,46 @@ impl Fleet {
     }
 
     /// What the JSON file at `path` holds: one report, or a fleet report's
-    /// host reports (a document with `hosts`).
+    /// host reports (a document with `hosts`). The file is read once, at
+    /// most [`MAX_REPORT_BYTES`](benchsuite_core::report::MAX_REPORT_BYTES), and a report is parsed once (a fleet
+    /// report: once as a report, which it is not, and once as a fleet).
     pub fn read_file(path: &Path) -> Result<ReportFile, ReportError> {
-        let p = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
-            path: p.clone(),
-            source,
-        })?;
-        #[derive(Deserialize)]
-        struct Probe {
-            #[serde(default)]
-            hosts: Option<serde::de::IgnoredAny>,
+        let text = read_report_text(path)?;
+        Fleet::parse(&text, &path.display().to_string())
+    }
+
+    /// What the JSON text of the file `path` holds (see [`Fleet::read_file`]).
+    fn parse(text: &str, path: &str) -> Result<ReportFile, ReportError> {
+        if let Ok(r) = serde_json::from_str::<Report>(text) {
+            return check_majors(path, std::iter::once(&r.schema_version))
+                .map(|()| ReportFile::Report(r));
         }
-        let is_fleet = serde_json::from_str::<Probe>(&text).is_ok_and(|x| x.hosts.is_some());
-        if !is_fleet {
-            return Report::from_json(&text, &p).map(ReportFile::Report);
-        }
-        let fleet: Fleet = serde_json::from_str(&text).map_err(|source| ReportError::Parse {
-            path: p.clone(),
-            source,
-        })?;
-        for v in std::iter::once(&fleet.schema_version)
-            .chain(fleet.hosts.iter().map(|h| &h.schema_version))
-        {
-            if schema_major(v) != Some(SCHEMA_MAJOR) {
-                return Err(ReportError::UnsupportedSchema {
-                    path: p,
-                    found: v.clone(),
-                    supported: SCHEMA_MAJOR,
+        let fleet = match serde_json::from_str::<Fleet>(text) {
+            Ok(f) => f,
+            Err(source) => {
+                // Neither: the error of what the document means to be.
+                #[derive(Deserialize)]
+                struct Probe {
+                    #[serde(default)]
+                    hosts: Option<serde::de::IgnoredAny>,
+                }
+                let is_fleet = serde_json::from_str::<Probe>(text).is_ok_and(|x| x.hosts.is_some());
+                if !is_fleet {
+                    // Report::from_json's error: a parse error, or a
+                    // schema of another major.
+                    return Report::from_json(text, path).map(ReportFile::Report);
+                }
+                return Err(ReportError::Parse {
+                    path: path.to_string(),
+                    source,
                 });
             }
-        }
+        };
+        check_majors(
+            path,
+            std::iter::once(&fleet.schema_version)
+                .chain(fleet.hosts.iter().map(|h| &h.schema_version)),
+        )?;
         Ok(ReportFile::Fleet(fleet.hosts))
     }
 

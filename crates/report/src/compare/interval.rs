@@ -61,11 +61,23 @@ pub enum Unjudged {
     TooFewSamples(usize),
     /// A sample is NaN or infinite.
     NotFinite,
+    /// The samples are finite but a statistic of them is not: values near
+    /// the ends of `f64` (±1.8e308), whose sums and spreads overflow.
+    Overflow,
 }
 
 /// Estimates one side from its samples (already in the working scale) and
 /// the samples per round (`None` or invalid: one round).
 pub fn side(samples: &[f64], rounds: Option<&[usize]>) -> Result<Side, Unjudged> {
+    let s = estimate_side(samples, rounds)?;
+    if s.median.is_finite() && s.var.is_finite() && !s.df.is_nan() {
+        Ok(s)
+    } else {
+        Err(Unjudged::Overflow)
+    }
+}
+
+fn estimate_side(samples: &[f64], rounds: Option<&[usize]>) -> Result<Side, Unjudged> {
     let n = samples.len();
     if samples.iter().any(|v| !v.is_finite()) {
         return Err(Unjudged::NotFinite);

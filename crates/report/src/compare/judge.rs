@@ -121,6 +121,20 @@ pub(super) struct Estimate {
 }
 
 impl Estimate {
+    /// Whether every number a verdict is drawn from is finite (the
+    /// degrees of freedom may be infinite: a known variance; so may the
+    /// threshold on the better side of a log scale: 100% down is −∞), and
+    /// so is a relative change on a linear scale.
+    fn is_finite(&self) -> bool {
+        let relative = !self.log && self.relative;
+        self.d.is_finite()
+            && self.var.is_finite()
+            && !self.df.is_nan()
+            && self.centre.is_finite()
+            && self.tol.is_finite()
+            && (!relative || (self.d / self.centre.abs()).is_finite())
+    }
+
     /// `d` turned so that positive is worse.
     fn worse(&self, direction: Direction) -> f64 {
         match direction {
@@ -165,6 +179,10 @@ impl Estimate {
     fn reach(&self, p: f64) -> f64 {
         if self.var <= 0.0 {
             return 0.0;
+        }
+        if !(p > 0.0 && p < 1.0) {
+            // statrs' inverse CDF asserts its argument is a probability.
+            return f64::INFINITY;
         }
         StudentsT::new(0.0, 1.0, self.df.min(1e6))
             .map(|d| d.inverse_cdf(1.0 - p))
@@ -262,12 +280,14 @@ pub(super) fn estimate(
             interval::MIN_SAMPLES
         )
     };
+    let unjudged = |side: &str, why: interval::Unjudged| match why {
+        interval::Unjudged::NotFinite => "a sample is not a finite number".to_string(),
+        interval::Unjudged::Overflow => format!("{side}: {OVERFLOW}"),
+        interval::Unjudged::TooFewSamples(k) => too_few(side, k),
+    };
     let new_side = match interval::side(&scale(q.new.samples), q.new.rounds) {
         Ok(s) => s,
-        Err(interval::Unjudged::NotFinite) => {
-            return not_judged(mc, "a sample is not a finite number".into());
-        }
-        Err(interval::Unjudged::TooFewSamples(k)) => return not_judged(mc, too_few("new", k)),
+        Err(why) => return not_judged(mc, unjudged("new", why)),
     };
     // The newest baseline must be judgeable; an older one that is not
     // (a run with fewer samples) is left out of this quantity.
@@ -276,12 +296,7 @@ pub(super) fn estimate(
         match interval::side(&scale(s.samples), s.rounds) {
             Ok(side) => base_sides.push((side, s)),
             Err(_) if i > 0 => {}
-            Err(interval::Unjudged::NotFinite) => {
-                return not_judged(mc, "a sample is not a finite number".into());
-            }
-            Err(interval::Unjudged::TooFewSamples(k)) => {
-                return not_judged(mc, too_few("base", k));
-            }
+            Err(why) => return not_judged(mc, unjudged("base", why)),
         }
     }
     let h = base_sides.len();
@@ -493,9 +508,17 @@ pub(super) fn estimate(
         better_rounds,
         explained_rounds: explained,
     };
+    if !est.is_finite() {
+        return not_judged(mc, OVERFLOW.to_string());
+    }
     mc.df = (var > 0.0 && df.is_finite()).then_some(df);
     (mc, Some(est))
 }
+
+/// Why a quantity whose samples are finite cannot be judged: a statistic
+/// of them (a sum, a spread, a difference, a ratio) is not a finite
+/// number.
+pub(super) const OVERFLOW: &str = "its statistics overflow (values near the ends of f64, ±1.8e308, or a ratio of a subnormal): it cannot be judged";
 
 /// The one-sided p-value for the family's step-down
 /// ([`super::holm_levels`]): under the interval rule, of "the change is
@@ -513,6 +536,11 @@ pub(super) fn p_worse(e: &Estimate, direction: Direction) -> f64 {
         return if stat > 0.0 { 0.0 } else { 1.0 };
     }
     let z = stat / e.var.sqrt();
+    if z.is_nan() {
+        // Never reached from an estimate that is finite; statrs' CDF
+        // panics on NaN.
+        return 1.0;
+    }
     match StudentsT::new(0.0, 1.0, e.df.min(1e6)) {
         Ok(t) => 1.0 - t.cdf(z),
         Err(_) => 1.0,
@@ -536,29 +564,6 @@ pub(super) fn verdict(mc: &mut MetricComparison, e: &Estimate, level: f64, beta:
     // Everything in the working scale, turned so that positive is worse.
     let w = e.worse(mc.direction);
     let (wt, bt) = (e.worse_tol(mc.direction), e.better_tol(mc.direction));
-    let (worse, better) = match e.rule {
-        // The whole interval beyond the threshold.
-        GateRule::Interval => (w - h > wt, -w - h > bt),
-        // No change ruled out at `level`, the change beyond the
-        // threshold, and (band) most rounds beyond it at no recurring
-        // level of the history.
-        GateRule::Band | GateRule::Paired => (
-            w - h > 0.0 && w > wt && e.most_rounds(true),
-            -w - h > 0.0 && -w > bt && e.most_rounds(false),
-        ),
-    };
-    // A change as large as the threshold would have shown a larger one
-    // than this at least 1 − beta of the time.
-    let unchanged = w + e.reach(beta) <= wt;
-    mc.verdict = if worse {
-        Verdict::Regressed
-    } else if better {
-        Verdict::Improved
-    } else if unchanged {
-        Verdict::Unchanged
-    } else {
-        Verdict::Undecided
-    };
     // What this evidence could have shown unchanged: its worse-side bound,
     // as a threshold (a metric whose noise keeps it above the threshold in
     // every job wants a threshold of its own).
@@ -574,6 +579,39 @@ pub(super) fn verdict(mc: &mut MetricComparison, e: &Estimate, level: f64, beta:
     } else {
         b
     };
+    if ![change, lo, hi, above].iter().all(|x| x.is_finite()) {
+        // A change or a bound too large for f64 (a ratio of e^709 and
+        // more): no number to show or to gate on.
+        mc.verdict = Verdict::NotJudged;
+        mc.note = Some(match mc.note.take() {
+            Some(n) => format!("{OVERFLOW}; {n}"),
+            None => OVERFLOW.to_string(),
+        });
+        return;
+    }
+    let (worse, better) = match e.rule {
+        // The whole interval beyond the threshold.
+        GateRule::Interval => (w - h > wt, -w - h > bt),
+        // No change ruled out at `level`, the change beyond the
+        // threshold, and (band) most rounds beyond it at no recurring
+        // level of the history.
+        GateRule::Band | GateRule::Paired => (
+            w - h > 0.0 && w > wt && e.most_rounds(true),
+            -w - h > 0.0 && -w > bt && e.most_rounds(false),
+        ),
+    };
+    // A change as large as the threshold would have shown a larger one
+    // than this at least 1 − beta of the time.
+    let unchanged = b <= wt;
+    mc.verdict = if worse {
+        Verdict::Regressed
+    } else if better {
+        Verdict::Improved
+    } else if unchanged {
+        Verdict::Unchanged
+    } else {
+        Verdict::Undecided
+    };
     mc.unchanged_above = Some(above.max(0.0));
     if mc.verdict == Verdict::Undecided && e.rule == GateRule::Band && e.explained_rounds > 0 {
         let why = format!(
@@ -588,7 +626,8 @@ pub(super) fn verdict(mc: &mut MetricComparison, e: &Estimate, level: f64, beta:
     mc.change = Some(change);
     mc.interval = Some([lo, hi]);
     mc.level = Some(level);
-    mc.noise = Some((hi - lo) / 2.0);
+    // Halved first: `hi − lo` may overflow where each bound does not.
+    mc.noise = Some(hi / 2.0 - lo / 2.0);
     // The smallest threshold at which this pair raises no alarm: under
     // the interval rule, the interval's bound nearest zero (0 when it
     // holds zero); under the others, the change itself where no change

@@ -71,8 +71,10 @@
 //!   [`CompareOptions::beta`] lies within the threshold;
 //! - [`Verdict::Undecided`]: neither: more rounds, baselines or
 //!   interleaved pairs would tell; the job's [`Outcome`] is undecided;
-//! - [`Verdict::NotJudged`]: a side has fewer than three samples, or the
-//!   base median is 0 under a relative threshold.
+//! - [`Verdict::NotJudged`]: a side has fewer than three samples, the
+//!   base median is 0 under a relative threshold, or a statistic of the
+//!   samples overflows `f64` (values near ±1.8e308, a ratio of
+//!   subnormals): never a panic, and a problem of the gate like the rest.
 //!
 //! Thresholds are relative (`5%`) or absolute in the metric's unit (`0.5pp`
 //! for metrics in %, which default to it), per record and metric
@@ -113,6 +115,7 @@ pub mod interval;
 mod judge;
 mod model;
 mod outcome;
+mod pairing;
 pub mod prior;
 pub mod rules;
 
@@ -256,42 +259,6 @@ fn check_options(options: &CompareOptions) -> Result<(), CompareError> {
     Ok(())
 }
 
-/// The record of `report` that pairs with `b`: same id, and the same
-/// requested point (failing that, the same point that ran).
-fn pair_in<'a>(report: &'a Report, b: &Record, used: &[bool]) -> Option<(usize, &'a Record)> {
-    let free = |i: &usize| used.get(*i).is_none_or(|u| !u);
-    report
-        .records
-        .iter()
-        .enumerate()
-        .find(|(i, n)| free(i) && n.id == b.id && n.requested_params() == b.requested_params())
-        .or_else(|| {
-            report
-                .records
-                .iter()
-                .enumerate()
-                .find(|(i, n)| free(i) && n.id == b.id && n.params == b.params)
-        })
-        .or_else(|| {
-            // A parameter one build has and the other lacks (a report
-            // from before `rate` existed, say): the one record that agrees
-            // on every parameter both have, if there is exactly one.
-            let agree = |x: &benchsuite_core::param::Point, y: &benchsuite_core::param::Point| {
-                x.0.iter().all(|(k, v)| y.0.get(k).is_none_or(|w| w == v))
-            };
-            let mut found = report.records.iter().enumerate().filter(|(i, n)| {
-                free(i)
-                    && n.id == b.id
-                    && n.requested_params().0.len() != b.requested_params().0.len()
-                    && agree(n.requested_params(), b.requested_params())
-            });
-            match (found.next(), found.next()) {
-                (Some(one), None) => Some(one),
-                _ => None,
-            }
-        })
-}
-
 /// [`compare_history`] once the schemas, testbeds, options and rules are
 /// checked; `history` is oldest first and not empty.
 fn compare_checked(
@@ -330,22 +297,27 @@ fn compare_checked(
         not_comparable: Vec::new(),
         context_differences: context::context_differences(base, new),
     };
-    let older: Vec<&Report> = history.iter().rev().skip(1).map(|b| b.report).collect();
+    let mut older: Vec<pairing::RecordIndex<'_>> = history
+        .iter()
+        .rev()
+        .skip(1)
+        .map(|b| pairing::RecordIndex::new(b.report))
+        .collect();
     let mut estimates = Vec::new();
 
-    // Point holds floats, so it is not Ord/Hash: match by equality. Reports
-    // hold at most a few thousand records; each new record is used once, so
-    // duplicates pair up in order.
+    // Records pair through an index (pairing.rs); each new record is used
+    // once, so duplicates pair up in order.
+    let mut in_new = pairing::RecordIndex::new(new);
     let mut used = vec![false; new.records.len()];
     let mut paired = 0;
     for b in &base.records {
-        match pair_in(new, b, &used) {
+        match in_new.pair(b, &used) {
             Some((i, n)) => {
                 used[i] = true;
                 paired += 1;
                 let history: Vec<&Record> = older
-                    .iter()
-                    .filter_map(|r| pair_in(r, b, &[]).map(|(_, x)| x))
+                    .iter_mut()
+                    .filter_map(|r| r.pair(b, &[]).map(|(_, x)| x))
                     .filter(|x| x.status == Status::Ok)
                     .collect();
                 compare_records(b, &history, n, options, &mut out, &mut estimates)?;
@@ -460,6 +432,21 @@ fn judge_family(
     for (i, e) in estimates {
         if !out.metrics[*i].gated {
             judge::verdict(&mut out.metrics[*i], e, alpha, beta);
+        }
+    }
+    // An estimate whose change or bounds overflow is not judged after all.
+    for (i, _) in estimates {
+        let m = &out.metrics[*i];
+        if m.verdict == Verdict::NotJudged && m.gated {
+            out.problems.push(Problem {
+                key: m.key.clone(),
+                id: m.id.clone(),
+                params: m.params.clone(),
+                kind: ProblemKind::NotJudged,
+                metric: Some(m.metric.clone()),
+                reason: m.note.clone().unwrap_or_default(),
+                allowed: out.allow.unjudged,
+            });
         }
     }
 }

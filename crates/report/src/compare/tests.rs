@@ -1430,3 +1430,128 @@ fn a_confirmation_decides_what_the_screen_left_open_and_flags_each_problem_once(
     assert_eq!(confirm::looks(20), [5, 10, 20]);
     assert_eq!(confirm::looks(3), [3]);
 }
+
+/// Sample sets at the ends of `f64` (issue 37, L3): ±1e308 and ±MAX (their
+/// sums, spreads and differences overflow), subnormals (their variances
+/// underflow, their quotients overflow), zero variance, and ordinary data
+/// beside each of them.
+fn extreme_sample_sets() -> Vec<Vec<f64>> {
+    vec![
+        vec![1e308, -1e308, 1e308, -1e308, 1e308],
+        vec![f64::MAX; 5],
+        vec![f64::MAX, f64::MIN, f64::MAX],
+        vec![-1e308, -1e308, -1e308, 1e308],
+        vec![1e308, 1e-308, 1e308, 1e-308],
+        vec![f64::MIN_POSITIVE, 1e308, 1.0],
+        vec![5e-324, 1e-320, 2.5e-322, 5e-324],
+        vec![-5e-324, 5e-324, 0.0, -0.0],
+        vec![0.0; 6],
+        vec![1.0; 6],
+        vec![-1.0; 4],
+        steady(10e9),
+        steady(-3.0),
+    ]
+}
+
+/// Every judged metric shows finite numbers; one that cannot be judged
+/// says why, and a gated one is a problem of the gate.
+fn assert_sound(c: &Comparison, what: &str) {
+    for m in &c.metrics {
+        if m.verdict == Verdict::NotJudged {
+            assert!(
+                m.note.is_some(),
+                "{what}: {} not judged without a reason",
+                m.metric
+            );
+            if m.gated {
+                assert!(
+                    c.problems.iter().any(|p| p.kind == ProblemKind::NotJudged
+                        && p.metric.as_ref() == Some(&m.metric)),
+                    "{what}: {} not judged is no problem: {:?}",
+                    m.metric,
+                    c.problems
+                );
+            }
+            continue;
+        }
+        let mut numbers = vec![m.base_median, m.new_median];
+        numbers.extend(m.change);
+        numbers.extend(m.interval.into_iter().flatten());
+        numbers.extend(m.noise);
+        numbers.extend(m.quiet_threshold);
+        numbers.extend(m.unchanged_above);
+        assert!(
+            numbers.iter().all(|x| x.is_finite()),
+            "{what}: {} {:?} shows {numbers:?}",
+            m.metric,
+            m.verdict
+        );
+    }
+    // The comparison's JSON reads back (a NaN or an infinity would be
+    // written as null).
+    let text = serde_json::to_string(c).unwrap();
+    let back: Comparison = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{what}: the JSON does not read back: {e}"));
+    assert_eq!(back.metrics.len(), c.metrics.len());
+}
+
+#[test]
+fn samples_at_the_ends_of_f64_are_judged_or_not_judged_never_a_panic() {
+    let sets = extreme_sample_sets();
+    let one = |samples: &[f64], rounds: bool| {
+        let mut m = metric("time_per_op", "s", Direction::Lower, samples);
+        if rounds {
+            m.rounds = Some(vec![1; samples.len()]);
+            m.tails = Some(SampleTails {
+                p99: Some(samples.iter().map(|x| x * 0.5).collect()),
+                p99_9: None,
+            });
+        }
+        report(vec![record("os.syscall", 1, vec![m])])
+    };
+    let absolute = CompareOptions {
+        rules: vec![ThresholdRule::parse("os.syscall:time_per_op=1s").unwrap()],
+        ..within_only()
+    };
+    let paired = CompareOptions {
+        paired: true,
+        ..CompareOptions::default()
+    };
+    for b in &sets {
+        for n in &sets {
+            let what = format!("{b:?} → {n:?}");
+            for rounds in [false, true] {
+                let (base, new) = (one(b, rounds), one(n, rounds));
+                for options in [
+                    &within_only(),
+                    &CompareOptions::default(),
+                    &absolute,
+                    &paired,
+                ] {
+                    let c = compare(&base, &new, options).unwrap();
+                    assert_sound(&c, &what);
+                }
+                let mut older = one(&steady(1.0), rounds);
+                older.started_at = "2025-01-01T00:00:00Z".into();
+                let history = [
+                    Baseline {
+                        name: "older",
+                        report: &older,
+                    },
+                    Baseline {
+                        name: "b",
+                        report: &new,
+                    },
+                    Baseline {
+                        name: "a",
+                        report: &base,
+                    },
+                ];
+                for options in [&CompareOptions::default(), &absolute] {
+                    let c = compare_history(&history, &new, options).unwrap();
+                    assert_sound(&c, &format!("history {what}"));
+                }
+            }
+        }
+    }
+}
