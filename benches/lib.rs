@@ -2,4 +2,5 @@
 
 pub mod confirm;
 pub mod error_rates;
+pub mod history;
 pub mod trace;

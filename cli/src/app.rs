@@ -39,6 +39,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Merge(a) => crate::fleet::cmd_merge(&a),
         Command::Breakeven(a) => crate::breakeven::cmd_breakeven(&a),
         Command::Report(a) => crate::report_cmd::cmd_report(&a),
+        Command::History(a) => crate::history_cmd::cmd_history(&a),
         Command::Completions(a) => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(a.shell, &mut cmd, "benchsuite", &mut io::stdout().lock());

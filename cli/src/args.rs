@@ -100,6 +100,12 @@ pub enum Command {
     /// per sweep, latency percentiles, time series, the host, warnings and
     /// notes; with two or more reports, base vs new and the change verdicts.
     Report(crate::report_cmd::ReportArgs),
+    /// After the merge: find change points in a main branch's history of
+    /// reports (one testbed), each with the run and commit where it starts,
+    /// the step with its interval and whether it is a regression; exit 1
+    /// when an unacknowledged regression starts in the last --since runs
+    /// (a scheduled job's alarm).
+    History(crate::history_cmd::HistoryArgs),
     /// Print a shell completion script: `benchsuite completions bash >
     /// ~/.local/share/bash-completion/completions/benchsuite` (zsh: a file
     /// `_benchsuite` on $fpath; fish: ~/.config/fish/completions/).

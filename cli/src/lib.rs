@@ -35,7 +35,7 @@ pub use benchsuite_core::{
 };
 pub use benchsuite_fleet::launcher;
 pub use benchsuite_report::{CompareOptions, Comparison, Verdict};
-pub use benchsuite_report::{breakeven, compare, export, fleet};
+pub use benchsuite_report::{breakeven, compare, export, fleet, trend};
 pub use registry::registry;
 
 /// Plans and runs `config` over `registry` without progress output.

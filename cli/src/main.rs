@@ -11,6 +11,7 @@ mod args;
 mod breakeven;
 mod config;
 mod fleet;
+mod history_cmd;
 mod interleave;
 mod interrupt;
 mod output;

@@ -3,7 +3,8 @@
 //! What benchsuite does with a [`Report`](benchsuite_core::Report) once it
 //! exists: the exporters ([`export`]: table, CSV, Markdown, JSON, BMF,
 //! GitHub Actions, OpenMetrics and the HTML report), the gate
-//! ([`compare`]), the fleet view ([`fleet`]) and the break-even solver
+//! ([`compare`]), change points over a history after the merge
+//! ([`trend`]), the fleet view ([`fleet`]) and the break-even solver
 //! ([`breakeven`]).
 //!
 //! It depends on `benchsuite-core` only; no benchmark depends on it, so an
@@ -26,5 +27,6 @@ pub mod breakeven;
 pub mod compare;
 pub mod export;
 pub mod fleet;
+pub mod trend;
 
 pub use compare::{CompareOptions, Comparison, Verdict};

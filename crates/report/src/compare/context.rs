@@ -146,7 +146,7 @@ pub(super) fn context_differences(base: &Report, new: &Report) -> Vec<String> {
 /// microarchitecture, CPU count or sockets, where both sides know them.
 /// Host names are not compared (CI runners of one machine type differ in
 /// nothing else).
-pub(super) fn testbed_difference(base: &Report, new: &Report) -> Option<String> {
+pub(crate) fn testbed_difference(base: &Report, new: &Report) -> Option<String> {
     fn text<T: fmt::Display>(v: &Option<T>) -> Option<String> {
         v.as_ref().map(|v| v.to_string())
     }

@@ -108,6 +108,7 @@ use benchsuite_core::report::{
 
 pub mod confirm;
 mod context;
+pub(crate) use context::testbed_difference;
 pub mod fleet;
 pub mod history;
 pub mod interleave;

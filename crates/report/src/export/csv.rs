@@ -324,7 +324,7 @@ fn param_cell(v: Option<&Value>) -> String {
 
 /// A number as JSON writes it (shortest round-trip form); empty when absent
 /// or not finite.
-fn num(v: Option<f64>) -> String {
+pub(super) fn num(v: Option<f64>) -> String {
     v.and_then(serde_json::Number::from_f64)
         .map(|n| n.to_string())
         .unwrap_or_default()
@@ -338,7 +338,7 @@ fn direction_name(d: benchsuite_core::bench::Direction) -> &'static str {
 }
 
 /// Writes one row, each text cell guarded against formula injection.
-fn write_row<W: Write>(w: &mut ::csv::Writer<W>, row: &[String]) -> io::Result<()> {
+pub(super) fn write_row<W: Write>(w: &mut ::csv::Writer<W>, row: &[String]) -> io::Result<()> {
     w.write_record(row.iter().map(|c| guard(c).into_owned()))
         .map_err(into_io)
 }
@@ -359,7 +359,7 @@ fn guard(cell: &str) -> std::borrow::Cow<'_, str> {
 
 /// Keeps the `io::Error` inside a csv error, so that a broken pipe is still
 /// [`io::ErrorKind::BrokenPipe`].
-fn into_io(e: ::csv::Error) -> io::Error {
+pub(super) fn into_io(e: ::csv::Error) -> io::Error {
     match e.into_kind() {
         ::csv::ErrorKind::Io(e) => e,
         other => io::Error::other(format!("{other:?}")),

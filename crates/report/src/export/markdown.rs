@@ -120,7 +120,7 @@ fn write_row(out: &mut dyn Write, cells: &[String]) -> io::Result<()> {
 /// Escapes what would break a table cell or be read as markup (links,
 /// mentions), and shows control characters as `?`. Underscores are left
 /// alone: GitHub does not emphasise inside words (`time_per_op`).
-fn escape(s: &str) -> String {
+pub(super) fn escape(s: &str) -> String {
     let mut e = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {

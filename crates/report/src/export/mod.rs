@@ -46,8 +46,10 @@ mod markdown;
 mod openmetrics;
 pub mod reference;
 mod table;
+mod trend;
 
 pub use gha::GhaTool;
+pub use trend::{sparkline, write_trend};
 
 /// How the `table` format writes a report or a comparison (the other
 /// formats take none).

@@ -367,7 +367,7 @@ fn grouped<'a>(records: impl Iterator<Item = (&'a str, Vec<String>)>, once: bool
 /// Splits `text` into lines of at most [`WIDTH`] characters at spaces, the
 /// first line starting with `first`, the others with `rest`. A word longer
 /// than a line stands alone on its line.
-fn wrap(text: &str, first: &str, rest: &str) -> Vec<String> {
+pub(super) fn wrap(text: &str, first: &str, rest: &str) -> Vec<String> {
     let width = |s: &str| s.chars().count();
     let mut lines = Vec::new();
     let mut line = first.to_string();
@@ -385,6 +385,20 @@ fn wrap(text: &str, first: &str, rest: &str) -> Vec<String> {
     }
     lines.push(line);
     lines
+}
+
+/// Runs `f` on a writer that shows control characters instead of sending
+/// them ([`Printable`]).
+pub(super) fn printable(
+    out: &mut dyn Write,
+    f: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut p = Printable {
+        out,
+        pending: false,
+    };
+    f(&mut p)?;
+    p.finish()
 }
 
 /// Writes what fails the gate first (one line each, with its reason), then

@@ -1,0 +1,188 @@
+//! `benchsuite history`: change points over a main branch's reports (see
+//! `benchsuite::trend`), for a scheduled job that alarms after the merge.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use benchsuite::compare::Tolerance;
+use benchsuite::export::{self, Format};
+use benchsuite::fleet::{Fleet, ReportFile};
+use benchsuite::trend::{Ack, TrendOptions, trend};
+use clap::Args;
+
+/// `benchsuite history DIR_OR_REPORTS... [--acks perf-acks.toml]`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// JSON reports of one testbed (a main branch's rolling history, each
+    /// written by `benchsuite run -o`), or directories of them (every
+    /// `*.json`). Ordered by their start time; reports of another testbed
+    /// than the newest are left out, named.
+    #[arg(value_name = "DIR_OR_REPORT", required = true)]
+    pub inputs: Vec<PathBuf>,
+
+    /// Expected changes: a TOML file of `[[ack]]` tables, each with
+    /// `record` (a benchmark id or full key), optional `metric`, `commit`
+    /// (7 characters or more of the first run at the new level) and
+    /// `reason`. An acknowledged change point never alarms; one that names
+    /// no change point is listed as stale.
+    #[arg(long, value_name = "FILE")]
+    pub acks: Option<PathBuf>,
+
+    /// Alarm (exit 1) on a regression that starts in the last N runs.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub since: usize,
+
+    /// A worse step at least this large is a regression (metrics in %:
+    /// 0.5 percentage points).
+    #[arg(long, value_name = "PERCENT", default_value = "5%")]
+    pub threshold: String,
+
+    /// The level of each change point's test: a series without a change is
+    /// split about this often.
+    #[arg(long, value_name = "LEVEL", default_value_t = 0.01)]
+    pub alpha: f64,
+
+    /// Output format: table (default), json, csv (one row per change
+    /// point), md (a CI job summary).
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+
+    /// Write to FILE instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// The report files of `inputs`: files as given, directories' `*.json`
+/// sorted, each file once.
+fn files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in inputs {
+        if p.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(p)
+                .with_context(|| format!("{}: cannot read the directory", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.extension().is_some_and(|x| x == "json") && f.is_file())
+                .collect();
+            if found.is_empty() {
+                bail!("{}: no report (*.json) in it", p.display());
+            }
+            found.sort();
+            out.extend(found);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|p| seen.insert(p.canonicalize().unwrap_or_else(|_| p.clone())));
+    Ok(out)
+}
+
+/// Reads an acknowledgement file; a parse error names the file and line.
+pub fn read_acks(path: &Path) -> Result<Vec<Ack>> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct AckFile {
+        #[serde(default)]
+        ack: Vec<Ack>,
+    }
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).with_context(|| format!("--acks {name}"))?;
+    let file: AckFile = toml::from_str(&text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| {
+                format!(
+                    " line {}",
+                    text[..s.start.min(text.len())].matches('\n').count() + 1
+                )
+            })
+            .unwrap_or_default();
+        anyhow::anyhow!("--acks {name}:{line}: {}", e.message().trim())
+    })?;
+    for (i, a) in file.ack.iter().enumerate() {
+        if a.commit.trim().len() < 7 {
+            bail!(
+                "--acks {name}: ack {} ({}): commit `{}` is too short to name one commit (7 characters or more)",
+                i + 1,
+                a.record,
+                a.commit
+            );
+        }
+    }
+    Ok(file.ack)
+}
+
+/// Prints the change points; 1 on an alarm, else 0.
+pub fn cmd_history(args: &HistoryArgs) -> Result<i32> {
+    let format = match &args.format {
+        Some(f) => crate::config::parse_format("--format", f)?,
+        None => Format::Table,
+    };
+    if !matches!(
+        format,
+        Format::Table | Format::Json | Format::Csv | Format::Markdown
+    ) {
+        bail!("--format {format}: a history is written as table, json, csv or md");
+    }
+    let threshold = match Tolerance::parse(&args.threshold) {
+        Ok(Tolerance::Relative(x)) => x,
+        Ok(_) => bail!("--threshold `{}`: give a percentage (`5%`)", args.threshold),
+        Err(e) => bail!("--threshold {e}"),
+    };
+    if !(args.alpha > 0.0 && args.alpha < 0.5) {
+        bail!(
+            "--alpha {}: give a level between 0 and 0.5 (0.01)",
+            args.alpha
+        );
+    }
+    if args.since == 0 {
+        bail!("--since 0: give the number of newest runs a regression alarms in (1 or more)");
+    }
+    let acks = match &args.acks {
+        Some(p) => read_acks(p)?,
+        None => Vec::new(),
+    };
+    let registry = benchsuite::registry();
+    let mut reports = Vec::new();
+    for path in files(&args.inputs)? {
+        match Fleet::read_file(&path)? {
+            ReportFile::Report(mut r) => {
+                registry.fill_roles(&mut r);
+                let name = path.file_name().map_or_else(
+                    || path.display().to_string(),
+                    |n| n.to_string_lossy().into_owned(),
+                );
+                reports.push((name, r));
+            }
+            ReportFile::Fleet(_) => bail!(
+                "{}: a fleet report; history takes one testbed's reports (a host's report of `run --output-dir`)",
+                path.display()
+            ),
+        }
+    }
+    let options = TrendOptions {
+        alpha: args.alpha,
+        threshold,
+        since: args.since,
+        acks,
+    };
+    let t = trend(&reports, &options)?;
+    for e in &t.excluded {
+        eprintln!("warning: left out (another testbed): {e}");
+    }
+    let code = t.exit_code();
+    match &args.output {
+        Some(path) => {
+            crate::output::replace_file(path, |w| export::write_trend(format, &t, w))?;
+        }
+        None => {
+            let mut out = io::stdout().lock();
+            match export::write_trend(format, &t, &mut out).and_then(|()| out.flush()) {
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+                r => r?,
+            }
+        }
+    }
+    Ok(code)
+}
