@@ -1,0 +1,152 @@
+//! `benchsuite history`: change points over a directory of reports, the
+//! alarm's exit status, acknowledgements and bad input.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_benchsuite"))
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().unwrap()
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Run `i` of a nightly job at commit `c{i}…`: the quick pass, with
+/// mem.bandwidth's samples scaled by `by` and the others by a ±0.5% wobble.
+fn report(i: usize, by: f64) -> Value {
+    let text = include_str!("../../crates/report/src/export/testdata/quick-pass.json");
+    let mut r: Value = serde_json::from_str(text).unwrap();
+    r["started_at"] = json!(format!("2026-11-{:02}T03:00:00Z", i + 1));
+    r["host"]["build"]["commit"] = json!(format!("c{i:02}aaaaaaaaa"));
+    let wobble = 1.0 + 0.005 * (((i * 7) % 5) as f64 - 2.0) / 2.0;
+    for rec in r["records"].as_array_mut().unwrap() {
+        let f = if rec["id"] == "mem.bandwidth" {
+            by
+        } else {
+            wobble
+        };
+        for m in rec["metrics"].as_array_mut().unwrap() {
+            for s in m["samples"].as_array_mut().unwrap() {
+                *s = json!(s.as_f64().unwrap() * f);
+            }
+            for k in ["mean", "median", "min", "max", "p5", "p95", "trimmed_mean"] {
+                if let Some(v) = m["summary"][k].as_f64() {
+                    m["summary"][k] = json!(v * f);
+                }
+            }
+        }
+    }
+    r
+}
+
+/// `n` runs into `dir`, mem.bandwidth 30% lower from run `step` on.
+fn history(dir: &Path, n: usize, step: usize) {
+    for i in 0..n {
+        let noise = 1.0 + 0.004 * ((i * 5 % 7) as f64 - 3.0);
+        let by = if i >= step { 0.7 * noise } else { noise };
+        std::fs::write(
+            dir.join(format!("r{i:02}.json")),
+            serde_json::to_string(&report(i, by)).unwrap(),
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn a_new_regression_alarms_and_an_acknowledged_one_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    history(&runs, 14, 10);
+    let runs_s = runs.to_str().unwrap();
+    let o = run(&["history", runs_s]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("mem.bandwidth "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("r10.json (c10aaaaaaa): -"), "{line}");
+    assert!(line.contains("regression, ALARM"), "{line}");
+    assert!(out.contains("history ALARM: 1 unacknowledged regression in the last 5 runs"), "{out}");
+
+    // Older than --since: listed, no alarm.
+    let o = run(&["history", runs_s, "--since", "3"]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+
+    // Acknowledged: exit 0, the reason shown; an ack matching nothing is
+    // stale.
+    let acks = dir.path().join("perf-acks.toml");
+    std::fs::write(
+        &acks,
+        "[[ack]]\nrecord = \"mem.bandwidth\"\nmetric = \"bandwidth\"\ncommit = \"c10aaaa\"\nreason = \"smaller pages by default\"\n\n[[ack]]\nrecord = \"cpu.flops\"\ncommit = \"c03aaaaa\"\nreason = \"nothing\"\n",
+    )
+    .unwrap();
+    let o = run(&["history", runs_s, "--acks", acks.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(out.contains("acknowledged: smaller pages by default"), "{out}");
+    assert!(out.contains("stale acknowledgement: cpu.flops at c03aaaaa"), "{out}");
+
+    // Markdown: the verdict first, only what changed.
+    let o = run(&["history", runs_s, "--format", "md"]);
+    let (out, _) = text(&o);
+    assert!(out.starts_with("**❌ history ALARM"), "{out}");
+    assert!(!out.contains("| os.timer"), "{out}");
+    // CSV: one row per change point.
+    let o = run(&["history", runs_s, "--format", "csv"]);
+    assert_eq!(text(&o).0.lines().count(), 2, "{:?}", text(&o));
+}
+
+#[test]
+fn bad_input_is_an_error_naming_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    history(dir.path(), 5, 99);
+    let d = dir.path().to_str().unwrap();
+    // Too few runs.
+    let o = run(&["history", d]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("needs at least 6 runs"), "{err}");
+    // Another testbed: left out, named on stderr.
+    history(dir.path(), 8, 99);
+    let mut other = report(20, 1.0);
+    other["host"]["cpu"]["model"] = json!("Another CPU");
+    other["started_at"] = json!("2026-11-02T12:00:00Z");
+    std::fs::write(dir.path().join("other.json"), other.to_string()).unwrap();
+    let o = run(&["history", d]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(err.contains("left out (another testbed): other.json: cpu.model"), "{err}");
+    // An acknowledgement file that does not parse: its line named.
+    let acks = dir.path().join("acks.toml");
+    std::fs::write(&acks, "[[ack]]\nrecord = \"cpu.flops\"\ncommit = 12\n").unwrap();
+    let o = run(&["history", d, "--acks", acks.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("acks.toml: line 3"), "{err}");
+    // Flags.
+    for (args, flag) in [
+        (vec!["--since", "0"], "--since"),
+        (vec!["--alpha", "0.9"], "--alpha"),
+        (vec!["--threshold", "2ms"], "--threshold"),
+        (vec!["--format", "bmf"], "--format"),
+    ] {
+        let mut a = vec!["history", d];
+        a.extend(args);
+        let o = run(&a);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(flag), "{flag}: {err}");
+    }
+}
