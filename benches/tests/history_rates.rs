@@ -1,9 +1,9 @@
 //! The targets of `benchsuite history` (issue 39) on the recorded noise
 //! (`benches/data/noise/`); `--example history_rates` prints the figures.
 //!
-//! The margins follow from the number of independent series: 44 gated
-//! series (22 per machine, two machines) are tested at 1% each, so under
-//! no change about 0.44 false change points are expected and 3 or more
+//! The margins follow from the number of independent series: 42 gated
+//! series (21 per machine, two machines) are tested at 1% each, so under
+//! no change about 0.42 false change points are expected and 3 or more
 //! have a binomial probability near 1%; machine states that outlast a run
 //! add to that, which is what the bound of 2 leaves room for.
 
@@ -104,6 +104,6 @@ fn a_slow_drift_is_seen_in_some_series_and_said_honestly() {
     let d = history::drifts(&m, m.runs.len() / 3, 5, 0.03);
     let found = d.iter().filter(|x| x.2.is_some()).count();
     // +3% every 5 runs (12.6% by the end) in series whose runs differ by
-    // 2–20%: the quiet ones show it (measured: 9 of 22 on zen4-b).
+    // 2–20%: the quiet ones show it (measured: 9 of 21 on zen4-b).
     assert!(found >= 6, "{found} of {}", d.len());
 }
