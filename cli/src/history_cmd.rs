@@ -44,7 +44,9 @@ pub struct HistoryArgs {
     pub alpha: f64,
 
     /// Output format: table (default), json, csv (one row per change
-    /// point), md (a CI job summary).
+    /// point), md (a CI job summary), html (a page with a chart per
+    /// metric: its run medians, levels, change points and the band of the
+    /// next run). Default: from -o's extension, else table.
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<String>,
 
@@ -115,15 +117,20 @@ pub fn read_acks(path: &Path) -> Result<Vec<Ack>> {
 
 /// Prints the change points; 1 on an alarm, else 0.
 pub fn cmd_history(args: &HistoryArgs) -> Result<i32> {
-    let format = match &args.format {
-        Some(f) => crate::config::parse_format("--format", f)?,
-        None => Format::Table,
+    let format = match (&args.format, &args.output) {
+        (Some(f), _) => crate::config::parse_format("--format", f)?,
+        (None, Some(file)) => file
+            .extension()
+            .and_then(|e| e.to_str())
+            .and_then(Format::from_extension)
+            .unwrap_or(Format::Table),
+        (None, None) => Format::Table,
     };
     if !matches!(
         format,
-        Format::Table | Format::Json | Format::Csv | Format::Markdown
+        Format::Table | Format::Json | Format::Csv | Format::Markdown | Format::Html
     ) {
-        bail!("--format {format}: a history is written as table, json, csv or md");
+        bail!("--format {format}: a history is written as table, json, csv, md or html");
     }
     let threshold = match Tolerance::parse(&args.threshold) {
         Ok(Tolerance::Relative(x)) => x,

@@ -4,7 +4,10 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+use benchsuite_core::testing::{Capability, skip};
 use serde_json::{Value, json};
+
+mod common;
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_benchsuite"))
@@ -78,7 +81,10 @@ fn a_new_regression_alarms_and_an_acknowledged_one_does_not() {
         .unwrap_or_else(|| panic!("{out}"));
     assert!(line.contains("r10.json (c10aaaaaaa): -"), "{line}");
     assert!(line.contains("regression, ALARM"), "{line}");
-    assert!(out.contains("history ALARM: 1 unacknowledged regression in the last 5 runs"), "{out}");
+    assert!(
+        out.contains("history ALARM: 1 unacknowledged regression in the last 5 runs"),
+        "{out}"
+    );
 
     // Older than --since: listed, no alarm.
     let o = run(&["history", runs_s, "--since", "3"]);
@@ -95,8 +101,14 @@ fn a_new_regression_alarms_and_an_acknowledged_one_does_not() {
     let o = run(&["history", runs_s, "--acks", acks.to_str().unwrap()]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
-    assert!(out.contains("acknowledged: smaller pages by default"), "{out}");
-    assert!(out.contains("stale acknowledgement: cpu.flops at c03aaaaa"), "{out}");
+    assert!(
+        out.contains("acknowledged: smaller pages by default"),
+        "{out}"
+    );
+    assert!(
+        out.contains("stale acknowledgement: cpu.flops at c03aaaaa"),
+        "{out}"
+    );
 
     // Markdown: the verdict first, only what changed.
     let o = run(&["history", runs_s, "--format", "md"]);
@@ -106,6 +118,41 @@ fn a_new_regression_alarms_and_an_acknowledged_one_does_not() {
     // CSV: one row per change point.
     let o = run(&["history", runs_s, "--format", "csv"]);
     assert_eq!(text(&o).0.lines().count(), 2, "{:?}", text(&o));
+
+    // The trend page: one chart per metric, the alarm's first, its change
+    // point marked; it renders in a real browser.
+    let page = dir.path().join("trend.html");
+    let o = run(&["history", runs_s, "-o", page.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let charts: Vec<&str> = html.split("<svg").skip(1).collect();
+    let o = run(&["history", runs_s, "--format", "json"]);
+    let series = serde_json::from_slice::<Value>(&o.stdout).unwrap()["series"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(charts.len(), series, "one chart per metric");
+    assert!(
+        charts[0].contains("mem.bandwidth: bandwidth"),
+        "{}",
+        charts[0]
+    );
+    assert!(charts[0].contains("% ALARM</text>"), "{}", charts[0]);
+    // Each run's commit on hover.
+    assert!(
+        charts[0].contains("r10.json (c10aaaaaaaaa, "),
+        "{}",
+        charts[0]
+    );
+    let Some(browser) = common::chromium() else {
+        skip(
+            Capability::Chromium,
+            "the trend page's render: neither `chromium` nor `chromium-browser` is on PATH (apt-get install chromium)",
+        );
+        return;
+    };
+    let ink = common::screenshot(browser, &page, &dir.path().join("trend.png"), 1600);
+    assert!(ink.inked > 0.02 && ink.coloured > 0.002, "{ink:?}");
 }
 
 #[test]
@@ -127,7 +174,10 @@ fn bad_input_is_an_error_naming_what_is_wrong() {
     let o = run(&["history", d]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
-    assert!(err.contains("left out (another testbed): other.json: cpu.model"), "{err}");
+    assert!(
+        err.contains("left out (another testbed): other.json: cpu.model"),
+        "{err}"
+    );
     // An acknowledgement file that does not parse: its line named.
     let acks = dir.path().join("acks.toml");
     std::fs::write(&acks, "[[ack]]\nrecord = \"cpu.flops\"\ncommit = 12\n").unwrap();

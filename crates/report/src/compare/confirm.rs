@@ -149,6 +149,8 @@ pub fn judge_look(
         let screen = format!("the screen: {} {}", m.verdict, m.change_text());
         *m = MetricComparison {
             gated: true,
+            // The screen's history of run medians stays what is drawn.
+            history: std::mem::take(&mut m.history),
             stage: Some(Stage::Confirm),
             pairs: Some(pairs),
             // Not decided by the budget's end (or not judgeable in the

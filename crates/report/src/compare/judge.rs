@@ -250,6 +250,7 @@ pub(super) fn estimate(
         noise: None,
         quiet_threshold: None,
         unchanged_above: None,
+        history: Vec::new(),
         df: None,
         drift: false,
         verdict: Verdict::NotJudged,

@@ -735,6 +735,17 @@ fn compare_records(
             if let Some(e) = est {
                 estimates.push((out.metrics.len(), e));
             }
+            let mut mc = mc;
+            if mc.metric == bm.name {
+                // `older` runs newest first.
+                mc.history = older_metrics
+                    .iter()
+                    .rev()
+                    .chain(std::iter::once(&bm))
+                    .map(|m| benchsuite_core::stats::median(&m.samples))
+                    .filter(|v| v.is_finite())
+                    .collect();
+            }
             out.metrics.push(mc);
         }
     }

@@ -409,6 +409,11 @@ pub struct MetricComparison {
     /// Whether either side drifted between rounds (the round was the unit
     /// of evidence).
     pub drift: bool,
+    /// The baselines' run medians of this metric, oldest first (the
+    /// newest baseline last); empty for a latency tail or a comparison
+    /// read from an older version. What the pull-request summary draws.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<f64>,
     /// The verdict.
     pub verdict: Verdict,
     /// The stage whose evidence gave the verdict; `None` in a comparison

@@ -38,10 +38,12 @@ mod charts;
 mod curve;
 mod fleet;
 mod svg;
+mod trend;
 
 use charts::*;
 
 pub use fleet::render_fleet;
+pub use trend::render_trend;
 
 use svg::{Axis, ChangeRow, Chart, Line, Pt, color, escape};
 

@@ -71,8 +71,11 @@ pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<(
     Ok(())
 }
 
-/// Writes a CI job summary: the verdict line, what fails the gate, the
-/// compared metrics as a table, then the notes.
+/// Writes a CI job summary (or a pull-request comment): the verdict line,
+/// what fails the gate, the metrics that moved or are open (regressed,
+/// improved, undecided, not judged) as a table with a sparkline of their
+/// run medians (the baselines', then the new run's, last), the others in a
+/// collapsed table, then the notes.
 pub(super) fn write_comparison(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
     let view = ComparisonView::new(c, true, false);
     let (summary, notes) = comparison_notes(&view);
@@ -89,10 +92,47 @@ pub(super) fn write_comparison(c: &Comparison, out: &mut dyn Write) -> io::Resul
         }
         writeln!(out)?;
     }
-    let right = COMPARISON_RIGHT;
-    write_header(out, &COMPARISON_HEADER, &right)?;
-    for row in comparison_rows(&view) {
-        write_row(out, &row)?;
+    let mut header = COMPARISON_HEADER.to_vec();
+    header.push("runs, new last");
+    let mut right = COMPARISON_RIGHT.to_vec();
+    right.push(false);
+    let moved = |m: &crate::compare::MetricComparison| {
+        m.gated && !matches!(m.verdict, crate::compare::Verdict::Unchanged)
+    };
+    let rows: Vec<(bool, String)> = view
+        .metrics()
+        .zip(comparison_rows(&view))
+        .map(|(m, cells)| {
+            let mut line: Vec<String> = cells.iter().map(|c| escape(c)).collect();
+            let mut runs: Vec<Option<f64>> = m.history.iter().copied().map(Some).collect();
+            runs.push(Some(m.new_median));
+            line.push(if m.history.is_empty() {
+                String::new()
+            } else {
+                format!("`{}`", super::sparkline(&runs))
+            });
+            (moved(m), format!("| {} |", line.join(" | ")))
+        })
+        .collect();
+    let (shown, rest): (Vec<_>, Vec<_>) = rows.into_iter().partition(|(m, _)| *m);
+    if !shown.is_empty() {
+        write_header(out, &header, &right)?;
+        for (_, row) in &shown {
+            writeln!(out, "{row}")?;
+        }
+    }
+    if !rest.is_empty() {
+        writeln!(
+            out,
+            "\n<details><summary>{} more metric{}: unchanged, or not gated</summary>\n",
+            rest.len(),
+            if rest.len() == 1 { "" } else { "s" }
+        )?;
+        write_header(out, &header, &right)?;
+        for (_, row) in &rest {
+            writeln!(out, "{row}")?;
+        }
+        writeln!(out, "\n</details>")?;
     }
     if !notes.is_empty() {
         writeln!(out)?;
@@ -252,11 +292,82 @@ mod tests {
         // What fails the gate comes before the table.
         let fail = t.find("- FAIL os.syscall: missing in new").unwrap();
         let rows = table_rows(&t);
-        assert_eq!(rows[0], COMPARISON_HEADER);
+        assert_eq!(rows[0][..8], COMPARISON_HEADER);
+        assert_eq!(rows[0][8], "runs, new last");
         assert!(fail < t.find("| benchmark |").unwrap(), "{t}");
         let bw = rows.iter().find(|r| r[1] == "bandwidth").unwrap();
         // Brackets escaped: a foreign report's text cannot make a link.
         assert!(bw[4].starts_with("-30% \\["), "{bw:?}");
         assert_eq!(bw[5], "regressed");
+        // One baseline and the new run: high, then low.
+        assert_eq!(bw[8], "`█▁`", "{bw:?}");
+    }
+
+    /// A pull request's summary: only what moved is in the first table,
+    /// each with its history and the new run; the rest folded away.
+    #[test]
+    fn a_pull_request_summary_shows_what_moved_with_its_history() {
+        use crate::compare::{Baseline, CompareOptions, compare_history};
+        use benchsuite_core::stats::Summary;
+        let base = fixtures::report();
+        let runs: Vec<_> = (0..4)
+            .map(|i| {
+                let mut r = base.clone();
+                r.started_at = format!("2026-11-0{}T00:00:00Z", i + 1);
+                for rec in &mut r.records {
+                    for m in &mut rec.metrics {
+                        for s in &mut m.samples {
+                            *s *= 1.0 + 0.002 * i as f64;
+                        }
+                        m.summary = Summary::new(&m.samples).unwrap();
+                    }
+                }
+                r
+            })
+            .collect();
+        let mut new = runs[3].clone();
+        new.started_at = "2026-11-09T00:00:00Z".into();
+        let m = &mut new.records[1].metrics[0];
+        m.samples.iter_mut().for_each(|s| *s *= 0.5);
+        m.summary = Summary::new(&m.samples).unwrap();
+        let names = ["a", "b", "c", "d"];
+        let history: Vec<Baseline<'_>> = runs
+            .iter()
+            .zip(names)
+            .map(|(report, name)| Baseline { name, report })
+            .collect();
+        let c = compare_history(&history, &new, &CompareOptions::default()).unwrap();
+        let t = text(|o| write_comparison(&c, o));
+        let first = &t[..t.find("<details>").unwrap_or(t.len())];
+        let rows = table_rows(first);
+        let bw = rows
+            .iter()
+            .find(|r| r[1] == "bandwidth")
+            .unwrap_or_else(|| panic!("{t}"));
+        assert_eq!(bw[5], "regressed", "{t}");
+        // Four baselines, then the new run at the bottom.
+        let spark = bw[8].trim_matches('`');
+        assert_eq!(spark.chars().count(), 5, "{bw:?}");
+        assert_eq!(spark.chars().last(), Some('▁'), "{bw:?}");
+        // Oldest first: the baselines grew by 0.2% a run.
+        let h: Vec<f64> = c
+            .metrics
+            .iter()
+            .find(|m| m.metric == "bandwidth")
+            .unwrap()
+            .history
+            .clone();
+        assert_eq!(h.len(), 4);
+        assert!(h.windows(2).all(|w| w[0] < w[1]), "{h:?}");
+        // Unchanged metrics are folded away, counted.
+        for r in &rows[1..] {
+            assert_ne!(r[5], "unchanged", "{t}");
+        }
+        if c.metrics
+            .iter()
+            .any(|m| m.verdict == crate::compare::Verdict::Unchanged)
+        {
+            assert!(t.contains("<details><summary>"), "{t}");
+        }
     }
 }

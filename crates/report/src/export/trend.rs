@@ -14,8 +14,9 @@ use crate::trend::{ChangePoint, Series, Trend};
 /// The most runs a sparkline shows: the newest.
 const SPARK_RUNS: usize = 60;
 
-/// Writes `trend` in `format` (table, json, csv, markdown); the other
-/// formats are for reports and return [`io::ErrorKind::InvalidInput`].
+/// Writes `trend` in `format` (table, json, csv, markdown, html: a chart
+/// per metric); the other formats are for reports and return
+/// [`io::ErrorKind::InvalidInput`].
 pub fn write_trend(format: Format, trend: &Trend, out: &mut dyn Write) -> io::Result<()> {
     match format {
         Format::Table => super::table::printable(out, |o| table(trend, o)),
@@ -25,6 +26,7 @@ pub fn write_trend(format: Format, trend: &Trend, out: &mut dyn Write) -> io::Re
         }
         Format::Csv => csv(trend, out),
         Format::Markdown => markdown(trend, out),
+        Format::Html => out.write_all(super::html::render_trend(trend).as_bytes()),
         f => Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!(
@@ -36,7 +38,7 @@ pub fn write_trend(format: Format, trend: &Trend, out: &mut dyn Write) -> io::Re
 
 /// Each series' short key (what differs between the records of one
 /// benchmark).
-fn keys(trend: &Trend) -> Vec<String> {
+pub(super) fn keys(trend: &Trend) -> Vec<String> {
     let items: Vec<(&str, &benchsuite_core::param::Point)> = trend
         .series
         .iter()
@@ -100,7 +102,7 @@ fn change_text(s: &Series, c: &ChangePoint) -> String {
 }
 
 /// The verdict line: alarms first.
-fn summary(trend: &Trend) -> String {
+pub(super) fn summary(trend: &Trend) -> String {
     let n: usize = trend.series.iter().map(|s| s.change_points.len()).sum();
     let regressions = trend
         .series
@@ -138,7 +140,7 @@ fn summary(trend: &Trend) -> String {
 
 /// What the reader should know: the method, left-out reports, ties, stale
 /// acknowledgements.
-fn notes(trend: &Trend) -> Vec<String> {
+pub(super) fn notes(trend: &Trend) -> Vec<String> {
     let first = trend.runs.first();
     let last = trend.runs.last();
     let mut notes = vec![format!(
