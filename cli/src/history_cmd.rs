@@ -118,7 +118,9 @@ pub fn read_acks(path: &Path) -> Result<Vec<Ack>> {
 /// Prints the change points; 1 on an alarm, else 0.
 pub fn cmd_history(args: &HistoryArgs) -> Result<i32> {
     let format = match (&args.format, &args.output) {
-        (Some(f), _) => crate::config::parse_format("--format", f)?,
+        (Some(f), _) => f
+            .parse::<Format>()
+            .map_err(|e| anyhow::anyhow!("--format: {e}"))?,
         (None, Some(file)) => file
             .extension()
             .and_then(|e| e.to_str())

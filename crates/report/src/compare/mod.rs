@@ -119,6 +119,8 @@ mod outcome;
 mod pairing;
 pub mod prior;
 pub mod rules;
+mod states;
+mod text;
 
 pub use fleet::{
     FleetComparison, HostComparison, IncomparableHost, compare_fleets, write_fleet_comparison,
@@ -126,8 +128,10 @@ pub use fleet::{
 pub use model::*;
 pub use outcome::*;
 pub use rules::{ThresholdRule, Tolerance};
+pub use text::percent_text;
 
 use judge::{direction_name, lost_tails, quantities};
+use states::states_note;
 
 /// The default threshold of latency tails (p99, p99.9) as a fraction:
 /// derived from the A/A traces in `benches/data/noise/` (see
@@ -753,40 +757,6 @@ fn compare_records(
         out.added.push(unmatched(n, Some(&nm.name)));
     }
     Ok(())
-}
-
-/// The machine states a metric was seen in: in the baselines' run
-/// medians (four runs or more), or among the new run's samples.
-fn states_note(b: &Metric, older: &[&Metric], n: &Metric) -> Option<String> {
-    let show = |(lo, hi): (f64, f64)| {
-        format!(
-            "{} and {}",
-            benchsuite_core::units::format_value(lo, &b.unit),
-            benchsuite_core::units::format_value(hi, &b.unit)
-        )
-    };
-    let mut runs = vec![benchsuite_core::stats::median(&b.samples)];
-    runs.extend(
-        older
-            .iter()
-            .map(|m| benchsuite_core::stats::median(&m.samples)),
-    );
-    let history = (runs.len() >= 4)
-        .then(|| benchsuite_core::stats::two_states(&runs))
-        .flatten()
-        .map(|s| {
-            format!(
-                "the {} baseline runs hold two states, {}: a switch between them cannot be told from a regression by one run",
-                runs.len(),
-                show(s)
-            )
-        });
-    let new = benchsuite_core::stats::two_states(&n.samples)
-        .map(|s| format!("new's samples hold two states, {}", show(s)));
-    match (history, new) {
-        (None, None) => None,
-        (h, n) => Some(h.into_iter().chain(n).collect::<Vec<_>>().join("; ")),
-    }
 }
 
 /// `size: 32MiB (base) vs 48MiB (new)` for every parameter whose resolved
