@@ -17,17 +17,26 @@
 //! ```
 //!
 //! Your own benchmarks implement [`Benchmark`] and join the registry with
-//! [`Registry::register`]; they then run, sweep, export and compare exactly
-//! like the built-in ones.
+//! [`Registry::register`], which refuses a declaration that breaks the
+//! contract (a [`RegistryError`] naming the benchmark and the
+//! [`ContractRule`]); they then run, sweep, export and compare exactly
+//! like the built-in ones. Their tests can run the conformance harness the
+//! built-in modules run, `benchsuite::testing::Conformance` (feature
+//! `testing`).
 
 mod registry;
 
 pub use benchsuite_core::reference;
+/// The conformance harness (feature `testing`): see
+/// [`testing::Conformance`] and docs/embedding.md.
+#[cfg(feature = "testing")]
+pub use benchsuite_core::testing;
 pub use benchsuite_core::{
-    About, BenchError, Benchmark, Case, Caveat, Choice, ConfigError, Context, Direction, Finished,
-    Host, LatencySummary, Meta, Metric, MetricSource, MetricSpec, Module, Observer, OptionSpec,
-    ParamKind, ParamSpec, Peak, PeakInput, Point, Probe, Record, Registry, Report, ReportError,
-    RunConfig, SCHEMA_VERSION, Status, Summary, TeamCase, Value, Work, choice_enum, error_chain,
+    About, BenchError, Benchmark, Case, Caveat, Choice, ConfigError, Context, ContractRule,
+    Direction, Finished, Host, LatencySummary, Meta, Metric, MetricRole, MetricSource, MetricSpec,
+    Module, Observer, OptionSpec, ParamKind, ParamSpec, Peak, PeakInput, Point, Probe, Record,
+    Registry, RegistryError, Report, ReportError, RunConfig, SCHEMA_VERSION, Status, Summary,
+    TeamCase, Value, Work, choice_enum, error_chain,
 };
 pub use benchsuite_core::{
     atomic, bench, capacity, catalog, caveat, cluster, error, host, openloop, param, phase, report,

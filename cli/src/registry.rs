@@ -1,39 +1,53 @@
 //! The one place that lists which resource crates exist.
 
-use benchsuite_core::Registry;
+use benchsuite_core::{Benchmark, Registry};
+
+/// A resource crate's module: its name, description and benchmarks.
+type Builtin = (&'static str, &'static str, fn() -> Vec<Box<dyn Benchmark>>);
 
 /// Every module this build knows, in the order `benchsuite run` runs them.
+///
+/// # Panics
+///
+/// Never for the modules shipped: each keeps the contract the registry
+/// checks (`cargo test` registers them all; see [`Registry::add_module`]).
 pub fn registry() -> Registry {
+    let builtins: &[Builtin] = &[
+        (
+            benchsuite_os::MODULE,
+            benchsuite_os::DESCRIPTION,
+            benchsuite_os::benchmarks,
+        ),
+        (
+            benchsuite_cpu::MODULE,
+            benchsuite_cpu::DESCRIPTION,
+            benchsuite_cpu::benchmarks,
+        ),
+        (
+            benchsuite_mem::MODULE,
+            benchsuite_mem::DESCRIPTION,
+            benchsuite_mem::benchmarks,
+        ),
+        (
+            benchsuite_disk::MODULE,
+            benchsuite_disk::DESCRIPTION,
+            benchsuite_disk::benchmarks,
+        ),
+        (
+            benchsuite_net::MODULE,
+            benchsuite_net::DESCRIPTION,
+            benchsuite_net::benchmarks,
+        ),
+        (
+            benchsuite_gpu::MODULE,
+            benchsuite_gpu::DESCRIPTION,
+            benchsuite_gpu::benchmarks,
+        ),
+    ];
     let mut r = Registry::new();
-    r.add_module(
-        benchsuite_os::MODULE,
-        benchsuite_os::DESCRIPTION,
-        benchsuite_os::benchmarks(),
-    );
-    r.add_module(
-        benchsuite_cpu::MODULE,
-        benchsuite_cpu::DESCRIPTION,
-        benchsuite_cpu::benchmarks(),
-    );
-    r.add_module(
-        benchsuite_mem::MODULE,
-        benchsuite_mem::DESCRIPTION,
-        benchsuite_mem::benchmarks(),
-    );
-    r.add_module(
-        benchsuite_disk::MODULE,
-        benchsuite_disk::DESCRIPTION,
-        benchsuite_disk::benchmarks(),
-    );
-    r.add_module(
-        benchsuite_net::MODULE,
-        benchsuite_net::DESCRIPTION,
-        benchsuite_net::benchmarks(),
-    );
-    r.add_module(
-        benchsuite_gpu::MODULE,
-        benchsuite_gpu::DESCRIPTION,
-        benchsuite_gpu::benchmarks(),
-    );
+    for (name, description, benchmarks) in builtins {
+        r.add_module(name, description, benchmarks())
+            .unwrap_or_else(|e| panic!("built-in module {name}: {e}"));
+    }
     r
 }
