@@ -24,6 +24,41 @@
 //! built-in modules run, `benchsuite::testing::Conformance` (feature
 //! `testing`).
 
+// The command line (feature `cli`): the ready `main` and its subcommands.
+// Its files name the library `benchsuite::`, as they did in the binary.
+#[cfg(feature = "cli")]
+extern crate self as benchsuite;
+#[cfg(feature = "cli")]
+mod app;
+#[cfg(feature = "cli")]
+mod args;
+#[cfg(feature = "cli")]
+mod breakeven_cmd;
+#[cfg(feature = "cli")]
+mod config;
+#[cfg(feature = "cli")]
+mod fleet_cmd;
+#[cfg(feature = "cli")]
+mod interleave;
+#[cfg(feature = "cli")]
+mod interrupt;
+#[cfg(feature = "cli")]
+mod output;
+#[cfg(feature = "cli")]
+mod planfile;
+#[cfg(feature = "cli")]
+mod progress;
+#[cfg(feature = "cli")]
+mod ready_main;
+#[cfg(feature = "cli")]
+mod reference_cmd;
+#[cfg(feature = "cli")]
+mod report_cmd;
+#[cfg(feature = "cli")]
+mod run;
+#[cfg(feature = "cli")]
+pub use ready_main::{main_with, main_with_args};
+
 mod registry;
 
 pub use benchsuite_core::reference;
@@ -42,6 +77,7 @@ pub use benchsuite_core::{
     atomic, bench, capacity, catalog, caveat, cluster, error, host, openloop, param, phase, report,
     runner, schema, scratch, stats, sweep, team, units,
 };
+#[cfg(feature = "fleet")]
 pub use benchsuite_fleet::launcher;
 pub use benchsuite_report::{CompareOptions, Comparison, Verdict};
 pub use benchsuite_report::{breakeven, compare, export, fleet};

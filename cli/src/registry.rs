@@ -5,7 +5,9 @@ use benchsuite_core::{Benchmark, Registry};
 /// A resource crate's module: its name, description and benchmarks.
 type Builtin = (&'static str, &'static str, fn() -> Vec<Box<dyn Benchmark>>);
 
-/// Every module this build knows, in the order `benchsuite run` runs them.
+/// Every module this build knows, in the order `benchsuite run` runs them:
+/// those of the features `os`, `cpu`, `mem`, `disk`, `net` and `gpu` (all
+/// on by default).
 ///
 /// # Panics
 ///
@@ -13,31 +15,37 @@ type Builtin = (&'static str, &'static str, fn() -> Vec<Box<dyn Benchmark>>);
 /// checks (`cargo test` registers them all; see [`Registry::add_module`]).
 pub fn registry() -> Registry {
     let builtins: &[Builtin] = &[
+        #[cfg(feature = "os")]
         (
             benchsuite_os::MODULE,
             benchsuite_os::DESCRIPTION,
             benchsuite_os::benchmarks,
         ),
+        #[cfg(feature = "cpu")]
         (
             benchsuite_cpu::MODULE,
             benchsuite_cpu::DESCRIPTION,
             benchsuite_cpu::benchmarks,
         ),
+        #[cfg(feature = "mem")]
         (
             benchsuite_mem::MODULE,
             benchsuite_mem::DESCRIPTION,
             benchsuite_mem::benchmarks,
         ),
+        #[cfg(feature = "disk")]
         (
             benchsuite_disk::MODULE,
             benchsuite_disk::DESCRIPTION,
             benchsuite_disk::benchmarks,
         ),
+        #[cfg(feature = "net")]
         (
             benchsuite_net::MODULE,
             benchsuite_net::DESCRIPTION,
             benchsuite_net::benchmarks,
         ),
+        #[cfg(feature = "gpu")]
         (
             benchsuite_gpu::MODULE,
             benchsuite_gpu::DESCRIPTION,
