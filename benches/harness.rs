@@ -87,7 +87,7 @@ fn sweep(c: &mut Criterion) {
 
 fn runner(c: &mut Criterion) {
     let mut registry = Registry::new();
-    registry.register(Box::new(Null));
+    registry.register(Box::new(Null)).unwrap();
     let config = RunConfig {
         runs: 3,
         min_sample_time: Duration::from_micros(100),

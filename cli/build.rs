@@ -6,10 +6,18 @@
 
 use std::process::Command;
 
+/// Features that only choose which modules and commands a build has (the
+/// default set, `fleet` that `cli` brings, `testing`): they change no
+/// number, and a report's records say which benchmarks ran. Not shown, so
+/// the default build says `none`; the others are (`wgpu`: a GPU backend).
+const CHOOSE_ONLY: &[&str] = &[
+    "default", "cli", "os", "cpu", "mem", "disk", "net", "gpu", "fleet", "testing",
+];
+
 fn main() {
     let features: Vec<String> = std::env::vars()
         .filter_map(|(k, _)| k.strip_prefix("CARGO_FEATURE_").map(str::to_lowercase))
-        .filter(|f| f != "default")
+        .filter(|f| !CHOOSE_ONLY.contains(&f.as_str()))
         .map(|f| f.replace('_', "-"))
         .collect();
     let profile = std::env::var("PROFILE").unwrap_or_else(|_| "unknown".into());

@@ -148,8 +148,8 @@ impl Benchmark for Fake {
             ],
             metrics: vec![
                 MetricSpec::time_per_op("time_per_op"),
-                MetricSpec::ops_per_sec("rate", "op/s"),
-                MetricSpec::bytes_per_sec("bandwidth"),
+                MetricSpec::ops_per_sec("rate", "op/s").derived(),
+                MetricSpec::bytes_per_sec("bandwidth").derived(),
             ],
         }
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use benchsuite::export::{self, Format};
-use benchsuite::{Host, Report};
+use benchsuite::{Host, Registry, Report};
 
 use crate::args::{Cli, Command, CompareArgs, ConvertArgs, InfoArgs, ListArgs, ServeArgs};
 use crate::config;
@@ -14,12 +14,12 @@ use crate::output::{keep_verdict, replace_file, write_report};
 
 /// The exit status: 0 ok, 1 regression (or a failure under `--strict`),
 /// 128 + the signal that interrupted it (`crate::interrupt`). Errors (exit 2) are returned as `Err`.
-pub fn run(cli: Cli) -> Result<i32> {
+pub fn run(cli: Cli, registry: &Registry) -> Result<i32> {
     match cli.command {
         Command::Run(a) => {
             // Rank 0's meeting point (--rendezvous) outlives the run's error.
             let mut pairing = None;
-            let result = crate::run::cmd_run(&a, &mut pairing);
+            let result = crate::run::cmd_run(&a, registry, &mut pairing);
             benchsuite_fleet::Pairing::end(pairing, result, |e| {
                 if crate::output::is_broken_pipe(&e) {
                     Err(e)
@@ -29,17 +29,17 @@ pub fn run(cli: Cli) -> Result<i32> {
                 }
             })
         }
-        Command::Reference(a) => crate::reference::cmd_reference(&a),
-        Command::Compare(a) => cmd_compare(&a),
-        Command::List(a) => cmd_list(&a),
-        Command::Info(a) => cmd_info(&a),
+        Command::Reference(a) => crate::reference_cmd::cmd_reference(&a, registry),
+        Command::Compare(a) => cmd_compare(&a, registry),
+        Command::List(a) => cmd_list(&a, registry),
+        Command::Info(a) => cmd_info(&a, registry),
         Command::Serve(a) => cmd_serve(&a),
         Command::Convert(a) => cmd_convert(&a),
         Command::Schema => cmd_schema(),
-        Command::Merge(a) => crate::fleet::cmd_merge(&a),
-        Command::Breakeven(a) => crate::breakeven::cmd_breakeven(&a),
-        Command::Report(a) => crate::report_cmd::cmd_report(&a),
-        Command::History(a) => crate::history_cmd::cmd_history(&a),
+        Command::Merge(a) => crate::fleet_cmd::cmd_merge(&a),
+        Command::Breakeven(a) => crate::breakeven_cmd::cmd_breakeven(&a),
+        Command::Report(a) => crate::report_cmd::cmd_report(&a, registry),
+        Command::History(a) => crate::history_cmd::cmd_history(&a, registry),
         Command::Completions(a) => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(a.shell, &mut cmd, "benchsuite", &mut io::stdout().lock());
@@ -85,7 +85,7 @@ fn cmd_schema() -> Result<i32> {
     Ok(0)
 }
 
-fn cmd_compare(args: &CompareArgs) -> Result<i32> {
+fn cmd_compare(args: &CompareArgs, registry: &Registry) -> Result<i32> {
     let options = config::compare_options(args)?;
     let format = match &args.format {
         Some(f) => config::parse_format("--format", f)?,
@@ -98,7 +98,6 @@ fn cmd_compare(args: &CompareArgs) -> Result<i32> {
     }
     // Reports before schema 1.6 carry no metric roles: the benchmarks'
     // declarations give them.
-    let registry = benchsuite::registry();
     if let Some(bins) = &args.interleave {
         let (mut base, mut new) = crate::interleave::run(bins, args)?;
         registry.fill_roles(&mut base);
@@ -262,8 +261,7 @@ fn cmd_convert(args: &ConvertArgs) -> Result<i32> {
     Ok(0)
 }
 
-fn cmd_list(args: &ListArgs) -> Result<i32> {
-    let registry = benchsuite::registry();
+fn cmd_list(args: &ListArgs, registry: &Registry) -> Result<i32> {
     let mut out = io::stdout().lock();
     let wanted: Vec<&str> = registry
         .select(&args.selectors)
@@ -288,12 +286,12 @@ fn cmd_list(args: &ListArgs) -> Result<i32> {
         .then(|| benchsuite::RunConfig::default().context(Arc::new(Host::detect())));
     if format == Format::Json {
         let ids = (!args.selectors.is_empty()).then_some(wanted.as_slice());
-        let catalog = benchsuite::catalog::catalog(&registry, ids, ctx.as_ref());
+        let catalog = benchsuite::catalog::catalog(registry, ids, ctx.as_ref());
         writeln!(out, "{}", serde_json::to_string_pretty(&catalog)?)?;
         return Ok(0);
     }
     benchsuite::export::list::write_list(
-        &registry,
+        registry,
         &wanted,
         !args.selectors.is_empty(),
         ctx.as_ref(),
@@ -302,7 +300,7 @@ fn cmd_list(args: &ListArgs) -> Result<i32> {
     Ok(0)
 }
 
-fn cmd_info(args: &InfoArgs) -> Result<i32> {
+fn cmd_info(args: &InfoArgs, registry: &Registry) -> Result<i32> {
     let format = match &args.format {
         Some(f) => config::parse_format("--format", f)?,
         None => Format::Table,
@@ -318,7 +316,7 @@ fn cmd_info(args: &InfoArgs) -> Result<i32> {
         cfg.scratch_dir = Some(dir.clone());
     }
     let ctx = cfg.context(Arc::new(host.clone()));
-    host.extra = benchsuite::runner::module_facts(&benchsuite::registry(), &ctx);
+    host.extra = benchsuite::runner::module_facts(registry, &ctx);
     let mut out = io::stdout().lock();
     if format == Format::Json {
         writeln!(out, "{}", serde_json::to_string_pretty(&host)?)?;

@@ -94,7 +94,7 @@ pub enum Command {
     /// The local-vs-remote break-even: from which transferred data size a
     /// job (CPU events plus storage bytes) runs faster locally than shipped
     /// to a remote machine, from measured reports.
-    Breakeven(crate::breakeven::BreakevenArgs),
+    Breakeven(crate::breakeven_cmd::BreakevenArgs),
     /// Write one self-contained HTML page (inline SVG charts, no
     /// JavaScript, the reports embedded as JSON) from JSON reports: a chart
     /// per sweep, latency percentiles, time series, the host, warnings and

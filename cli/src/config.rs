@@ -10,7 +10,7 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use benchsuite::export::Format;
 use benchsuite::sweep::parse_values;
 use benchsuite::units::parse_duration;
-use benchsuite::{ConfigError, ParamSpec, RunConfig};
+use benchsuite::{ConfigError, ParamSpec, Registry, RunConfig};
 
 use crate::args::{ClusterArgs, CompareArgs, NetPairsArg, RunArgs, Secret};
 
@@ -93,7 +93,11 @@ pub fn parse_format(flag: &str, text: &str) -> Result<Format> {
 }
 
 /// Builds the run configuration from `benchsuite run` arguments.
-pub fn run_config(args: &RunArgs, stdout_tty: bool) -> Result<(RunConfig, Output, FlagNames)> {
+pub fn run_config(
+    args: &RunArgs,
+    registry: &Registry,
+    stdout_tty: bool,
+) -> Result<(RunConfig, Output, FlagNames)> {
     // With no selector, `benchsuite run` is the safe quick pass over every module.
     let quick = args.quick || (args.selectors.is_empty() && args.plan.is_none());
     let mut cfg = if quick {
@@ -164,12 +168,10 @@ pub fn run_config(args: &RunArgs, stdout_tty: bool) -> Result<(RunConfig, Output
     let flag = args.token.clone().or(opt_token);
     // BENCHSUITE_TOKEN is read only for a run with a benchmark that takes
     // a token: set in the environment, it must not break `run os`.
-    let use_env = benchsuite::registry()
-        .select(&cfg.selectors)
-        .is_ok_and(|b| {
-            b.iter()
-                .any(|b| b.options().iter().any(|o| o.name == "token"))
-        });
+    let use_env = registry.select(&cfg.selectors).is_ok_and(|b| {
+        b.iter()
+            .any(|b| b.options().iter().any(|o| o.name == "token"))
+    });
     if let Some((token, _)) = resolve_token(flag.as_ref(), args.token_file.as_deref(), use_env)? {
         cfg.options.insert("token".into(), token);
     }

@@ -116,7 +116,7 @@ pub fn read_acks(path: &Path) -> Result<Vec<Ack>> {
 }
 
 /// Prints the change points; 1 on an alarm, else 0.
-pub fn cmd_history(args: &HistoryArgs) -> Result<i32> {
+pub fn cmd_history(args: &HistoryArgs, registry: &benchsuite::Registry) -> Result<i32> {
     let format = match (&args.format, &args.output) {
         (Some(f), _) => f
             .parse::<Format>()
@@ -152,7 +152,6 @@ pub fn cmd_history(args: &HistoryArgs) -> Result<i32> {
         Some(p) => read_acks(p)?,
         None => Vec::new(),
     };
-    let registry = benchsuite::registry();
     let mut reports = Vec::new();
     for path in files(&args.inputs)? {
         match Fleet::read_file(&path)? {

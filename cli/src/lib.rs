@@ -17,22 +17,69 @@
 //! ```
 //!
 //! Your own benchmarks implement [`Benchmark`] and join the registry with
-//! [`Registry::register`]; they then run, sweep, export and compare exactly
-//! like the built-in ones.
+//! [`Registry::register`], which refuses a declaration that breaks the
+//! contract (a [`RegistryError`] naming the benchmark and the
+//! [`ContractRule`]); they then run, sweep, export and compare exactly
+//! like the built-in ones. Their tests can run the conformance harness the
+//! built-in modules run, `benchsuite::testing::Conformance` (feature
+//! `testing`).
+
+// The command line (feature `cli`): the ready `main` and its subcommands.
+// Its files name the library `benchsuite::`, as they did in the binary.
+#[cfg(feature = "cli")]
+extern crate self as benchsuite;
+#[cfg(feature = "cli")]
+mod app;
+#[cfg(feature = "cli")]
+mod args;
+#[cfg(feature = "cli")]
+mod breakeven_cmd;
+#[cfg(feature = "cli")]
+mod config;
+#[cfg(feature = "cli")]
+mod fleet_cmd;
+#[cfg(feature = "cli")]
+mod history_cmd;
+#[cfg(feature = "cli")]
+mod interleave;
+#[cfg(feature = "cli")]
+mod interrupt;
+#[cfg(feature = "cli")]
+mod output;
+#[cfg(feature = "cli")]
+mod planfile;
+#[cfg(feature = "cli")]
+mod progress;
+#[cfg(feature = "cli")]
+mod ready_main;
+#[cfg(feature = "cli")]
+mod reference_cmd;
+#[cfg(feature = "cli")]
+mod report_cmd;
+#[cfg(feature = "cli")]
+mod run;
+#[cfg(feature = "cli")]
+pub use ready_main::{main_with, main_with_args};
 
 mod registry;
 
 pub use benchsuite_core::reference;
+/// The conformance harness (feature `testing`): see
+/// [`testing::Conformance`] and docs/embedding.md.
+#[cfg(feature = "testing")]
+pub use benchsuite_core::testing;
 pub use benchsuite_core::{
-    About, BenchError, Benchmark, Case, Caveat, Choice, ConfigError, Context, Direction, Finished,
-    Host, LatencySummary, Meta, Metric, MetricSource, MetricSpec, Module, Observer, OptionSpec,
-    ParamKind, ParamSpec, Peak, PeakInput, Point, Probe, Record, Registry, Report, ReportError,
-    RunConfig, SCHEMA_VERSION, Status, Summary, TeamCase, Value, Work, choice_enum, error_chain,
+    About, BenchError, Benchmark, Case, Caveat, Choice, ConfigError, Context, ContractRule,
+    Direction, Finished, Host, LatencySummary, Meta, Metric, MetricRole, MetricSource, MetricSpec,
+    Module, Observer, OptionSpec, ParamKind, ParamSpec, Peak, PeakInput, Point, Probe, Record,
+    Registry, RegistryError, Report, ReportError, RunConfig, SCHEMA_VERSION, Status, Summary,
+    TeamCase, Value, Work, choice_enum, error_chain,
 };
 pub use benchsuite_core::{
     atomic, bench, capacity, catalog, caveat, cluster, error, host, openloop, param, phase, report,
     runner, schema, scratch, stats, sweep, team, units,
 };
+#[cfg(feature = "fleet")]
 pub use benchsuite_fleet::launcher;
 pub use benchsuite_report::{CompareOptions, Comparison, Verdict};
 pub use benchsuite_report::{breakeven, compare, export, fleet, trend};

@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
+use benchsuite::Registry;
 use benchsuite::export::html;
 use benchsuite::fleet::{Fleet, ReportFile};
 use clap::Args;
@@ -27,10 +28,9 @@ pub struct ReportArgs {
 }
 
 /// Writes the page; 0 on success.
-pub fn cmd_report(args: &ReportArgs) -> Result<i32> {
+pub fn cmd_report(args: &ReportArgs, registry: &Registry) -> Result<i32> {
     let mut reports = Vec::new();
     let mut fleet = None;
-    let registry = benchsuite::registry();
     for path in &args.reports {
         let label = path.file_name().map_or_else(
             || path.display().to_string(),

@@ -26,12 +26,11 @@ type Phases = Vec<(Option<Phase>, RunConfig)>;
 
 /// Runs `benchsuite run`. `pairing` outlives an error (rank 0's meeting
 /// point stays until the other ranks learnt of it).
-pub fn cmd_run(args: &RunArgs, pairing: &mut Option<Pairing>) -> Result<i32> {
+pub fn cmd_run(args: &RunArgs, registry: &Registry, pairing: &mut Option<Pairing>) -> Result<i32> {
     let stdout_tty = io::stdout().is_terminal();
-    let (mut cfg, output, flags) = config::run_config(args, stdout_tty)?;
+    let (mut cfg, output, flags) = config::run_config(args, registry, stdout_tty)?;
     // The launcher's task (into the report), and --output-dir checked.
     let placement = Placement::new(&config::placement(&args.cluster), &mut cfg)?;
-    let registry = benchsuite::registry();
     // Rank 0 of --rendezvous: before it serves the meeting point. Other
     // ranks check after they joined, so that their failure marker tells
     // the others at once. (`idle()` says so on stderr: asked once.)
@@ -49,12 +48,12 @@ pub fn cmd_run(args: &RunArgs, pairing: &mut Option<Pairing>) -> Result<i32> {
         .plan
         .as_ref()
         .map(|f| crate::planfile::phases(f, args, &cfg));
-    *pairing = start_pairing(args, &placement, &cfg, &registry, planned.as_ref())?;
-    let phases = phases(&cfg, &flags, &registry, planned)?;
+    *pairing = start_pairing(args, &placement, &cfg, registry, planned.as_ref())?;
+    let phases = phases(&cfg, &flags, registry, planned)?;
     let mut plans = phases
         .iter()
         .map(|(phase, c)| {
-            benchsuite::runner::plan(&registry, c).map_err(|e| match phase {
+            benchsuite::runner::plan(registry, c).map_err(|e| match phase {
                 Some(p) => p.explain(e).into(),
                 None => flags.explain(e),
             })
@@ -67,7 +66,7 @@ pub fn cmd_run(args: &RunArgs, pairing: &mut Option<Pairing>) -> Result<i32> {
     // planned, before the pairing splits them.
     let phase_configs: Vec<RunConfig> = phases.iter().map(|(_, c)| c.clone()).collect();
     let split = match &*pairing {
-        Some(p) => p.split(&registry, &phases, plans[0].host())?,
+        Some(p) => p.split(registry, &phases, plans[0].host())?,
         None => None,
     };
     // The phases run as they are, then (pairing) the net parts of all.

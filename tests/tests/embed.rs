@@ -44,7 +44,7 @@ impl Benchmark for VecSum {
             params: vec![ParamSpec::size("len", "elements", 1, 1 << 24, 1024)],
             metrics: vec![
                 MetricSpec::bytes_per_sec("bandwidth"),
-                MetricSpec::time_per_op("time_per_op"),
+                MetricSpec::time_per_op("time_per_op").secondary(),
             ],
         }
     }
@@ -60,7 +60,7 @@ impl Benchmark for VecSum {
 #[test]
 fn a_custom_benchmark_runs_like_a_builtin_one() {
     let mut registry = benchsuite::registry();
-    registry.register(Box::new(VecSum));
+    registry.register(Box::new(VecSum)).unwrap();
     let config = RunConfig {
         selectors: vec!["myapp".into()],
         sweep: [("len".to_string(), "1K,4K".to_string())].into(),
@@ -86,4 +86,77 @@ fn a_custom_benchmark_runs_like_a_builtin_one() {
     let headers = reader.headers().unwrap().clone();
     assert!(headers.iter().any(|h| h == "len"));
     assert_eq!(reader.records().count(), 4, "2 records × 2 metrics");
+}
+
+/// An embedder's test over its own benchmarks: the harness the built-in
+/// modules run, reached through the facade (feature `testing`).
+#[test]
+fn a_custom_benchmark_passes_the_conformance_harness_from_the_facade() {
+    use benchsuite::testing::Conformance;
+    let harness = Conformance::new("myapp", "my application's kernels", || {
+        vec![Box::new(VecSum)]
+    })
+    .bounds(|id, metric| match (id, metric) {
+        ("myapp.vecsum", "bandwidth") => 1.0..1e13,
+        ("myapp.vecsum", "time_per_op") => 0.0..1.0,
+        _ => panic!("no physical bound for {id} {metric}"),
+    });
+    harness.check_meta();
+    let report = harness.check_smoke();
+    assert_eq!(report.records[0].status, Status::Ok);
+}
+
+/// `VecSum` as a first draft might declare it: both metrics headlines.
+struct TwoHeadlines;
+
+impl Benchmark for TwoHeadlines {
+    fn meta(&self) -> Meta {
+        Meta {
+            id: "myapp.twoheads",
+            metrics: vec![
+                MetricSpec::bytes_per_sec("bandwidth"),
+                MetricSpec::time_per_op("time_per_op"),
+            ],
+            ..VecSum.meta()
+        }
+    }
+
+    fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
+        VecSum.prepare(ctx, point)
+    }
+}
+
+/// Registration refuses what the harness refuses, with the benchmark and
+/// the rule; the registry is left as it was, so nothing of it runs.
+#[test]
+fn a_declaration_that_breaks_the_contract_is_refused_at_registration() {
+    let mut registry = benchsuite::registry();
+    let before = registry.benchmarks().count();
+    let e = registry.register(Box::new(TwoHeadlines)).unwrap_err();
+    assert_eq!(e.benchmark, "myapp.twoheads");
+    assert_eq!(
+        e.rule,
+        benchsuite::ContractRule::ManyHeadlines {
+            names: vec!["bandwidth".into(), "time_per_op".into()]
+        }
+    );
+    let text = e.to_string();
+    assert!(
+        text.contains("`myapp.twoheads`") && text.contains("exactly one, listed first"),
+        "{text}"
+    );
+    assert_eq!(registry.benchmarks().count(), before);
+    let config = RunConfig {
+        selectors: vec!["myapp".into()],
+        ..benchsuite_tests::fast_config()
+    };
+    assert!(benchsuite::run(&registry, &config).is_err());
+}
+
+/// The harness says the same thing, in a test that checks declarations.
+#[test]
+#[should_panic(expected = "benchmark `myapp.twoheads` is refused: it declares 2 headline metrics")]
+fn the_harness_refuses_what_registration_refuses() {
+    benchsuite::testing::Conformance::new("myapp", "", || vec![Box::new(TwoHeadlines)])
+        .check_meta();
 }

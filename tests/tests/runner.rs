@@ -11,7 +11,7 @@ use benchsuite_tests::{Fake, Script, fast_config};
 fn registry(fakes: &[Fake]) -> Registry {
     let mut r = Registry::new();
     for f in fakes {
-        r.register(Box::new(f.clone()));
+        r.register(Box::new(f.clone())).unwrap();
     }
     r
 }

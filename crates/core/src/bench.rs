@@ -17,7 +17,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::caveat::Caveat;
-use crate::error::{BenchError, ConfigError};
+use crate::error::{BenchError, ConfigError, ContractRule, RegistryError};
 use crate::host::Host;
 use crate::param::{ParamSpec, Point, Value};
 use crate::reference::Reference;
@@ -189,6 +189,56 @@ impl Meta {
     pub fn param(&self, name: &str) -> Option<&ParamSpec> {
         self.params.iter().find(|p| p.name == name)
     }
+
+    /// Checks the rules of the contract that hold for any declaration,
+    /// wherever it is registered: the id is `module.name`; at least one
+    /// metric; exactly one [`MetricRole::Headline`], listed first (what
+    /// `compare` gates and what a report without roles assumes); metric
+    /// and parameter names unique. [`Registry`](crate::Registry) runs it on
+    /// every benchmark it is given, and adds the rules of a registry (the
+    /// id's module, no duplicate id).
+    pub fn check(&self) -> Result<(), RegistryError> {
+        let refuse = |rule| {
+            Err(RegistryError {
+                benchmark: self.id.to_string(),
+                rule,
+            })
+        };
+        match self.id.split_once('.') {
+            Some((module, name)) if !module.is_empty() && !name.is_empty() => {}
+            _ => return refuse(ContractRule::IdNotDotted),
+        }
+        let Some(first) = self.metrics.first() else {
+            return refuse(ContractRule::NoMetrics);
+        };
+        let headlines: Vec<String> = self
+            .metrics
+            .iter()
+            .filter(|m| m.role == MetricRole::Headline)
+            .map(|m| m.name.to_string())
+            .collect();
+        if headlines.len() > 1 {
+            return refuse(ContractRule::ManyHeadlines { names: headlines });
+        }
+        if first.role != MetricRole::Headline {
+            return refuse(ContractRule::HeadlineNotFirst {
+                first: first.name.to_string(),
+            });
+        }
+        if let Some(name) = first_repeated(self.metrics.iter().map(|m| m.name)) {
+            return refuse(ContractRule::DuplicateMetric { name });
+        }
+        if let Some(name) = first_repeated(self.params.iter().map(|p| p.name)) {
+            return refuse(ContractRule::DuplicateParam { name });
+        }
+        Ok(())
+    }
+}
+
+/// The first name that occurs twice, in order.
+fn first_repeated<'a>(mut names: impl Iterator<Item = &'a str>) -> Option<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    names.find(|n| !seen.insert(*n)).map(str::to_string)
 }
 
 /// A module option a benchmark reads from [`Context::options`] (`--opt

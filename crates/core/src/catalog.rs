@@ -253,7 +253,7 @@ mod tests {
     #[test]
     fn describes_params_metrics_options_and_the_probe() {
         let mut r = Registry::new();
-        r.register(Box::new(Fake));
+        r.register(Box::new(Fake)).unwrap();
         let c = catalog(&r, None, None);
         let v = serde_json::to_value(&c).unwrap();
         let b = &v["benchmarks"][0];

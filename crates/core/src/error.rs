@@ -192,6 +192,72 @@ pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     out
 }
 
+/// A benchmark the [`Registry`](crate::Registry) refuses: which one, and
+/// the rule of the plugin contract its [`Meta`](crate::Meta) breaks. The
+/// same rules hold for built-in and embedded benchmarks, so a broken
+/// declaration is refused where it is made instead of failing (or being
+/// gated wrongly) at run time.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("benchmark `{benchmark}` is refused: {rule}")]
+pub struct RegistryError {
+    /// The benchmark's id, as declared.
+    pub benchmark: String,
+    /// The rule it breaks.
+    pub rule: ContractRule,
+}
+
+/// A rule of the plugin contract that [`Registry`](crate::Registry) checks
+/// on every benchmark it is given (see [`Meta::check`](crate::Meta::check)).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ContractRule {
+    /// The id is not `module.name` (a module and a name around a dot).
+    #[error("its id must be `module.name`: a module, a dot, then a name (like `os.syscall`)")]
+    IdNotDotted,
+    /// The id's module is not the module it is added to.
+    #[error("its id must start with `{module}.`, the module it is added to")]
+    WrongModule {
+        /// The module it was added to.
+        module: String,
+    },
+    /// No metric is declared.
+    #[error("it declares no metric: a benchmark needs at least one, its headline, first")]
+    NoMetrics,
+    /// The first metric is not the headline.
+    #[error(
+        "its first metric `{first}` must be its headline (what `compare` gates first); mark the others secondary, derived or spread"
+    )]
+    HeadlineNotFirst {
+        /// The first metric's name.
+        first: String,
+    },
+    /// More than one metric is a headline.
+    #[error(
+        "it declares {} headline metrics ({}): exactly one, listed first; mark the others with `MetricSpec::secondary` (or derived, spread)",
+        .names.len(),
+        .names.join(", ")
+    )]
+    ManyHeadlines {
+        /// The headline metrics' names, in declaration order.
+        names: Vec<String>,
+    },
+    /// Two parameters share a name.
+    #[error("it declares the parameter `{name}` twice: parameter names must be unique")]
+    DuplicateParam {
+        /// The repeated name.
+        name: String,
+    },
+    /// Two metrics share a name.
+    #[error("it declares the metric `{name}` twice: metric names must be unique")]
+    DuplicateMetric {
+        /// The repeated name.
+        name: String,
+    },
+    /// Another benchmark with this id is already registered.
+    #[error("another benchmark with this id is already registered")]
+    DuplicateId,
+}
+
 /// Errors reading or comparing result files.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {

@@ -33,7 +33,7 @@
 //! }
 //!
 //! let mut registry = Registry::new();
-//! registry.register(Box::new(Add));
+//! registry.register(Box::new(Add)).expect("demo.add keeps the contract");
 //! let mut config = RunConfig::quick();
 //! config.runs = 2;
 //! let report = benchsuite_core::runner::run(&registry, &config, &mut benchsuite_core::runner::Silent).unwrap();
@@ -72,7 +72,7 @@ pub use bench::{
 };
 pub use caveat::Caveat;
 pub use cluster::Cluster;
-pub use error::{BenchError, ConfigError, ReportError, error_chain};
+pub use error::{BenchError, ConfigError, ContractRule, RegistryError, ReportError, error_chain};
 pub use host::Host;
 pub use param::{Choice, CountUnit, ParamKind, ParamSpec, Point, Value};
 pub use reference::{Reference, ReferenceResult};

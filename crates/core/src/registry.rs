@@ -1,7 +1,7 @@
 //! The list of benchmarks, grouped by module, and selector matching.
 
-use crate::bench::Benchmark;
-use crate::error::ConfigError;
+use crate::bench::{Benchmark, Meta};
+use crate::error::{ConfigError, ContractRule, RegistryError};
 
 /// A module: a named group of benchmarks (one resource crate).
 #[derive(Debug)]
@@ -32,27 +32,90 @@ impl Registry {
 
     /// Adds a module with its benchmarks. A module may be empty (its crate
     /// exists but has no benchmark yet).
+    ///
+    /// Each benchmark must keep the contract ([`Meta::check`]), have an id
+    /// in this module (`name.…`), and an id no benchmark already has;
+    /// otherwise nothing is added and the error names the first benchmark
+    /// that breaks a rule, and the rule.
     pub fn add_module(
         &mut self,
         name: &'static str,
         description: &'static str,
         benchmarks: Vec<Box<dyn Benchmark>>,
-    ) {
+    ) -> Result<(), RegistryError> {
+        let mut ids: Vec<&str> = Vec::with_capacity(benchmarks.len());
+        for b in &benchmarks {
+            let meta = b.meta();
+            self.check_new(&meta)?;
+            if meta.module() != name {
+                return Err(RegistryError {
+                    benchmark: meta.id.to_string(),
+                    rule: ContractRule::WrongModule {
+                        module: name.to_string(),
+                    },
+                });
+            }
+            if ids.contains(&meta.id) {
+                return Err(duplicate(meta.id));
+            }
+            ids.push(meta.id);
+        }
         self.modules.push(Module {
             name,
             description,
             benchmarks,
         });
+        Ok(())
     }
 
     /// Adds one benchmark; it joins the module named by its id's prefix,
     /// created on first use. This is how an embedding program adds its own.
-    pub fn register(&mut self, bench: Box<dyn Benchmark>) {
-        let module = bench.meta().module();
+    ///
+    /// The benchmark must keep the contract ([`Meta::check`]: a dotted id,
+    /// at least one metric, exactly one headline metric listed first,
+    /// unique metric and parameter names) and have an id no benchmark
+    /// already has; otherwise it is not added and the error names it and
+    /// the rule it breaks.
+    ///
+    /// ```
+    /// # use benchsuite_core::{Benchmark, Case, Context, Meta, MetricSpec, Point, Registry, BenchError, ContractRule};
+    /// struct TwoHeadlines;
+    /// impl Benchmark for TwoHeadlines {
+    ///     fn meta(&self) -> Meta {
+    ///         Meta { id: "myapp.copy", description: "copies", params: vec![],
+    ///                metrics: vec![MetricSpec::bytes_per_sec("bandwidth"),
+    ///                              MetricSpec::time_per_op("time_per_op")] } // not .secondary()
+    ///     }
+    ///     fn prepare(&self, _: &Context, _: &Point) -> Result<Box<dyn Case>, BenchError> {
+    ///         unimplemented!()
+    ///     }
+    /// }
+    /// let e = Registry::new().register(Box::new(TwoHeadlines)).unwrap_err();
+    /// assert_eq!(e.benchmark, "myapp.copy");
+    /// assert!(matches!(e.rule, ContractRule::ManyHeadlines { .. }));
+    /// ```
+    pub fn register(&mut self, bench: Box<dyn Benchmark>) -> Result<(), RegistryError> {
+        let meta = bench.meta();
+        self.check_new(&meta)?;
+        let module = meta.module();
         match self.modules.iter_mut().find(|m| m.name == module) {
             Some(m) => m.benchmarks.push(bench),
-            None => self.add_module(module, "", vec![bench]),
+            None => self.modules.push(Module {
+                name: module,
+                description: "",
+                benchmarks: vec![bench],
+            }),
         }
+        Ok(())
+    }
+
+    /// The contract's rules, and an id this registry does not hold yet.
+    fn check_new(&self, meta: &Meta) -> Result<(), RegistryError> {
+        meta.check()?;
+        if self.benchmarks().any(|b| b.meta().id == meta.id) {
+            return Err(duplicate(meta.id));
+        }
+        Ok(())
     }
 
     /// The modules, in registration order.
@@ -148,6 +211,13 @@ impl Registry {
     }
 }
 
+fn duplicate(id: &str) -> RegistryError {
+    RegistryError {
+        benchmark: id.to_string(),
+        rule: ContractRule::DuplicateId,
+    }
+}
+
 /// Glob match where `*` matches any run of characters (only when the
 /// pattern contains one).
 pub fn glob(pattern: &str, text: &str) -> bool {
@@ -192,9 +262,11 @@ mod tests {
             "os",
             "",
             vec![Box::new(Dummy("os.syscall")), Box::new(Dummy("os.timer"))],
-        );
-        r.add_module("mem", "", vec![Box::new(Dummy("mem.latency"))]);
-        r.add_module("disk", "", vec![]);
+        )
+        .unwrap();
+        r.add_module("mem", "", vec![Box::new(Dummy("mem.latency"))])
+            .unwrap();
+        r.add_module("disk", "", vec![]).unwrap();
         r
     }
 
@@ -228,9 +300,136 @@ mod tests {
     #[test]
     fn register_joins_module_by_id_prefix() {
         let mut r = reg();
-        r.register(Box::new(Dummy("os.extra")));
-        r.register(Box::new(Dummy("custom.thing")));
+        r.register(Box::new(Dummy("os.extra"))).unwrap();
+        r.register(Box::new(Dummy("custom.thing"))).unwrap();
         assert_eq!(ids(&r, &["os"]).unwrap().len(), 3);
         assert_eq!(ids(&r, &["custom"]).unwrap(), ["custom.thing"]);
+    }
+
+    /// A declaration built in the test: id, metrics, parameters.
+    struct Declared(&'static str, Vec<MetricSpec>, Vec<crate::param::ParamSpec>);
+    impl Benchmark for Declared {
+        fn meta(&self) -> Meta {
+            Meta {
+                id: self.0,
+                description: "declared",
+                params: self.2.clone(),
+                metrics: self.1.clone(),
+            }
+        }
+        fn prepare(&self, _: &Context, _: &Point) -> Result<Box<dyn Case>, BenchError> {
+            Err(BenchError::Other("not runnable".into()))
+        }
+    }
+
+    fn refused(id: &'static str, metrics: Vec<MetricSpec>) -> RegistryError {
+        Registry::new()
+            .register(Box::new(Declared(id, metrics, vec![])))
+            .unwrap_err()
+    }
+
+    #[test]
+    fn register_refuses_what_breaks_the_contract() {
+        let t = || MetricSpec::time_per_op("time_per_op");
+        let bw = || MetricSpec::bytes_per_sec("bandwidth");
+        for (id, rule) in [
+            ("nodot", ContractRule::IdNotDotted),
+            (".name", ContractRule::IdNotDotted),
+            ("module.", ContractRule::IdNotDotted),
+        ] {
+            let e = refused(id, vec![t()]);
+            assert_eq!((e.benchmark.as_str(), e.rule), (id, rule));
+        }
+        assert_eq!(refused("a.b", vec![]).rule, ContractRule::NoMetrics);
+        // Two headlines: both would be gated; the message names them.
+        let e = refused("myapp.hash", vec![bw(), t()]);
+        assert_eq!(
+            e.rule,
+            ContractRule::ManyHeadlines {
+                names: vec!["bandwidth".into(), "time_per_op".into()]
+            }
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains("`myapp.hash`") && text.contains("bandwidth, time_per_op"),
+            "{text}"
+        );
+        // The headline second, or none at all.
+        for metrics in [vec![t().secondary(), bw()], vec![t().secondary()]] {
+            assert_eq!(
+                refused("myapp.hash", metrics).rule,
+                ContractRule::HeadlineNotFirst {
+                    first: "time_per_op".into()
+                }
+            );
+        }
+        assert_eq!(
+            refused("a.b", vec![t(), t().secondary()]).rule,
+            ContractRule::DuplicateMetric {
+                name: "time_per_op".into()
+            }
+        );
+        let size = || crate::param::ParamSpec::size("size", "bytes", 1, 1 << 20, 64);
+        let e = Registry::new()
+            .register(Box::new(Declared("a.b", vec![t()], vec![size(), size()])))
+            .unwrap_err();
+        assert_eq!(
+            e.rule,
+            ContractRule::DuplicateParam {
+                name: "size".into()
+            }
+        );
+        // What keeps the contract registers: one headline first, the rest
+        // secondary.
+        let mut r = Registry::new();
+        r.register(Box::new(Declared(
+            "a.b",
+            vec![bw(), t().secondary()],
+            vec![size()],
+        )))
+        .unwrap();
+        // ...once.
+        let e = r.register(Box::new(Dummy("a.b"))).unwrap_err();
+        assert_eq!(e.rule, ContractRule::DuplicateId);
+        assert_eq!(r.benchmarks().count(), 1);
+    }
+
+    #[test]
+    fn add_module_refuses_a_foreign_id_and_adds_nothing() {
+        let mut r = Registry::new();
+        let e = r
+            .add_module(
+                "os",
+                "",
+                vec![
+                    Box::new(Dummy("os.syscall")),
+                    Box::new(Dummy("mem.latency")),
+                ],
+            )
+            .unwrap_err();
+        assert_eq!(e.benchmark, "mem.latency");
+        assert_eq!(
+            e.rule,
+            ContractRule::WrongModule {
+                module: "os".into()
+            }
+        );
+        assert!(e.to_string().contains("must start with `os.`"), "{e}");
+        assert!(r.modules().is_empty());
+        let e = r
+            .add_module(
+                "os",
+                "",
+                vec![Box::new(Dummy("os.syscall")), Box::new(Dummy("os.syscall"))],
+            )
+            .unwrap_err();
+        assert_eq!(e.rule, ContractRule::DuplicateId);
+        let e = reg()
+            .add_module("os2", "", vec![Box::new(Declared("os2.x", vec![], vec![]))])
+            .unwrap_err();
+        assert_eq!(
+            (e.benchmark.as_str(), e.rule),
+            ("os2.x", ContractRule::NoMetrics)
+        );
     }
 }

@@ -132,7 +132,7 @@ impl Case for QueueCase {
 
 fn registry(q: Queue) -> Registry {
     let mut r = Registry::new();
-    r.register(Box::new(q));
+    r.register(Box::new(q)).unwrap();
     r
 }
 
@@ -414,7 +414,7 @@ fn bad_targets_and_combinations_are_refused_before_anything_runs() {
         }
     }
     let mut r = Registry::new();
-    r.register(Box::new(Plain));
+    r.register(Box::new(Plain)).unwrap();
     let mut c = config(&[], Some("p99<=1ms"));
     c.selectors = vec!["plain.op".into()];
     let e = run(&r, &c, &mut Silent).unwrap_err().to_string();
@@ -457,7 +457,7 @@ fn a_search_of_a_benchmark_that_cannot_run_here_is_skipped_saying_why() {
         }
     }
     let mut r = Registry::new();
-    r.register(Box::new(Absent));
+    r.register(Box::new(Absent)).unwrap();
     let report = run(&r, &config(&[], Some("p99<=1ms")), &mut Silent).unwrap();
     // One step (skipped), then the summary, skipped for the same reason.
     assert_eq!(report.records.len(), 2);

@@ -353,7 +353,9 @@ fn benchsuite(p: &Path, direction: &str) -> Result<(f64, Option<f64>), String> {
     let direction = direction.to_string();
     let records = p.client.run(move || {
         let mut registry = Registry::new();
-        registry.add_module(MODULE, DESCRIPTION, benchmarks());
+        registry
+            .add_module(MODULE, DESCRIPTION, benchmarks())
+            .expect("the net module keeps the contract");
         let cfg = RunConfig {
             selectors: vec!["net.tcp_throughput".into()],
             sweep: BTreeMap::from([("direction".to_string(), direction)]),

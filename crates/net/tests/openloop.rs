@@ -13,7 +13,8 @@ use benchsuite_net::{DESCRIPTION, Latency, MODULE, benchmarks};
 
 fn registry() -> Registry {
     let mut r = Registry::new();
-    r.add_module(MODULE, DESCRIPTION, benchmarks());
+    r.add_module(MODULE, DESCRIPTION, benchmarks())
+        .expect("the net module keeps the contract");
     r
 }
 

@@ -24,7 +24,8 @@ const T: &str = "protocol-test-token-0001";
 
 fn registry() -> Registry {
     let mut r = Registry::new();
-    r.add_module(MODULE, DESCRIPTION, benchmarks());
+    r.add_module(MODULE, DESCRIPTION, benchmarks())
+        .expect("the net module keeps the contract");
     r
 }
 

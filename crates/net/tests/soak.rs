@@ -206,7 +206,9 @@ fn two_hundred_vanishing_clients_leave_no_trace() {
 
     // The server still serves a whole benchmark.
     let mut registry = Registry::new();
-    registry.add_module(MODULE, DESCRIPTION, benchmarks());
+    registry
+        .add_module(MODULE, DESCRIPTION, benchmarks())
+        .expect("the net module keeps the contract");
     let cfg = RunConfig {
         selectors: vec!["net.tcp_throughput".into(), "net.latency".into()],
         smoke: true,

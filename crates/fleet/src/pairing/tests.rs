@@ -136,7 +136,7 @@ fn a_heartbeat_counts_once_it_changes_and_is_gone_once_it_stops() {
 fn the_schedule_hash_tells_modes_and_steps_apart() {
     let mut registry = Registry::new();
     for b in benchsuite_net::benchmarks() {
-        registry.register(b);
+        registry.register(b).expect("net keeps the contract");
     }
     let bench = |id: &str| registry.benchmarks().find(|b| b.meta().id == id).unwrap();
     let tcp = bench("net.tcp_throughput");

@@ -16,7 +16,7 @@ use anyhow::{Result, bail};
 use benchsuite::export::Format;
 use benchsuite::export::reference::summary_table;
 use benchsuite::reference::run::{Stderr, run_references};
-use benchsuite::{Report, Status};
+use benchsuite::{Registry, Report, Status};
 
 use crate::args::RunArgs;
 use crate::config;
@@ -25,7 +25,7 @@ use crate::config;
 const DEFAULT_ROUNDS: usize = 3;
 
 /// Runs `benchsuite reference`.
-pub fn cmd_reference(args: &RunArgs) -> Result<i32> {
+pub fn cmd_reference(args: &RunArgs, registry: &Registry) -> Result<i32> {
     if args.format.as_deref() == Some("gha") {
         bail!("--format gha: benchsuite reference writes one report; use json, csv, md or table");
     }
@@ -39,11 +39,10 @@ pub fn cmd_reference(args: &RunArgs) -> Result<i32> {
         );
     }
     let stdout_tty = io::stdout().is_terminal();
-    let (mut cfg, output, flags) = config::run_config(args, stdout_tty)?;
+    let (mut cfg, output, flags) = config::run_config(args, registry, stdout_tty)?;
     let rounds = args.rounds.unwrap_or(DEFAULT_ROUNDS).max(1);
     cfg.rounds = 1;
-    let registry = benchsuite::registry();
-    let plan = benchsuite::runner::plan(&registry, &cfg).map_err(|e| flags.explain(e))?;
+    let plan = benchsuite::runner::plan(registry, &cfg).map_err(|e| flags.explain(e))?;
     if plan.host().build.is_debug() {
         eprintln!(
             "warning: this is a DEBUG build of benchsuite; its numbers are not comparable with the tools'. \
