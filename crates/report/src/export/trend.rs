@@ -48,7 +48,7 @@ pub(super) fn keys(trend: &Trend) -> Vec<String> {
 }
 
 /// The run medians as one line of block characters, low to high (the
-/// newest [`SPARK_RUNS`]; a run without the metric is a space).
+/// newest 60; a run without the metric is a space).
 pub fn sparkline(medians: &[Option<f64>]) -> String {
     const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
     let shown = &medians[medians.len().saturating_sub(SPARK_RUNS)..];
