@@ -471,19 +471,19 @@ impl Pairing {
             "written_at_ms": now_ms() as u64,
             "pid": std::process::id(),
         });
-        self.store.put(
+        Ok(self.store.put(
             &format!("r{}.json", self.rank),
             &v.to_string(),
             Put::Durable,
-        )
+        )?)
     }
 
     /// An empty marker file `rR-NONCE.TAG`.
     pub(super) fn marker(&self, tag: &str) -> Result<(), String> {
-        self.store.put(
+        Ok(self.store.put(
             &format!("r{}-{}.{tag}", self.rank, self.nonce),
             "",
             Put::Durable,
-        )
+        )?)
     }
 }

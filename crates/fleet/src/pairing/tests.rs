@@ -1,4 +1,5 @@
 use super::*;
+use crate::rendezvous::StoreError;
 
 #[test]
 fn pairwise_is_a_bisection_each_way() {
@@ -207,16 +208,16 @@ struct Outage {
 }
 
 impl Store for Outage {
-    fn put(&self, name: &str, text: &str, how: Put) -> Result<(), String> {
+    fn put(&self, name: &str, text: &str, how: Put) -> Result<(), StoreError> {
         self.dir.put(name, text, how)
     }
-    fn get(&self, name: &str) -> Result<String, String> {
+    fn get(&self, name: &str) -> Result<String, StoreError> {
         self.dir.get(name)
     }
-    fn remove(&self, name: &str) -> Result<(), String> {
+    fn remove(&self, name: &str) -> Result<(), StoreError> {
         self.dir.remove(name)
     }
-    fn list(&self) -> Result<HashSet<String>, String> {
+    fn list(&self) -> Result<HashSet<String>, StoreError> {
         self.dir.list()
     }
     fn place(&self) -> String {

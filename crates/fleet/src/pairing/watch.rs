@@ -63,7 +63,7 @@ impl Pairing {
     /// The names in the store now (a listing: see [`Store::list`]); an
     /// error when the meeting point is lost.
     pub(super) fn listing(&self) -> Result<HashSet<String>, String> {
-        self.store.list()
+        Ok(self.store.list()?)
     }
 
     /// Reads rank `q`'s heartbeat: a change since the last look is a sign

@@ -241,11 +241,9 @@ impl Remote {
 }
 
 impl Store for Remote {
-    fn put(&self, name: &str, text: &str, how: Put) -> Result<(), String> {
+    fn put(&self, name: &str, text: &str, how: Put) -> Result<(), StoreError> {
         if how == Put::Secret {
-            return Err(format!(
-                "{name}: a secret is never sent to the meeting point"
-            ));
+            return Err(StoreError::Secret { name: name.into() });
         }
         let msg = Msg::Put {
             name: name.into(),
@@ -262,28 +260,29 @@ impl Store for Remote {
                     return Ok(());
                 }
                 Ok(Msg::Error { message }) => {
-                    return Err(format!(
-                        "the meeting point {} refused {name}: {message}",
-                        self.rdv.given
-                    ));
+                    return Err(StoreError::Refused {
+                        point: self.rdv.given.clone(),
+                        name: name.into(),
+                        message,
+                    });
                 }
                 Ok(other) => {
-                    return Err(format!(
-                        "the meeting point {} answered {} to put",
-                        self.rdv.given,
-                        op_name(&other)
-                    ));
+                    return Err(StoreError::Unexpected {
+                        point: self.rdv.given.clone(),
+                        answer: op_name(&other).to_string(),
+                        request: "put",
+                    });
                 }
-                Err(Fail::Refused(why)) => return Err(why),
+                Err(Fail::Refused(why)) => return Err(StoreError::Unreachable(why)),
                 Err(Fail::Down(why)) => {
                     if how == Put::Beat || (how == Put::Last && started.elapsed() >= LAST_WORDS) {
-                        return Err(why);
+                        return Err(StoreError::Unreachable(why));
                     }
                     if let Some(lost) = self.lost() {
-                        return Err(lost);
+                        return Err(StoreError::Unreachable(lost));
                     }
                     if self.cancel.load(Ordering::SeqCst) {
-                        return Err("interrupted (Ctrl-C)".into());
+                        return Err(StoreError::Interrupted);
                     }
                 }
             }
@@ -292,29 +291,32 @@ impl Store for Remote {
         }
     }
 
-    fn get(&self, name: &str) -> Result<String, String> {
+    fn get(&self, name: &str) -> Result<String, StoreError> {
         match self.call(&Msg::Get { name: name.into() }) {
             Ok(Msg::Value { text: Some(t) }) => Ok(t),
-            Ok(Msg::Value { text: None }) => Err(format!("{name} absent {}", self.place())),
-            Ok(other) => Err(format!(
-                "the meeting point {} answered {} to get",
-                self.rdv.given,
-                op_name(&other)
-            )),
-            Err(Fail::Refused(why) | Fail::Down(why)) => Err(why),
+            Ok(Msg::Value { text: None }) => Err(StoreError::Absent {
+                name: name.into(),
+                place: self.place(),
+            }),
+            Ok(other) => Err(StoreError::Unexpected {
+                point: self.rdv.given.clone(),
+                answer: op_name(&other).to_string(),
+                request: "get",
+            }),
+            Err(Fail::Refused(why) | Fail::Down(why)) => Err(StoreError::Unreachable(why)),
         }
     }
 
-    fn remove(&self, name: &str) -> Result<(), String> {
+    fn remove(&self, name: &str) -> Result<(), StoreError> {
         match self.call(&Msg::Remove { name: name.into() }) {
-            Err(Fail::Refused(why)) => Err(why),
+            Err(Fail::Refused(why)) => Err(StoreError::Unreachable(why)),
             _ => Ok(()),
         }
     }
 
-    fn list(&self) -> Result<HashSet<String>, String> {
+    fn list(&self) -> Result<HashSet<String>, StoreError> {
         if let Some(why) = lock(&self.restarted).clone() {
-            return Err(why);
+            return Err(StoreError::Unreachable(why));
         }
         let since = lock(&self.names).as_ref().map(|(v, _)| *v);
         match self.call(&Msg::List { since }) {
@@ -333,13 +335,15 @@ impl Store for Remote {
                     }
                 }
             }
-            Ok(other) => Err(format!(
-                "the meeting point {} answered {} to list",
-                self.rdv.given,
-                op_name(&other)
-            )),
-            Err(Fail::Refused(why)) => Err(why),
-            Err(Fail::Down(_)) => self.lost().map_or_else(|| Ok(HashSet::new()), Err),
+            Ok(other) => Err(StoreError::Unexpected {
+                point: self.rdv.given.clone(),
+                answer: op_name(&other).to_string(),
+                request: "list",
+            }),
+            Err(Fail::Refused(why)) => Err(StoreError::Unreachable(why)),
+            Err(Fail::Down(_)) => self
+                .lost()
+                .map_or_else(|| Ok(HashSet::new()), |l| Err(StoreError::Unreachable(l))),
         }
     }
 

@@ -17,7 +17,7 @@ impl DirStore {
 }
 
 impl Store for DirStore {
-    fn put(&self, name: &str, text: &str, how: Put) -> Result<(), String> {
+    fn put(&self, name: &str, text: &str, how: Put) -> Result<(), StoreError> {
         publish(
             &self.dir.join(name),
             text,
@@ -26,17 +26,32 @@ impl Store for DirStore {
         )
     }
 
-    fn get(&self, name: &str) -> Result<String, String> {
+    fn get(&self, name: &str) -> Result<String, StoreError> {
         let path = self.dir.join(name);
-        fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))
+        fs::read_to_string(&path).map_err(|source| {
+            if source.kind() == io::ErrorKind::NotFound {
+                StoreError::Absent {
+                    name: name.to_string(),
+                    place: self.place(),
+                }
+            } else {
+                StoreError::Io {
+                    action: "read",
+                    path,
+                    source,
+                }
+            }
+        })
     }
 
-    fn remove(&self, name: &str) -> Result<(), String> {
+    fn remove(&self, name: &str) -> Result<(), StoreError> {
         let path = self.dir.join(name);
         match fs::remove_file(&path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                Err(format!("cannot remove {}: {e}", path.display()))
-            }
+            Err(source) if source.kind() != io::ErrorKind::NotFound => Err(StoreError::Io {
+                action: "remove",
+                path,
+                source,
+            }),
             _ => Ok(()),
         }
     }
@@ -44,7 +59,7 @@ impl Store for DirStore {
     /// A listing, not a look-up per file: on NFS a failed look-up may be
     /// cached for many seconds, while a listing is revalidated when the
     /// directory changed. An unreadable directory lists nothing.
-    fn list(&self) -> Result<HashSet<String>, String> {
+    fn list(&self) -> Result<HashSet<String>, StoreError> {
         Ok(fs::read_dir(&self.dir)
             .map(|d| {
                 d.flatten()
@@ -70,13 +85,18 @@ impl Store for DirStore {
 /// Writes `path` atomically (a temporary file renamed over it); a
 /// `private` file is readable by this user only; `sync`ed to disk before
 /// the rename.
-pub fn publish(path: &Path, text: &str, private: bool, sync: bool) -> Result<(), String> {
+pub fn publish(path: &Path, text: &str, private: bool, sync: bool) -> Result<(), StoreError> {
     // A random name created exclusively, never through a link: another
     // user of a group-writable directory cannot make this write land
     // elsewhere.
     let mode = if private { 0o600 } else { 0o666 };
-    let (tmp, mut f) = benchsuite_core::atomic::create_temporary_mode(path, mode)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let cannot = |source: io::Error| StoreError::Io {
+        action: "write",
+        path: path.to_path_buf(),
+        source,
+    };
+    let (tmp, mut f) =
+        benchsuite_core::atomic::create_temporary_mode(path, mode).map_err(cannot)?;
     let mut write = || -> io::Result<()> {
         f.write_all(text.as_bytes())?;
         if sync {
@@ -86,6 +106,6 @@ pub fn publish(path: &Path, text: &str, private: bool, sync: bool) -> Result<(),
     };
     write().map_err(|e| {
         let _ = fs::remove_file(&tmp);
-        format!("cannot write {}: {e}", path.display())
+        cannot(e)
     })
 }

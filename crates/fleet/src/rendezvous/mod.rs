@@ -71,11 +71,13 @@
 
 mod client;
 mod dir;
+mod error;
 mod server;
 mod wire;
 
 pub use client::*;
 pub use dir::*;
+pub use error::StoreError;
 pub use server::*;
 pub use wire::*;
 
@@ -174,13 +176,14 @@ pub enum Put {
 /// sees the old text or the new one).
 pub trait Store: Send + Sync {
     /// Publishes `text` as `name`.
-    fn put(&self, name: &str, text: &str, how: Put) -> Result<(), String>;
-    /// The text of `name`; the error says why not (absent included).
-    fn get(&self, name: &str) -> Result<String, String>;
+    fn put(&self, name: &str, text: &str, how: Put) -> Result<(), StoreError>;
+    /// The text of `name`; the error says why not
+    /// ([`StoreError::Absent`] when it is not there).
+    fn get(&self, name: &str) -> Result<String, StoreError>;
     /// Removes `name`; an absent one is no error.
-    fn remove(&self, name: &str) -> Result<(), String>;
+    fn remove(&self, name: &str) -> Result<(), StoreError>;
     /// The names now; an error only when the store is lost for good.
-    fn list(&self) -> Result<HashSet<String>, String>;
+    fn list(&self) -> Result<HashSet<String>, StoreError>;
     /// Where, for messages: `in DIR`, `at the meeting point HOST:PORT`.
     fn place(&self) -> String;
     /// Where, for the report: DIR, or HOST:PORT.

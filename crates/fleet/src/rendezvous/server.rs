@@ -635,39 +635,45 @@ pub(crate) struct Served {
 }
 
 impl Store for Served {
-    fn put(&self, name: &str, text: &str, how: Put) -> Result<(), String> {
+    fn put(&self, name: &str, text: &str, how: Put) -> Result<(), StoreError> {
         if how == Put::Secret {
-            return Err(format!(
-                "{name}: a secret is never published at the meeting point"
-            ));
+            return Err(StoreError::Secret { name: name.into() });
         }
         match self.shared.apply(Msg::Put {
             name: name.into(),
             text: text.into(),
         }) {
             Msg::Ok => Ok(()),
-            Msg::Error { message } => Err(format!(
-                "the meeting point {} refused {name}: {message}",
-                self.shared.given
-            )),
-            _ => Err(format!("{name}: unexpected answer")),
+            Msg::Error { message } => Err(StoreError::Refused {
+                point: self.shared.given.clone(),
+                name: name.into(),
+                message,
+            }),
+            other => Err(StoreError::Unexpected {
+                point: self.shared.given.clone(),
+                answer: op_name(&other).to_string(),
+                request: "put",
+            }),
         }
     }
 
-    fn get(&self, name: &str) -> Result<String, String> {
+    fn get(&self, name: &str) -> Result<String, StoreError> {
         lock(&self.shared.table)
             .map
             .get(name)
             .map(|e| e.text.clone())
-            .ok_or_else(|| format!("{name} absent {}", self.place()))
+            .ok_or_else(|| StoreError::Absent {
+                name: name.into(),
+                place: self.place(),
+            })
     }
 
-    fn remove(&self, name: &str) -> Result<(), String> {
+    fn remove(&self, name: &str) -> Result<(), StoreError> {
         self.shared.apply(Msg::Remove { name: name.into() });
         Ok(())
     }
 
-    fn list(&self) -> Result<HashSet<String>, String> {
+    fn list(&self) -> Result<HashSet<String>, StoreError> {
         Ok(lock(&self.shared.table).map.keys().cloned().collect())
     }
 

@@ -251,7 +251,7 @@ fn ranks_with_the_token_share_the_store_and_others_are_refused() {
         "no secret on the wire"
     );
     let wrong = remote(&rdv, "guess", 3, Duration::from_secs(5));
-    let e = wrong.list().unwrap_err();
+    let e = wrong.list().unwrap_err().to_string();
     assert!(e.contains("refused this rank: wrong token"), "{e}");
     assert!(e.contains("serves another job"), "{e}");
     let t = mp.store().trouble().unwrap_or_default();
@@ -299,7 +299,7 @@ fn a_meeting_point_that_never_comes_is_lost_after_the_timeout() {
     let rdv = Rendezvous::parse(&format!("127.0.0.1:{port}")).unwrap();
     let r = remote(&rdv, "t", 3, Duration::from_millis(300));
     assert!(r.list().unwrap().is_empty(), "not lost yet");
-    let e = r.put("r1.json", "x", Put::Durable).unwrap_err();
+    let e = r.put("r1.json", "x", Put::Durable).unwrap_err().to_string();
     assert!(
         e.contains(&format!("lost the meeting point 127.0.0.1:{port}")),
         "{e}"
@@ -490,7 +490,7 @@ fn a_fake_meeting_point_reflecting_the_ranks_code_is_refused() {
     });
     let rdv = Rendezvous::parse(&format!("127.0.0.1:{}", addr.port())).unwrap();
     let r = remote(&rdv, "secret-token-0123456789", 3, Duration::from_secs(5));
-    let e = r.list().unwrap_err();
+    let e = r.list().unwrap_err().to_string();
     assert!(e.contains("does not know this rank's token"), "{e}");
     drop(r);
     assert!(fake.join().unwrap().is_empty(), "nothing sent after");
@@ -512,7 +512,7 @@ fn an_unauthenticated_refusal_is_shown_escaped_cut_and_unproven() {
     };
     let rdv = Rendezvous::parse(&format!("127.0.0.1:{}", addr.port())).unwrap();
     let r = remote(&rdv, "secret-token-0123456789", 3, Duration::from_secs(5));
-    let e = r.list().unwrap_err();
+    let e = r.list().unwrap_err().to_string();
     fake.join().unwrap();
     assert_eq!(e.lines().count(), 1, "{e}");
     assert!(!e.contains('\u{1b}'), "{e}");
@@ -538,11 +538,14 @@ fn a_rank_of_another_job_is_refused_naming_both() {
         Duration::from_secs(5),
         Arc::new(AtomicBool::new(false)),
     );
-    let e = other.put("r1.json", "x", Put::Durable).unwrap_err();
+    let e = other
+        .put("r1.json", "x", Put::Durable)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("job j2/run") && e.contains("job j1/run"), "{e}");
     assert!(mp.store().get("r1.json").is_err(), "nothing stored");
     let bigger = remote(&rdv, "t", 4, Duration::from_secs(5));
-    let e = bigger.list().unwrap_err();
+    let e = bigger.list().unwrap_err().to_string();
     assert!(e.contains("4 rank(s)") && e.contains("3 rank(s)"), "{e}");
     assert!(remote(&rdv, "t", 3, Duration::from_secs(5)).list().is_ok());
 }
@@ -566,7 +569,7 @@ fn another_service_behind_the_address_is_tried_again_not_final() {
     let r = remote(&rdv, "t", 3, Duration::from_millis(300));
     assert!(r.list().unwrap().is_empty(), "not final");
     assert!(lock(&r.refused).is_none());
-    let e = r.put("r1.json", "x", Put::Durable).unwrap_err();
+    let e = r.put("r1.json", "x", Put::Durable).unwrap_err().to_string();
     assert!(
         e.contains("lost the meeting point") && e.contains("not a benchsuite meeting point"),
         "{e}"
@@ -586,7 +589,7 @@ fn a_restarted_meeting_point_tells_a_rank_that_published_there() {
     let by = Instant::now() + Duration::from_secs(10);
     let e = loop {
         match r.list() {
-            Err(e) => break e,
+            Err(e) => break e.to_string(),
             Ok(_) if Instant::now() < by => std::thread::sleep(Duration::from_millis(20)),
             Ok(n) => panic!("{n:?}"),
         }
@@ -691,4 +694,35 @@ fn the_token_file_is_private() {
     assert_eq!(fs::read_to_string(&path).unwrap(), "secret");
     let names: Vec<_> = fs::read_dir(tmp.path()).unwrap().collect();
     assert_eq!(names.len(), 1, "no temporary file left");
+}
+
+/// A directory store's errors are typed: absent, an I/O error with its
+/// action and path; a secret never goes to a meeting point.
+#[test]
+fn a_store_says_which_error_it_met() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = DirStore::create(tmp.path().join("rdv")).unwrap();
+    let e = store.get("r1.alive").unwrap_err();
+    assert!(e.is_absent(), "{e:?}");
+    assert!(e.to_string().starts_with("r1.alive absent in "), "{e}");
+    store.put("r1.alive", "x", Put::Durable).unwrap();
+    assert_eq!(store.get("r1.alive").unwrap(), "x");
+    // A file where the directory should be: the write fails, named.
+    let blocked = DirStore {
+        dir: tmp.path().join("rdv/r1.alive"),
+    };
+    match blocked.put("r2.alive", "y", Put::Durable) {
+        Err(StoreError::Io { action, path, .. }) => {
+            assert_eq!(action, "write");
+            assert!(path.ends_with("r1.alive/r2.alive"), "{}", path.display());
+        }
+        other => panic!("{other:?}"),
+    }
+    // Removing what is not there is no error.
+    store.remove("r9.alive").unwrap();
+    let e: String = StoreError::Secret {
+        name: "r0.token".into(),
+    }
+    .into();
+    assert_eq!(e, "r0.token: a secret is never sent to a meeting point");
 }
