@@ -14,6 +14,14 @@ fn machines() -> Vec<benchsuite_benches::trace::Machine> {
     load(&data_dir()).expect("the noise traces")
 }
 
+/// The machine with a long enough history to plant a step and watch it.
+fn long_machine() -> benchsuite_benches::trace::Machine {
+    machines()
+        .into_iter()
+        .find(|m| m.runs.len() >= 20)
+        .expect("a machine with 20 runs")
+}
+
 #[test]
 fn the_recorded_noise_has_almost_no_change_point_and_no_regression() {
     let mut series = 0;
@@ -34,10 +42,7 @@ fn the_recorded_noise_has_almost_no_change_point_and_no_regression() {
 
 #[test]
 fn a_quarter_worse_step_is_found_within_six_runs_and_measured_within_a_few_points() {
-    let m = machines()
-        .into_iter()
-        .find(|m| m.runs.len() >= 20)
-        .expect("a machine with 20 runs");
+    let m = long_machine();
     let from = m.runs.len() - 10;
     let found = history::steps(&m, from, 1.0 / 3.0);
     assert!(found.len() >= 18, "{} plantable series", found.len());
@@ -78,10 +83,7 @@ fn a_quarter_worse_step_is_found_within_six_runs_and_measured_within_a_few_point
 
 #[test]
 fn linpack_pinned_at_its_slow_level_is_found() {
-    let m = machines()
-        .into_iter()
-        .find(|m| m.runs.len() >= 20)
-        .expect("a machine with 20 runs");
+    let m = long_machine();
     let (f, _) = history::linpack_into_slow_state(&m, m.runs.len() - 5).expect("a LINPACK series");
     // A regression into a level the history once held, caught once five
     // runs sit at it, where it starts.
@@ -97,10 +99,7 @@ fn linpack_pinned_at_its_slow_level_is_found() {
 
 #[test]
 fn a_slow_drift_is_seen_in_some_series_and_said_honestly() {
-    let m = machines()
-        .into_iter()
-        .find(|m| m.runs.len() >= 20)
-        .expect("a machine with 20 runs");
+    let m = long_machine();
     let d = history::drifts(&m, m.runs.len() / 3, 5, 0.03);
     let found = d.iter().filter(|x| x.2.is_some()).count();
     // +3% every 5 runs (12.6% by the end) in series whose runs differ by
