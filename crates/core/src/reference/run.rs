@@ -76,15 +76,21 @@ impl ReferenceObserver for Stderr {
                 r.metric,
                 format_value(v, unit)
             ),
-            Err(e) => eprintln!("    round {round}/{rounds}: {} failed: {e}", r.tool),
+            Err(e) => eprintln!(
+                "    round {round}/{rounds}: {} failed: {}",
+                r.tool,
+                crate::text::printable_line(e)
+            ),
         }
     }
 }
 
-/// A record's value of `metric` (its headline without one), for progress.
+/// A record's value of `metric` (its headline without one), for progress;
+/// a reason (which may quote a peer or a tool) made printable on one line.
 pub fn headline(r: &Record, metric: Option<&str>) -> String {
     if r.status != Status::Ok {
-        return format!("{:?}: {}", r.status, r.reason.as_deref().unwrap_or(""));
+        let reason = r.reason.as_deref().unwrap_or("");
+        return format!("{:?}: {}", r.status, crate::text::printable_line(reason));
     }
     if let Some((name, (v, unit, _))) =
         metric.and_then(|m| super::metric_value(r, m).map(|v| (m, v)))
