@@ -1,10 +1,12 @@
 //! Says what this binary is built from, for `benchsuite --version` and
 //! every report's `host.build`: its Cargo features, its profile, and the
-//! source revision where the sources are a git checkout (`git describe
-//! --always --dirty`; nothing where git or the repository is absent, as in
-//! a crate downloaded from crates.io).
+//! source revision where the sources are this project's git checkout
+//! (`git describe --always --dirty`; nothing where git or the checkout is
+//! absent, as in a crate downloaded from crates.io, also one unpacked
+//! inside another repository): see `build/provenance.rs`.
 
-use std::process::Command;
+#[path = "build/provenance.rs"]
+mod provenance;
 
 /// Features that only choose which modules and commands a build has (the
 /// default set, `fleet` that `cli` brings, `testing`): they change no
@@ -21,14 +23,8 @@ fn main() {
         .map(|f| f.replace('_', "-"))
         .collect();
     let profile = std::env::var("PROFILE").unwrap_or_else(|_| "unknown".into());
-    let commit = Command::new("git")
-        .args(["describe", "--always", "--dirty", "--abbrev=12"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .filter(|s| !s.is_empty());
+    let found = provenance::provenance(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
+    let commit = found.commit;
     println!("cargo:rustc-env=BENCHSUITE_FEATURES={}", features.join(","));
     println!(
         "cargo:rustc-env=BENCHSUITE_COMMIT={}",
@@ -50,11 +46,11 @@ fn main() {
             .as_deref()
             .unwrap_or("unknown (not built from a git checkout)")
     );
-    // A new commit or a changed working tree gives another revision.
-    for f in ["../.git/HEAD", "../.git/index", "../.git/refs"] {
-        if std::path::Path::new(f).exists() {
-            println!("cargo:rerun-if-changed={f}");
-        }
+    // A new commit, a changed index or an edited source gives another
+    // revision (or `-dirty`).
+    for p in &found.watch {
+        println!("cargo:rerun-if-changed={}", p.display());
     }
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=build/provenance.rs");
 }

@@ -8,6 +8,8 @@ use anyhow::Result;
 use benchsuite::export::{self, Format};
 use benchsuite::{Host, Registry, Report};
 
+use benchsuite_core::text::printable;
+
 use crate::args::{Cli, Command, CompareArgs, ConvertArgs, InfoArgs, ListArgs, ServeArgs};
 use crate::config;
 use crate::output::{keep_verdict, replace_file, write_report};
@@ -24,7 +26,7 @@ pub fn run(cli: Cli, registry: &Registry) -> Result<i32> {
                 if crate::output::is_broken_pipe(&e) {
                     Err(e)
                 } else {
-                    eprintln!("error: {e:#}");
+                    eprintln!("error: {}", printable(&format!("{e:#}")));
                     Ok(2)
                 }
             })
@@ -204,7 +206,10 @@ fn cmd_compare(args: &CompareArgs, registry: &Registry) -> Result<i32> {
             .chars()
             .map(|c| if c.is_control() { '?' } else { c })
             .collect();
-        eprintln!("warning: left out of the history: {e} (--allow-mixed-hosts keeps it)");
+        eprintln!(
+            "warning: left out of the history: {} (--allow-mixed-hosts keeps it)",
+            printable(&e.to_string())
+        );
     }
     if let Some(bins) = &args.confirm {
         cmp = crate::interleave::confirm(bins, args, &cmp, &new, &options)?;

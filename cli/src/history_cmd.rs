@@ -177,7 +177,10 @@ pub fn cmd_history(args: &HistoryArgs, registry: &benchsuite::Registry) -> Resul
     };
     let t = trend(&reports, &options)?;
     for e in &t.excluded {
-        eprintln!("warning: left out (another testbed): {e}");
+        eprintln!(
+            "warning: left out (another testbed): {}",
+            benchsuite_core::text::printable(&e.to_string())
+        );
     }
     let code = t.exit_code();
     match &args.output {

@@ -77,7 +77,7 @@ pub use benchsuite_core::{
 };
 pub use benchsuite_core::{
     atomic, bench, capacity, catalog, caveat, cluster, error, host, openloop, param, phase, report,
-    runner, schema, scratch, stats, sweep, team, units,
+    runner, schema, scratch, stats, sweep, team, text, units,
 };
 #[cfg(feature = "fleet")]
 pub use benchsuite_fleet::launcher;

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use benchsuite::runner::Observer;
 use benchsuite::{Point, Record, Status};
+use benchsuite_core::text::printable_line;
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// Draws one bar for the whole run, naming the record in progress.
@@ -48,12 +49,12 @@ impl Observer for Progress {
                 Status::Skipped => bar.println(format!(
                     "skipped {}: {}",
                     record.key(),
-                    record.reason.as_deref().unwrap_or("")
+                    printable_line(record.reason.as_deref().unwrap_or(""))
                 )),
                 Status::Failed => bar.println(format!(
                     "FAILED {}: {}",
                     record.key(),
-                    record.reason.as_deref().unwrap_or("")
+                    printable_line(record.reason.as_deref().unwrap_or(""))
                 )),
             }
             if let Some(c) = &record.capacity {
@@ -76,7 +77,7 @@ impl Observer for Progress {
                         "skipped"
                     },
                     record.key(),
-                    record.reason.as_deref().unwrap_or("")
+                    printable_line(record.reason.as_deref().unwrap_or(""))
                 )),
             }
         }

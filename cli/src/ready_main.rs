@@ -68,8 +68,13 @@ where
         Ok(code) => ExitCode::from(code as u8),
         Err(e) if crate::output::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            // Every error prints one level; `{:#}` joins the chain.
-            eprintln!("error: {e:#}");
+            // Every error prints one level; `{:#}` joins the chain. Its
+            // text may quote a report or a peer (serde's `unknown variant`,
+            // a host name): control characters and bidi overrides escaped.
+            eprintln!(
+                "error: {}",
+                benchsuite_core::text::printable(&format!("{e:#}"))
+            );
             ExitCode::from(2)
         }
     }

@@ -415,7 +415,10 @@ impl benchsuite::runner::Observer for Checkpoints {
         };
         if let Err(e) = replace_file(file, |w| export::write_report(self.format, report, w)) {
             // Keep measuring: the final write will try again and report.
-            eprintln!("warning: {e:#}; no more checkpoints of -o during this run");
+            eprintln!(
+                "warning: {}; no more checkpoints of -o during this run",
+                benchsuite_core::text::printable(&format!("{e:#}"))
+            );
             self.failed = true;
         }
     }

@@ -64,6 +64,7 @@ pub mod sweep;
 pub mod team;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod text;
 pub mod units;
 
 pub use bench::{

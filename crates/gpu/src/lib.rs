@@ -121,7 +121,9 @@
 //! ## Clocks, power and temperature under load
 //!
 //! From the end of each record's setup to its teardown a thread reads
-//! NVML (`libnvidia-ml.so.1`) every 20 ms, outside the timed calls: SM and
+//! NVML (`libnvidia-ml.so.1`) every 100 ms (at most 1,024 samples: a longer
+//! record keeps every other one and reads half as often), asleep between,
+//! outside the timed calls: SM and
 //! memory clock, board power, temperature and the clock-event ("throttle")
 //! reasons. The record's notes give the min/median/max of each and the
 //! peak at the median clock under load beside the peak at maximum clock

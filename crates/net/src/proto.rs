@@ -647,8 +647,12 @@ fn frame_len(buf: &[u8]) -> Result<Option<usize>, FrameError> {
 }
 
 /// Parses a frame body.
+///
+/// serde's error quotes the peer's text (`unknown variant `...``): it is
+/// made [`untrusted`] here, so that it reaches a record's reason, a
+/// progress line, an export or a log escaped.
 pub fn decode_body(body: &[u8]) -> Result<Message, FrameError> {
-    serde_json::from_slice(body).map_err(|e| FrameError::Malformed(e.to_string()))
+    serde_json::from_slice(body).map_err(|e| FrameError::Malformed(untrusted(&e.to_string())))
 }
 
 /// The `version` field of a body that does not parse as a [`Message`] (a
@@ -779,12 +783,8 @@ pub fn untrusted(text: &str) -> String {
             out.push('…');
             break;
         }
-        // Zero-width and bidirectional controls (which reorder a line).
-        let hidden = matches!(
-            c,
-            '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
-        );
-        if c.is_control() || hidden {
+        // One line: no line feed or tab either.
+        if c == '\n' || c == '\t' || benchsuite_core::text::is_unsafe(c) {
             out.extend(c.escape_default());
         } else {
             out.push(c);

@@ -692,6 +692,33 @@ fn a_peer_that_is_not_a_benchsuite_server_is_named_as_such() {
     );
 }
 
+/// A hostile server's malformed frame: serde's error quotes the server's
+/// text (`unknown variant ...`), which reaches the record's reason (and
+/// from there progress lines, exports and stderr) escaped.
+#[test]
+fn a_servers_malformed_frame_cannot_steer_the_terminal() {
+    let hostile = "\u{1b}]0;X\u{7}\u{9b}2J\u{202e}evil\n[x](u) @everyone";
+    let fake = fake_server(move |mut s| {
+        let mut buf = [0u8; 512];
+        let _ = s.read(&mut buf);
+        let body = serde_json::to_vec(&serde_json::json!({ "type": hostile })).unwrap();
+        let mut f = MAGIC.to_vec();
+        f.extend((body.len() as u32).to_be_bytes());
+        f.extend(body);
+        let _ = s.write_all(&f);
+    });
+    let e = failure("net.connect", &[("peer", &fake.to_string())]);
+    assert!(
+        !e.chars()
+            .any(|c| c == '\n' || benchsuite_core::text::is_unsafe(c)),
+        "{e:?}"
+    );
+    assert!(
+        e.contains("unknown variant") && e.contains("\\u{1b}]0;X\\u{7}\\u{9b}2J\\u{202e}evil\\n"),
+        "{e}"
+    );
+}
+
 #[test]
 fn a_servers_refusal_cannot_steer_the_terminal() {
     // A hostile server's refusal: escape sequences, a bidi override, a

@@ -469,8 +469,13 @@ impl FleetView {
         m
     }
 
-    /// Writes the view as a plain-text table.
+    /// Writes the view as a plain-text table; the hosts' names and facts
+    /// (from their reports) with their control characters shown as `?`.
     pub fn write_table(&self, out: &mut dyn Write) -> io::Result<()> {
+        crate::export::printable(out, |out| self.write_table_raw(out))
+    }
+
+    fn write_table_raw(&self, out: &mut dyn Write) -> io::Result<()> {
         let hosts: usize = self.groups.iter().map(|g| g.hosts.len()).sum();
         writeln!(
             out,

@@ -40,6 +40,11 @@ pub const REFERENCE_SECS: u64 = 4;
 /// while fio's held 2.4-2.9) and a 50 ms state can fill a round.
 pub const WINDOW_SAMPLE: Duration = Duration::from_millis(REFERENCE_SECS * 1000 / 5);
 
+/// Environment variables that hold benchsuite's secrets (the network
+/// token), removed from the environment of every reference tool, its
+/// server and its version probe.
+pub const SECRET_ENV: &[&str] = &["BENCHSUITE_TOKEN"];
+
 /// Parses a reference tool's standard output into the value of the metric
 /// it corresponds to, in that metric's base unit (B/s, s, op/s, event/s).
 pub type ParseFn = fn(&str) -> Result<f64, String>;
@@ -707,48 +712,178 @@ fn dead(pid: i32) -> bool {
     rc != 0 || unsafe { info.si_pid() } != 0
 }
 
-/// The last bytes a child wrote to a pipe (its stderr), read on a thread
-/// of its own so the child never blocks on a full pipe, keeping at most
-/// `keep` bytes however much it writes.
+/// The last bytes a child wrote to a pipe (its stdout or stderr), read on
+/// a thread of its own so the child never blocks on a full pipe, keeping
+/// at most `keep` bytes however much it writes.
+///
+/// The reader waits on the pipe and on a stop pipe of its own: when
+/// [`PipeTail::tail`] gives up after its grace (a process the child
+/// started outside its group, a daemon, holds the pipe open), or the
+/// value drops, the reader is told to stop, closes its end and is joined.
+/// No thread outlives the value by more than a wake-up.
 #[derive(Debug)]
-pub struct PipeTail(std::sync::mpsc::Receiver<Vec<u8>>);
+pub struct PipeTail {
+    rx: std::sync::mpsc::Receiver<Tail>,
+    /// The write end of the reader's stop pipe: closing it wakes the
+    /// reader, which then ends. `None` once closed.
+    stop: Option<OwnedFd>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
 
-impl PipeTail {
-    /// Starts reading `pipe` until its end, keeping its last `keep` bytes.
-    pub fn read(pipe: impl io::Read + Send + 'static, keep: usize) -> PipeTail {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(tail_of(pipe, keep));
-        });
-        PipeTail(rx)
-    }
+/// What a [`PipeTail`] kept of a pipe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tail {
+    /// The last bytes, as text (invalid UTF-8 replaced).
+    pub text: String,
+    /// How many bytes before them were read and dropped (0: all is here).
+    pub cut: u64,
+}
 
-    /// The tail, once the pipe ended; `None` if it is still open after
-    /// `grace` (a process the child started outside its group holds it).
-    pub fn get(self, grace: Duration) -> Option<String> {
-        let bytes = self.0.recv_timeout(grace).ok()?;
-        Some(String::from_utf8_lossy(&bytes).into_owned())
+impl Tail {
+    /// The text, after a first line that says how many bytes were cut
+    /// before it, if any were.
+    pub fn shown(&self) -> String {
+        if self.cut == 0 {
+            self.text.clone()
+        } else {
+            format!(
+                "[{} bytes cut; the last {} follow]\n{}",
+                self.cut,
+                self.text.len(),
+                self.text
+            )
+        }
     }
 }
 
-/// Reads `r` to its end, keeping its last `keep` bytes (a read error ends
-/// it as the end would).
-fn tail_of(mut r: impl io::Read, keep: usize) -> Vec<u8> {
-    let mut tail = std::collections::VecDeque::with_capacity(keep.min(1 << 16));
-    let mut buf = [0u8; 8192];
-    loop {
-        match r.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                tail.extend(&buf[..n]);
-                let over = tail.len().saturating_sub(keep);
-                tail.drain(..over);
+impl PipeTail {
+    /// Starts reading `pipe` (a child's [`std::process::ChildStderr`] or
+    /// [`std::process::ChildStdout`]) until its end, keeping its last
+    /// `keep` bytes.
+    pub fn read(pipe: impl Into<OwnedFd>, keep: usize) -> PipeTail {
+        let pipe: OwnedFd = pipe.into();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (stop_read, stop) = match stop_pipe() {
+            Some((r, w)) => (Some(r), Some(w)),
+            None => (None, None),
+        };
+        let stoppable = stop.is_some();
+        let reader = std::thread::spawn(move || {
+            if let Some(tail) = tail_of(&pipe, stop_read.as_ref(), keep) {
+                let _ = tx.send(tail);
             }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => break,
+        });
+        PipeTail {
+            rx,
+            stop,
+            // Without a stop pipe (no descriptors left) the reader cannot
+            // be woken: it is left to end with the pipe.
+            reader: stoppable.then_some(reader),
         }
     }
-    tail.into()
+
+    /// The tail, once the pipe ended, as [`Tail::shown`] writes it; `None`
+    /// if it is still open after `grace`.
+    pub fn get(self, grace: Duration) -> Option<String> {
+        self.tail(grace).map(|t| t.shown())
+    }
+
+    /// The tail, once the pipe ended; `None` if it is still open after
+    /// `grace` (a process the child started outside its group holds it),
+    /// and then the reader is stopped and its end of the pipe closed.
+    pub fn tail(mut self, grace: Duration) -> Option<Tail> {
+        let got = self.rx.recv_timeout(grace).ok();
+        self.end();
+        got
+    }
+
+    /// Stops the reader (if it still reads) and waits for it.
+    fn end(&mut self) {
+        drop(self.stop.take());
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+    }
+}
+
+impl Drop for PipeTail {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
+/// A close-on-exec pipe (read end, write end) whose write end's closing
+/// wakes a poll on the read end.
+fn stop_pipe() -> Option<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: on success both are new fds that nothing else owns.
+    Some(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Reads `pipe` to its end, keeping its last `keep` bytes (a read error
+/// ends it as the end would); `None` once `stop` wakes (its write end
+/// closed) before the end.
+fn tail_of(pipe: &OwnedFd, stop: Option<&OwnedFd>, keep: usize) -> Option<Tail> {
+    let mut tail = std::collections::VecDeque::with_capacity(keep.min(1 << 16));
+    let mut cut = 0u64;
+    let mut buf = [0u8; 8192];
+    loop {
+        let mut fds = [
+            libc::pollfd {
+                fd: pipe.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: stop.map_or(-1, AsRawFd::as_raw_fd),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: `fds` holds two valid pollfd entries (a negative fd is
+        // ignored); no timeout: the pipe or the stop wakes it.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        if n < 0 {
+            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            break;
+        }
+        if fds[1].revents != 0 {
+            return None;
+        }
+        if fds[0].revents == 0 {
+            continue;
+        }
+        // SAFETY: reads into a valid buffer of its length from our open fd;
+        // poll said it will not block.
+        let got = unsafe { libc::read(pipe.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        match got {
+            0 => break,
+            n if n > 0 => {
+                tail.extend(&buf[..n as usize]);
+                let over = tail.len().saturating_sub(keep);
+                tail.drain(..over);
+                cut += over as u64;
+            }
+            _ => {
+                let kind = io::Error::last_os_error().kind();
+                if kind != io::ErrorKind::Interrupted && kind != io::ErrorKind::WouldBlock {
+                    break;
+                }
+            }
+        }
+    }
+    let bytes: Vec<u8> = tail.into();
+    Some(Tail {
+        text: String::from_utf8_lossy(&bytes).into_owned(),
+        cut,
+    })
 }
 
 #[cfg(test)]
@@ -907,18 +1042,60 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A pipe whose other end `write` fills (then closes, as a child that
+    /// exits does).
+    fn piped(write: impl FnOnce(std::io::PipeWriter) + Send + 'static) -> std::io::PipeReader {
+        let (r, w) = std::io::pipe().unwrap();
+        std::thread::spawn(move || write(w));
+        r
+    }
+
     #[test]
-    fn a_pipe_tail_keeps_only_the_last_bytes() {
+    fn a_pipe_tail_keeps_only_the_last_bytes_and_says_how_many_were_cut() {
+        use std::io::Write;
         let text: Vec<u8> = (0..100_000u32)
             .flat_map(|i| format!("{i}\n").into_bytes())
             .collect();
-        let tail = PipeTail::read(std::io::Cursor::new(text.clone()), 1000)
+        let sent = text.clone();
+        let tail = PipeTail::read(piped(move |mut w| w.write_all(&sent).unwrap()), 1000)
+            .tail(Duration::from_secs(5))
+            .unwrap();
+        assert_eq!(tail.text.as_bytes(), &text[text.len() - 1000..]);
+        assert_eq!(tail.cut, text.len() as u64 - 1000);
+        assert!(tail.text.ends_with("99999\n"));
+        let shown = PipeTail::read(piped(move |mut w| w.write_all(&text).unwrap()), 1000)
             .get(Duration::from_secs(5))
             .unwrap();
-        assert_eq!(tail.as_bytes(), &text[text.len() - 1000..]);
-        assert!(tail.ends_with("99999\n"));
-        let short = PipeTail::read(&b"error: x\n"[..], 1000).get(Duration::from_secs(5));
+        assert!(
+            shown.starts_with(&format!("[{} bytes cut; the last 1000 follow]\n", tail.cut)),
+            "{}",
+            &shown[..80]
+        );
+        let short = PipeTail::read(piped(|mut w| w.write_all(b"error: x\n").unwrap()), 1000)
+            .get(Duration::from_secs(5));
         assert_eq!(short.as_deref(), Some("error: x\n"));
+    }
+
+    /// A daemon the child started keeps the pipe open: after the grace the
+    /// tail gives up, and its reader ends and closes its end of the pipe
+    /// (the daemon's next write fails with a broken pipe) instead of
+    /// reading on as long as the daemon lives.
+    #[test]
+    fn a_pipe_tail_reader_ends_with_its_grace_when_a_daemon_holds_the_pipe() {
+        use std::io::Write;
+        let (r, mut daemon) = std::io::pipe().unwrap();
+        daemon.write_all(b"started\n").unwrap();
+        let start = Instant::now();
+        let tail = PipeTail::read(r, 1000).tail(Duration::from_millis(200));
+        assert_eq!(tail, None);
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+        // The reader's end is closed: nobody reads any more.
+        let e = daemon.write_all(b"still here\n").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe);
     }
 
     /// This thread's voluntary context switches so far.

@@ -10,12 +10,11 @@
 //! ([`ToolProcess`]): a timeout, a cancel (Ctrl-C) or the end of the round
 //! stops everything they forked.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{Reference, ReferenceResult, Stopped, ToolProcess};
+use super::{PipeTail, Reference, ReferenceResult, Stopped, ToolProcess};
 use crate::config::RunConfig;
 use crate::plan::{Plan, PlannedBench};
 use crate::report::{Record, Report, Status};
@@ -77,15 +76,21 @@ impl ReferenceObserver for Stderr {
                 r.metric,
                 format_value(v, unit)
             ),
-            Err(e) => eprintln!("    round {round}/{rounds}: {} failed: {e}", r.tool),
+            Err(e) => eprintln!(
+                "    round {round}/{rounds}: {} failed: {}",
+                r.tool,
+                crate::text::printable_line(e)
+            ),
         }
     }
 }
 
-/// A record's value of `metric` (its headline without one), for progress.
+/// A record's value of `metric` (its headline without one), for progress;
+/// a reason (which may quote a peer or a tool) made printable on one line.
 pub fn headline(r: &Record, metric: Option<&str>) -> String {
     if r.status != Status::Ok {
-        return format!("{:?}: {}", r.status, r.reason.as_deref().unwrap_or(""));
+        let reason = r.reason.as_deref().unwrap_or("");
+        return format!("{:?}: {}", r.status, crate::text::printable_line(reason));
     }
     if let Some((name, (v, unit, _))) =
         metric.and_then(|m| super::metric_value(r, m).map(|v| (m, v)))
@@ -337,6 +342,23 @@ const SERVER_START: Duration = Duration::from_millis(500);
 /// How long a tool's output may stay open after the tool exited.
 const PIPE_GRACE: Duration = Duration::from_secs(5);
 
+/// The most of a tool's standard output (and of its output file) read:
+/// a round whose tool writes more fails, saying so. The tools' outputs
+/// are a few KiB (fio's JSON with its percentiles, iperf3's with an
+/// interval a second: tens).
+const STDOUT_KEPT: usize = 4 << 20;
+
+/// The last bytes of a tool's standard error kept (a failed round shows
+/// its first lines; hpcc's parser reads OpenBLAS's `Core:` line there).
+const STDERR_KEPT: usize = 64 << 10;
+
+/// How long a tool's version probe (`fio --version`) may take before it
+/// is killed, with what it started, and the version recorded as unknown.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The most of a version probe's output read.
+const VERSION_KEPT: usize = 4 << 10;
+
 /// Prefixes of a job launcher's environment variables (Slurm, PMI/PMIx,
 /// Open MPI, MPICH/Hydra, Intel MPI), removed from a tool's environment.
 const LAUNCHER_ENV: [&str; 7] = [
@@ -361,6 +383,9 @@ pub fn on_cpu<T>(cpu: usize, f: impl FnOnce() -> T) -> T {
 /// why it did not run (not installed, a failed round).
 struct ToolRun {
     version: Option<String>,
+    /// Why `version` is `None` though the tool is there (its probe
+    /// failed, hung or printed nothing).
+    version_note: Option<String>,
     values: Vec<f64>,
     /// Each round's value, `None` where the round did not run or failed.
     by_round: Vec<Option<f64>>,
@@ -377,6 +402,7 @@ impl ToolRun {
             let package = if p == r.tool { r.package } else { "util-linux" };
             return ToolRun {
                 version: None,
+                version_note: None,
                 values: Vec::new(),
                 by_round: Vec::new(),
                 note: Some(format!(
@@ -387,33 +413,19 @@ impl ToolRun {
         if let Some(why) = &r.unusable {
             return ToolRun {
                 version: None,
+                version_note: None,
                 values: Vec::new(),
                 by_round: Vec::new(),
                 note: Some(format!("not run: {why}")),
             };
         }
-        // In a private directory of its own too: the probe of a Python
-        // package imports it, and from the working directory a planted
-        // `torch.py` would run.
-        let version = Scratch::create(&std::env::temp_dir(), &[])
-            .ok()
-            .and_then(|dir| {
-                tool_command(&r.version_argv, dir.path())
-                    .ok()?
-                    .stdin(Stdio::null())
-                    .output()
-                    .ok()
-            })
-            .and_then(|o| {
-                let text = String::from_utf8_lossy(&o.stdout).to_string()
-                    + &String::from_utf8_lossy(&o.stderr);
-                text.lines()
-                    .map(str::trim)
-                    .find(|l| !l.is_empty())
-                    .map(str::to_string)
-            });
+        let (version, version_note) = match probe_version(&r.version_argv, VERSION_TIMEOUT) {
+            Ok(v) => (Some(v), None),
+            Err(e) => (None, Some(format!("version unknown: {e}"))),
+        };
         ToolRun {
             version,
+            version_note,
             values: Vec::new(),
             by_round: Vec::new(),
             note: None,
@@ -497,10 +509,10 @@ impl ToolRun {
         } else {
             of_medians
         };
-        let note = match (self.note, &r.note) {
-            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-            (a, b) => a.or_else(|| b.clone()),
-        };
+        let note = [self.note, r.note.clone(), self.version_note]
+            .into_iter()
+            .flatten()
+            .reduce(|a, b| format!("{a}; {b}"));
         ReferenceResult {
             tool: r.tool.to_string(),
             version: self.version,
@@ -516,6 +528,79 @@ impl ToolRun {
         }
     }
 }
+
+/// The first line a tool's version probe (`argv`) prints, made printable
+/// and at most [`VERSION_CHARS`] characters; why there is none otherwise:
+/// the probe failed (a `python3 -c "import torch ..."` without torch exits
+/// 1 printing `Traceback ...`, which is no version), ran past `timeout`
+/// (killed with what it started), or printed nothing.
+///
+/// It runs as a tool does ([`tool_command`]): in a private directory of
+/// its own (the probe of a Python package imports it, and from the
+/// working directory a planted `torch.py` would run), without secrets in
+/// its environment, its output read with a bound.
+fn probe_version(argv: &[String], timeout: Duration) -> Result<String, String> {
+    let shown = super::shell_join(argv);
+    let dir = Scratch::create(&std::env::temp_dir(), &[])?;
+    let mut c = tool_command(argv, dir.path())?;
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = ToolProcess::spawn(c).map_err(|e| format!("cannot run `{shown}`: {e}"))?;
+    let out = child
+        .child_mut()
+        .stdout
+        .take()
+        .map(|p| PipeTail::read(p, VERSION_KEPT));
+    let err = child
+        .child_mut()
+        .stderr
+        .take()
+        .map(|p| PipeTail::read(p, VERSION_KEPT));
+    let status = match child.wait(Instant::now() + timeout, &|| false) {
+        Ok(s) => s,
+        Err(Stopped::TimedOut) => {
+            return Err(format!(
+                "`{shown}` gave no answer in {} s; killed",
+                timeout.as_secs_f64()
+            ));
+        }
+        Err(Stopped::Cancelled) => return Err(format!("`{shown}` stopped: interrupted")),
+        Err(Stopped::Wait(e)) => return Err(format!("waiting for `{shown}`: {e}")),
+    };
+    let grace_ends = Instant::now() + PIPE_GRACE.min(timeout);
+    let text = [out, err]
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.get(grace_ends.saturating_duration_since(Instant::now())))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let lines = || text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let line = |l: &str| {
+        let mut l: String = crate::text::printable(l)
+            .chars()
+            .take(VERSION_CHARS)
+            .collect();
+        if l.chars().count() == VERSION_CHARS {
+            l.push('…');
+        }
+        l
+    };
+    if !status.success() {
+        // Its last line says why (a Python exception's last line names it).
+        return Err(match lines().next_back() {
+            Some(l) => format!("`{shown}` exited with {status}: {}", line(l)),
+            None => format!("`{shown}` exited with {status}"),
+        });
+    }
+    lines()
+        .next()
+        .map(line)
+        .ok_or_else(|| format!("`{shown}` printed nothing"))
+}
+
+/// The most characters of a version recorded.
+const VERSION_CHARS: usize = 200;
 
 /// The path of `program` on `PATH`, if it is there: an executable file in
 /// one of `PATH`'s absolute directories. A relative entry (`.`, `bin`, or
@@ -550,7 +635,8 @@ fn absolute_path_dirs() -> Vec<PathBuf> {
 /// A command for `argv` (its program found by [`find_program`]) that runs
 /// in `dir`, with `PATH` cut to its absolute directories: what the tool
 /// itself runs by name (taskset its tool, Python's `nvidia-smi`) is not
-/// looked for in `dir` either.
+/// looked for in `dir` either; and without benchsuite's secrets
+/// ([`super::SECRET_ENV`]) in its environment.
 fn tool_command(argv: &[String], dir: &Path) -> Result<Command, String> {
     let program = find_program(&argv[0]).ok_or_else(|| {
         format!(
@@ -560,6 +646,11 @@ fn tool_command(argv: &[String], dir: &Path) -> Result<Command, String> {
     })?;
     let mut c = Command::new(program);
     c.args(&argv[1..]).current_dir(dir);
+    // A tool is not ours to trust with a secret: it could log its
+    // environment, or run what does.
+    for k in super::SECRET_ENV {
+        c.env_remove(k);
+    }
     if let Some(path) = std::env::var_os("PATH") {
         let dirs = absolute_path_dirs();
         if std::env::split_paths(&path).count() != dirs.len()
@@ -612,34 +703,20 @@ fn run_tool(r: &Reference, cancelled: &dyn Fn() -> bool) -> Result<String, Strin
     }
     let mut child =
         ToolProcess::spawn(c).map_err(|e| format!("cannot start {}: {e}", r.argv[0]))?;
-    // Read both pipes on threads so a chatty tool never blocks; a process
-    // that left the tool's group (a daemon) may keep a pipe open after the
-    // tool is gone, so the reads are awaited for a bounded time.
-    let reader = |pipe: Option<Box<dyn Read + Send>>| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_string(&mut s);
-            }
-            let _ = tx.send(s);
-        });
-        rx
-    };
-    let out_t = reader(
-        child
-            .child_mut()
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let err_t = reader(
-        child
-            .child_mut()
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
+    // Read both pipes on threads so a chatty tool never blocks, keeping
+    // their last bytes; a process that left the tool's group (a daemon)
+    // may keep a pipe open after the tool is gone, so the reads are
+    // awaited for a bounded time, and then stopped.
+    let out_t = child
+        .child_mut()
+        .stdout
+        .take()
+        .map(|p| PipeTail::read(p, STDOUT_KEPT));
+    let err_t = child
+        .child_mut()
+        .stderr
+        .take()
+        .map(|p| PipeTail::read(p, STDERR_KEPT));
     let deadline = Instant::now() + r.timeout;
     let status = match child.wait(deadline, cancelled) {
         Ok(s) => s,
@@ -652,20 +729,30 @@ fn run_tool(r: &Reference, cancelled: &dyn Fn() -> bool) -> Result<String, Strin
         Err(Stopped::Cancelled) => return Err(format!("{} stopped: interrupted", r.tool)),
         Err(Stopped::Wait(e)) => return Err(format!("waiting for {}: {e}", r.tool)),
     };
-    let drained = |rx: std::sync::mpsc::Receiver<String>| {
-        rx.recv_timeout(PIPE_GRACE).map_err(|_| {
-            format!(
-                "{} exited, but a process it started outside its process group keeps its output open",
-                r.tool
-            )
-        })
+    // Both pipes share the one grace.
+    let grace_ends = Instant::now() + PIPE_GRACE;
+    let drained = |t: Option<PipeTail>| {
+        match t {
+        None => Ok(super::Tail {
+            text: String::new(),
+            cut: 0,
+        }),
+        Some(t) => t
+            .tail(grace_ends.saturating_duration_since(Instant::now()))
+            .ok_or_else(|| {
+                format!(
+                    "{} exited, but a process it started outside its process group keeps its output open",
+                    r.tool
+                )
+            }),
+    }
     };
     let out = drained(out_t)?;
-    let err = drained(err_t)?;
+    let err = drained(err_t)?.shown();
     if !status.success() {
         let tail: String = err
             .lines()
-            .chain(out.lines())
+            .chain(out.text.lines())
             .map(str::trim)
             .filter(|l| !l.is_empty())
             .take(2)
@@ -673,12 +760,39 @@ fn run_tool(r: &Reference, cancelled: &dyn Fn() -> bool) -> Result<String, Strin
             .join(" / ");
         return Err(format!("{} exited with {status}: {tail}", r.tool));
     }
+    // A number parsed from the end of an output cut short could be any
+    // line's: the round fails instead.
+    if out.cut > 0 {
+        return Err(format!(
+            "{} wrote {} bytes to its standard output, more than the {} read; not parsed",
+            r.tool,
+            out.cut + out.text.len() as u64,
+            STDOUT_KEPT
+        ));
+    }
+    let out = out.text;
     match r.output_file {
-        Some(name) => std::fs::read_to_string(scratch.path().join(name))
+        Some(name) => read_bounded(&scratch.path().join(name), STDOUT_KEPT)
             .map(|file| format!("{file}\n{out}\n{err}"))
             .map_err(|e| format!("{} wrote no {name}: {e}", r.tool)),
         None => Ok(out),
     }
+}
+
+/// The text of the file at `path`, refused when it is longer than
+/// `limit` bytes (a tool's output file).
+fn read_bounded(path: &Path, limit: usize) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut text = Vec::new();
+    std::fs::File::open(path)?
+        .take(limit as u64 + 1)
+        .read_to_end(&mut text)?;
+    if text.len() > limit {
+        return Err(std::io::Error::other(format!(
+            "it is longer than the {limit} bytes read"
+        )));
+    }
+    Ok(String::from_utf8_lossy(&text).into_owned())
 }
 
 /// A scratch directory for a tool's input and output files, removed with
@@ -740,6 +854,97 @@ mod tests {
             assert!(name.starts_with("benchsuite-ref-"), "{}", dir.display());
             assert!(!dir.exists(), "{} is left", dir.display());
         }
+    }
+
+    /// A version probe that hangs is killed after its timeout (with what
+    /// it started) and one that fails records no version: a Python
+    /// traceback is not a version. Either says why in the note.
+    #[test]
+    fn a_hung_or_failed_version_probe_records_no_version_and_says_why() {
+        let start = Instant::now();
+        let hung = probe_version(
+            &crate::reference::argv(["sh", "-c", "sleep 300 & sleep 300"]),
+            Duration::from_millis(300),
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+        let e = hung.unwrap_err();
+        assert!(e.contains("gave no answer in 0.3 s; killed"), "{e}");
+
+        let script = "T=Trace; echo \"${T}back (most recent call last):\" >&2; \
+                      printf 'ModuleNotFoundError: \\033]0;X\\007 torch\\n' >&2; exit 1";
+        let mut r = Reference::new("sh", "dash", crate::reference::argv(["true"]), "x", |_| {
+            Ok(1.0)
+        });
+        r.version_argv = crate::reference::argv(["sh", "-c", script]);
+        let run = ToolRun::new(&r);
+        assert_eq!(run.version, None);
+        let note = run.version_note.clone().unwrap();
+        assert!(note.starts_with("version unknown: `sh -c "), "{note}");
+        assert!(
+            note.ends_with(
+                "exited with exit status: 1: ModuleNotFoundError: \\u{1b}]0;X\\u{7} torch"
+            ),
+            "{note}"
+        );
+        assert!(!note.contains("Traceback"), "{note}");
+        // The note reaches the record; the tool still runs (no `note`).
+        assert!(run.note.is_none());
+        let record = Record::failed("x", crate::Point::default(), "not run");
+        let result = run.result(&r, &record, "B/s", &[]);
+        assert_eq!(result.version, None);
+        assert!(result.note.unwrap().contains("version unknown"));
+
+        r.version_argv = crate::reference::argv(["sh", "-c", "echo; echo '  tool 1.2 '"]);
+        assert_eq!(ToolRun::new(&r).version.as_deref(), Some("tool 1.2"));
+    }
+
+    /// The network token never reaches a reference tool, its server or its
+    /// version probe: each is made by `tool_command`, which removes it.
+    #[test]
+    fn no_reference_tool_gets_the_token_in_its_environment() {
+        let c = tool_command(&crate::reference::argv(["sh", "-c", "env"]), Path::new("/")).unwrap();
+        let removed: Vec<_> = c
+            .get_envs()
+            .filter(|(_, v)| v.is_none())
+            .map(|(k, _)| k)
+            .collect();
+        assert!(
+            removed.contains(&std::ffi::OsStr::new("BENCHSUITE_TOKEN")),
+            "{removed:?}"
+        );
+        // And through a run: a tool that prints its environment.
+        let r = Reference::new(
+            "sh",
+            "dash",
+            crate::reference::argv(["sh", "-c", "env"]),
+            "x",
+            |_| Ok(1.0),
+        );
+        let out = run_tool(&r, &|| false).unwrap();
+        assert!(out.contains("PATH="), "{out}");
+        assert!(!out.contains("BENCHSUITE_TOKEN"), "{out}");
+    }
+
+    /// A tool that writes without end: the round fails saying so once the
+    /// tool is done, having kept only the last bytes.
+    #[test]
+    fn a_tool_output_past_the_bound_fails_the_round_without_being_kept() {
+        let r = Reference::new(
+            "sh",
+            "dash",
+            crate::reference::argv(["sh", "-c", "head -c 6000000 /dev/zero | tr '\\0' x"]),
+            "x",
+            |_| Ok(1.0),
+        );
+        let e = run_tool(&r, &|| false).unwrap_err();
+        assert!(
+            e.contains("wrote 6000000 bytes to its standard output, more than the 4194304 read"),
+            "{e}"
+        );
     }
 
     /// The shared file's path reaches the tool's argv as its `file_arg`

@@ -269,17 +269,59 @@ impl Drop for Api {
     }
 }
 
-/// How often the sampler reads NVML.
-pub(crate) const PERIOD: std::time::Duration = std::time::Duration::from_millis(20);
+/// How often the sampler reads NVML at first: 10 Hz. The power reading
+/// is a 1 s average (Ampere and later), and clocks settle over tens of
+/// milliseconds; a 50 Hz waker beside the record is a third task on the
+/// CPUs that feed the GPU (the reference runner measured what one costs a
+/// 2-vCPU guest).
+pub(crate) const PERIOD: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The most samples a record keeps (see [`Samples`]).
+pub(crate) const MAX_SAMPLES: usize = 1024;
+
+/// A record's samples, evenly spaced [`Samples::every`] apart, at most
+/// [`MAX_SAMPLES`] of them however long the record runs (`--duration`):
+/// when the list is full, every other sample is dropped and the period
+/// doubles, so the spacing stays even and each part of the record weighs
+/// the same.
+#[derive(Debug, Clone)]
+pub(crate) struct Samples {
+    pub list: Vec<Sample>,
+    /// The time between two samples (the last, taken at the end, aside).
+    pub every: std::time::Duration,
+}
+
+impl Samples {
+    pub(crate) fn new() -> Samples {
+        Samples {
+            list: Vec::new(),
+            every: PERIOD,
+        }
+    }
+
+    /// Adds the sample taken now, [`Samples::every`] after the last one.
+    pub(crate) fn push(&mut self, s: Sample) {
+        if self.list.len() >= MAX_SAMPLES {
+            let mut i = 0;
+            self.list.retain(|_| {
+                i += 1;
+                i % 2 == 1
+            });
+            self.every *= 2;
+        }
+        self.list.push(s);
+    }
+}
 
 /// A thread reading a device's clocks, power, temperature and clock-event
-/// reasons every [`PERIOD`] while a record runs: outside the timed calls,
+/// reasons every [`Samples::every`] while a record runs, asleep between
+/// (until the period passes or the record ends): outside the timed calls,
 /// which it does not touch (NVML reads the driver's counters, not the
 /// stream).
 #[derive(Debug)]
 pub(crate) struct Sampler {
     stop: std::sync::mpsc::Sender<()>,
-    thread: std::thread::JoinHandle<Vec<Sample>>,
+    thread: std::thread::JoinHandle<Samples>,
 }
 
 impl Sampler {
@@ -290,10 +332,10 @@ impl Sampler {
         let thread = std::thread::Builder::new()
             .name("nvml-sampler".into())
             .spawn(move || {
-                let mut out = Vec::new();
+                let mut out = Samples::new();
                 loop {
                     out.push(api.sample());
-                    match stopped.recv_timeout(PERIOD) {
+                    match stopped.recv_timeout(out.every) {
                         Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
                         _ => break,
                     }
@@ -307,9 +349,9 @@ impl Sampler {
     }
 
     /// Stops the thread and returns its samples.
-    pub(crate) fn stop(self) -> Vec<Sample> {
+    pub(crate) fn stop(self) -> Samples {
         let _ = self.stop.send(());
-        self.thread.join().unwrap_or_default()
+        self.thread.join().unwrap_or_else(|_| Samples::new())
     }
 }
 
@@ -345,6 +387,8 @@ pub(crate) fn spread(values: impl Iterator<Item = f64>) -> Option<Spread> {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct UnderLoad {
     pub samples: usize,
+    /// The time between two samples.
+    pub every: std::time::Duration,
     pub sm_mhz: Option<Spread>,
     pub mem_mhz: Option<Spread>,
     pub power_w: Option<Spread>,
@@ -353,7 +397,8 @@ pub(crate) struct UnderLoad {
     pub reasons: Vec<(&'static str, Throttle, f64)>,
 }
 
-/// Summarises a record's samples.
+/// Summarises a record's samples, taken [`PERIOD`] apart (set
+/// [`UnderLoad::every`] where they were thinned).
 pub(crate) fn under_load(samples: &[Sample]) -> UnderLoad {
     let with_reasons = samples.iter().filter_map(|s| s.reasons).collect::<Vec<_>>();
     let reasons = REASONS
@@ -365,6 +410,7 @@ pub(crate) fn under_load(samples: &[Sample]) -> UnderLoad {
         .collect();
     UnderLoad {
         samples: samples.len(),
+        every: PERIOD,
         sm_mhz: spread(samples.iter().filter_map(|s| s.sm_mhz.map(f64::from))),
         mem_mhz: spread(samples.iter().filter_map(|s| s.mem_mhz.map(f64::from))),
         power_w: spread(samples.iter().filter_map(|s| s.power_w)),
@@ -395,7 +441,7 @@ impl UnderLoad {
         format!(
             "under load (NVML, {} samples every {} ms from a thread outside the timed calls, from the end of setup to teardown; min/median/max): {}, {}, {}, {}; clock-event reasons: {reasons}",
             self.samples,
-            PERIOD.as_millis(),
+            self.every.as_millis(),
             part("SM clock", self.sm_mhz, "MHz", 0),
             part("memory clock", self.mem_mhz, "MHz", 0),
             // nvmlDeviceGetPowerUsage: on Ampere and later (GA100 aside),
@@ -501,6 +547,50 @@ mod tests {
         assert!(
             c.starts_with("power throttling") && c.contains("median 1448 MHz"),
             "{c}"
+        );
+    }
+
+    /// A long record (`--duration 1h`: 36,000 periods) keeps at most
+    /// MAX_SAMPLES, still evenly spaced, and the note says how far apart.
+    #[test]
+    fn a_long_record_keeps_a_bounded_evenly_spaced_sample_list() {
+        let periods = |d: std::time::Duration| (d.as_millis() / PERIOD.as_millis()) as u32;
+        let mut samples = Samples::new();
+        // Each sample is taken `every` after the last, as the thread
+        // does; its clock field holds its time, in periods.
+        let mut t = 0;
+        while t <= 36_000 {
+            samples.push(Sample {
+                sm_mhz: Some(t),
+                ..Sample::default()
+            });
+            assert!(samples.list.len() <= MAX_SAMPLES);
+            t += periods(samples.every);
+        }
+        let stride = periods(samples.every);
+        assert!(stride.is_power_of_two() && stride > 1, "{stride}");
+        let times: Vec<u32> = samples.list.iter().map(|s| s.sm_mhz.unwrap()).collect();
+        assert_eq!(times[0], 0);
+        assert!(
+            times.windows(2).all(|w| w[1] - w[0] == stride),
+            "uneven: {:?}",
+            &times[..8]
+        );
+        assert!(
+            *times.last().unwrap() >= 36_000 - stride,
+            "{}",
+            times.last().unwrap()
+        );
+        let mut l = under_load(&samples.list);
+        l.every = samples.every;
+        assert!(
+            l.note().contains(&format!(
+                "{} samples every {} ms",
+                samples.list.len(),
+                samples.every.as_millis()
+            )),
+            "{}",
+            l.note()
         );
     }
 

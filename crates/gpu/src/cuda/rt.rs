@@ -139,7 +139,9 @@ impl Gpu {
                 about.note(format!("no clocks, power or temperature under load: {why}"))
             }
             Some(Ok(sampler)) => {
-                let load = super::nvml::under_load(&sampler.stop());
+                let samples = sampler.stop();
+                let mut load = super::nvml::under_load(&samples.list);
+                load.every = samples.every;
                 about.note(load.note());
                 if let Some(n) = about
                     .peak

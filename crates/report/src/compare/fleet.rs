@@ -33,7 +33,7 @@ use super::{
     CompareError, CompareOptions, Comparison, check_options, check_rules, check_schema,
     compare_checked,
 };
-use crate::export::{Format, write_comparison};
+use crate::export::{Format, escape_markdown, write_comparison};
 use crate::fleet::host_label;
 use benchsuite_core::report::{Record, Report};
 
@@ -331,7 +331,9 @@ pub fn write_fleet_comparison(
             let text = serde_json::to_string_pretty(c).map_err(io::Error::other)?;
             writeln!(out, "{text}")
         }
-        Format::Table => {
+        // The hosts' names come from their reports: control characters
+        // shown as `?` (and, in Markdown, markup escaped).
+        Format::Table => crate::export::printable(out, |out| {
             let gate = c.gate_lines();
             for g in &gate {
                 writeln!(out, "{g}")?;
@@ -348,19 +350,19 @@ pub fn write_fleet_comparison(
                 writeln!(out, "added in new: {a} (not in the base fleet, not judged)")?;
             }
             writeln!(out, "{}", c.summary())
-        }
-        Format::Markdown => {
+        }),
+        Format::Markdown => crate::export::printable(out, |out| {
             let mark = if c.passed { "✅" } else { "❌" };
             writeln!(out, "**{mark} {}**\n", c.summary())?;
             for g in c.gate_lines() {
-                writeln!(out, "- {g}")?;
+                writeln!(out, "- {}", escape_markdown(&g))?;
             }
             for h in &c.hosts {
-                writeln!(out, "\n### {}\n", h.name())?;
+                writeln!(out, "\n### {}\n", escape_markdown(&h.name()))?;
                 write_comparison(Format::Markdown, &h.comparison, out)?;
             }
             Ok(())
-        }
+        }),
         f => Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("--format {f}: a fleet comparison is written as table, json or markdown"),

@@ -337,7 +337,8 @@ fn direction_name(d: benchsuite_core::bench::Direction) -> &'static str {
     }
 }
 
-/// Writes one row, each text cell guarded against formula injection.
+/// Writes one row, each text cell guarded against formula injection and
+/// its control characters shown as `?`.
 pub(super) fn write_row<W: Write>(w: &mut ::csv::Writer<W>, row: &[String]) -> io::Result<()> {
     w.write_record(row.iter().map(|c| guard(c).into_owned()))
         .map_err(into_io)
@@ -347,13 +348,26 @@ pub(super) fn write_row<W: Write>(w: &mut ::csv::Writer<W>, row: &[String]) -> i
 /// `+`, `-`, `@`, a tab or a carriage return: a note, a reason or a
 /// parameter value of a foreign report) gets a leading `'`, which shows it
 /// as text (OWASP's advice for CSV injection). Numbers (`-0.05`, `+3`) are
-/// left alone.
+/// left alone. A character that could steer a terminal or reorder a line
+/// ([`benchsuite_core::text::is_unsafe`]: escapes, C1 controls, bidi
+/// overrides) becomes `?`, as the table shows it; line feeds and tabs
+/// stay (the cell is quoted).
 fn guard(cell: &str) -> std::borrow::Cow<'_, str> {
+    use benchsuite_core::text::is_unsafe;
+    let cell: std::borrow::Cow<'_, str> = if cell.chars().any(is_unsafe) {
+        std::borrow::Cow::Owned(
+            cell.chars()
+                .map(|c| if is_unsafe(c) { '?' } else { c })
+                .collect(),
+        )
+    } else {
+        std::borrow::Cow::Borrowed(cell)
+    };
     let risky = cell.starts_with(['=', '+', '-', '@', '\t', '\r']);
     if risky && cell.trim().parse::<f64>().is_err() {
         std::borrow::Cow::Owned(format!("'{cell}"))
     } else {
-        std::borrow::Cow::Borrowed(cell)
+        cell
     }
 }
 

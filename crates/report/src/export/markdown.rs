@@ -158,9 +158,10 @@ fn write_row(out: &mut dyn Write, cells: &[String]) -> io::Result<()> {
 }
 
 /// Escapes what would break a table cell or be read as markup (links,
-/// mentions), and shows control characters as `?`. Underscores are left
+/// mentions), and shows control characters and bidi overrides
+/// ([`benchsuite_core::text::is_unsafe`], and tabs) as `?`. Underscores are left
 /// alone: GitHub does not emphasise inside words (`time_per_op`).
-pub(super) fn escape(s: &str) -> String {
+pub(crate) fn escape(s: &str) -> String {
     let mut e = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {
@@ -171,7 +172,7 @@ pub(super) fn escape(s: &str) -> String {
                 e.push(ch);
             }
             '\n' | '\r' => e.push(' '),
-            c if c.is_control() => e.push('?'),
+            c if c == '\t' || benchsuite_core::text::is_unsafe(c) => e.push('?'),
             c => e.push(c),
         }
     }

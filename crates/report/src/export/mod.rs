@@ -51,6 +51,8 @@ use comparison::{
     gate_lines,
 };
 pub use gha::GhaTool;
+pub(crate) use markdown::escape as escape_markdown;
+pub(crate) use table::printable;
 pub use trend::{sparkline, write_trend};
 
 /// How the `table` format writes a report or a comparison (the other

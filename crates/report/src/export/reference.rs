@@ -59,6 +59,12 @@ pub fn summary_table(report: &Report) -> String {
         }
         rows.push([key, x.metric.clone(), ours, tool, ratio, what]);
     }
+    // A foreign report's (or a peer's) text cannot steer the terminal.
+    for cell in rows.iter_mut().flatten() {
+        if let std::borrow::Cow::Owned(clean) = benchsuite_core::text::printable_line(cell) {
+            *cell = clean;
+        }
+    }
     let widths: Vec<usize> = (0..5)
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();

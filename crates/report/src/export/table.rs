@@ -62,40 +62,73 @@ const HEADER: [&str; 8] = [
 
 /// A writer that shows control characters instead of sending them: text
 /// from a report (a host name, a note, a parameter value of a foreign
-/// report) cannot steer the terminal. ASCII controls other than the line
-/// feed, DEL and the C1 controls (U+0080–U+009F, which some terminals take
-/// as escapes) become `?`.
-struct Printable<'a> {
+/// report) cannot steer the terminal or reorder a line. Every character
+/// [`benchsuite_core::text::is_unsafe`] (ASCII controls other than the
+/// line feed, DEL, the C1 controls U+0080–U+009F that some terminals take
+/// as escapes, bidi overrides and isolates, zero-width characters), the
+/// tab, and bytes that are not UTF-8 become `?`.
+pub(crate) struct Printable<'a> {
     out: &'a mut dyn Write,
-    /// A 0xC2 byte waiting for the next byte (a C1 control is C2 80–9F).
-    pending: bool,
+    /// The start of a character split between two writes.
+    pending: Vec<u8>,
 }
 
-impl Printable<'_> {
-    fn finish(mut self) -> io::Result<()> {
-        if std::mem::take(&mut self.pending) {
-            self.out.write_all(&[0xC2])?;
+impl<'a> Printable<'a> {
+    pub(crate) fn new(out: &'a mut dyn Write) -> Printable<'a> {
+        Printable {
+            out,
+            pending: Vec::new(),
+        }
+    }
+
+    pub(crate) fn finish(mut self) -> io::Result<()> {
+        if !std::mem::take(&mut self.pending).is_empty() {
+            self.out.write_all(b"?")?;
         }
         self.out.flush()
     }
 }
 
+/// Appends `text` to `clean` with what [`Printable`] hides as `?`.
+fn push_clean(clean: &mut Vec<u8>, text: &str) {
+    for c in text.chars() {
+        if c == '\t' || benchsuite_core::text::is_unsafe(c) {
+            clean.push(b'?');
+        } else {
+            let mut b = [0u8; 4];
+            clean.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
+        }
+    }
+}
+
 impl Write for Printable<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let mut clean = Vec::with_capacity(buf.len());
-        for &b in buf {
-            if std::mem::take(&mut self.pending) {
-                if (0x80..=0x9F).contains(&b) {
-                    clean.push(b'?');
-                    continue;
+        let mut data = std::mem::take(&mut self.pending);
+        data.extend_from_slice(buf);
+        let mut clean = Vec::with_capacity(data.len());
+        let mut rest = &data[..];
+        loop {
+            match std::str::from_utf8(rest) {
+                Ok(text) => {
+                    push_clean(&mut clean, text);
+                    break;
                 }
-                clean.push(0xC2);
-            }
-            match b {
-                b'\n' => clean.push(b),
-                0xC2 => self.pending = true,
-                0x00..=0x1F | 0x7F => clean.push(b'?'),
-                _ => clean.push(b),
+                Err(e) => {
+                    let (valid, after) = rest.split_at(e.valid_up_to());
+                    // The prefix was just checked.
+                    push_clean(&mut clean, std::str::from_utf8(valid).unwrap_or(""));
+                    match e.error_len() {
+                        // A character the next write completes.
+                        None => {
+                            self.pending = after.to_vec();
+                            break;
+                        }
+                        Some(n) => {
+                            clean.push(b'?');
+                            rest = &after[n..];
+                        }
+                    }
+                }
             }
         }
         self.out.write_all(&clean)?;
@@ -113,10 +146,7 @@ pub(super) fn write_report(
     options: &TableOptions,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let mut p = Printable {
-        out,
-        pending: false,
-    };
+    let mut p = Printable::new(out);
     write_report_raw(report, options, &mut p)?;
     p.finish()
 }
@@ -389,14 +419,11 @@ pub(super) fn wrap(text: &str, first: &str, rest: &str) -> Vec<String> {
 
 /// Runs `f` on a writer that shows control characters instead of sending
 /// them ([`Printable`]).
-pub(super) fn printable(
+pub(crate) fn printable(
     out: &mut dyn Write,
     f: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<()> {
-    let mut p = Printable {
-        out,
-        pending: false,
-    };
+    let mut p = Printable::new(out);
     f(&mut p)?;
     p.finish()
 }
@@ -411,10 +438,7 @@ pub(super) fn write_comparison(
     options: &TableOptions,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let mut p = Printable {
-        out,
-        pending: false,
-    };
+    let mut p = Printable::new(out);
     write_comparison_raw(c, options, &mut p)?;
     p.finish()
 }
@@ -622,6 +646,27 @@ mod tests {
     use crate::export::fixtures;
     use crate::export::keys::param_text;
     use benchsuite_core::param::Value;
+
+    /// What the table writer lets through, written byte by byte (so each
+    /// multi-byte character is split between writes) and at once.
+    #[test]
+    fn printable_hides_controls_and_bidi_even_split_between_writes() {
+        let text = "é\x1b]0;X\x07\u{9b}2J\u{202e}evil\u{2066}\tok ✓\n";
+        let want = "é?]0;X??2J?evil??ok ✓\n";
+        let mut at_once = Vec::new();
+        printable(&mut at_once, |w| w.write_all(text.as_bytes())).unwrap();
+        assert_eq!(String::from_utf8(at_once).unwrap(), want);
+        let mut split = Vec::new();
+        printable(&mut split, |w| {
+            text.bytes().try_for_each(|b| w.write_all(&[b]))
+        })
+        .unwrap();
+        assert_eq!(String::from_utf8(split).unwrap(), want);
+        // Bytes that are not UTF-8, and a character cut at the end.
+        let mut bad = Vec::new();
+        printable(&mut bad, |w| w.write_all(b"a\xffb\xe2\x80")).unwrap();
+        assert_eq!(bad, b"a?b?");
+    }
 
     fn text(f: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> String {
         let mut out = Vec::new();
