@@ -246,7 +246,11 @@ pub(super) fn comparison_notes(v: &ComparisonView<'_>) -> (String, Vec<String>) 
             k.note.as_ref().map(|n| format!("; {n}")).unwrap_or_default()
         ));
     } else if c.outcome() == crate::compare::Outcome::Undecided {
-        notes.push("undecided: the new run alone cannot tell these changes from the noise; measure the two builds side by side (interleaved) to decide them".into());
+        notes.push(if c.rule == GateRule::Paired {
+            "undecided: these interleaved rounds cannot yet tell these changes from the noise; more rounds (--rounds) would decide them".into()
+        } else {
+            "undecided: the new run alone cannot tell these changes from the noise; measure the two builds side by side (interleaved) to decide them".into()
+        });
     }
     // Only the interval rule alarms exactly when an interval clears the
     // threshold, so only there does the quiet threshold of an A/A pair say
@@ -278,9 +282,11 @@ pub(super) fn comparison_notes(v: &ComparisonView<'_>) -> (String, Vec<String>) 
     for d in &c.context_differences {
         notes.push(format!("differs between the runs: {d}"));
     }
+    // Paired rounds are judged round by round whatever their drift: the
+    // note would say nothing there.
     let drifted: Vec<String> = v
         .metrics()
-        .filter(|m| m.drift && m.verdict != Verdict::NotJudged)
+        .filter(|m| m.drift && m.verdict != Verdict::NotJudged && c.rule != GateRule::Paired)
         .map(|m| format!("{} ({})", v.key(&m.key), m.metric))
         .collect();
     if !drifted.is_empty() {

@@ -1127,10 +1127,8 @@ mod tests {
 
     #[test]
     fn the_quick_pass_comparison_fits_120_columns_and_prints_nothing_that_means_nothing() {
-        for rule in [
-            crate::compare::GateRule::Interval,
-            crate::compare::GateRule::Band,
-        ] {
+        use crate::compare::GateRule;
+        for rule in [GateRule::Interval, GateRule::Band, GateRule::Paired] {
             let c = quick_pass_comparison(rule);
             let t = text(|o| write_comparison(&c, &TableOptions::default(), o));
             assert!(widest(&t) <= 120, "{}:\n{t}", widest(&t));
@@ -1158,6 +1156,16 @@ mod tests {
                 "{t}"
             );
             assert!(t.contains("worst"), "{t}");
+            // Paired rounds: judged round by round (no drift note), and
+            // an undecided job is told to measure more rounds, not to
+            // interleave what already was.
+            if rule == GateRule::Paired {
+                assert!(!t.contains("\ndrift:"), "{t}");
+                assert!(!t.contains("measure the two builds side by side"), "{t}");
+                if c.outcome() == crate::compare::Outcome::Undecided {
+                    assert!(t.contains("more rounds (--rounds) would"), "{t}");
+                }
+            }
             // Metrics that cannot fail the gate: counted, listed with -v.
             let hidden = c.metrics.iter().filter(|m| !m.gated).count();
             assert!(hidden > 0);
