@@ -28,7 +28,7 @@ impl Store for DirStore {
 
     fn get(&self, name: &str) -> Result<String, StoreError> {
         let path = self.dir.join(name);
-        fs::read_to_string(&path).map_err(|source| {
+        read_text(&path).map_err(|source| {
             if source.kind() == io::ErrorKind::NotFound {
                 StoreError::Absent {
                     name: name.to_string(),
@@ -80,6 +80,57 @@ impl Store for DirStore {
     fn flag(&self) -> &'static str {
         "--output-dir"
     }
+}
+
+/// The most a store file may hold: a rank's report is the largest text
+/// (the limit of a report file).
+pub const MAX_STORE_TEXT: u64 = benchsuite_core::report::MAX_REPORT_BYTES;
+
+/// Reads a file of the store: a regular file only, at most
+/// [`MAX_STORE_TEXT`]. Another user able to write in a shared directory
+/// cannot make a rank follow a link, wait on a FIFO or read a device, nor
+/// exhaust its memory with a huge file: each is an error naming the file.
+fn read_text(path: &Path) -> io::Result<String> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "a symbolic link, not followed (a store file is a regular file)",
+                )
+            } else {
+                e
+            }
+        })?;
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not a regular file (a FIFO, a socket or a device is never read)",
+        ));
+    }
+    let too_big = || {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "over the {} a store file may hold",
+                benchsuite_core::units::format_size(MAX_STORE_TEXT)
+            ),
+        )
+    };
+    if meta.len() > MAX_STORE_TEXT {
+        return Err(too_big());
+    }
+    let mut text = String::new();
+    file.take(MAX_STORE_TEXT + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_STORE_TEXT {
+        return Err(too_big());
+    }
+    Ok(text)
 }
 
 /// Writes `path` atomically (a temporary file renamed over it); a

@@ -726,3 +726,32 @@ fn a_store_says_which_error_it_met() {
     .into();
     assert_eq!(e, "r0.token: a secret is never sent to a meeting point");
 }
+
+/// Issue 37 L7: a file another user put in a shared rendezvous directory
+/// is never followed (a link), waited on (a FIFO) or read whole (a huge
+/// file): each is an error naming it, at once.
+#[test]
+fn a_store_file_is_a_regular_file_of_bounded_size_or_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = DirStore::create(tmp.path().join("rdv")).unwrap();
+    let secret = tmp.path().join("secret");
+    fs::write(&secret, "not yours").unwrap();
+    std::os::unix::fs::symlink(&secret, store.dir.join("r1.json")).unwrap();
+    let e = store.get("r1.json").unwrap_err();
+    assert!(e.to_string().contains("symbolic link, not followed"), "{e}");
+    // A FIFO nobody writes: an error at once, not a rank that hangs.
+    let fifo = store.dir.join("r2.json");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo only creates a node.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let t = Instant::now();
+    let e = store.get("r2.json").unwrap_err();
+    assert!(e.to_string().contains("not a regular file"), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(2));
+    // A (sparse) file over the limit: refused from its size.
+    let big = fs::File::create(store.dir.join("r3.json")).unwrap();
+    big.set_len(MAX_STORE_TEXT + 1).unwrap();
+    let e = store.get("r3.json").unwrap_err();
+    assert!(e.to_string().contains("a store file may hold"), "{e}");
+    assert!(e.to_string().contains("r3.json"), "{e}");
+}
