@@ -122,6 +122,9 @@ pub(crate) struct Lapack {
     pub file: Option<PathBuf>,
     /// `openblas_get_config()` or MKL's version string.
     pub version: Option<String>,
+    /// OpenBLAS: the kernel set it runs (`openblas_get_corename()`:
+    /// `Haswell`, `SkylakeX`, `Zen`...).
+    pub core: Option<String>,
     dgetrf: Dgetrf,
     dgetrs: Dgetrs,
     set_threads: Option<SetThreads>,
@@ -177,7 +180,7 @@ fn open(name: &str, vendor: Vendor) -> Result<Lapack, String> {
     let (Some(dgetrf), Some(dgetrs)) = (dgetrf, dgetrs) else {
         return Err("no dgetrf_/dgetrs_".into());
     };
-    let (set_threads, get_threads, version) = match vendor {
+    let (set_threads, get_threads, version, core) = match vendor {
         Vendor::OpenBlas => {
             // SAFETY: prototypes of cblas.h: `void
             // openblas_set_num_threads(int)`, `int
@@ -203,7 +206,21 @@ fn open(name: &str, vendor: Vendor) -> Result<Lapack, String> {
             {
                 return Err("built with 64-bit integers (USE64BITINT)".into());
             }
-            (set, get, version)
+            // SAFETY: `char *openblas_get_corename(void)` (cblas.h).
+            let corename = unsafe { symbol::<OpenblasConfig>(&lib, "openblas_get_corename") };
+            let core = corename.and_then(|f| {
+                // SAFETY: takes nothing, returns a static NUL-terminated
+                // string (or NULL).
+                let p = unsafe { f() };
+                (!p.is_null()).then(|| {
+                    // SAFETY: checked non-null; the string is static.
+                    unsafe { CStr::from_ptr(p) }
+                        .to_string_lossy()
+                        .trim()
+                        .to_string()
+                })
+            });
+            (set, get, version, core)
         }
         Vendor::Mkl => {
             // SAFETY: prototypes of mkl_service.h: `int
@@ -238,7 +255,7 @@ fn open(name: &str, vendor: Vendor) -> Result<Lapack, String> {
                     .trim()
                     .to_string()
             });
-            (set, get, version)
+            (set, get, version, None)
         }
     };
     Ok(Lapack {
@@ -247,6 +264,7 @@ fn open(name: &str, vendor: Vendor) -> Result<Lapack, String> {
         vendor,
         opened: name.to_string(),
         version,
+        core,
         dgetrf,
         dgetrs,
         set_threads,
@@ -290,9 +308,14 @@ fn leading_dim(
     int(what, col_stride as usize)
 }
 
+/// OpenBLAS kernel sets (`openblas_get_corename()`, lower case) that use
+/// AVX-512.
+const AVX512_CORES: [&str; 3] = ["skylakex", "cooperlake", "sapphirerapids"];
+
 impl Lapack {
     /// What runs and from where, for notes: `OpenBLAS dgetrf/dgetrs from
-    /// libopenblas.so.0 (→ /usr/lib/x86_64-linux-gnu/openblas-pthread/…)`.
+    /// libopenblas.so.0 (→ /usr/lib/x86_64-linux-gnu/openblas-pthread/…),
+    /// kernels Haswell`.
     pub(crate) fn describe(&self) -> String {
         let mut s = format!("{} dgetrf/dgetrs from {}", self.vendor.name(), self.opened);
         if let Some(f) = &self.file
@@ -300,7 +323,34 @@ impl Lapack {
         {
             s.push_str(&format!(" (→ {})", f.display()));
         }
+        if let Some(core) = &self.core {
+            s.push_str(&format!(", kernels {core}"));
+            if let Ok(pinned) = std::env::var("OPENBLAS_CORETYPE") {
+                s.push_str(&format!(" (OPENBLAS_CORETYPE={pinned})"));
+            }
+        }
         s
+    }
+
+    /// Why OpenBLAS's kernels are narrower than this CPU, if they are: its
+    /// kernel set does not use AVX-512 on a CPU that has it (an image that
+    /// pins `OPENBLAS_CORETYPE=Haswell`, as some do for newer AMD parts, or
+    /// a build that predates the CPU). On the Zen 5 guest this ran 105
+    /// GFLOP/s where OpenBLAS's own choice (SkylakeX) ran 157 and faer 146
+    /// (issue 40).
+    pub(crate) fn narrow_kernels(&self) -> Option<String> {
+        let core = self.core.as_deref()?;
+        if !cpu_has_avx512() || AVX512_CORES.contains(&core.to_ascii_lowercase().as_str()) {
+            return None;
+        }
+        Some(match std::env::var("OPENBLAS_CORETYPE") {
+            Ok(pinned) => format!(
+                "OpenBLAS runs its {core} kernels (OPENBLAS_CORETYPE={pinned} is set) on this AVX-512 CPU; unset OPENBLAS_CORETYPE (or set it to SkylakeX) for its AVX-512 kernels, or ask for solver=lapack to measure these"
+            ),
+            Err(_) => format!(
+                "OpenBLAS runs its {core} kernels on this AVX-512 CPU (a build without AVX-512 kernels for it); a newer OpenBLAS, or OPENBLAS_CORETYPE=SkylakeX, gives its AVX-512 kernels; ask for solver=lapack to measure these"
+            ),
+        })
     }
 
     /// Asks the library to use `threads` threads; returns the count it says
@@ -393,6 +443,18 @@ impl Lapack {
         } else {
             Err(format!("dgetrs: argument {} was illegal", -info))
         }
+    }
+}
+
+/// Whether this CPU runs AVX-512 (F).
+fn cpu_has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
     }
 }
 

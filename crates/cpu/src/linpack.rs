@@ -105,10 +105,16 @@ fn resolve(
         (Solver::Lapack, Err(why)) => {
             return Err(BenchError::Skip(format!("solver=lapack: {why}")));
         }
-        (Solver::Auto, Ok(lib)) => (
-            Some(lib),
-            lapack(lib, "auto: an optimised LAPACK was found"),
-        ),
+        // OpenBLAS on kernels narrower than the CPU (AVX2 ones on an
+        // AVX-512 CPU) is slower than faer: auto takes faer, saying why
+        // and what to set.
+        (Solver::Auto, Ok(lib)) => match lib.narrow_kernels() {
+            Some(why) => (None, format!("{faer} (auto: {why})")),
+            None => (
+                Some(lib),
+                lapack(lib, "auto: an optimised LAPACK was found"),
+            ),
+        },
         (Solver::Auto, Err(why)) => (None, format!("{faer} (auto: {why})")),
     })
 }
@@ -210,10 +216,9 @@ impl Benchmark for Linpack {
     fn reference(&self, _ctx: &Context, point: &Point) -> Option<benchsuite_core::Reference> {
         let mut point = point.clone();
         if let Ok(Solver::Auto) = point.choice::<Solver>("solver") {
-            let ran = if crate::lapack::load().is_ok() {
-                Solver::Lapack
-            } else {
-                Solver::Faer
+            let ran = match crate::lapack::load() {
+                Ok(lib) if lib.narrow_kernels().is_none() => Solver::Lapack,
+                _ => Solver::Faer,
             };
             point.set("solver", Value::Str(ran.name().into()));
         }
@@ -697,11 +702,27 @@ mod tests {
         assert!(!caveats.iter().any(|c| c.contains("pin=on")), "{caveats:?}");
     }
 
+    /// `auto` takes the system's LAPACK where one loads, unless it is an
+    /// OpenBLAS on kernels narrower than the CPU (AVX2 ones on an AVX-512
+    /// CPU, as `OPENBLAS_CORETYPE=Haswell` pins on some images): then faer,
+    /// the note saying which kernels and what to set.
     #[test]
-    fn auto_picks_the_system_lapack_where_one_loads() {
+    fn auto_picks_the_system_lapack_where_one_loads_on_kernels_that_fit_the_cpu() {
         let (notes, _) = solve(&point(64, "auto", false));
         let note = solver_note(&notes);
         match crate::lapack::load() {
+            Ok(lib) if lib.narrow_kernels().is_some() => {
+                let why = lib.narrow_kernels().unwrap();
+                assert!(
+                    note.starts_with("solver: faer") && note.contains(&why),
+                    "{note}"
+                );
+                assert!(why.contains("kernels") && why.contains("SkylakeX"), "{why}");
+                // Asked for, it runs, and its note names the kernels.
+                let (notes, _) = solve(&point(64, "lapack", false));
+                let lapack = solver_note(&notes);
+                assert!(lapack.contains(", kernels "), "{lapack}");
+            }
             Ok(lib) => assert!(
                 note.contains(&lib.describe())
                     && note.contains("(auto: an optimised LAPACK was found)"),
@@ -754,10 +775,9 @@ mod tests {
         );
         assert!(note("lapack", true).contains("ours: solver=lapack"));
         let auto = note("auto", false);
-        let want = if crate::lapack::load().is_ok() {
-            "lapack"
-        } else {
-            "faer"
+        let want = match crate::lapack::load() {
+            Ok(lib) if lib.narrow_kernels().is_none() => "lapack",
+            _ => "faer",
         };
         assert!(auto.contains(&format!("ours: solver={want}")), "{auto}");
     }
