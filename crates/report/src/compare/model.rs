@@ -344,9 +344,12 @@ pub struct MetricComparison {
     pub unit: String,
     /// Which way is better.
     pub direction: Direction,
-    /// Median of the baseline.
+    /// Median of the baseline (NaN, written as JSON `null`, for a side
+    /// without samples).
+    #[serde(deserialize_with = "nan_if_null")]
     pub base_median: f64,
-    /// Median of the new report.
+    /// Median of the new report (NaN, `null` in JSON, without samples).
+    #[serde(deserialize_with = "nan_if_null")]
     pub new_median: f64,
     /// Samples in the baseline.
     pub base_n: usize,
@@ -594,6 +597,12 @@ pub struct Comparison {
     /// `--quick` on one side). Informational; it never changes a verdict.
     #[serde(default)]
     pub context_differences: Vec<String>,
+}
+
+/// A number JSON may hold as `null` (serde_json writes a NaN so): read
+/// back as NaN, so that every comparison it wrote reads back.
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 fn yes() -> bool {

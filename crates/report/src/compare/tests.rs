@@ -1555,3 +1555,27 @@ fn samples_at_the_ends_of_f64_are_judged_or_not_judged_never_a_panic() {
         }
     }
 }
+
+/// A side without samples has no median: NaN in memory, `null` in JSON,
+/// and the comparison's JSON reads back (it did not: `null` is no f64).
+#[test]
+fn a_comparison_with_a_side_without_samples_reads_back_from_its_json() {
+    let base = report(vec![record(
+        "mem.bandwidth",
+        1,
+        vec![metric("bandwidth", "B/s", Direction::Higher, &steady(1e9))],
+    )]);
+    let mut new = base.clone();
+    new.records[0].metrics[0].samples.clear();
+    let c = compare(&base, &new, &within_only()).unwrap();
+    let m = &c.metrics[0];
+    assert!(
+        m.new_median.is_nan() && m.verdict == Verdict::NotJudged,
+        "{m:?}"
+    );
+    let text = serde_json::to_string(&c).unwrap();
+    assert!(text.contains("\"new_median\":null"), "{text}");
+    let back: Comparison = serde_json::from_str(&text).unwrap();
+    assert!(back.metrics[0].new_median.is_nan());
+    assert_eq!(back.metrics[0].base_median, m.base_median);
+}
