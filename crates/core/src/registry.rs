@@ -87,7 +87,8 @@ impl Registry {
     ///                              MetricSpec::time_per_op("time_per_op")] } // not .secondary()
     ///     }
     ///     fn prepare(&self, _: &Context, _: &Point) -> Result<Box<dyn Case>, BenchError> {
-    ///         unimplemented!()
+    ///         // Never reached: the registry refuses it first.
+    ///         Err(BenchError::Skip("refused at registration".into()))
     ///     }
     /// }
     /// let e = Registry::new().register(Box::new(TwoHeadlines)).unwrap_err();
