@@ -394,3 +394,25 @@ pub fn fitted_policy(fit: &[&JobResult], options: &CompareOptions) -> Vec<Thresh
         })
         .collect()
 }
+
+/// Thresholds calibrated ([`benchsuite_report::compare::calibrate`]) on
+/// the A/A jobs of `rec` that `fit` picks: each job's own interleaved
+/// pairs, the confirmation's budget. Rates are then measured on the other
+/// jobs.
+pub fn calibrated(
+    rec: &Recording,
+    fit: impl Fn(&Job) -> bool,
+) -> benchsuite_report::compare::calibrate::Calibration {
+    use benchsuite_report::compare::calibrate::{AaJob, CalibrateOptions, calibrate};
+    let jobs: Vec<AaJob<'_>> = rec
+        .jobs
+        .iter()
+        .filter(|j| !j.planted && fit(j))
+        .map(|j| AaJob {
+            name: &j.name,
+            base: &j.pairs_base,
+            new: &j.pairs_new,
+        })
+        .collect();
+    calibrate(&jobs, &CalibrateOptions::default()).expect("the A/A jobs calibrate")
+}

@@ -57,69 +57,69 @@ fn main() {
         println!("\n# {label}");
         report(&recs, &o);
     }
-    // Thresholds fitted on this machine's first 20 jobs (their A/A jobs'
-    // two-stage results at the default thresholds), rates on the last 20
-    // jobs and on every planted job (never fitted on).
-    let o = CompareOptions::default();
+    // Thresholds calibrated on one half of this machine's A/A jobs (their
+    // own interleaved pairs), rates on the other half's A/A jobs and on
+    // every planted job (never calibrated on); then the halves swapped.
     for rec in &recs {
-        let results: Vec<JobResult> = (0..rec.jobs.len())
-            .filter(|&i| confirm::history_before(rec, i).len() >= 10)
-            .map(|i| confirm::replay(rec, i, 10, DEFAULT_BUDGET, &o))
-            .collect();
-        let fit: Vec<&JobResult> = results
+        for (fold, first_half) in [("up to job20", true), ("after job20", false)] {
+            let early = |j: &confirm::Job| j.name.as_str() <= "job20";
+            let c = confirm::calibrated(rec, |j| early(j) == first_half);
+            println!(
+                "\n# {}: thresholds calibrated on the A/A jobs {fold} ({} jobs, budget {}): {}",
+                rec.name,
+                c.jobs,
+                c.options.budget,
+                c.rules()
+                    .iter()
+                    .map(|r| r.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
+            let calibrated = CompareOptions {
+                rules: c.rules(),
+                ..CompareOptions::default()
+            };
+            let held: Vec<JobResult> = (0..rec.jobs.len())
+                .filter(|&i| rec.jobs[i].planted || early(&rec.jobs[i]) != first_half)
+                .filter(|&i| confirm::history_before(rec, i).len() >= 10)
+                .map(|i| confirm::replay(rec, i, 10, DEFAULT_BUDGET, &calibrated))
+                .collect();
+            held_out(&held);
+        }
+    }
+}
+
+/// The rates of held-out jobs judged at calibrated thresholds.
+fn held_out(held: &[JobResult]) {
+    let aa: Vec<&JobResult> = held.iter().filter(|r| !r.planted).collect();
+    let n = aa.len();
+    let count = |x: Outcome| aa.iter().filter(|r| r.outcome == x).count();
+    println!(
+        "held-out A/A jobs (history 10, two-stage): failed {}, undecided {}, passed {}",
+        rate(count(Outcome::Failed), n),
+        rate(count(Outcome::Undecided), n),
+        rate(count(Outcome::Passed), n)
+    );
+    for r in aa.iter().filter(|r| r.outcome != Outcome::Passed) {
+        println!(
+            "- {}: {} (regressed {:?}; undecided {:?})",
+            r.name,
+            r.outcome.as_str(),
+            r.regressed,
+            r.undecided
+        );
+    }
+    let planted: Vec<&JobResult> = held.iter().filter(|r| r.planted).collect();
+    for (id, metric) in PLANTED {
+        let v: Vec<_> = planted.iter().map(|r| r.verdict(id, metric)).collect();
+        let k = v
             .iter()
-            .filter(|r| !r.planted && r.name.as_str() <= "job20")
-            .collect();
-        let policy = confirm::fitted_policy(&fit, &o);
+            .filter(|x| **x == Some(benchsuite_report::compare::Verdict::Regressed))
+            .count();
         println!(
-            "\n# {}: thresholds fitted on the A/A jobs up to job20 ({} jobs): {}",
-            rec.name,
-            fit.len(),
-            policy
-                .iter()
-                .map(|r| r.to_string())
-                .collect::<Vec<_>>()
-                .join(" ")
+            "planted {id} {metric}: regressed {} ({v:?})",
+            rate(k, planted.len())
         );
-        let fitted = CompareOptions {
-            rules: policy,
-            ..CompareOptions::default()
-        };
-        let held: Vec<JobResult> = (0..rec.jobs.len())
-            .filter(|&i| rec.jobs[i].planted || rec.jobs[i].name.as_str() > "job20")
-            .filter(|&i| confirm::history_before(rec, i).len() >= 10)
-            .map(|i| confirm::replay(rec, i, 10, DEFAULT_BUDGET, &fitted))
-            .collect();
-        let aa: Vec<&JobResult> = held.iter().filter(|r| !r.planted).collect();
-        let n = aa.len();
-        let count = |x: Outcome| aa.iter().filter(|r| r.outcome == x).count();
-        println!(
-            "held-out A/A jobs (history 10, two-stage): failed {}, undecided {}, passed {}",
-            rate(count(Outcome::Failed), n),
-            rate(count(Outcome::Undecided), n),
-            rate(count(Outcome::Passed), n)
-        );
-        for r in aa.iter().filter(|r| r.outcome != Outcome::Passed) {
-            println!(
-                "- {}: {} (regressed {:?}; undecided {:?})",
-                r.name,
-                r.outcome.as_str(),
-                r.regressed,
-                r.undecided
-            );
-        }
-        let planted: Vec<&JobResult> = held.iter().filter(|r| r.planted).collect();
-        for (id, metric) in PLANTED {
-            let v: Vec<_> = planted.iter().map(|r| r.verdict(id, metric)).collect();
-            let k = v
-                .iter()
-                .filter(|x| **x == Some(benchsuite_report::compare::Verdict::Regressed))
-                .count();
-            println!(
-                "planted {id} {metric}: regressed {} ({v:?})",
-                rate(k, planted.len())
-            );
-        }
     }
 }
 

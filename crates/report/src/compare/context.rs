@@ -171,3 +171,17 @@ pub(crate) fn testbed_difference(base: &Report, new: &Report) -> Option<String> 
         _ => None,
     })
 }
+
+/// The testbed a report ran on, as a person names it: `AMD EPYC 9B45
+/// (Zen 5), 2 CPUs`.
+pub(crate) fn testbed_name(r: &Report) -> String {
+    let c = &r.host.cpu;
+    let mut s = c.model.clone().unwrap_or_else(|| "unknown CPU".into());
+    if let Some(u) = &c.microarchitecture {
+        s.push_str(&format!(" ({u})"));
+    }
+    if let Some(n) = c.logical_cpus {
+        s.push_str(&format!(", {n} CPUs"));
+    }
+    s
+}

@@ -106,9 +106,10 @@ use benchsuite_core::report::{
     Metric, MetricRole, Record, Report, SampleTails, Status, schema_major,
 };
 
+pub mod calibrate;
 pub mod confirm;
 mod context;
-pub(crate) use context::testbed_difference;
+pub(crate) use context::{testbed_difference, testbed_name};
 pub mod fleet;
 pub mod history;
 pub mod interleave;
