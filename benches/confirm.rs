@@ -416,3 +416,41 @@ pub fn calibrated(
         .collect();
     calibrate(&jobs, &CalibrateOptions::default()).expect("the A/A jobs calibrate")
 }
+
+/// Scales metric `metric` of every record of benchmark `id` in `report`
+/// by `factor` (its samples and tails): a planted change on recorded noise.
+pub fn scale_metric(report: &mut Report, id: &str, metric: &str, factor: f64) {
+    for r in report.records.iter_mut().filter(|r| r.id == id) {
+        for m in r.metrics.iter_mut().filter(|m| m.name == metric) {
+            m.samples.iter_mut().for_each(|s| *s *= factor);
+            if let Some(t) = &mut m.tails {
+                for v in [&mut t.p99, &mut t.p99_9].into_iter().flatten() {
+                    v.iter_mut().for_each(|s| *s *= factor);
+                }
+            }
+        }
+    }
+}
+
+/// Replays job `i` of `rec` as [`replay`] does, with `metric` of `id`
+/// scaled by `factor` in its new build's screen run and pairs: a change
+/// planted on the job's real noise (the history is untouched).
+pub fn replay_planted(
+    rec: &Recording,
+    i: usize,
+    h: usize,
+    budget: usize,
+    options: &CompareOptions,
+    (id, metric, factor): (&str, &str, f64),
+) -> JobResult {
+    let mut job = rec.jobs[i].clone();
+    scale_metric(&mut job.new, id, metric, factor);
+    scale_metric(&mut job.pairs_new, id, metric, factor);
+    let one = Recording {
+        name: rec.name.clone(),
+        history: history_before(rec, i).into_iter().cloned().collect(),
+        jobs: vec![job],
+        stress: Vec::new(),
+    };
+    replay(&one, 0, h, budget, options)
+}

@@ -85,6 +85,32 @@ fn main() {
                 .map(|i| confirm::replay(rec, i, 10, DEFAULT_BUDGET, &calibrated))
                 .collect();
             held_out(&held);
+            // A regression into a state the history holds: LINPACK −25%
+            // (zen4-b's slow level) in every round and pair of each
+            // held-out A/A job, on its own noise.
+            let linpack: Vec<_> = (0..rec.jobs.len())
+                .filter(|&i| !rec.jobs[i].planted && early(&rec.jobs[i]) != first_half)
+                .filter(|&i| confirm::history_before(rec, i).len() >= 10)
+                .map(|i| {
+                    confirm::replay_planted(
+                        rec,
+                        i,
+                        10,
+                        DEFAULT_BUDGET,
+                        &calibrated,
+                        ("cpu.linpack", "flops", 0.75),
+                    )
+                    .verdict("cpu.linpack", "flops")
+                })
+                .collect();
+            let k = |v| linpack.iter().filter(|x| **x == Some(v)).count();
+            use benchsuite_report::compare::Verdict;
+            println!(
+                "LINPACK −25% planted on held-out A/A jobs: regressed {}, undecided {}, unchanged {}",
+                rate(k(Verdict::Regressed), linpack.len()),
+                rate(k(Verdict::Undecided), linpack.len()),
+                rate(k(Verdict::Unchanged), linpack.len())
+            );
         }
     }
 }

@@ -42,6 +42,7 @@ pub fn run(cli: Cli, registry: &Registry) -> Result<i32> {
         Command::Breakeven(a) => crate::breakeven_cmd::cmd_breakeven(&a),
         Command::Report(a) => crate::report_cmd::cmd_report(&a, registry),
         Command::History(a) => crate::history_cmd::cmd_history(&a, registry),
+        Command::Calibrate(a) => crate::calibrate_cmd::cmd_calibrate(&a, registry),
         Command::Completions(a) => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(a.shell, &mut cmd, "benchsuite", &mut io::stdout().lock());
@@ -199,6 +200,28 @@ fn cmd_compare(args: &CompareArgs, registry: &Registry) -> Result<i32> {
         .iter()
         .map(|(name, report)| benchsuite::compare::Baseline { name, report })
         .collect();
+    if let Some(path) = &args.thresholds {
+        let file = crate::calibrate_cmd::read_thresholds(path)?;
+        let here = benchsuite::compare::calibrate::testbed(&new);
+        if let Some(t) = file.testbed.as_deref().filter(|t| *t != here) {
+            eprintln!(
+                "warning: --thresholds {} was fitted on {} ({} A/A jobs) and this report ran on {}: its thresholds may not fit this machine's noise",
+                path.display(),
+                printable(t),
+                file.jobs.map_or_else(|| "?".to_string(), |j| j.to_string()),
+                printable(&here)
+            );
+        }
+        if let (Some(b), Some(_)) = (file.budget, &args.confirm)
+            && b != args.budget
+        {
+            eprintln!(
+                "warning: --thresholds {} was fitted for --budget {b}, this job's is {}",
+                path.display(),
+                args.budget
+            );
+        }
+    }
     let mut cmp = benchsuite::compare::compare_history(&baselines, &new, &options)?;
     for e in &cmp.excluded {
         // A baseline's host facts are a foreign report's text.

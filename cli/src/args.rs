@@ -106,6 +106,12 @@ pub enum Command {
     /// when an unacknowledged regression starts in the last --since runs
     /// (a scheduled job's alarm).
     History(crate::history_cmd::HistoryArgs),
+    /// Fit per-metric thresholds this machine can judge at from A/A jobs
+    /// (`compare --interleave` of two copies of one build): for each
+    /// metric, the smallest change a confirmation with --budget pairs can
+    /// tell from no change, never below --threshold. Writes the TOML file
+    /// `compare --thresholds` reads.
+    Calibrate(crate::calibrate_cmd::CalibrateArgs),
     /// Print a shell completion script: `benchsuite completions bash >
     /// ~/.local/share/bash-completion/completions/benchsuite` (zsh: a file
     /// `_benchsuite` on $fpath; fish: ~/.config/fish/completions/).
@@ -371,6 +377,13 @@ pub struct CompareArgs {
     /// runs of the main branch, kept as a CI artifact or cache).
     #[arg(long, value_name = "DIR")]
     pub baseline_dir: Option<PathBuf>,
+
+    /// Per-metric thresholds from a file written by `benchsuite
+    /// calibrate` (the smallest change this machine's noise lets a
+    /// confirmation decide, per metric): applied before --threshold's
+    /// rules, which win where both name a metric.
+    #[arg(long, value_name = "FILE")]
+    pub thresholds: Option<PathBuf>,
 
     /// The noise between runs to assume where the baselines cannot show it,
     /// as a CV (`3%`): against one baseline, every metric's prior; in a

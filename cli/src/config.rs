@@ -260,7 +260,13 @@ fn flags_for(param: &str, flag: &str) -> FlagNames {
 pub fn compare_options(args: &CompareArgs) -> Result<benchsuite::compare::CompareOptions> {
     use benchsuite::compare::{Allow, BetweenRun, GateRule, ThresholdRule, Tolerance};
     let mut threshold = 0.05;
-    let mut rules = Vec::new();
+    // A thresholds file's rules first: --threshold's later ones win.
+    let mut rules = match &args.thresholds {
+        Some(path) => {
+            crate::calibrate_cmd::read_thresholds(path)?.rules(&path.display().to_string())?
+        }
+        None => Vec::new(),
+    };
     for t in &args.threshold {
         if t.contains('=') {
             rules.push(ThresholdRule::parse(t).map_err(|e| anyhow!("--threshold {e}"))?);

@@ -89,19 +89,7 @@ pub fn read_acks(path: &Path) -> Result<Vec<Ack>> {
         ack: Vec<Ack>,
     }
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).with_context(|| format!("--acks {name}"))?;
-    let file: AckFile = toml::from_str(&text).map_err(|e| {
-        let line = e
-            .span()
-            .map(|s| {
-                format!(
-                    " line {}",
-                    text[..s.start.min(text.len())].matches('\n').count() + 1
-                )
-            })
-            .unwrap_or_default();
-        anyhow::anyhow!("--acks {name}:{line}: {}", e.message().trim())
-    })?;
+    let file: AckFile = crate::output::read_toml("--acks", path)?;
     for (i, a) in file.ack.iter().enumerate() {
         if a.commit.trim().len() < 7 {
             bail!(

@@ -35,6 +35,8 @@ mod args;
 #[cfg(feature = "cli")]
 mod breakeven_cmd;
 #[cfg(feature = "cli")]
+mod calibrate_cmd;
+#[cfg(feature = "cli")]
 mod config;
 #[cfg(feature = "cli")]
 mod fleet_cmd;

@@ -124,3 +124,23 @@ pub(crate) fn write_report(
     }
     Ok(format!("; written to {}", written.join(" and ")))
 }
+
+/// Reads a TOML file a flag names (`--acks FILE`, `--thresholds FILE`);
+/// an error names the flag, the file and the line.
+pub fn read_toml<T: serde::de::DeserializeOwned>(flag: &str, path: &Path) -> Result<T> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("{flag} {name}: cannot read it: {e}"))?;
+    toml::from_str(&text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| {
+                format!(
+                    " line {}",
+                    text[..s.start.min(text.len())].matches('\n').count() + 1
+                )
+            })
+            .unwrap_or_default();
+        anyhow::anyhow!("{flag} {name}:{line}: {}", e.message().trim())
+    })
+}

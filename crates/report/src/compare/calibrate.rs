@@ -187,12 +187,12 @@ impl Calibration {
         for t in &self.thresholds {
             let noise = match t.fitted {
                 Tolerance::Relative(_) => format!(
-                    "a pair differs by {:.1}% (sd; up to {:.1}% in one job)",
+                    "one pair's difference: sd {:.1}%, {:.1}% in the noisiest job",
                     100.0 * t.pair_sd.exp_m1(),
                     100.0 * t.pair_sd_max.exp_m1()
                 ),
                 Tolerance::Absolute { .. } => format!(
-                    "a pair differs by {:.2}pp (sd; up to {:.2}pp in one job)",
+                    "one pair's difference: sd {:.2}pp, {:.2}pp in the noisiest job",
                     t.pair_sd, t.pair_sd_max
                 ),
             };
@@ -211,6 +211,12 @@ impl Calibration {
         }
         s
     }
+}
+
+/// The testbed a report ran on, as a thresholds file names it: CPU
+/// model, microarchitecture and count.
+pub fn testbed(report: &Report) -> String {
+    super::testbed_name(report)
 }
 
 /// A TOML basic string.
@@ -432,7 +438,7 @@ pub fn calibrate(
         };
         // Whole tenths of a percent (or hundredths of a pp) upward: a
         // threshold people read, never below what the noise needs.
-        let up = |v: f64, step: f64| (v / step - 1e-9).ceil() * step;
+        let up = |v: f64, step: f64| ((v / step - 1e-9).ceil() * step).max(0.0);
         let (fitted, threshold, floor) = if e.relative {
             let f = up(fitted, 0.001);
             (
@@ -465,7 +471,7 @@ pub fn calibrate(
     }
     Ok(Calibration {
         jobs: jobs.len(),
-        testbed: super::testbed_name(first.base),
+        testbed: testbed(first.base),
         pairs: (lo, hi),
         options: options.clone(),
         metrics_sharing: sharing,

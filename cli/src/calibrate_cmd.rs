@@ -1,0 +1,198 @@
+//! `benchsuite calibrate`: per-metric thresholds this machine can judge
+//! at, fitted from A/A jobs (see `benchsuite::compare::calibrate`), and
+//! the thresholds file `compare --thresholds` reads.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, bail};
+use benchsuite::compare::calibrate::{AaJob, CalibrateOptions, calibrate};
+use benchsuite::compare::{ThresholdRule, Tolerance};
+use benchsuite::fleet::{Fleet, ReportFile};
+use clap::Args;
+
+/// The two pooled reports `compare --interleave` writes into its
+/// `--interleave-dir`.
+const POOLED: [&str; 2] = ["interleave-base.json", "interleave-new.json"];
+
+/// `benchsuite calibrate JOB_DIR... -o perf-thresholds.toml`.
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// A/A jobs: directories each written by `benchsuite compare
+    /// --interleave BIN BIN_COPY --rounds 15 --interleave-dir DIR -- RUN_ARGS`
+    /// (two copies of one build, the run arguments of the CI job), holding
+    /// interleave-base.json and interleave-new.json. All of one testbed.
+    /// Ten or more give thresholds worth committing
+    #[arg(value_name = "JOB_DIR", required = true)]
+    pub jobs: Vec<PathBuf>,
+
+    /// The confirmation budget the thresholds are for: `compare --confirm
+    /// --budget`
+    #[arg(long, value_name = "PAIRS", default_value_t = benchsuite::compare::confirm::DEFAULT_BUDGET)]
+    pub budget: usize,
+
+    /// The share of unchanged jobs allowed to end undecided, spread over
+    /// the gated metrics
+    #[arg(long, value_name = "PERCENT", default_value = "5%")]
+    pub undecided: String,
+
+    /// The least threshold written (the one `compare` defaults to):
+    /// metrics quieter than it keep it
+    #[arg(long, value_name = "PERCENT", default_value = "5%")]
+    pub threshold: String,
+
+    /// The least threshold of a latency tail (NAME.p99, NAME.p99_9)
+    #[arg(long, value_name = "PERCENT", default_value = "25%")]
+    pub tail_threshold: String,
+
+    /// Write the thresholds file to FILE instead of stdout
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+fn percent(flag: &str, v: &str) -> Result<f64> {
+    match Tolerance::parse(v) {
+        Ok(Tolerance::Relative(x)) if x > 0.0 => Ok(x),
+        Ok(_) => bail!("{flag} `{v}`: give a percentage above 0 (`5%`)"),
+        Err(e) => bail!("{flag} {e}"),
+    }
+}
+
+/// Reads one A/A job's two pooled reports.
+fn read_job(dir: &Path) -> Result<[benchsuite::Report; 2]> {
+    if !dir.is_dir() {
+        bail!(
+            "{}: not a directory; give the --interleave-dir of an A/A `compare --interleave` (it holds {} and {})",
+            dir.display(),
+            POOLED[0],
+            POOLED[1]
+        );
+    }
+    let read = |name: &str| -> Result<benchsuite::Report> {
+        let path = dir.join(name);
+        if !path.is_file() {
+            bail!(
+                "{}: no {name}; give the --interleave-dir of an A/A `compare --interleave`",
+                dir.display()
+            );
+        }
+        match Fleet::read_file(&path)? {
+            ReportFile::Report(r) => Ok(r),
+            ReportFile::Fleet(_) => bail!("{}: a fleet report", path.display()),
+        }
+    };
+    Ok([read(POOLED[0])?, read(POOLED[1])?])
+}
+
+/// Fits and writes the thresholds file; 0 on success.
+pub fn cmd_calibrate(args: &CalibrateArgs, registry: &benchsuite::Registry) -> Result<i32> {
+    let options = CalibrateOptions {
+        budget: args.budget,
+        undecided: percent("--undecided", &args.undecided)?,
+        floor: percent("--threshold", &args.threshold)?,
+        tail_floor: percent("--tail-threshold", &args.tail_threshold)?,
+        ..CalibrateOptions::default()
+    };
+    if options.budget < 3 {
+        bail!(
+            "--budget {}: a confirmation needs at least 3 pairs",
+            options.budget
+        );
+    }
+    if options.undecided >= 1.0 {
+        bail!("--undecided {}: give a share below 100%", args.undecided);
+    }
+    let mut names = Vec::new();
+    let mut reports = Vec::new();
+    for dir in &args.jobs {
+        let [mut b, mut n] = read_job(dir)?;
+        registry.fill_roles(&mut b);
+        registry.fill_roles(&mut n);
+        names.push(dir.display().to_string());
+        reports.push((b, n));
+    }
+    let jobs: Vec<AaJob<'_>> = reports
+        .iter()
+        .zip(&names)
+        .map(|((b, n), name)| AaJob {
+            name,
+            base: b,
+            new: n,
+        })
+        .collect();
+    let c = calibrate(&jobs, &options)?;
+    if c.jobs < 10 {
+        eprintln!(
+            "warning: {} A/A job(s): a threshold fitted on fewer than 10 rests on little evidence of how noisy a job can be",
+            c.jobs
+        );
+    }
+    let raised = c.rules();
+    eprintln!(
+        "calibrated on {} A/A jobs ({}): {} of {} metrics need more than the floor{}",
+        c.jobs,
+        benchsuite_core::text::printable(&c.testbed),
+        raised.len(),
+        c.thresholds.len(),
+        if raised.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ": {}",
+                raised
+                    .iter()
+                    .map(|r| r.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    );
+    let text = c.to_toml(env!("CARGO_PKG_VERSION"));
+    match &args.output {
+        Some(path) => crate::output::replace_file(path, |w| w.write_all(text.as_bytes()))?,
+        None => {
+            let mut out = io::stdout().lock();
+            match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+                r => r?,
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// A thresholds file: what `calibrate` writes, as a person may have
+/// edited it.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThresholdsFile {
+    /// The testbed it was fitted on.
+    pub testbed: Option<String>,
+    /// The confirmation budget it was fitted for.
+    pub budget: Option<usize>,
+    /// How many A/A jobs.
+    pub jobs: Option<usize>,
+    /// `"ID:METRIC" = "VALUE"`.
+    #[serde(default)]
+    thresholds: BTreeMap<String, String>,
+}
+
+impl ThresholdsFile {
+    /// The rules, in the file's order of keys.
+    pub fn rules(&self, name: &str) -> Result<Vec<ThresholdRule>> {
+        self.thresholds
+            .iter()
+            .map(|(k, v)| {
+                ThresholdRule::parse(&format!("{k}={v}"))
+                    .map_err(|e| anyhow::anyhow!("--thresholds {name}: {e}"))
+            })
+            .collect()
+    }
+}
+
+/// Reads a thresholds file (`compare --thresholds`); a parse error names
+/// the file and line.
+pub fn read_thresholds(path: &Path) -> Result<ThresholdsFile> {
+    crate::output::read_toml("--thresholds", path)
+}
