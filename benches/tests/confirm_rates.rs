@@ -119,7 +119,11 @@ fn planted_slowdowns_are_regressed_after_the_confirmation() {
 /// Calibrated thresholds (`compare::calibrate` on one half of the A/A
 /// jobs' own pairs), judged on the other half and on every planted job,
 /// then the halves swapped: every A/A job is held out once.
-fn calibrated_held_out() -> Vec<(String, Vec<JobResult>, Vec<(usize, CompareOptions)>)> {
+/// A machine's held-out results, and each held-out A/A job's index with
+/// the options (thresholds) it was judged at.
+type HeldOut = (String, Vec<JobResult>, Vec<(usize, CompareOptions)>);
+
+fn calibrated_held_out() -> Vec<HeldOut> {
     let recs = confirm::load(&confirm::data_dir()).expect("the recordings load");
     recs.iter()
         .map(|rec| {
