@@ -3,8 +3,9 @@
 # job a screen run of the new build (`run --rounds 3`, the quick pass)
 # judged against the newest 10 runs of the base build, confirmed by
 # `compare --confirm BASE NEW` at per-metric thresholds (`--thresholds`).
-# Every 4th job (3, 7, 11 ...) is a planted build, the others a
-# byte-identical copy of the base build (A/A). Then three screen runs with
+# Every 4th job (3, 7, 11 ...; PLANT_EVERY=N for every Nth, 0 for none)
+# is a planted build, the others a byte-identical copy of the base build
+# (A/A). Then three screen runs with
 # `stress-ng --cpu 2` beside them. Run it on an otherwise idle machine.
 #
 #   scripts/record-confirm.sh OUT BASE_BIN PLANTED_BIN THRESHOLDS [JOBS] [HISTORY]
@@ -14,6 +15,7 @@
 # log.txt (when each step started). Gzip the JSON before committing it.
 set -u
 out=$1 base=$2 planted=$3 thresholds=$4 jobs=${5:-40} hist=${6:-6}
+every=${PLANT_EVERY:-4}
 mkdir -p "$out/history" "$out/stress"
 copy="$out/.aa-copy"
 cp "$base" "$copy"
@@ -28,7 +30,7 @@ for n in $(seq 1 "$jobs"); do
     j=$(printf job%02d "$n")
     d="$out/$j"
     mkdir -p "$d"
-    if (( n % 4 == 3 )); then kind=planted new=$planted; else kind=aa new=$copy; fi
+    if (( every > 0 && n % every == every - 1 )); then kind=planted new=$planted; else kind=aa new=$copy; fi
     echo "$kind" > "$d/kind"
     log "$j $kind screen"
     "$new" run --rounds 3 --no-progress -o "$d/new.json" 2>> "$out/stderr.txt"

@@ -61,11 +61,16 @@ fn main() {
             );
         }
         let planted: Vec<_> = rec.jobs.iter().filter(|j| j.planted).collect();
-        for (id, metric) in [
-            ("os.syscall", "time_per_op"),
-            ("cpu.prime", "events"),
-            ("mem.bandwidth", "bandwidth"),
-        ] {
+        let planted_metrics = if planted.is_empty() {
+            &[][..]
+        } else {
+            &[
+                ("os.syscall", "time_per_op"),
+                ("cpu.prime", "events"),
+                ("mem.bandwidth", "bandwidth"),
+            ][..]
+        };
+        for &(id, metric) in planted_metrics {
             let v: Vec<String> = planted
                 .iter()
                 .filter_map(|j| {
@@ -83,11 +88,13 @@ fn main() {
                 v.join(", ")
             );
         }
-        let failed = planted
-            .iter()
-            .filter(|j| j.comparison.outcome == Outcome::Failed)
-            .count();
-        println!("planted jobs failed: {}", rate(failed, planted.len()));
+        if !planted.is_empty() {
+            let failed = planted
+                .iter()
+                .filter(|j| j.comparison.outcome == Outcome::Failed)
+                .count();
+            println!("planted jobs failed: {}", rate(failed, planted.len()));
+        }
         for (k, (_, c)) in rec.stress.iter().enumerate() {
             let v: Vec<String> = c
                 .metrics
