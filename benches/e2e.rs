@@ -176,24 +176,35 @@ pub fn rescreen(rec: &E2eRecording, job: &E2eJob) -> Result<Comparison, String> 
     compare_history(&baselines, &job.new, &options).map_err(|e| e.to_string())
 }
 
-/// The A/A jobs a recording's thresholds were calibrated from
-/// (`calibration/aaNN/interleave-{base,new}.json.gz`), if it keeps them.
+/// The A/A jobs a recording's thresholds were calibrated from: the
+/// directories under `calibration/`, or those `calibration.list` names
+/// (one per line, relative to the recording), each holding
+/// `interleave-{base,new}.json.gz`; none if it keeps neither.
 pub fn calibration_jobs(rec: &E2eRecording) -> Result<Vec<(String, Report, Report)>, String> {
-    let dir = rec.dir.join("calibration");
-    if !dir.is_dir() {
-        return Ok(Vec::new());
-    }
-    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir())
-        .collect();
-    names.sort();
-    names
-        .iter()
+    let list = rec.dir.join("calibration.list");
+    let dirs: Vec<PathBuf> = if list.is_file() {
+        text(&list)?
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| rec.dir.join(l.trim()))
+            .collect()
+    } else {
+        let dir = rec.dir.join("calibration");
+        if !dir.is_dir() {
+            return Ok(Vec::new());
+        }
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        v.sort();
+        v
+    };
+    dirs.iter()
         .map(|d| {
             Ok((
-                d.file_name().unwrap_or_default().to_string_lossy().into(),
+                d.display().to_string(),
                 json(&d.join("interleave-base.json.gz"))?,
                 json(&d.join("interleave-new.json.gz"))?,
             ))

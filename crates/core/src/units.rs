@@ -131,14 +131,21 @@ pub fn format_seconds(s: f64) -> String {
         format!("{:.2} µs", s * 1e6)
     } else if a < 1.0 {
         format!("{:.2} ms", s * 1e3)
-    } else {
+    } else if a < 1e6 {
         format!("{s:.3} s")
+    } else {
+        // Past a million seconds, scientific: `1e308` is not 309 digits.
+        format!("{s:.3e} s")
     }
 }
 
 /// Formats a value with an SI prefix and the given base unit (`1.23 GB/s`).
 pub fn format_si(v: f64, unit: &str) -> String {
     let a = v.abs();
+    if a >= 1e15 {
+        // Past the largest prefix, scientific: never hundreds of digits.
+        return format!("{v:.3e} {unit}");
+    }
     let (scale, prefix) = if a >= 1e12 {
         (1e12, "T")
     } else if a >= 1e9 {
@@ -158,8 +165,10 @@ pub fn format_si(v: f64, unit: &str) -> String {
 pub fn format_value(v: f64, unit: &str) -> String {
     match unit {
         "s" => format_seconds(v),
+        "%" if v.abs() >= 1e6 => format!("{v:.3e} %"),
         "%" => format!("{v:.3} %"),
         "B" => format_size(v as u64),
+        "" if v.abs() >= 1e6 => format!("{v:.3e}"),
         "" => format!("{v:.4}"),
         u => format_si(v, u),
     }
@@ -168,6 +177,25 @@ pub fn format_value(v: f64, unit: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn huge_values_are_written_in_scientific_notation_never_hundreds_of_digits() {
+        for (v, unit, want) in [
+            (1e308, "s", "1.000e308 s"),
+            (-2.5e7, "s", "-2.500e7 s"),
+            (1e300, "B/s", "1.000e300 B/s"),
+            (3e15, "flop/s", "3.000e15 flop/s"),
+            (1e200, "%", "1.000e200 %"),
+            (1e9, "", "1.000e9"),
+        ] {
+            assert_eq!(format_value(v, unit), want);
+        }
+        // Ordinary values keep their readable units.
+        assert_eq!(format_value(999_999.0, "s"), "999999.000 s");
+        assert_eq!(format_value(2.5e12, "B/s"), "2.500 TB/s");
+        assert_eq!(format_value(42.0, "%"), "42.000 %");
+        assert_eq!(format_value(f64::INFINITY, "s"), "inf");
+    }
 
     #[test]
     fn sizes_are_binary() {
