@@ -72,7 +72,8 @@ pub fn read_gz(p: &Path) -> Result<Report, String> {
     Ok(r)
 }
 
-fn sorted_entries(d: &Path) -> Result<Vec<PathBuf>, String> {
+/// The entries of directory `d`, sorted by path.
+pub fn sorted_entries(d: &Path) -> Result<Vec<PathBuf>, String> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(d)
         .map_err(|e| format!("{}: {e}", d.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -246,6 +247,18 @@ pub fn replay(
         undecided: gated(&current, Verdict::Undecided),
         comparison: current,
     }
+}
+
+/// A rate as the examples print it: `3/30 = 10.0% [2.1, 26.5]`, with
+/// its exact 95% interval.
+pub fn rate(k: usize, n: usize) -> String {
+    let (lo, hi) = interval95(k, n);
+    format!(
+        "{k}/{n} = {:.1}% [{:.1}, {:.1}]",
+        100.0 * k as f64 / n.max(1) as f64,
+        lo * 100.0,
+        hi * 100.0
+    )
 }
 
 /// The exact (Clopper–Pearson) 95% interval of a rate of `k` in `n`.

@@ -89,14 +89,7 @@ pub fn read_rules(p: &Path) -> Result<Vec<ThresholdRule>, String> {
 
 /// Loads every machine under `dir`.
 pub fn load(dir: &Path) -> Result<Vec<E2eRecording>, String> {
-    let entries = |d: &Path| -> Result<Vec<PathBuf>, String> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(d)
-            .map_err(|e| format!("{}: {e}", d.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .collect();
-        v.sort();
-        Ok(v)
-    };
+    let entries = crate::confirm::sorted_entries;
     let mut out = Vec::new();
     for d in entries(dir)?.into_iter().filter(|p| p.is_dir()) {
         // Which base runs each job was judged against: the history runs,
@@ -122,7 +115,7 @@ pub fn load(dir: &Path) -> Result<Vec<E2eRecording>, String> {
             jobs.push(E2eJob {
                 name: j.file_name().unwrap_or_default().to_string_lossy().into(),
                 planted,
-                new: json(&j.join("new.json.gz"))?,
+                new: crate::confirm::read_gz(&j.join("new.json.gz"))?,
                 comparison: json(&j.join("compare.json.gz"))?,
                 rc: text(&j.join("rc"))?
                     .trim()
@@ -142,7 +135,7 @@ pub fn load(dir: &Path) -> Result<Vec<E2eRecording>, String> {
                 break;
             }
             stress.push((
-                json(&run)?,
+                crate::confirm::read_gz(&run)?,
                 json(&d.join(format!("stress/s{k}-compare.json.gz")))?,
             ));
         }
@@ -162,7 +155,7 @@ pub fn load(dir: &Path) -> Result<Vec<E2eRecording>, String> {
 pub fn rescreen(rec: &E2eRecording, job: &E2eJob) -> Result<Comparison, String> {
     let mut reports = Vec::new();
     for h in &job.history {
-        reports.push(json::<Report>(&rec.dir.join(format!("{h}.gz")))?);
+        reports.push(crate::confirm::read_gz(&rec.dir.join(format!("{h}.gz")))?);
     }
     let baselines: Vec<Baseline<'_>> = reports
         .iter()
@@ -205,8 +198,8 @@ pub fn calibration_jobs(rec: &E2eRecording) -> Result<Vec<(String, Report, Repor
         .map(|d| {
             Ok((
                 d.display().to_string(),
-                json(&d.join("interleave-base.json.gz"))?,
-                json(&d.join("interleave-new.json.gz"))?,
+                crate::confirm::read_gz(&d.join("interleave-base.json.gz"))?,
+                crate::confirm::read_gz(&d.join("interleave-new.json.gz"))?,
             ))
         })
         .collect()

@@ -10,19 +10,9 @@
 //! followed by a confirmation on the job's own recorded pairs. Every rate
 //! comes with its exact 95% interval and the number of jobs behind it.
 
-use benchsuite_benches::confirm::{self, JobResult, PLANTED, interval95};
+use benchsuite_benches::confirm::{self, JobResult, PLANTED, rate};
 use benchsuite_report::compare::confirm::DEFAULT_BUDGET;
 use benchsuite_report::compare::{CompareOptions, Outcome};
-
-fn rate(k: usize, n: usize) -> String {
-    let (lo, hi) = interval95(k, n);
-    format!(
-        "{k}/{n} = {:.1}% [{:.1}, {:.1}]",
-        100.0 * k as f64 / n.max(1) as f64,
-        lo * 100.0,
-        hi * 100.0
-    )
-}
 
 fn main() {
     let dir = std::env::args()

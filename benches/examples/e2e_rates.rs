@@ -6,19 +6,9 @@
 //! cargo run --release -p benchsuite-benches --example e2e_rates [DIR]
 //! ```
 
-use benchsuite_benches::confirm::interval95;
+use benchsuite_benches::confirm::rate;
 use benchsuite_benches::e2e;
 use benchsuite_report::compare::{Outcome, Verdict};
-
-fn rate(k: usize, n: usize) -> String {
-    let (lo, hi) = interval95(k, n);
-    format!(
-        "{k}/{n} = {:.1}% [{:.1}, {:.1}]",
-        100.0 * k as f64 / n.max(1) as f64,
-        lo * 100.0,
-        hi * 100.0
-    )
-}
 
 fn main() {
     let dir = std::env::args()
