@@ -89,7 +89,7 @@ fn cmd_schema() -> Result<i32> {
 }
 
 fn cmd_compare(args: &CompareArgs, registry: &Registry) -> Result<i32> {
-    let options = config::compare_options(args)?;
+    let mut options = config::compare_options(args)?;
     let format = match &args.format {
         Some(f) => config::parse_format("--format", f)?,
         None => Format::Table,
@@ -105,6 +105,9 @@ fn cmd_compare(args: &CompareArgs, registry: &Registry) -> Result<i32> {
         let (mut base, mut new) = crate::interleave::run(bins, args)?;
         registry.fill_roles(&mut base);
         registry.fill_roles(&mut new);
+        if let Some(path) = &args.thresholds {
+            crate::calibrate_cmd::drop_unused_file_rules(&mut options.rules, path, &[&base, &new])?;
+        }
         let options = benchsuite::compare::CompareOptions {
             paired: true,
             ..options
@@ -201,6 +204,9 @@ fn cmd_compare(args: &CompareArgs, registry: &Registry) -> Result<i32> {
         .map(|(name, report)| benchsuite::compare::Baseline { name, report })
         .collect();
     if let Some(path) = &args.thresholds {
+        let reports: Vec<&benchsuite::Report> =
+            history.iter().map(|(_, r)| r).chain([&new]).collect();
+        crate::calibrate_cmd::drop_unused_file_rules(&mut options.rules, path, &reports)?;
         let file = crate::calibrate_cmd::read_thresholds(path)?;
         let here = benchsuite::compare::calibrate::testbed(&new);
         if let Some(t) = file.testbed.as_deref().filter(|t| *t != here) {

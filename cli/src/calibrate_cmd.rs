@@ -197,3 +197,29 @@ impl ThresholdsFile {
 pub fn read_thresholds(path: &Path) -> Result<ThresholdsFile> {
     crate::output::read_toml("--thresholds", path)
 }
+
+/// Drops the rules of thresholds file `path` that name nothing in
+/// `reports` from `rules`: a file fitted on the whole quick pass gates a
+/// narrower plan too. A `--threshold` rule that names nothing stays an
+/// error.
+pub fn drop_unused_file_rules(
+    rules: &mut Vec<ThresholdRule>,
+    path: &Path,
+    reports: &[&benchsuite::Report],
+) -> Result<()> {
+    let from_file = read_thresholds(path)?.rules(&path.display().to_string())?;
+    let used = |r: &ThresholdRule| {
+        reports.iter().flat_map(|p| &p.records).any(|rec| {
+            r.matches_id(&rec.id)
+                && rec.metrics.iter().any(|m| {
+                    r.matches_metric(&m.name)
+                        || r.metric
+                            .as_deref()
+                            .and_then(|x| x.strip_prefix(m.name.as_str()))
+                            .is_some_and(|tail| tail.starts_with('.'))
+                })
+        })
+    };
+    rules.retain(|r| !from_file.contains(r) || used(r));
+    Ok(())
+}
