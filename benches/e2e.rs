@@ -44,6 +44,9 @@ pub struct E2eRecording {
     pub dir: PathBuf,
     /// The thresholds file the jobs gated with, as rules.
     pub rules: Vec<ThresholdRule>,
+    /// The undecided share the thresholds were fitted at (5% in files
+    /// written before `calibrate` recorded it, its default then).
+    pub undecided: f64,
     /// The jobs in the order they ran.
     pub jobs: Vec<E2eJob>,
     /// Screen runs with `stress-ng --cpu 2` beside them, and what the
@@ -73,18 +76,32 @@ fn text(p: &Path) -> Result<String, String> {
     std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))
 }
 
-/// The rules of a thresholds file (`benchsuite calibrate`'s output).
-pub fn read_rules(p: &Path) -> Result<Vec<ThresholdRule>, String> {
+/// The rules of a thresholds file (`benchsuite calibrate`'s output), and
+/// the undecided share it was fitted at.
+pub fn read_rules(p: &Path) -> Result<(Vec<ThresholdRule>, f64), String> {
     #[derive(serde::Deserialize)]
     struct File {
+        #[serde(default)]
+        undecided: Option<String>,
         #[serde(default)]
         thresholds: std::collections::BTreeMap<String, String>,
     }
     let f: File = toml::from_str(&text(p)?).map_err(|e| format!("{}: {e}", p.display()))?;
-    f.thresholds
+    let undecided = match f
+        .undecided
+        .as_deref()
+        .map(benchsuite_core::units::parse_percent)
+    {
+        None => 0.05,
+        Some(Ok(u)) => u,
+        Some(Err(e)) => return Err(format!("{}: undecided: {e}", p.display())),
+    };
+    let rules = f
+        .thresholds
         .iter()
         .map(|(k, v)| ThresholdRule::parse(&format!("{k}={v}")))
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok((rules, undecided))
 }
 
 /// Loads every machine under `dir`.
@@ -139,9 +156,11 @@ pub fn load(dir: &Path) -> Result<Vec<E2eRecording>, String> {
                 json(&d.join(format!("stress/s{k}-compare.json.gz")))?,
             ));
         }
+        let (rules, undecided) = read_rules(&d.join("perf-thresholds.toml"))?;
         out.push(E2eRecording {
             name: d.file_name().unwrap_or_default().to_string_lossy().into(),
-            rules: read_rules(&d.join("perf-thresholds.toml"))?,
+            rules,
+            undecided,
             dir: d,
             jobs,
             stress,

@@ -157,7 +157,11 @@ fn the_thresholds_file_is_what_calibrate_computes_from_its_jobs() {
             .iter()
             .map(|(name, base, new)| AaJob { name, base, new })
             .collect();
-        let c = calibrate(&aa, &CalibrateOptions::default()).expect("they calibrate");
+        let options = CalibrateOptions {
+            undecided: rec.undecided,
+            ..CalibrateOptions::default()
+        };
+        let c = calibrate(&aa, &options).expect("they calibrate");
         // As the file writes them (sorted by key, values as displayed).
         let text = |rules: &[benchsuite_report::compare::ThresholdRule]| {
             let mut v: Vec<String> = rules.iter().map(|r| r.to_string()).collect();

@@ -34,8 +34,10 @@ pub struct CalibrateArgs {
     pub budget: usize,
 
     /// The share of unchanged jobs allowed to end undecided, spread over
-    /// the gated metrics
-    #[arg(long, value_name = "PERCENT", default_value = "5%")]
+    /// the gated metrics. Below the 5% a CI job can live with, since the
+    /// noise drifts between the calibration and the jobs it gates: fitted
+    /// at 5%, 4 of 76 later A/A jobs (5.3%) ended undecided
+    #[arg(long, value_name = "PERCENT", default_value = "3%")]
     pub undecided: String,
 
     /// The least threshold written (the one `compare` defaults to):
@@ -174,6 +176,10 @@ pub struct ThresholdsFile {
     pub budget: Option<usize>,
     /// How many A/A jobs.
     pub jobs: Option<usize>,
+    /// The share of A/A jobs its thresholds allow to end undecided (for
+    /// people and for refits; the gate needs only the thresholds).
+    #[allow(dead_code)]
+    pub undecided: Option<String>,
     /// `"ID:METRIC" = "VALUE"`.
     #[serde(default)]
     thresholds: BTreeMap<String, String>,

@@ -78,7 +78,7 @@ fn calibrate_fits_a_threshold_per_metric_from_real_a_a_jobs_and_names_its_noise(
     assert!(err.contains("calibrated on 3 A/A jobs"), "{err}");
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(
-        text.contains("budget = 5\njobs = 3\n\n[thresholds]\n"),
+        text.contains("budget = 5\nundecided = \"3%\"\njobs = 3\n\n[thresholds]\n"),
         "{text}"
     );
     // Each os.call record's metric appears once, raised or as a comment

@@ -216,7 +216,7 @@ fn the_file_names_each_raised_threshold_with_its_noise_and_the_others_as_comment
     assert!(text.contains("# \"os.syscall:value\": needs "), "{text}");
     assert!(text.contains("testbed = \"cpu\""), "{text}");
     assert!(
-        text.contains("budget = 15\njobs = 8\n\n[thresholds]\n"),
+        text.contains("budget = 15\nundecided = \"3%\"\njobs = 8\n\n[thresholds]\n"),
         "{text}"
     );
 }
