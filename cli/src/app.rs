@@ -43,6 +43,8 @@ pub fn run(cli: Cli, registry: &Registry) -> Result<i32> {
         Command::Report(a) => crate::report_cmd::cmd_report(&a, registry),
         Command::History(a) => crate::history_cmd::cmd_history(&a, registry),
         Command::Calibrate(a) => crate::calibrate_cmd::cmd_calibrate(&a, registry),
+        Command::Baseline(a) => crate::acceptance_cmd::cmd_baseline(&a, registry),
+        Command::Check(a) => crate::acceptance_cmd::cmd_check(&a, registry),
         Command::Completions(a) => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(a.shell, &mut cmd, "benchsuite", &mut io::stdout().lock());

@@ -112,6 +112,19 @@ pub enum Command {
     /// tell from no change, never below --threshold. Writes the TOML file
     /// `compare --thresholds` reads.
     Calibrate(crate::calibrate_cmd::CalibrateArgs),
+    /// Build a node acceptance baseline from healthy nodes' runs: per
+    /// machine type (CPU model, CPUs, memory, GPUs), each gated metric's
+    /// band (the runs' median, a bound at 3 scaled MADs of their spread or
+    /// --margin, whichever is wider), as TOML a person edits and adds
+    /// rules to. See docs/fleet.md.
+    Baseline(crate::acceptance_cmd::BaselineArgs),
+    /// Judge one node's report (or each node of a fleet report) by a
+    /// baseline: PASS, WARN or FAIL per band and rule, with the value, the
+    /// bound, the reason and the next step. Exit 0 when no node FAILs
+    /// (WARN too), 1 when one does, 2 when the baseline cannot judge the
+    /// report: a Slurm prolog drains on non-zero, a Node Problem Detector
+    /// plugin reads 0 OK, 1 NonOK, 2 Unknown.
+    Check(crate::acceptance_cmd::CheckArgs),
     /// Print a shell completion script: `benchsuite completions bash >
     /// ~/.local/share/bash-completion/completions/benchsuite` (zsh: a file
     /// `_benchsuite` on $fpath; fish: ~/.config/fish/completions/).

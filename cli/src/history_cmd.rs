@@ -57,7 +57,7 @@ pub struct HistoryArgs {
 
 /// The report files of `inputs`: files as given, directories' `*.json`
 /// sorted, each file once.
-fn files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+pub(crate) fn files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in inputs {
         if p.is_dir() {

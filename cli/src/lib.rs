@@ -29,6 +29,8 @@
 #[cfg(feature = "cli")]
 extern crate self as benchsuite;
 #[cfg(feature = "cli")]
+mod acceptance_cmd;
+#[cfg(feature = "cli")]
 mod app;
 #[cfg(feature = "cli")]
 mod args;
@@ -84,7 +86,7 @@ pub use benchsuite_core::{
 #[cfg(feature = "fleet")]
 pub use benchsuite_fleet::launcher;
 pub use benchsuite_report::{CompareOptions, Comparison, Verdict};
-pub use benchsuite_report::{breakeven, compare, export, fleet, trend};
+pub use benchsuite_report::{acceptance, breakeven, compare, export, fleet, trend};
 pub use registry::registry;
 
 /// Plans and runs `config` over `registry` without progress output.

@@ -4,7 +4,8 @@
 //! exists: the exporters ([`export`]: table, CSV, Markdown, JSON, BMF,
 //! GitHub Actions, OpenMetrics and the HTML report), the gate
 //! ([`compare`]), change points over a history after the merge
-//! ([`trend`]), the fleet view ([`fleet`]) and the break-even solver
+//! ([`trend`]), the fleet view ([`fleet`]), node acceptance against a
+//! per-machine-type baseline ([`acceptance`]) and the break-even solver
 //! ([`breakeven`]).
 //!
 //! It depends on `benchsuite-core` only; no benchmark depends on it, so an
@@ -23,6 +24,7 @@
 //! assert!(!verdict.passed()); // an empty new report never passes
 //! ```
 
+pub mod acceptance;
 pub mod breakeven;
 pub mod compare;
 pub mod export;

@@ -1,0 +1,312 @@
+//! `benchsuite baseline` and `benchsuite check`: node acceptance against a
+//! per-machine-type baseline (see `benchsuite::acceptance`).
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, bail};
+use benchsuite::acceptance::{
+    Baseline, BuildOptions, Grade, NodeCheck, check, check_names, defective_nodes, npd_message,
+};
+use benchsuite::fleet::Fleet;
+use benchsuite_core::text::printable_line;
+use clap::{Args, ValueEnum};
+
+use crate::output::{Output, keep_verdict, replace_file};
+
+/// `benchsuite baseline REPORT... -o baseline.toml`.
+#[derive(Debug, Args)]
+pub struct BaselineArgs {
+    /// Healthy nodes' runs: reports, fleet reports (`benchsuite merge`) or
+    /// directories of them (`run --output-dir`). A node may appear in
+    /// several runs; each machine type gets its own bands.
+    #[arg(value_name = "REPORT", required = true)]
+    pub inputs: Vec<PathBuf>,
+
+    /// The least distance of a band's bound from the fleet's median
+    /// (bounds sit at 3 scaled MADs of the runs' spread, or this, whichever
+    /// is wider; this alone below 3 runs)
+    #[arg(long, value_name = "PERCENT", default_value = "5%")]
+    pub margin: String,
+
+    /// Merge into this existing baseline: machine types the new runs have
+    /// are replaced (keeping the severity and next step written on a
+    /// band), the others and every [[rule]] are kept. Without it an
+    /// existing -o file is refused
+    #[arg(long, value_name = "FILE")]
+    pub merge: Option<PathBuf>,
+
+    /// Write the baseline to FILE instead of stdout
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// How `check` writes its verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CheckFormat {
+    /// A table per node: every band and rule with its grade, value, bound
+    /// and reason, then the next steps.
+    Table,
+    /// The verdicts as JSON.
+    Json,
+    /// One line per FAILing node, `NODE<TAB>REASON`, nothing when all
+    /// pass: the reason to give `scontrol update nodename=NODE state=drain
+    /// reason=...` (see docs/fleet.md).
+    Slurm,
+    /// One line of at most --max-length characters, the message of a
+    /// Kubernetes Node Problem Detector custom plugin (exit 0 OK, 1
+    /// NonOK, 2 Unknown, as NPD reads it).
+    Npd,
+}
+
+/// `benchsuite check --baseline baseline.toml REPORT...`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The baseline (`benchsuite baseline`), as written or edited
+    #[arg(long, value_name = "FILE")]
+    pub baseline: PathBuf,
+
+    /// The node's report (`benchsuite run -o`), or a fleet report or a
+    /// directory of reports: each node judged alone
+    #[arg(value_name = "REPORT", required = true)]
+    pub inputs: Vec<PathBuf>,
+
+    /// Output format
+    #[arg(long, value_enum, default_value_t = CheckFormat::Table)]
+    pub format: CheckFormat,
+
+    /// The longest --format npd line (NPD's max_output_length)
+    #[arg(long, value_name = "CHARS", default_value_t = 80)]
+    pub max_length: usize,
+
+    /// Write to FILE instead of stdout
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+fn margin(text: &str) -> Result<f64> {
+    match benchsuite::compare::Tolerance::parse(text) {
+        Ok(benchsuite::compare::Tolerance::Relative(x)) if x < 1.0 => Ok(x),
+        Ok(_) => bail!("--margin `{text}`: give a percentage below 100% (`5%`)"),
+        Err(e) => bail!("--margin {e}"),
+    }
+}
+
+/// Every node's report in `inputs` (fleet reports give all their hosts),
+/// each with the file it came from.
+fn read_nodes(inputs: &[PathBuf]) -> Result<Vec<(PathBuf, benchsuite::Report)>> {
+    let mut out = Vec::new();
+    for path in crate::history_cmd::files(inputs)? {
+        for r in Fleet::read_hosts(&path)? {
+            out.push((path.clone(), r));
+        }
+    }
+    Ok(out)
+}
+
+/// Reads a baseline file; a parse error names the flag, file and line.
+fn read_baseline(path: &Path) -> Result<Baseline> {
+    crate::output::read_toml("--baseline", path)
+}
+
+/// Writes `text` to `output` or stdout.
+fn emit(output: Option<&Path>, text: &str) -> Result<()> {
+    match output {
+        Some(path) => replace_file(path, |w| w.write_all(text.as_bytes())),
+        None => {
+            let mut out = io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+            Ok(())
+        }
+    }
+}
+
+/// Builds (or merges) the baseline; 0 on success.
+pub fn cmd_baseline(args: &BaselineArgs, registry: &benchsuite::Registry) -> Result<i32> {
+    let options = BuildOptions {
+        margin: margin(&args.margin)?,
+        ..BuildOptions::default()
+    };
+    if let (Some(out), None) = (&args.output, &args.merge)
+        && out.exists()
+    {
+        bail!(
+            "-o {}: it exists; give --merge {} to rebuild it keeping its rules, edits and other machine types, or remove it first",
+            out.display(),
+            out.display()
+        );
+    }
+    let previous = args
+        .merge
+        .as_deref()
+        .map(|p| crate::output::read_toml::<Baseline>("--merge", p).map(|b| (p, b)));
+    let previous = previous.transpose()?;
+    let mut reports: Vec<benchsuite::Report> = read_nodes(&args.inputs)?
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    for r in &mut reports {
+        registry.fill_roles(r);
+    }
+    let built = Baseline::build(&reports, &options)?;
+    for m in &built.machines {
+        eprintln!(
+            "{}: {} band(s) from {} run(s) of {} host(s){}",
+            printable_line(&m.name),
+            m.bands.len(),
+            m.runs,
+            m.hosts.len(),
+            if m.runs < benchsuite::acceptance::MIN_RUNS_FOR_SPREAD {
+                " (fewer than 3 runs: the bands are the margin alone; add runs to learn the spread)"
+            } else {
+                ""
+            }
+        );
+    }
+    let baseline = match previous {
+        Some((path, old)) => {
+            if old.format != benchsuite::acceptance::BASELINE_FORMAT {
+                bail!(
+                    "--merge {}: baseline format {}; this benchsuite writes format {}",
+                    path.display(),
+                    old.format,
+                    benchsuite::acceptance::BASELINE_FORMAT
+                );
+            }
+            let (merged, replaced, kept) = built.merge_into(old);
+            eprintln!(
+                "merged into {}: {} machine type(s) rebuilt, {} kept as they were, {} rule(s) kept",
+                path.display(),
+                replaced.len(),
+                kept.len(),
+                merged.rules.len()
+            );
+            merged
+        }
+        None => built,
+    };
+    emit(args.output.as_deref(), &baseline.to_toml())?;
+    Ok(0)
+}
+
+/// The registry's benchmarks and their metrics, for rules' names.
+fn known(registry: &benchsuite::Registry) -> Vec<(String, Vec<String>)> {
+    registry
+        .benchmarks()
+        .map(|b| {
+            let m = b.meta();
+            (
+                m.id.to_string(),
+                m.metrics.iter().map(|x| x.name.to_string()).collect(),
+            )
+        })
+        .collect()
+}
+
+/// Judges every node; exit 0 when none FAILs (WARN included), 1 when one
+/// does, 2 (an error) when the baseline cannot judge a report.
+pub fn cmd_check(args: &CheckArgs, registry: &benchsuite::Registry) -> Result<i32> {
+    if args.max_length < 10 {
+        bail!("--max-length {}: give 10 or more", args.max_length);
+    }
+    let baseline = read_baseline(&args.baseline)?;
+    let name = args.baseline.display();
+    check_names(&baseline, &known(registry))
+        .map_err(|e| anyhow::anyhow!("--baseline {name}: {e}"))?;
+    let mut checks = Vec::new();
+    for (path, mut r) in read_nodes(&args.inputs)? {
+        registry.fill_roles(&mut r);
+        let c = check(&baseline, &r)
+            .map_err(|e| anyhow::anyhow!("{}: --baseline {name}: {e}", path.display()))?;
+        checks.push(c);
+    }
+    let worst = checks.iter().map(|c| c.grade).max().unwrap_or(Grade::Pass);
+    let code = worst.exit_code();
+    let text = match args.format {
+        CheckFormat::Table => table(&checks),
+        CheckFormat::Json => {
+            serde_json::to_string_pretty(&checks).expect("verdicts serialise") + "\n"
+        }
+        CheckFormat::Slurm => defective_nodes(&checks)
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}\t{}\n",
+                    printable_line(&c.host),
+                    c.drain_reason().unwrap_or_default()
+                )
+            })
+            .collect(),
+        CheckFormat::Npd => npd_message(&checks, args.max_length) + "\n",
+    };
+    if args.format == CheckFormat::Table {
+        let [p, w, f] = checks.iter().fold([0; 3], |mut a, c| {
+            a[c.grade as usize] += 1;
+            a
+        });
+        eprintln!(
+            "{} node(s): {p} PASS, {w} WARN, {f} FAIL{}",
+            checks.len(),
+            if f > 0 {
+                format!(
+                    "; defective: {}",
+                    defective_nodes(&checks)
+                        .iter()
+                        .map(|c| printable_line(&c.host).into_owned())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(
+        match keep_verdict(code, emit(args.output.as_deref(), &text))? {
+            Output::Written(()) => code,
+            Output::StdoutClosed(c) => c,
+        },
+    )
+}
+
+/// The table: per node, a line per result, then the next steps of those
+/// that did not pass.
+fn table(checks: &[NodeCheck]) -> String {
+    let mut s = String::new();
+    for c in checks {
+        s.push_str(&format!(
+            "{} ({}): {}\n",
+            printable_line(&c.host),
+            printable_line(&c.machine),
+            c.grade
+        ));
+        for r in &c.results {
+            let what = match (r.kind, &r.metric) {
+                ("band", Some(m)) => format!("{} {m}", r.record),
+                _ => r.rule.clone(),
+            };
+            s.push_str(&format!(
+                "  {:<4}  {}: {}\n",
+                r.grade.as_str(),
+                printable_line(&what),
+                printable_line(&r.reason),
+            ));
+        }
+        let next: Vec<_> = c.problems();
+        if !next.is_empty() {
+            s.push_str("  next:\n");
+            for r in next {
+                if let Some(n) = &r.next {
+                    s.push_str(&format!(
+                        "    {} {}: {}\n",
+                        r.grade.as_str(),
+                        printable_line(&r.record),
+                        printable_line(n)
+                    ));
+                }
+            }
+        }
+    }
+    s
+}
