@@ -67,9 +67,33 @@ pub struct CheckArgs {
     pub baseline: PathBuf,
 
     /// The node's report (`benchsuite run -o`), or a fleet report or a
-    /// directory of reports: each node judged alone
-    #[arg(value_name = "REPORT", required = true)]
+    /// directory of reports: each node judged alone. Or none, with
+    /// --measure
+    #[arg(value_name = "REPORT", required_unless_present = "measure")]
     pub inputs: Vec<PathBuf>,
+
+    /// Measure this node first (`benchsuite run RUN_ARGS`, `--quick` when
+    /// none are given after `--`), then measure again, --wait apart, the
+    /// records of every band or rule that did not pass, up to --retries
+    /// times: a result FAILs only when every measurement failed it, one
+    /// that failed and then passed WARNs (intermittent)
+    #[arg(long, conflicts_with = "inputs")]
+    pub measure: bool,
+
+    /// With --measure: how many times to measure again what did not pass
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub retries: usize,
+
+    /// With --measure: the pause before each measuring again (a state of
+    /// the machine often outlasts a run)
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = wait_arg)]
+    pub wait: std::time::Duration,
+
+    /// With --measure: the arguments of each `run` (after `--`), e.g.
+    /// `-- -f health.toml`; default `--quick`. The baseline must have been
+    /// built from runs of the same arguments
+    #[arg(last = true, value_name = "RUN_ARGS", requires = "measure")]
+    pub run_args: Vec<String>,
 
     /// Output format
     #[arg(long, value_enum, default_value_t = CheckFormat::Table)]
@@ -82,6 +106,114 @@ pub struct CheckArgs {
     /// Write to FILE instead of stdout
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+fn wait_arg(text: &str) -> Result<std::time::Duration, String> {
+    benchsuite_core::units::parse_duration(text)
+}
+
+/// The arguments of each measuring run after `--`, minus those `check`
+/// sets itself.
+fn check_run_args(run_args: &[String]) -> Result<()> {
+    for a in run_args {
+        let flag = a.split('=').next().unwrap_or(a);
+        if ["-o", "--output", "--format", "--only", "--output-dir"].contains(&flag) {
+            bail!("{a} after `--`: check --measure sets each run's -o, --format and --only itself");
+        }
+    }
+    Ok(())
+}
+
+/// One `benchsuite run` of this binary into `dir/NAME.json`, restricted to
+/// `only` when given; its report.
+fn measure_once(
+    dir: &Path,
+    name: &str,
+    run_args: &[String],
+    only: &[String],
+) -> Result<benchsuite::Report> {
+    let exe = std::env::current_exe()
+        .map_err(|e| anyhow::anyhow!("--measure: cannot find this benchsuite's path: {e}"))?;
+    let path = dir.join(format!("{name}.json"));
+    let mut cmd = std::process::Command::new(&exe);
+    cmd.arg("run");
+    if run_args.is_empty() {
+        cmd.arg("--quick");
+    } else {
+        cmd.args(run_args);
+    }
+    for k in only {
+        cmd.arg("--only").arg(k);
+    }
+    if !run_args.iter().any(|a| a == "--no-progress") {
+        cmd.arg("--no-progress");
+    }
+    cmd.arg("-o").arg(&path);
+    cmd.stdout(std::process::Stdio::null());
+    let out = cmd
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .map_err(|e| anyhow::anyhow!("--measure: cannot run {}: {e}", exe.display()))?;
+    if !out.status.success() || !path.is_file() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let line = err
+            .lines()
+            .find(|l| l.starts_with("error"))
+            .or_else(|| err.lines().rev().find(|l| !l.trim().is_empty()))
+            .unwrap_or("");
+        bail!(
+            "--measure: `benchsuite run` failed ({}): {}",
+            out.status,
+            printable_line(line)
+        );
+    }
+    match Fleet::read_file(&path)? {
+        benchsuite::fleet::ReportFile::Report(r) => Ok(r),
+        benchsuite::fleet::ReportFile::Fleet(_) => bail!("--measure: the run wrote a fleet report"),
+    }
+}
+
+/// Measures this node, judges it, and measures again what did not pass.
+fn measure_and_check(
+    args: &CheckArgs,
+    baseline: &Baseline,
+    registry: &benchsuite::Registry,
+) -> Result<NodeCheck> {
+    check_run_args(&args.run_args)?;
+    let scratch =
+        benchsuite::scratch::ScratchDir::new(&std::env::temp_dir(), "benchsuite-check")
+            .map_err(|e| anyhow::anyhow!("--measure: cannot create a scratch directory: {e}"))?;
+    let started = std::time::Instant::now();
+    let mut report = measure_once(scratch.path(), "m0", &args.run_args, &[])?;
+    registry.fill_roles(&mut report);
+    let first = check(baseline, &report)?;
+    let mut again = Vec::new();
+    let mut current = first.clone();
+    for k in 1..=args.retries {
+        let keys = benchsuite::acceptance::records_to_remeasure(&current, &report);
+        if keys.is_empty() {
+            break;
+        }
+        eprintln!(
+            "check: {} record(s) did not pass; measuring them again in {} s ({k}/{})",
+            keys.len(),
+            args.wait.as_secs_f64(),
+            args.retries
+        );
+        std::thread::sleep(args.wait);
+        let mut r = measure_once(scratch.path(), &format!("m{k}"), &args.run_args, &keys)?;
+        registry.fill_roles(&mut r);
+        again.push(check(baseline, &r)?);
+        current = benchsuite::acceptance::remeasured(&first, &again);
+        // Only what still did not pass is measured again.
+        report = r;
+    }
+    eprintln!(
+        "check: measured in {:.1} s ({} time(s))",
+        started.elapsed().as_secs_f64(),
+        again.len() + 1
+    );
+    Ok(current)
 }
 
 fn margin(text: &str) -> Result<f64> {
@@ -215,6 +347,12 @@ pub fn cmd_check(args: &CheckArgs, registry: &benchsuite::Registry) -> Result<i3
     check_names(&baseline, &known(registry))
         .map_err(|e| anyhow::anyhow!("--baseline {name}: {e}"))?;
     let mut checks = Vec::new();
+    if args.measure {
+        checks.push(
+            measure_and_check(args, &baseline, registry)
+                .map_err(|e| anyhow::anyhow!("--baseline {name}: {e:#}"))?,
+        );
+    }
     for (path, mut r) in read_nodes(&args.inputs)? {
         registry.fill_roles(&mut r);
         let c = check(&baseline, &r)

@@ -320,3 +320,95 @@ fn a_baseline_that_cannot_judge_the_report_exits_2_naming_why() {
     let e = judge(&broken, &r);
     assert!(e.contains("has no unit"), "{e}");
 }
+
+#[test]
+fn check_measure_runs_the_node_and_measures_again_what_did_not_pass() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs: Vec<PathBuf> = ["a", "b", "c"]
+        .iter()
+        .map(|h| node_run(tmp.path(), h))
+        .collect();
+    let base = tmp.path().join("baseline.toml");
+    let mut args = vec!["baseline", "--margin", "40%", "-o", s(&base)];
+    args.extend(runs.iter().map(|p| s(p)));
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // The node's machine type must match: the runs' host name is edited,
+    // the machine is this one.
+    let measure = |baseline: &Path| {
+        let mut a = vec![
+            "check",
+            "--baseline",
+            s(baseline),
+            "--measure",
+            "--wait",
+            "0s",
+        ];
+        a.extend([
+            "--format",
+            "json",
+            "--",
+            "os.syscall",
+            "cpu.prime",
+            "--quick",
+        ]);
+        a.extend_from_slice(FAST);
+        run(&a)
+    };
+    let o = measure(&base);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("check: measured in"), "{}", stderr(&o));
+    // A band no run of this machine can meet (cpu.prime at least 100× its
+    // median): measured three times, failed every time, exit 1.
+    let text = std::fs::read_to_string(&base).unwrap();
+    let at = text.find("{ record = \"cpu.prime").unwrap();
+    let row_end = at + text[at..].find('\n').unwrap();
+    let row = &text[at..row_end];
+    let min_at = row.find("min = \"").unwrap() + "min = \"".len();
+    let min_end = min_at + row[min_at..].find('"').unwrap();
+    let mut impossible = text.clone();
+    impossible.replace_range(at + min_at..at + min_end, "1 Pevent/s");
+    let sick = tmp.path().join("impossible.toml");
+    std::fs::write(&sick, impossible).unwrap();
+    let o = measure(&sick);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stderr(&o).contains("measuring them again"),
+        "{}",
+        stderr(&o)
+    );
+    let j: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = j[0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["grade"] == "FAIL")
+        .unwrap();
+    assert!(
+        r["record"].as_str().unwrap().starts_with("cpu.prime"),
+        "{r}"
+    );
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .contains("measured 3×: FAIL → FAIL → FAIL; failed every time"),
+        "{r}"
+    );
+    // Flags `check` sets itself are refused after `--`; a report and
+    // --measure together are refused by the parser.
+    let o = run(&[
+        "check",
+        "--baseline",
+        s(&base),
+        "--measure",
+        "--",
+        "-o",
+        "x.json",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("sets each run's -o"), "{}", stderr(&o));
+    let o = run(&["check", "--baseline", s(&base), "--measure", s(&runs[0])]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--measure"), "{}", stderr(&o));
+}

@@ -615,3 +615,91 @@ fn edit_distance(a: &str, b: &str) -> usize {
     }
     prev[b.len()]
 }
+
+/// Whether two results judge the same band or rule on the same record.
+fn same_result(a: &RuleResult, b: &RuleResult) -> bool {
+    a.kind == b.kind && a.rule == b.rule && a.record == b.record && a.metric == b.metric
+}
+
+/// The records to measure again: those of `first`'s results (a check of
+/// `report`) that did not pass and that the report holds (a record it
+/// lacks its plan does not make).
+pub fn records_to_remeasure(first: &NodeCheck, report: &Report) -> Vec<String> {
+    let mut keys: Vec<String> = first
+        .results
+        .iter()
+        .filter(|r| r.grade != Grade::Pass)
+        .filter(|r| report.records.iter().any(|x| x.requested_key() == r.record))
+        .map(|r| r.record.clone())
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// `first` with the results that did not pass judged again from later
+/// measurements of their records (`again`, oldest first, each a check of a
+/// report holding only those records). A result FAILs only when every
+/// measurement failed it; one that passed on its last measurement without
+/// ever failing PASSes (a borderline measured again); the rest (failed,
+/// then passed: intermittent) WARN. The value shown is the last
+/// measurement's, the reason says each.
+pub fn remeasured(first: &NodeCheck, again: &[NodeCheck]) -> NodeCheck {
+    let mut out = first.clone();
+    for r in out.results.iter_mut().filter(|r| r.grade != Grade::Pass) {
+        let tries: Vec<&RuleResult> = again
+            .iter()
+            .filter_map(|c| c.results.iter().find(|x| same_result(x, r)))
+            .collect();
+        let Some(last) = tries.last() else {
+            continue;
+        };
+        let grades: Vec<Grade> = std::iter::once(r.grade)
+            .chain(tries.iter().map(|t| t.grade))
+            .collect();
+        let grade = if grades.iter().all(|g| *g == Grade::Fail) {
+            Grade::Fail
+        } else if last.grade == Grade::Pass && !grades.contains(&Grade::Fail) {
+            Grade::Pass
+        } else {
+            Grade::Warn
+        };
+        let story = grades
+            .iter()
+            .map(|g| g.as_str())
+            .collect::<Vec<_>>()
+            .join(" → ");
+        let fails = grades.iter().filter(|g| **g == Grade::Fail).count();
+        let what = match grade {
+            Grade::Fail => "failed every time".to_string(),
+            Grade::Pass => "passed when measured again".to_string(),
+            Grade::Warn if fails > 0 && grades.contains(&Grade::Pass) => {
+                "intermittent: failed, and passed when measured again; watch this node".to_string()
+            }
+            Grade::Warn if fails > 0 => format!(
+                "failed {fails} of {} times, borderline the others",
+                grades.len()
+            ),
+            Grade::Warn => "still borderline".to_string(),
+        };
+        r.reason = format!(
+            "{} [measured {}×: {story}; {what}]",
+            last.reason,
+            grades.len()
+        );
+        r.grade = grade;
+        r.value = last.value;
+        r.interval = last.interval;
+        r.of_baseline = last.of_baseline;
+        if grade == Grade::Pass {
+            r.next = None;
+        }
+    }
+    out.grade = out
+        .results
+        .iter()
+        .map(|r| r.grade)
+        .max()
+        .unwrap_or(Grade::Pass);
+    out
+}

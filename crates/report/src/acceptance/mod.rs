@@ -28,7 +28,10 @@ pub use baseline::{
     BAND_MADS, BASELINE_FORMAT, Band, BandValues, Baseline, Bound, BuildOptions, DEFAULT_MARGIN,
     MIN_RUNS_FOR_SPREAD, MachineBaseline, MachineType, PERCENT_MARGIN_PP, Requirement, Rule,
 };
-pub use check::{NodeCheck, RuleResult, check, check_names, defective_nodes, npd_message};
+pub use check::{
+    NodeCheck, RuleResult, check, check_names, defective_nodes, npd_message, records_to_remeasure,
+    remeasured,
+};
 pub use quantity::{format_quantity, parse_quantity};
 
 /// How bad a broken rule is.

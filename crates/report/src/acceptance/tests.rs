@@ -404,3 +404,49 @@ fn the_npd_message_fits_its_length_and_names_the_worst_problem() {
         .collect();
     assert_eq!(d, ["c"]);
 }
+
+#[test]
+fn a_result_fails_only_when_every_measurement_fails_it_and_a_flip_warns() {
+    let b = Baseline::build(&fleet(), &BuildOptions::default()).unwrap();
+    let slow = node("n", 35e9, 80e-9, 0.002);
+    let first = check(&b, &slow).unwrap();
+    assert_eq!(first.grade, Grade::Fail);
+    assert_eq!(
+        records_to_remeasure(&first, &slow),
+        ["mem.bandwidth op=triad"]
+    );
+    // Measured again, only that record.
+    let again = |bw: f64| {
+        let mut r = node("n", bw, 80e-9, 0.002);
+        r.records.truncate(1);
+        check(&b, &r).unwrap()
+    };
+    let still = remeasured(&first, &[again(36e9), again(34e9)]);
+    assert_eq!(still.grade, Grade::Fail);
+    assert!(
+        still.results[0]
+            .reason
+            .contains("FAIL → FAIL → FAIL; failed every time"),
+        "{:?}",
+        still.results[0]
+    );
+    // Failed, then passed: intermittent, WARN (a node is not drained for a
+    // state that went away, nor called healthy).
+    let flip = remeasured(&first, &[again(50e9)]);
+    assert_eq!(flip.grade, Grade::Warn);
+    assert!(
+        flip.results[0].reason.contains("intermittent"),
+        "{:?}",
+        flip.results[0]
+    );
+    assert_eq!(flip.results[0].value, Some(50e9));
+    // A borderline that passes when measured again passes.
+    let edge = node("n", 50e9 * 0.945, 80e-9, 0.05);
+    let first = check(&b, &edge).unwrap();
+    assert_eq!(first.grade, Grade::Warn);
+    let ok = remeasured(&first, &[again(50e9)]);
+    assert_eq!(ok.grade, Grade::Pass);
+    assert_eq!(ok.results[0].next, None);
+    // The latency band passed the first time: not measured again, kept.
+    assert_eq!(ok.results[1], first.results[1]);
+}
