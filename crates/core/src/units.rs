@@ -146,7 +146,14 @@ pub fn format_si(v: f64, unit: &str) -> String {
         // Past the largest prefix, scientific: never hundreds of digits.
         return format!("{v:.3e} {unit}");
     }
-    let (scale, prefix) = if a >= 1e12 {
+    let (scale, prefix) = si_prefix(a);
+    format!("{:.3} {prefix}{unit}", v / scale)
+}
+
+/// The SI prefix a magnitude `a` (≥ 0) is written with, up to tera, and
+/// its scale: `(1e9, "G")` for 3.2e9.
+pub fn si_prefix(a: f64) -> (f64, &'static str) {
+    if a >= 1e12 {
         (1e12, "T")
     } else if a >= 1e9 {
         (1e9, "G")
@@ -156,8 +163,7 @@ pub fn format_si(v: f64, unit: &str) -> String {
         (1e3, "k")
     } else {
         (1.0, "")
-    };
-    format!("{:.3} {prefix}{unit}", v / scale)
+    }
 }
 
 /// Formats a value in its unit for humans: seconds get a time unit, rates

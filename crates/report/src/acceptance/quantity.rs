@@ -22,21 +22,8 @@ pub fn format_quantity(v: f64, unit: &str) -> String {
             }
         }
         "%" | "" => (1.0, ""),
-        _ => {
-            if a >= 1e15 {
-                (1.0, "")
-            } else if a >= 1e12 {
-                (1e12, "T")
-            } else if a >= 1e9 {
-                (1e9, "G")
-            } else if a >= 1e6 {
-                (1e6, "M")
-            } else if a >= 1e3 {
-                (1e3, "k")
-            } else {
-                (1.0, "")
-            }
-        }
+        _ if a >= 1e15 => (1.0, ""),
+        _ => benchsuite_core::units::si_prefix(a),
     };
     let x = v / scale;
     let text = if x != 0.0 && (x.abs() >= 1e6 || x.abs() < 1e-3) {
