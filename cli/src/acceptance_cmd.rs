@@ -49,8 +49,9 @@ pub enum CheckFormat {
     Table,
     /// The verdicts as JSON.
     Json,
-    /// One line per FAILing node, `NODE<TAB>REASON`, nothing when all
-    /// pass: the reason to give `scontrol update nodename=NODE state=drain
+    /// One line per FAILing node, `NODE<TAB>REASON` (NODE: the launcher's
+    /// node name, else the short host name), nothing when all pass: the
+    /// reason to give `scontrol update nodename=NODE state=drain
     /// reason=...` (see docs/fleet.md).
     Slurm,
     /// One line of at most --max-length characters, the message of a
@@ -72,8 +73,8 @@ pub struct CheckArgs {
     #[arg(value_name = "REPORT", required_unless_present = "measure")]
     pub inputs: Vec<PathBuf>,
 
-    /// Measure this node first (`benchsuite run RUN_ARGS`, `--quick` when
-    /// none are given after `--`), then measure again, --wait apart, the
+    /// Measure this node first (`benchsuite run RUN_ARGS`, `--profile
+    /// health` when none are given after `--`), then measure again, --wait apart, the
     /// records of every band or rule that did not pass, up to --retries
     /// times: a result FAILs only when every measurement failed it, one
     /// that failed and then passed WARNs (intermittent)
@@ -90,8 +91,8 @@ pub struct CheckArgs {
     pub wait: std::time::Duration,
 
     /// With --measure: the arguments of each `run` (after `--`), e.g.
-    /// `-- -f health.toml`; default `--quick`. The baseline must have been
-    /// built from runs of the same arguments
+    /// `-- cpu mem --profile health`; default `--profile health`. The
+    /// baseline must have been built from runs of the same arguments
     #[arg(last = true, value_name = "RUN_ARGS", requires = "measure")]
     pub run_args: Vec<String>,
 
@@ -138,7 +139,7 @@ fn measure_once(
     let mut cmd = std::process::Command::new(&exe);
     cmd.arg("run");
     if run_args.is_empty() {
-        cmd.arg("--quick");
+        cmd.args(["--profile", "health"]);
     } else {
         cmd.args(run_args);
     }
@@ -203,7 +204,11 @@ fn measure_and_check(
         std::thread::sleep(args.wait);
         let mut r = measure_once(scratch.path(), &format!("m{k}"), &args.run_args, &keys)?;
         registry.fill_roles(&mut r);
-        again.push(check(baseline, &r)?);
+        let mut c = check(baseline, &r)?;
+        // Only the records measured again speak (the others are missing
+        // from this report by design).
+        c.results.retain(|x| keys.contains(&x.record));
+        again.push(c);
         current = benchsuite::acceptance::remeasured(&first, &again);
         // Only what still did not pass is measured again.
         report = r;
@@ -336,6 +341,62 @@ fn known(registry: &benchsuite::Registry) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
+/// Every host of `hosts` judged by the baseline at `path` (its rules
+/// checked against the registry first), for `merge --baseline`.
+pub(crate) fn judge_hosts(
+    path: &Path,
+    hosts: Vec<benchsuite::Report>,
+    registry: &benchsuite::Registry,
+) -> Result<Vec<NodeCheck>> {
+    let baseline = read_baseline(path)?;
+    let name = path.display();
+    check_names(&baseline, &known(registry))
+        .map_err(|e| anyhow::anyhow!("--baseline {name}: {e}"))?;
+    hosts
+        .into_iter()
+        .map(|mut r| {
+            registry.fill_roles(&mut r);
+            check(&baseline, &r).map_err(|e| {
+                anyhow::anyhow!(
+                    "{}: --baseline {name}: {e}",
+                    printable_line(&benchsuite::fleet::host_label(&r))
+                )
+            })
+        })
+        .collect()
+}
+
+/// The fleet's acceptance summary after `merge`'s view: the counts, then
+/// each defective node with its drain reason; the exit code (1 when a
+/// node FAILs).
+pub(crate) fn write_fleet_summary(out: &mut dyn Write, checks: &[NodeCheck]) -> Result<i32> {
+    let mut counts = [0; 3];
+    for c in checks {
+        counts[c.grade as usize] += 1;
+    }
+    writeln!(
+        out,
+        "\nacceptance: {} node(s), {} PASS, {} WARN, {} FAIL",
+        checks.len(),
+        counts[0],
+        counts[1],
+        counts[2]
+    )?;
+    let defective = defective_nodes(checks);
+    if !defective.is_empty() {
+        writeln!(out, "defective nodes:")?;
+        for c in &defective {
+            writeln!(
+                out,
+                "  {}\t{}",
+                printable_line(&c.node),
+                c.drain_reason().unwrap_or_default()
+            )?;
+        }
+    }
+    Ok(if defective.is_empty() { 0 } else { 1 })
+}
+
 /// Judges every node; exit 0 when none FAILs (WARN included), 1 when one
 /// does, 2 (an error) when the baseline cannot judge a report.
 pub fn cmd_check(args: &CheckArgs, registry: &benchsuite::Registry) -> Result<i32> {
@@ -371,7 +432,7 @@ pub fn cmd_check(args: &CheckArgs, registry: &benchsuite::Registry) -> Result<i3
             .map(|c| {
                 format!(
                     "{}\t{}\n",
-                    printable_line(&c.host),
+                    printable_line(&c.node),
                     c.drain_reason().unwrap_or_default()
                 )
             })

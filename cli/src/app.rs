@@ -38,7 +38,7 @@ pub fn run(cli: Cli, registry: &Registry) -> Result<i32> {
         Command::Serve(a) => cmd_serve(&a),
         Command::Convert(a) => cmd_convert(&a),
         Command::Schema => cmd_schema(),
-        Command::Merge(a) => crate::fleet_cmd::cmd_merge(&a),
+        Command::Merge(a) => crate::fleet_cmd::cmd_merge(&a, registry),
         Command::Breakeven(a) => crate::breakeven_cmd::cmd_breakeven(&a),
         Command::Report(a) => crate::report_cmd::cmd_report(&a, registry),
         Command::History(a) => crate::history_cmd::cmd_history(&a, registry),

@@ -134,6 +134,16 @@ pub enum Command {
     Man(ManArgs),
 }
 
+/// `run --profile`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Profile {
+    /// The quick pass with samples of at least 50 ms: a node health check.
+    Health,
+}
+
+/// The least sample time of `--profile health`.
+pub const HEALTH_MIN_SAMPLE: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// `benchsuite completions SHELL`.
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
@@ -270,6 +280,14 @@ pub struct RunArgs {
     /// A fast pass: 3 runs, short samples, smaller default sizes.
     #[arg(long)]
     pub quick: bool,
+
+    /// A ready profile. health: the quick pass (every module, or the
+    /// selectors given) with samples of at least 50 ms, so that a
+    /// neighbour time-sharing a CPU shows in them (the median of shorter
+    /// samples runs between its time slices), a few seconds in all; what
+    /// `check --measure` runs. Explicit flags win over it
+    #[arg(long, value_enum, value_name = "PROFILE")]
+    pub profile: Option<Profile>,
 
     /// Output format: table (default on a terminal), json (default otherwise
     /// and for -o FILE.json), csv, md, and for CI dashboards: bmf (Bencher
@@ -682,6 +700,12 @@ pub struct MergeArgs {
     /// printed to stdout either way.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Also judge every host by this acceptance baseline (`benchsuite
+    /// baseline`), as `check` does, and print the defective nodes with
+    /// their drain reasons after the fleet view; exit 1 if one FAILs
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
 }
 
 /// `--net-pairs MODE` (see [`benchsuite_fleet::NetPairs`]).

@@ -99,7 +99,8 @@ pub fn run_config(
     stdout_tty: bool,
 ) -> Result<(RunConfig, Output, FlagNames)> {
     // With no selector, `benchsuite run` is the safe quick pass over every module.
-    let quick = args.quick || (args.selectors.is_empty() && args.plan.is_none());
+    let quick =
+        args.quick || args.profile.is_some() || (args.selectors.is_empty() && args.plan.is_none());
     let mut cfg = if quick {
         RunConfig::quick()
     } else {
@@ -189,6 +190,9 @@ pub fn run_config(
             .map(|t| parse_duration(t).map_err(|e| anyhow!("invalid value `{t}` for {flag}: {e}")))
             .transpose()
     };
+    if args.profile == Some(crate::args::Profile::Health) {
+        cfg.min_sample_time = cfg.min_sample_time.max(crate::args::HEALTH_MIN_SAMPLE);
+    }
     if let Some(d) = dur("--min-sample-time", &args.min_sample_time)? {
         cfg.min_sample_time = d;
     }

@@ -9,8 +9,9 @@ use benchsuite::fleet::Fleet;
 use crate::args::MergeArgs;
 use crate::output::replace_file_as;
 
-/// `benchsuite merge`: one fleet report, and the fleet view on stdout.
-pub fn cmd_merge(args: &MergeArgs) -> Result<i32> {
+/// `benchsuite merge`: one fleet report, and the fleet view on stdout;
+/// with `--baseline`, each host judged and the defective ones listed.
+pub fn cmd_merge(args: &MergeArgs, registry: &benchsuite::Registry) -> Result<i32> {
     let mut reports = Vec::with_capacity(args.reports.len());
     for path in &args.reports {
         for r in Fleet::read_hosts(path)? {
@@ -24,9 +25,23 @@ pub fn cmd_merge(args: &MergeArgs) -> Result<i32> {
             w.write_all(b"\n")
         })?;
     }
+    // The baseline is read (and its rules checked) before anything is
+    // printed: a baseline that cannot judge is an error, not a verdict.
+    let judged = match &args.baseline {
+        Some(path) => Some(crate::acceptance_cmd::judge_hosts(
+            path,
+            fleet.hosts.clone(),
+            registry,
+        )?),
+        None => None,
+    };
     let view = fleet.view();
     let mut out = io::stdout().lock();
     view.write_table(&mut out)?;
+    let mut code = 0;
+    if let Some(checks) = &judged {
+        code = crate::acceptance_cmd::write_fleet_summary(&mut out, checks)?;
+    }
     out.flush()?;
     if let Some(path) = &args.output {
         eprintln!(
@@ -35,5 +50,5 @@ pub fn cmd_merge(args: &MergeArgs) -> Result<i32> {
             path.display()
         );
     }
-    Ok(0)
+    Ok(code)
 }

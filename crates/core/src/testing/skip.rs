@@ -55,6 +55,9 @@ pub enum Capability {
     /// `prometheus-client`: a `python3` that imports `prometheus_client`
     /// (Debian's python3-prometheus-client).
     PrometheusClient,
+    /// `stress-ng`: the `stress-ng` binary, a neighbour that loads a CPU
+    /// (Debian's stress-ng).
+    StressNg,
     /// `vulkan`: a wgpu adapter, i.e. a Vulkan driver (Mesa's lavapipe
     /// where there is no GPU: mesa-vulkan-drivers and libvulkan1).
     Vulkan,
@@ -96,6 +99,7 @@ const NAMES: &[(Capability, &str)] = &[
     (Capability::Man, "man"),
     (Capability::Openblas, "openblas"),
     (Capability::PrometheusClient, "prometheus-client"),
+    (Capability::StressNg, "stress-ng"),
     (Capability::Vulkan, "vulkan"),
     (Capability::Openat2, "openat2"),
     (Capability::MemUnder640g, "mem-under-640g"),

@@ -51,8 +51,11 @@ pub struct RuleResult {
 /// One node's verdict: every band and rule that applies to it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NodeCheck {
-    /// The node (its host name, and rank under a launcher).
+    /// The report's host (its host name, and rank under a launcher).
     pub host: String,
+    /// The node's name as a scheduler calls it (`scontrol update
+    /// nodename=`): the launcher's node name, else the short host name.
+    pub node: String,
     /// Its machine type's name.
     pub machine: String,
     /// The worst grade of its results (PASS when there are none).
@@ -519,8 +522,21 @@ pub fn check(baseline: &Baseline, report: &Report) -> Result<NodeCheck, Acceptan
         results.extend(judge_rule(rule, report, machine)?);
     }
     let grade = results.iter().map(|r| r.grade).max().unwrap_or(Grade::Pass);
+    let node = report
+        .cluster
+        .as_ref()
+        .and_then(|c| c.node.clone())
+        .or_else(|| {
+            report
+                .host
+                .hostname
+                .as_deref()
+                .map(|h| h.split('.').next().unwrap_or(h).to_string())
+        })
+        .unwrap_or_else(|| "unknown-host".into());
     Ok(NodeCheck {
         host: host_label(report),
+        node,
         machine: name,
         grade,
         results,
@@ -639,7 +655,9 @@ pub fn records_to_remeasure(first: &NodeCheck, report: &Report) -> Vec<String> {
 
 /// `first` with the results that did not pass judged again from later
 /// measurements of their records (`again`, oldest first, each a check of a
-/// report holding only those records). A result FAILs only when every
+/// report of the records measured again, holding the results of those
+/// records only: a record not measured again is missing from that report
+/// by design, not a failure). A result FAILs only when every
 /// measurement failed it; one that passed on its last measurement without
 /// ever failing PASSes (a borderline measured again); the rest (failed,
 /// then passed: intermittent) WARN. The value shown is the last

@@ -449,4 +449,12 @@ fn a_result_fails_only_when_every_measurement_fails_it_and_a_flip_warns() {
     assert_eq!(ok.results[0].next, None);
     // The latency band passed the first time: not measured again, kept.
     assert_eq!(ok.results[1], first.results[1]);
+    // A later check holding only the bandwidth record's results (as
+    // `check --measure` keeps them) leaves the latency result alone.
+    let mut only_bw = again(50e9);
+    only_bw
+        .results
+        .retain(|r| r.record == "mem.bandwidth op=triad");
+    let ok = remeasured(&first, &[only_bw]);
+    assert_eq!(ok.results[1], first.results[1]);
 }
