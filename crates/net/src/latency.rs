@@ -47,6 +47,11 @@ benchsuite_core::choice_enum! {
     /// Where the ping-pong's two threads run (`cpus`, as
     /// `os.context_switch` names them).
     enum Cpus {
+        /// `same` for the ping-pong with the in-process server, `any` with
+        /// `--peer` or a rate: the default, one placement every run (`any`
+        /// flips between the costs of `same` and `different` from run to
+        /// run).
+        Auto = "auto",
         /// Where the scheduler puts them.
         Any = "any",
         /// Both on one CPU.
@@ -97,8 +102,8 @@ impl Benchmark for Latency {
                 ),
                 ParamSpec::choice_of(
                     "cpus",
-                    "where the ping-pong's two threads run (in-process server only): any: where the scheduler puts them (plain sockperf); same: this client thread and the server's echo thread pinned to one CPU (a round trip is two context switches, no cross-CPU wake-up; taskset -c 0 on both sockperf ends); different: pinned to two CPUs (every wake-up crosses CPUs, as it does between two hosts)",
-                    Cpus::Any,
+                    "where the ping-pong's two threads run: auto: same for the ping-pong with the in-process server, any with --peer or a rate; any: where the scheduler puts them (plain sockperf; the round trip then changes with the placement, run to run: on a 2-vCPU VM 12 or 57 µs); same: this client thread and the server's echo thread pinned to one CPU (a round trip is two context switches, no cross-CPU wake-up; taskset -c 0 on both sockperf ends); different: pinned to two CPUs (every wake-up crosses CPUs, as it does between two hosts). same and different need the in-process server",
+                    Cpus::Auto,
                 ),
                 ParamSpec::rate(
                     "rate",
@@ -111,13 +116,13 @@ impl Benchmark for Latency {
 
     fn validate(&self, ctx: &Context, point: &Point) -> Result<(), ConfigError> {
         if let Some(cpus) = point.get("cpus").and_then(Value::as_str)
-            && Cpus::from_name(cpus) != Some(Cpus::Any)
+            && !matches!(Cpus::from_name(cpus), Some(Cpus::Any | Cpus::Auto))
             && ctx.options.contains_key("peer")
         {
             return Err(ConfigError::InvalidValue {
                 param: "cpus".into(),
                 value: cpus.into(),
-                reason: "with --peer the server is another process, not this one's to place: leave cpus=any and pin each end: `benchsuite serve --echo-cpu N` there, `taskset -c M benchsuite run ...` here".into(),
+                reason: "with --peer the server is another process, not this one's to place: leave cpus=auto (or any) and pin each end: `benchsuite serve --echo-cpu N` there, `taskset -c M benchsuite run ...` here".into(),
             });
         }
         let udp = point
@@ -169,7 +174,7 @@ impl Benchmark for Latency {
         let udp = point.choice::<Proto>("proto")? == Proto::Udp;
         let block = point.u64("block")? as usize;
         let load = point.choice::<LoadKind>("load")? == LoadKind::Tcp;
-        let cpus = point.choice::<Cpus>("cpus")?;
+        let asked = point.choice::<Cpus>("cpus")?;
         let rate = match Rate::of(point) {
             Rate::Closed => None,
             Rate::Fixed(r) => Some(r),
@@ -178,6 +183,13 @@ impl Benchmark for Latency {
                     "rate=auto reached net.latency unresolved: it stands for a ladder of rates that the capacity search (`benchsuite run` with rate=auto) measures one by one; give a number of requests per second, or off".into(),
                 ));
             }
+        };
+        // auto: one placement every run for the closed loop; the open
+        // loop (a rate) and a peer keep the scheduler's.
+        let cpus = match asked {
+            Cpus::Auto if ctx.options.contains_key("peer") || rate.is_some() => Cpus::Any,
+            Cpus::Auto => Cpus::Same,
+            c => c,
         };
         if udp && rate.is_some() && block < open::UDP_TAG {
             return Err(BenchError::Other(format!(
@@ -272,7 +284,8 @@ impl Benchmark for Latency {
         };
         match placement {
             Some((client, server)) => about.notes.push(format!(
-                "cpus={cpus}: this client thread ran on CPU {client}, the server's echo thread on CPU {server}{}",
+                "cpus={}: this client thread ran on CPU {client}, the server's echo thread on CPU {server}{}",
+                if asked == Cpus::Auto { format!("auto (as {cpus})") } else { cpus.to_string() },
                 if load { "; the load's sender and sink were not pinned" } else { "" }
             )),
             None if route == Route::Loopback => about.notes.push(
@@ -520,7 +533,7 @@ impl Case for LatencyCase {
 fn placement(cpus: Cpus) -> Result<Option<(usize, usize)>, BenchError> {
     let allowed = allowed_cpus();
     match (cpus, allowed.as_slice()) {
-        (Cpus::Any, _) => Ok(None),
+        (Cpus::Any | Cpus::Auto, _) => Ok(None),
         (Cpus::Same, [a, ..]) => Ok(Some((*a, *a))),
         (Cpus::Different, [a, b, ..]) => Ok(Some((*a, *b))),
         (Cpus::Different, _) => Err(BenchError::Skip(format!(

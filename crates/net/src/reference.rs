@@ -176,7 +176,10 @@ fn latency_on(ctx: &Context, point: &Point, port: u16, cpus: &[usize]) -> Option
     let port = port.to_string();
     let (client_cpu, server_cpu) = match (point.get("cpus")?.as_str()?, cpus) {
         ("any", _) => (None, None),
-        ("same", [a, ..]) => (Some(*a), Some(*a)),
+        // auto is the benchmark's: any for an open loop, else same (the
+        // reference runs on loopback only, never with --peer).
+        ("auto", _) if rate.is_some() => (None, None),
+        ("same" | "auto", [a, ..]) => (Some(*a), Some(*a)),
         ("different", [a, b, ..]) => (Some(*a), Some(*b)),
         _ => return None,
     };
@@ -421,15 +424,33 @@ mod tests {
             &[2, 3],
         )
         .unwrap();
+        // The default, cpus=auto: both ends on the first CPU, as ours.
+        assert_eq!(
+            r.command(),
+            "taskset -c 2 sockperf ping-pong --tcp -i 127.0.0.1 -p 11111 -m 64 --full-rtt -t 4"
+        );
+        assert_eq!(
+            r.server_argv.unwrap(),
+            argv([
+                "taskset",
+                "-c",
+                "2",
+                "sockperf",
+                "sr",
+                "--tcp",
+                "-i",
+                "127.0.0.1",
+                "-p",
+                "11111"
+            ])
+        );
+        assert_eq!(r.note, None);
+        let any = point(&b, &[("block", Value::Int(64)), ("cpus", s("any"))]);
+        let r = latency_on(&ctx(), &any, 11111, &[2, 3]).unwrap();
         assert_eq!(
             r.command(),
             "sockperf ping-pong --tcp -i 127.0.0.1 -p 11111 -m 64 --full-rtt -t 4"
         );
-        assert_eq!(
-            r.server_argv.unwrap(),
-            argv(["sockperf", "sr", "--tcp", "-i", "127.0.0.1", "-p", "11111"])
-        );
-        assert_eq!(r.note, None);
         let p = point(&b, &[("cpus", s("different")), ("proto", s("udp"))]);
         let r = latency_on(&ctx(), &p, 11111, &[2, 3]).unwrap();
         assert_eq!(
