@@ -83,9 +83,12 @@
 //!   cycle), 2 on older Intel cores, 4 on Zen 3/4. Integer kernels use the
 //!   instruction's published throughput for the table's cores. An unknown
 //!   CPU, or an instruction the table does not list (`vdpbf16ps`: bf16
-//!   records carry no peak; it issued ≈0.46 per cycle on Emerald Rapids,
-//!   a quarter of the f16 FMA rate), gets no peak and a caveat saying why —
-//!   never a guess.
+//!   records carry no peak but on Zen 5, where it was measured at the f32
+//!   FMA's 2 per cycle; it issued ≈0.46 per cycle on Emerald Rapids, a
+//!   quarter of the f16 FMA rate), gets no peak and a caveat saying why —
+//!   never a guess. Where the published sources disagree (Zen 5's
+//!   `vpmulld`, 512-bit VNNI), the table cites a measurement against an
+//!   instruction whose rate is sourced.
 //!
 //! The measured clock is that of scalar code. On Sapphire/Emerald Rapids
 //! heavy 512-bit FMA code runs at a lower clock than that (about 10% lower

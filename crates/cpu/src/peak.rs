@@ -337,17 +337,29 @@ const ZEN4: Uarch = Uarch {
 /// `imul r32`/`imul r64` 3 per cycle on ALU0-2. OSACA's Zen 5 table
 /// (RRZE-HPC/OSACA osaca/data/zen5.yml) agrees.
 ///
-/// Not listed: `vpmulld` at either width. LLVM puts it on pipes 0, 1 and 3:
-/// 3 per cycle at 256 bits (resources-avx2.s: 0.33) but 1.5 at 512 (the
-/// 2-cycle occupancy of Zen 4's double-pumped 512-bit ops, while the same
-/// model gives `vpmaddwd zmm` 2 per cycle on Zen 5's native 512-bit pipes),
-/// and OSACA gives 2 per cycle at both widths: no consistent figure.
-///
-/// Not listed either: `vpdpbusd zmm` and `vpdpwssd zmm`. The model gives their
-/// register form 2.00 (0.5 per cycle) but the memory form 0.67
-/// (Znver5/resources-avx512vnni.s), and OSACA gives 0.5 (2 per cycle); with the
-/// primary source contradicting itself and no vendor figure, there is no peak.
+/// Measured (a measurement is the source here; the published ones disagree):
+/// `vpmulld` at both widths, `vpdpbusd zmm`, `vpdpwssd zmm` and the BF16
+/// `vdpbf16ps zmm` (cpu.flops), 2 per cycle. LLVM puts `vpmulld` on pipes 0,
+/// 1 and 3, 3 per cycle at 256 bits (resources-avx2.s: 0.33) but 1.5 at 512,
+/// and gives `vpdpbusd`/`vpdpwssd zmm`'s register form 0.5 per cycle but
+/// the memory form 1.5 (Znver5/resources-avx512vnni.s); OSACA gives 2 per
+/// cycle for all of them. On an EPYC family 0x1a model 2 KVM guest
+/// (`benchsuite run cpu.iops --param precision=i8,i16,i32,i64 --param
+/// isa=avx512,avx2 --param threads=1`, 2026-11-29, CV ≤ 0.6%), each
+/// instruction's rate divided by that of an instruction the table has from
+/// the sources above (the clock cancels): `vpdpbusd zmm` 0.998 and
+/// `vpdpwssd zmm` 1.001 of `vpdpbusd ymm` (2 per cycle); `vpmulld zmm`
+/// 1.000 of `vpmullq zmm` (2 per cycle) and 0.97 of `vpdpbusd ymm`;
+/// `vpmulld ymm` 0.99 of `vpdpbusd ymm`; `vdpbf16ps zmm` 0.999 of
+/// `vfmadd231ps zmm` (2 per cycle, pub. 58455). Against the measured clock
+/// (4.32–4.47 GHz) that is 1.93–1.99 per cycle each: 2, as OSACA has it, and
+/// neither 1.5 nor 3.
 const ZEN5_INT: &[(&str, f64)] = &[
+    ("vpdpbusd zmm", 2.0),
+    ("vpdpwssd zmm", 2.0),
+    ("vpmulld zmm", 2.0),
+    ("vpmulld ymm", 2.0),
+    ("vdpbf16ps zmm", 2.0),
     ("vpmaddubsw zmm", 2.0),
     ("vpmaddwd zmm", 2.0),
     ("vpmullq zmm", 2.0),
@@ -826,6 +838,9 @@ mod tests {
         "vpmullq zmm",
     ];
     const AVX512_VNNI_KEYS: [&str; 2] = ["vpdpbusd zmm", "vpdpwssd zmm"];
+    /// cpu.flops' bf16 kernel looks its rate up in the same table; no
+    /// table must have it (none but Zen 5's has a source).
+    const BF16_KEYS: [&str; 1] = ["vdpbf16ps zmm"];
 
     /// What a table entry's cores can run, and the keys its table leaves
     /// out on purpose (each table's doc comment says why).
@@ -868,15 +883,8 @@ mod tests {
             spec(ZEN3, false, false, false, &[]),
             // LLVM's register and memory forms contradict each other.
             spec(ZEN4, true, true, false, &AVX512_VNNI_KEYS),
-            // The same, and `vpmulld`: 3 per cycle at 256 bits but 1.5 at
-            // 512 in LLVM, 2 at both in OSACA.
-            spec(
-                ZEN5,
-                true,
-                true,
-                true,
-                &["vpdpbusd zmm", "vpdpwssd zmm", "vpmulld ymm", "vpmulld zmm"],
-            ),
+            // Where the sources disagree, measured (the table's comment).
+            spec(ZEN5, true, true, true, &[]),
             // No source for the 256-bit data path's 512-bit rate.
             spec(
                 ZEN5_256,
@@ -933,6 +941,7 @@ mod tests {
             .chain(&AVX_VNNI_KEYS)
             .chain(&AVX512_KEYS)
             .chain(&AVX512_VNNI_KEYS)
+            .chain(&BF16_KEYS)
             .copied()
             .collect();
         for u in entries {
@@ -997,7 +1006,10 @@ mod tests {
             (id("AuthenticAMD", 0x19, 0x01), "imul r64", Some(1.0)),
             (id("AuthenticAMD", 0x19, 0x11), "vpmulld zmm", Some(1.0)), // Genoa
             (id("AuthenticAMD", 0x19, 0x11), "vpdpbusd zmm", None),
-            (id("AuthenticAMD", 0x1A, 0x02), "vpmulld ymm", None), // Turin
+            (id("AuthenticAMD", 0x1A, 0x02), "vpmulld ymm", Some(2.0)), // Turin, measured
+            (id("AuthenticAMD", 0x1A, 0x02), "vpdpbusd zmm", Some(2.0)),
+            (id("AuthenticAMD", 0x1A, 0x02), "vdpbf16ps zmm", Some(2.0)),
+            (id("AuthenticAMD", 0x19, 0x11), "vdpbf16ps zmm", None), // Genoa: unmeasured
             (id("AuthenticAMD", 0x1A, 0x02), "vpmaddwd zmm", Some(2.0)),
             (id("AuthenticAMD", 0x1A, 0x02), "vpdpbusd ymm", Some(2.0)),
             (id("AuthenticAMD", 0x1A, 0x02), "imul r32", Some(3.0)),
