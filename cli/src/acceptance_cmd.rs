@@ -425,7 +425,7 @@ pub fn cmd_check(args: &CheckArgs, registry: &benchsuite::Registry) -> Result<i3
     let text = match args.format {
         CheckFormat::Table => table(&checks),
         CheckFormat::Json => {
-            serde_json::to_string_pretty(&checks).expect("verdicts serialise") + "\n"
+            benchsuite_core::text::to_json_pretty(&checks).expect("verdicts serialise") + "\n"
         }
         CheckFormat::Slurm => defective_nodes(&checks)
             .iter()

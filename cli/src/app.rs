@@ -355,7 +355,7 @@ fn cmd_info(args: &InfoArgs, registry: &Registry) -> Result<i32> {
     host.extra = benchsuite::runner::module_facts(registry, &ctx);
     let mut out = io::stdout().lock();
     if format == Format::Json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&host)?)?;
+        writeln!(out, "{}", benchsuite_core::text::to_json_pretty(&host)?)?;
         return Ok(0);
     }
     benchsuite::export::host::write_host(

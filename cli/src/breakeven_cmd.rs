@@ -122,7 +122,7 @@ pub fn cmd_breakeven(args: &BreakevenArgs) -> Result<i32> {
     ];
     let b = breakeven::solve(args.events, bytes, inputs);
     let text = match args.format.as_str() {
-        "json" => format!("{}\n", serde_json::to_string_pretty(&b)?),
+        "json" => format!("{}\n", benchsuite_core::text::to_json_pretty(&b)?),
         "table" => breakeven::render(&b),
         other => bail!("--format {other}: expected table or json"),
     };

@@ -132,7 +132,7 @@ pub fn run(bins: &[PathBuf], args: &CompareArgs) -> Result<(Report, Report)> {
     for (name, r) in [("base", &base), ("new", &new)] {
         let path = args.interleave_dir.join(format!("interleave-{name}.json"));
         crate::output::replace_file_as("--interleave-dir", &path, |w| {
-            serde_json::to_writer_pretty(&mut *w, r)?;
+            benchsuite_core::text::write_json_pretty(&mut *w, r)?;
             writeln!(w)
         })?;
         eprintln!("{name} report: {}", path.display());

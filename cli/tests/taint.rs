@@ -118,10 +118,21 @@ fn a_hostile_report_reaches_no_terminal_or_file_raw() {
             );
         }
     }
-    // JSON escapes the C0 controls; the report reads back as it was.
+    // JSON escapes every control, C1 and bidi character (`\u009b`,
+    // `\u202e`), and the report reads back as it was.
     let o = bench(&["convert", p, "--format", "json"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    assert!(!text(&o.stdout).contains('\u{1b}'));
+    assert_clean("json", &o);
+    let back: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(back["records"][0]["notes"][0], HOSTILE);
+    // The HTML page: its text and its embedded JSON.
+    let page = dir.path().join("r.html");
+    let o = bench(&["report", p, "-o", page.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_clean("report", &o);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(raw(&html).is_empty(), "html has {:?}", raw(&html));
+    assert!(html.contains("evil"), "the text is gone from the page");
 
     // A report whose text does not parse: serde's error quotes it, and
     // `main` prints the chain with it escaped.

@@ -429,9 +429,10 @@ pub struct Peak {
 }
 
 impl Report {
-    /// Serialises as pretty JSON.
+    /// Serialises as pretty JSON, every string's terminal-steering
+    /// characters escaped ([`crate::text::to_json_pretty`]).
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("a report always serialises")
+        crate::text::to_json_pretty(self).expect("a report always serialises")
     }
 
     /// Parses a report and checks its schema major version: one pass

@@ -49,6 +49,87 @@ fn escaped(text: &str, bad: impl Fn(char) -> bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// JSON text whose strings hold no character [`is_unsafe`] calls unsafe:
+/// serde_json escapes the C0 controls, quotes and backslashes only, so a
+/// C1 control (U+009B is an 8-bit CSI to some terminals), DEL, a bidi
+/// override or a zero-width mark would reach a terminal that shows the
+/// file raw; here each is written `\uXXXX`, which every JSON reader reads
+/// back as the same character. Pretty (two-space indent) like
+/// `serde_json::to_string_pretty`.
+pub fn to_json_pretty<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
+    let mut out = Vec::with_capacity(1024);
+    write_json_pretty(&mut out, value)?;
+    Ok(String::from_utf8(out).expect("serde_json writes UTF-8"))
+}
+
+/// [`to_json_pretty`] into a writer.
+pub fn write_json_pretty<W: std::io::Write, T: serde::Serialize + ?Sized>(
+    out: W,
+    value: &T,
+) -> serde_json::Result<()> {
+    let mut ser = serde_json::Serializer::with_formatter(
+        out,
+        SafeFormatter(serde_json::ser::PrettyFormatter::new()),
+    );
+    value.serialize(&mut ser)
+}
+
+/// [`to_json_pretty`] without the whitespace (`serde_json::to_string`).
+pub fn to_json_compact<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
+    let mut out = Vec::with_capacity(1024);
+    let mut ser = serde_json::Serializer::with_formatter(
+        &mut out,
+        SafeFormatter(serde_json::ser::CompactFormatter),
+    );
+    value.serialize(&mut ser)?;
+    Ok(String::from_utf8(out).expect("serde_json writes UTF-8"))
+}
+
+/// A serde_json formatter that escapes [`is_unsafe`] characters in
+/// strings and leaves the rest to the one it wraps.
+struct SafeFormatter<F>(F);
+
+macro_rules! delegate {
+    ($($name:ident($($arg:ident: $ty:ty),*));* $(;)?) => {
+        $(
+            fn $name<W: ?Sized + std::io::Write>(&mut self, w: &mut W $(, $arg: $ty)*) -> std::io::Result<()> {
+                self.0.$name(w $(, $arg)*)
+            }
+        )*
+    };
+}
+
+impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for SafeFormatter<F> {
+    delegate! {
+        begin_array();
+        end_array();
+        begin_array_value(first: bool);
+        end_array_value();
+        begin_object();
+        end_object();
+        begin_object_key(first: bool);
+        end_object_key();
+        begin_object_value();
+        end_object_value();
+    }
+
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut start = 0;
+        for (i, c) in fragment.char_indices() {
+            if is_unsafe(c) {
+                w.write_all(&fragment.as_bytes()[start..i])?;
+                write!(w, "\\u{:04x}", c as u32)?;
+                start = i + c.len_utf8();
+            }
+        }
+        w.write_all(&fragment.as_bytes()[start..])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,5 +155,24 @@ mod tests {
         for c in ['\n', '\t', ' ', 'é', '\u{a0}', '\u{2070}'] {
             assert!(!is_unsafe(c), "{c:?}");
         }
+    }
+
+    #[test]
+    fn json_escapes_what_would_steer_a_terminal_and_reads_back_the_same() {
+        let text = "a\u{1b}]0;X\u{7}\u{9b}2J\u{202e}evil\u{200b}\u{7f} é ✓";
+        let v = serde_json::json!({ "k": [text] });
+        for json in [to_json_pretty(&v).unwrap(), to_json_compact(&v).unwrap()] {
+            assert!(!json.chars().any(is_unsafe), "{json:?}");
+            assert!(
+                json.contains("\\u009b2J\\u202eevil\\u200b\\u007f é ✓"),
+                "{json}"
+            );
+            let back: serde_json::Value = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, v);
+        }
+        assert_eq!(
+            to_json_pretty(&v).unwrap().lines().count(),
+            serde_json::to_string_pretty(&v).unwrap().lines().count()
+        );
     }
 }

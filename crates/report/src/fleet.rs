@@ -215,7 +215,7 @@ impl Fleet {
 
     /// Serialises as pretty JSON.
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("a fleet always serialises")
+        benchsuite_core::text::to_json_pretty(self).expect("a fleet always serialises")
     }
 
     /// The fleet view: groups, and per record key and group the headline

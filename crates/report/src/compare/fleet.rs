@@ -328,7 +328,7 @@ pub fn write_fleet_comparison(
 ) -> io::Result<()> {
     match format {
         Format::Json => {
-            let text = serde_json::to_string_pretty(c).map_err(io::Error::other)?;
+            let text = benchsuite_core::text::to_json_pretty(c).map_err(io::Error::other)?;
             writeln!(out, "{text}")
         }
         // The hosts' names come from their reports: control characters

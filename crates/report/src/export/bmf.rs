@@ -44,7 +44,7 @@ pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<(
         }
         benchmarks.insert(r.requested_key(), Value::Object(measures(r)));
     }
-    serde_json::to_writer_pretty(&mut *out, &Value::Object(benchmarks))?;
+    benchsuite_core::text::write_json_pretty(&mut *out, &Value::Object(benchmarks))?;
     out.write_all(b"\n")
 }
 

@@ -105,7 +105,7 @@ pub(super) fn write_report(report: &Report, tool: GhaTool, out: &mut dyn Write) 
     let list: Vec<Value> = entries(report, tool)
         .map(|(r, m)| entry(report, r, m))
         .collect();
-    serde_json::to_writer_pretty(&mut *out, &list)?;
+    benchsuite_core::text::write_json_pretty(&mut *out, &list)?;
     out.write_all(b"\n")
 }
 

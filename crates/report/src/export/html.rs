@@ -236,12 +236,13 @@ pub fn render(reports: &[(String, Report)]) -> String {
         records(&mut h, l, rep);
     }
 
-    let json = serde_json::to_string(&reports.iter().map(|(_, r)| r).collect::<Vec<_>>())
-        .expect("a report always serialises")
-        // Nothing in the data may end the element (`</script>`) or open
-        // the double-escaped state of script data (`<!--`).
-        .replace("<!--", "\\u003c!--")
-        .replace("</", "<\\/");
+    let json =
+        benchsuite_core::text::to_json_compact(&reports.iter().map(|(_, r)| r).collect::<Vec<_>>())
+            .expect("a report always serialises")
+            // Nothing in the data may end the element (`</script>`) or open
+            // the double-escaped state of script data (`<!--`).
+            .replace("<!--", "\\u003c!--")
+            .replace("</", "<\\/");
     let _ = writeln!(
         h,
         "<script type=\"application/json\" id=\"{DATA_ID}\">{json}</script>\n</body></html>"

@@ -15,7 +15,7 @@ pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<(
 
 /// Writes the full comparison (the serde form of [`Comparison`]).
 pub(super) fn write_comparison(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, comparison)?;
+    benchsuite_core::text::write_json_pretty(&mut *out, comparison)?;
     out.write_all(b"\n")
 }
 

@@ -21,7 +21,7 @@ pub fn write_trend(format: Format, trend: &Trend, out: &mut dyn Write) -> io::Re
     match format {
         Format::Table => super::table::printable(out, |o| table(trend, o)),
         Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, trend).map_err(io::Error::from)?;
+            benchsuite_core::text::write_json_pretty(&mut *out, trend).map_err(io::Error::from)?;
             writeln!(out)
         }
         Format::Csv => csv(trend, out),

@@ -138,7 +138,7 @@ pub fn render_fleet(label: &str, fleet: &Fleet) -> String {
     h.push_str(&escape(&String::from_utf8_lossy(&table)));
     h.push_str("</pre>\n");
 
-    let json = serde_json::to_string(&fleet.hosts)
+    let json = benchsuite_core::text::to_json_compact(&fleet.hosts)
         .expect("a report always serialises")
         .replace("<!--", "\\u003c!--")
         .replace("</", "<\\/");

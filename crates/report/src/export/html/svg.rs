@@ -14,7 +14,9 @@ pub fn escape(text: &str) -> String {
             '>' => s.push_str("&gt;"),
             '"' => s.push_str("&quot;"),
             '\'' => s.push_str("&#39;"),
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => s.push(' '),
+            // Controls, C1, bidi overrides and zero-width marks: shown as
+            // Rust writes them (`\u{202e}`), never acting on the page.
+            c if benchsuite_core::text::is_unsafe(c) => s.extend(c.escape_default()),
             c => s.push(c),
         }
     }
