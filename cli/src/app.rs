@@ -242,10 +242,19 @@ fn cmd_compare(args: &CompareArgs, registry: &Registry) -> Result<i32> {
             printable(&e.to_string())
         );
     }
+    let mut interrupted = false;
     if let Some(bins) = &args.confirm {
-        cmp = crate::interleave::confirm(bins, args, &cmp, &new, &options)?;
+        (cmp, interrupted) = crate::interleave::confirm(bins, args, &cmp, &new, &options)?;
     }
-    write_comparison(args, format, &cmp)
+    let code = write_comparison(args, format, &cmp)?;
+    if interrupted {
+        eprintln!(
+            "interrupted ({}): the confirmation stopped; the verdicts of its last look are written, and the exit code is the signal's",
+            crate::interrupt::name()
+        );
+        return Ok(crate::interrupt::exit_code());
+    }
+    Ok(code)
 }
 
 /// Writes a comparison to `-o` or stdout; the exit code is the gate's,

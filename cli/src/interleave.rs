@@ -37,15 +37,17 @@ pub fn check_run_args(run_args: &[String]) -> Result<()> {
 
 /// `compare ... --confirm BASE_BIN [NEW_BIN]`: the screen's undecided
 /// metrics measured again, the two builds interleaved, until decided or
-/// --budget is spent; rounds said on stderr. Ctrl-C ends the rounds and
-/// the verdicts of the last look stand.
+/// --budget is spent; rounds said on stderr. A signal (Ctrl-C, SIGTERM,
+/// SIGHUP) ends the rounds and the verdicts of the last look stand; the
+/// second value says it came, so that the exit code is the signal's, not
+/// a verdict a cancelled CI job did not reach.
 pub fn confirm(
     bins: &[PathBuf],
     args: &CompareArgs,
     screen: &Comparison,
     new: &Report,
     options: &CompareOptions,
-) -> Result<Comparison> {
+) -> Result<(Comparison, bool)> {
     let this;
     let (base_bin, new_bin) = match bins {
         [b] => {
@@ -59,7 +61,7 @@ pub fn confirm(
     };
     let open = confirm::open(screen).len();
     if open == 0 {
-        return Ok(screen.clone());
+        return Ok((screen.clone(), false));
     }
     eprintln!(
         "confirm: {open} metric(s) the screen left undecided or called regressed, in {} record(s); interleaving {} and {} (at most {} pairs)",
@@ -93,7 +95,8 @@ pub fn confirm(
                 .unwrap_or_default()
         );
     }
-    Ok(out)
+    let interrupted = cancel.load(std::sync::atomic::Ordering::SeqCst);
+    Ok((out, interrupted))
 }
 
 /// Runs the two builds' rounds and returns their pooled reports (written

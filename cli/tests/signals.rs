@@ -463,6 +463,81 @@ fn interleave_a_signal_stops_the_running_build_and_removes_the_scratch() {
     }
 }
 
+/// A signal during `compare --confirm` stops the round, writes the
+/// verdicts of the last look and exits 128 + the signal. Before: the exit
+/// code was the screen's verdict (a CI job cancelled mid-confirmation
+/// reported 0 or 1 as if judged).
+#[test]
+fn confirm_a_signal_writes_the_comparison_and_exits_128_plus_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, hang) = builds(dir.path());
+    let report = dir.path().join("report.json");
+    // The new report: os.call twice as slow, so the screen calls it
+    // regressed and the confirmation measures it again.
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    for rec in v["records"].as_array_mut().unwrap() {
+        for m in rec["metrics"].as_array_mut().unwrap() {
+            for x in m["samples"].as_array_mut().unwrap() {
+                *x = serde_json::Value::from(x.as_f64().unwrap() * 2.0);
+            }
+            let sum = m["summary"].as_object_mut().unwrap();
+            for (k, x) in sum.iter_mut() {
+                if k != "n" && k != "cv" {
+                    if let Some(f) = x.as_f64() {
+                        *x = serde_json::Value::from(f * 2.0);
+                    } else if let Some(a) = x.as_array_mut() {
+                        for y in a {
+                            *y = serde_json::Value::from(y.as_f64().unwrap() * 2.0);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let slow = dir.path().join("slow.json");
+    std::fs::write(&slow, v.to_string()).unwrap();
+    std::fs::create_dir_all(dir.path().join("tmp")).unwrap();
+    for (sig, name) in SIGNALS {
+        let _ = std::fs::remove_file(dir.path().join("hang.pid"));
+        let out = dir.path().join("cmp.json");
+        let _ = std::fs::remove_file(&out);
+        let mut bs = Started(
+            common::benchsuite(&[])
+                .arg("compare")
+                .args([&report, &slow])
+                .arg("--confirm")
+                .args([&base, &hang])
+                .args(["--format", "json", "-o"])
+                .arg(&out)
+                .args(["--", "os.call"])
+                .env("TMPDIR", dir.path().join("tmp"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+        wait_for(&dir.path().join("hang.pid"), &mut bs);
+        signal(bs.pid(), sig);
+        let status = bs.exit_within(30);
+        let err = bs.stderr();
+        assert_gone(dir.path(), &["hang.pid"]);
+        assert_eq!(status.code(), Some(128 + sig), "{name}: {status}: {err}");
+        assert!(err.contains("the confirmation stopped"), "{name}: {err}");
+        let c: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        assert!(
+            c["confirmation"]["note"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("interrupted")),
+            "{name}: {}",
+            c["confirmation"]
+        );
+        let left = left_in(&dir.path().join("tmp"), "benchsuite-");
+        assert!(left.is_empty(), "{name}: left behind: {left:?}");
+    }
+}
+
 /// `--round-timeout` names itself when it is not a positive duration or
 /// has no rounds to limit.
 #[test]
