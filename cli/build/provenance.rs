@@ -10,7 +10,8 @@
 //!   (`--absolute-git-dir`, `--git-common-dir`), so its `HEAD` and index
 //!   are watched where they are.
 //! - The workspace's sources are watched too: an edit reruns the script,
-//!   and the revision says `-dirty`.
+//!   and the revision says `-dirty`; so does a new source file git does
+//!   not ignore (`git describe --dirty` sees tracked files only).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -61,10 +62,31 @@ pub fn provenance(manifest_dir: &Path) -> Provenance {
     ) {
         return Provenance::default();
     }
-    let commit = git(
+    let mut commit = git(
         manifest_dir,
         &["describe", "--always", "--dirty", "--abbrev=12"],
     );
+    // `--dirty` sees tracked files only: a new source file git does not
+    // ignore (a module added but not committed) is built in too.
+    let untracked = git(
+        &top,
+        &[
+            "ls-files",
+            "--others",
+            "--exclude-standard",
+            "--",
+            "Cargo.toml",
+            "Cargo.lock",
+            "cli",
+            "crates",
+        ],
+    );
+    if let Some(c) = &mut commit
+        && !c.ends_with("-dirty")
+        && untracked.is_some()
+    {
+        c.push_str("-dirty");
+    }
     let mut watch = Vec::new();
     if let Some(dir) = git(manifest_dir, &["rev-parse", "--absolute-git-dir"]).map(PathBuf::from) {
         watch.extend([dir.join("HEAD"), dir.join("index")]);

@@ -98,6 +98,19 @@ fn a_worktree_gets_its_revision_and_watches_its_own_git_files_and_the_sources() 
         );
     }
 
+    // A new source file, not yet added: built in, so `-dirty` too (git
+    // describe --dirty alone sees tracked files only). An ignored one is
+    // not a source.
+    write(&wt.join(".gitignore"), "target/\n");
+    write(&wt.join("crates/core/target/x.rs"), "// built\n");
+    assert_eq!(provenance(&wt.join("cli")).commit, Some(commit.clone()));
+    write(&wt.join("crates/core/src/new.rs"), "pub fn h() {}\n");
+    assert_eq!(
+        provenance(&wt.join("cli")).commit,
+        Some(format!("{commit}-dirty"))
+    );
+    std::fs::remove_file(wt.join("crates/core/src/new.rs")).unwrap();
+
     // An edited source: the script reruns (it watches `crates`) and says so.
     write(&wt.join("crates/core/src/lib.rs"), "pub fn g() {}\n");
     assert_eq!(
