@@ -125,6 +125,30 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
+/// After SIGHUP the terminal is gone: a write to it fails with EIO, and
+/// every `eprintln!` that finishes the command (its summary, a warning)
+/// would panic (exit 101, the report perhaps unwritten). Stdout and stderr
+/// that are terminals are pointed at /dev/null; files and pipes stay, so
+/// `-o` and redirected output are written in full.
+fn quiet_hung_up_terminal() {
+    // SAFETY: open(2), isatty(3), dup2(2) and close(2) on descriptors this
+    // process owns; a failure leaves the descriptor as it was.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if null < 0 {
+            return;
+        }
+        for fd in [libc::STDOUT_FILENO, libc::STDERR_FILENO] {
+            // A hung-up terminal may fail isatty's ioctl with EIO.
+            *libc::__errno_location() = 0;
+            if libc::isatty(fd) == 1 || *libc::__errno_location() == libc::EIO {
+                libc::dup2(null, fd);
+            }
+        }
+        libc::close(null);
+    }
+}
+
 /// Reads signals from the pipe, one at a time.
 fn listen(read: RawFd) {
     let mut received = 0usize;
@@ -142,6 +166,9 @@ fn listen(read: RawFd) {
         received += 1;
         if received == 1 {
             FIRST.store(sig, Ordering::SeqCst);
+            if sig == libc::SIGHUP {
+                quiet_hung_up_terminal();
+            }
             for f in FLAGS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
                 f.store(true, Ordering::SeqCst);
             }

@@ -285,6 +285,70 @@ fn run_a_signal_writes_the_finished_records_and_exits_128_plus_it() {
     }
 }
 
+/// SIGHUP from a terminal that is gone (the SSH session closed): `run`
+/// writes its report and exits 129. Before: the closing summary's write to
+/// the dead terminal failed with EIO and `eprintln!` panicked (exit 101).
+#[test]
+fn run_after_its_terminal_hung_up_still_writes_the_report_and_exits_129() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.json");
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty writes two descriptors into valid out-pointers.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // The child must not inherit the master: the terminal would outlive
+    // our close of it.
+    // SAFETY: fcntl on a descriptor this test owns.
+    unsafe { libc::fcntl(master, libc::F_SETFD, libc::FD_CLOEXEC) };
+    // SAFETY: both descriptors are fresh and owned here.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let mut child = common::benchsuite(&[])
+        .args(["run", "os.call", "--param", "args=0,1,2"])
+        .args([
+            "--runs",
+            "100",
+            "--min-sample-time",
+            "20ms",
+            "--warmup",
+            "1ms",
+        ])
+        .arg("-o")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .unwrap();
+    let mut started = Instant::now();
+    while !out.exists() {
+        assert!(started.elapsed() < Duration::from_secs(60), "no report yet");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The terminal goes away, then the hang-up.
+    drop(master);
+    signal(child.id() as i32, libc::SIGHUP);
+    started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "still runs");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(128 + libc::SIGHUP), "{status}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert!(!v["records"].as_array().unwrap().is_empty(), "{v}");
+}
+
 /// A fleet rank (rank 0 of 2, meeting in `--output-dir`) waiting for a
 /// rank that never comes: a signal ends the wait, and its report holds the
 /// benchmark it finished. Before: SIGTERM killed it with no report.
