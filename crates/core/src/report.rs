@@ -244,6 +244,18 @@ pub struct Record {
 }
 
 impl Record {
+    /// A record of a benchmark that measured `metrics` at `params`
+    /// (nothing else set: add `iters_per_sample`, a peak, warnings or
+    /// notes to the value it returns).
+    pub fn ok(id: &str, params: Point, metrics: Vec<Metric>) -> Record {
+        Record {
+            status: Status::Ok,
+            reason: None,
+            metrics,
+            ..Record::skipped(id, params, String::new())
+        }
+    }
+
     /// A record for a benchmark that did not run.
     pub fn skipped(id: &str, params: Point, reason: impl Into<String>) -> Record {
         Record {
@@ -336,6 +348,31 @@ pub struct Metric {
     pub summary: Summary,
     /// Latency percentiles from the merged histogram, for latency metrics.
     pub latency: Option<LatencySummary>,
+}
+
+impl Metric {
+    /// A metric of `samples` with their summary (no time stamps, rounds,
+    /// tails, role or latency percentiles: set them on the value it
+    /// returns); an error for no samples or a non-finite one.
+    pub fn from_samples(
+        name: &str,
+        unit: &str,
+        direction: Direction,
+        samples: &[f64],
+    ) -> Result<Metric, crate::stats::StatsError> {
+        Ok(Metric {
+            name: name.to_string(),
+            unit: unit.to_string(),
+            direction,
+            samples: samples.to_vec(),
+            timestamps: None,
+            rounds: None,
+            tails: None,
+            role: None,
+            summary: crate::stats::Summary::new(samples)?,
+            latency: None,
+        })
+    }
 }
 
 /// What a metric is to a reader and to `compare`'s gate, declared by the

@@ -313,21 +313,10 @@ impl Conformance {
 use crate::bench::Direction;
 use crate::param::{Point, Value};
 use crate::report::{Metric, Peak, RunConfigRecord};
-use crate::stats::{LatencySummary, Summary};
+use crate::stats::LatencySummary;
 
 fn metric(name: &str, unit: &str, direction: Direction, samples: &[f64]) -> Metric {
-    Metric {
-        name: name.into(),
-        unit: unit.into(),
-        direction,
-        samples: samples.to_vec(),
-        timestamps: None,
-        rounds: None,
-        tails: None,
-        role: None,
-        summary: Summary::new(samples).unwrap(),
-        latency: None,
-    }
+    Metric::from_samples(name, unit, direction, samples).expect("finite samples")
 }
 
 /// A small report shared by tests (here and in the report crate): three
@@ -336,25 +325,18 @@ fn metric(name: &str, unit: &str, direction: Direction, samples: &[f64]) -> Metr
 /// latency with percentiles) and a skipped `gpu.flops precision=f16`.
 pub fn fixture_report() -> Report {
     let mut syscall = Record {
-        id: "os.syscall".into(),
-        params: Point::default(),
-        requested: None,
-        status: crate::Status::Ok,
-        reason: None,
         iters_per_sample: Some(65536),
-        metrics: vec![metric(
-            "time_per_op",
-            "s",
-            Direction::Lower,
-            &[51e-9, 50e-9, 52e-9, 51e-9, 51.5e-9],
-        )],
-        peak: None,
         warnings: vec!["vDSO, not a real syscall".into()],
-        notes: Vec::new(),
-        phase: None,
-        reference: None,
-        load: None,
-        capacity: None,
+        ..Record::ok(
+            "os.syscall",
+            Point::default(),
+            vec![metric(
+                "time_per_op",
+                "s",
+                Direction::Lower,
+                &[51e-9, 50e-9, 52e-9, 51e-9, 51.5e-9],
+            )],
+        )
     };
     syscall.params.set("call", Value::Str("getppid".into()));
 
@@ -374,21 +356,7 @@ pub fn fixture_report() -> Report {
         max: 9.0e-6,
     });
     let bw = Record {
-        id: "mem.bandwidth".into(),
-        params,
-        requested: None,
-        status: crate::Status::Ok,
-        reason: None,
         iters_per_sample: Some(16),
-        metrics: vec![
-            metric(
-                "bandwidth",
-                "B/s",
-                Direction::Higher,
-                &[2.4e9, 2.5e9, 2.6e9],
-            ),
-            lat,
-        ],
         peak: Some(Peak {
             metric: "bandwidth".into(),
             value: 5e9,
@@ -397,12 +365,19 @@ pub fn fixture_report() -> Report {
             inputs: BTreeMap::new(),
             efficiency: Some(0.5),
         }),
-        warnings: Vec::new(),
-        notes: Vec::new(),
-        phase: None,
-        reference: None,
-        load: None,
-        capacity: None,
+        ..Record::ok(
+            "mem.bandwidth",
+            params,
+            vec![
+                metric(
+                    "bandwidth",
+                    "B/s",
+                    Direction::Higher,
+                    &[2.4e9, 2.5e9, 2.6e9],
+                ),
+                lat,
+            ],
+        )
     };
 
     let mut gp = Point::default();

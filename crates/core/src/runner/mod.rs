@@ -459,20 +459,13 @@ pub(crate) fn run_point(
                 pk
             });
             Record {
-                id: id.to_string(),
                 requested,
-                params,
-                status: Status::Ok,
-                reason: None,
                 iters_per_sample: Some(iters),
-                metrics,
                 peak,
                 warnings,
                 notes,
-                phase: None,
-                reference: None,
                 load,
-                capacity: None,
+                ..Record::ok(id, params, metrics)
             }
         }
         Err(e) => {

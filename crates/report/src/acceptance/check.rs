@@ -474,7 +474,7 @@ fn machine_of<'b>(
         .min_by_key(|m| mine.differences(&m.machine_type()).len())
         .expect("not empty");
     Err(AcceptanceError::Machine(format!(
-        "{} is a {}, a machine type the baseline has no bands for; the closest, `{}`, differs in {} (this node vs the baseline); the baseline has: {}. Build a baseline from runs of this machine type (`benchsuite baseline ... --merge`)",
+        "{}'s machine type, `{}`, is not in the baseline; the closest, `{}`, differs in {} (this node vs the baseline); the baseline has: {}. Build bands for this machine type from its runs (`benchsuite baseline ... --merge`)",
         printable_line(&host_label(report)),
         printable_line(&mine.name()),
         printable_line(&closest.name),

@@ -2,7 +2,6 @@ use benchsuite_core::bench::Direction;
 use benchsuite_core::host::Host;
 use benchsuite_core::param::{Point, Value};
 use benchsuite_core::report::{Metric, Record, Report, RunConfigRecord, Status};
-use benchsuite_core::stats::Summary;
 
 use super::*;
 
@@ -14,38 +13,15 @@ fn samples(center: f64, spread: f64) -> Vec<f64> {
 }
 
 fn metric(name: &str, unit: &str, direction: Direction, samples: &[f64]) -> Metric {
-    Metric {
-        name: name.into(),
-        unit: unit.into(),
-        direction,
-        samples: samples.to_vec(),
-        timestamps: None,
-        rounds: None,
-        tails: None,
-        role: None,
-        summary: Summary::new(samples).unwrap(),
-        latency: None,
-    }
+    Metric::from_samples(name, unit, direction, samples).unwrap()
 }
 
 fn record(id: &str, op: &str, metrics: Vec<Metric>) -> Record {
     let mut params = Point::default();
     params.set("op", Value::Str(op.into()));
     Record {
-        id: id.into(),
-        params,
-        requested: None,
-        status: Status::Ok,
-        reason: None,
         iters_per_sample: Some(1000),
-        metrics,
-        peak: None,
-        warnings: Vec::new(),
-        notes: Vec::new(),
-        phase: None,
-        reference: None,
-        load: None,
-        capacity: None,
+        ..Record::ok(id, params, metrics)
     }
 }
 

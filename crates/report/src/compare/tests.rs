@@ -3,7 +3,6 @@ use benchsuite_core::bench::Direction;
 use benchsuite_core::host::Host;
 use benchsuite_core::param::Value;
 use benchsuite_core::report::{RunConfigRecord, SampleTails};
-use benchsuite_core::stats::Summary;
 
 /// Options judging the noise inside the runs alone (no prior between-run
 /// CV): what these tests check is that machinery; the history and the
@@ -23,38 +22,15 @@ fn steady(center: f64) -> Vec<f64> {
 }
 
 fn metric(name: &str, unit: &str, direction: Direction, samples: &[f64]) -> Metric {
-    Metric {
-        name: name.into(),
-        unit: unit.into(),
-        direction,
-        samples: samples.to_vec(),
-        timestamps: None,
-        rounds: None,
-        tails: None,
-        role: None,
-        summary: Summary::new(samples).unwrap(),
-        latency: None,
-    }
+    Metric::from_samples(name, unit, direction, samples).unwrap()
 }
 
 fn record(id: &str, threads: u64, metrics: Vec<Metric>) -> Record {
     let mut params = Point::default();
     params.set("threads", Value::Int(threads));
     Record {
-        id: id.into(),
-        params,
-        requested: None,
-        status: Status::Ok,
-        reason: None,
         iters_per_sample: Some(1000),
-        metrics,
-        peak: None,
-        warnings: Vec::new(),
-        notes: Vec::new(),
-        phase: None,
-        reference: None,
-        load: None,
-        capacity: None,
+        ..Record::ok(id, params, metrics)
     }
 }
 

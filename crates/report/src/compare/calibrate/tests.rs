@@ -1,7 +1,6 @@
 use benchsuite_core::host::Host;
 use benchsuite_core::param::{Point, Value};
-use benchsuite_core::report::{Metric, MetricRole, Record, RunConfigRecord, Status};
-use benchsuite_core::stats::Summary;
+use benchsuite_core::report::{Metric, MetricRole, Record, RunConfigRecord};
 
 use super::*;
 
@@ -42,32 +41,14 @@ fn pooled(
             }
             let mut params = Point::default();
             params.set("threads", Value::Int(1));
+            let metric = Metric {
+                rounds: Some(vec![3; rounds]),
+                role: Some(MetricRole::Headline),
+                ..Metric::from_samples("value", unit, direction, &samples).unwrap()
+            };
             Record {
-                id: id.into(),
-                params,
-                requested: None,
-                status: Status::Ok,
-                reason: None,
                 iters_per_sample: Some(1000),
-                metrics: vec![Metric {
-                    name: "value".into(),
-                    unit: unit.into(),
-                    direction,
-                    summary: Summary::new(&samples).unwrap(),
-                    samples,
-                    timestamps: None,
-                    rounds: Some(vec![3; rounds]),
-                    tails: None,
-                    role: Some(MetricRole::Headline),
-                    latency: None,
-                }],
-                peak: None,
-                warnings: Vec::new(),
-                notes: Vec::new(),
-                phase: None,
-                reference: None,
-                load: None,
-                capacity: None,
+                ..Record::ok(id, params, vec![metric])
             }
         })
         .collect();

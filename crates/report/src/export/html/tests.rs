@@ -16,7 +16,7 @@ fn record(id: &str, params: &[(&str, Value)], median: f64, unit: &str) -> Record
         median * 1.01,
         median * 0.99,
     ];
-    let mut r = Record::skipped(
+    Record::ok(
         id,
         Point(
             params
@@ -24,23 +24,16 @@ fn record(id: &str, params: &[(&str, Value)], median: f64, unit: &str) -> Record
                 .map(|(k, v)| (k.to_string(), v.clone()))
                 .collect(),
         ),
-        "",
-    );
-    r.status = Status::Ok;
-    r.reason = None;
-    r.metrics.push(Metric {
-        name: "bandwidth".into(),
-        unit: unit.into(),
-        direction: benchsuite_core::bench::Direction::Higher,
-        summary: Summary::new(&samples).unwrap(),
-        samples,
-        timestamps: None,
-        rounds: None,
-        tails: None,
-        role: None,
-        latency: None,
-    });
-    r
+        vec![
+            Metric::from_samples(
+                "bandwidth",
+                unit,
+                benchsuite_core::bench::Direction::Higher,
+                &samples,
+            )
+            .unwrap(),
+        ],
+    )
 }
 
 /// Three sweeps (block with a series per thread count, threads with a
