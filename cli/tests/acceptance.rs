@@ -83,20 +83,24 @@ fn plant(path: &Path, id: &str, f: f64) {
     });
 }
 
-#[test]
-fn a_baseline_from_healthy_runs_passes_them_and_fails_a_planted_fault_with_its_reason() {
-    let tmp = tempfile::tempdir().unwrap();
-    let runs: Vec<PathBuf> = ["node1", "node2", "node3"]
-        .iter()
-        .map(|h| node_run(tmp.path(), h))
-        .collect();
-    let base = tmp.path().join("baseline.toml");
+/// Real runs as three nodes, and the baseline built from them (its
+/// `baseline` command's output).
+fn healthy_baseline(dir: &Path, hosts: [&str; 3]) -> (Vec<PathBuf>, PathBuf, Output) {
+    let runs: Vec<PathBuf> = hosts.iter().map(|h| node_run(dir, h)).collect();
+    let base = dir.join("baseline.toml");
     // A wide margin: these runs share one machine whose quick passes drift
-    // more than 5% between runs; the test is about the verdicts.
+    // more than 5% between runs; the tests are about the verdicts.
     let mut args = vec!["baseline", "--margin", "40%", "-o", s(&base)];
     args.extend(runs.iter().map(|p| s(p)));
     let o = run(&args);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    (runs, base, o)
+}
+
+#[test]
+fn a_baseline_from_healthy_runs_passes_them_and_fails_a_planted_fault_with_its_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (runs, base, o) = healthy_baseline(tmp.path(), ["node1", "node2", "node3"]);
     assert!(
         stderr(&o).contains("band(s) from 3 run(s) of 3 host(s)"),
         "{}",
@@ -350,15 +354,7 @@ fn a_baseline_that_cannot_judge_the_report_exits_2_naming_why() {
 #[test]
 fn check_measure_runs_the_node_and_measures_again_what_did_not_pass() {
     let tmp = tempfile::tempdir().unwrap();
-    let runs: Vec<PathBuf> = ["a", "b", "c"]
-        .iter()
-        .map(|h| node_run(tmp.path(), h))
-        .collect();
-    let base = tmp.path().join("baseline.toml");
-    let mut args = vec!["baseline", "--margin", "40%", "-o", s(&base)];
-    args.extend(runs.iter().map(|p| s(p)));
-    let o = run(&args);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (runs, base, _) = healthy_baseline(tmp.path(), ["a", "b", "c"]);
     // The node's machine type must match: the runs' host name is edited,
     // the machine is this one.
     let measure = |baseline: &Path| {
