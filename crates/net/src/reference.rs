@@ -15,21 +15,84 @@ fn free_port() -> u16 {
         .unwrap_or(5399)
 }
 
+/// `n` TCP ports free on loopback now, distinct (held together while
+/// chosen).
+fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<std::net::TcpListener> = (0..n)
+        .filter_map(|_| std::net::TcpListener::bind("127.0.0.1:0").ok())
+        .collect();
+    let mut ports: Vec<u16> = held
+        .iter()
+        .filter_map(|l| l.local_addr().ok().map(|a| a.port()))
+        .collect();
+    // Only where binding failed: consecutive ports from the fallback.
+    while ports.len() < n {
+        ports.push(5399 + ports.len() as u16);
+    }
+    ports
+}
+
+/// iperf3 against its own server on `ports[0]`, with `client`'s arguments
+/// (`-P N` among them). With more than one stream, iperf3 before 3.16
+/// runs every stream in one thread, so `-P N` on loopback makes one CPU
+/// carry N streams while ours uses N threads: then it runs as N
+/// processes of one stream each, on `ports` (one server each), their
+/// throughputs summed, as ESnet advises for those versions. That form is
+/// used whatever the installed version, so a comparison does not change
+/// meaning with the package, and the note says which ran.
 fn iperf3(
-    server_port: u16,
+    ports: &[u16],
     mut client: Vec<String>,
+    streams: u64,
     metric: &'static str,
     parse: fn(&str) -> Result<f64, String>,
 ) -> Reference {
-    let port = server_port.to_string();
-    let mut a = argv(["iperf3", "-c", "127.0.0.1", "-p", port.as_str()]);
-    a.append(&mut client);
-    a.extend(argv(["-J", "-t"]));
-    a.push(REFERENCE_SECS.to_string());
-    let mut r = Reference::new("iperf3", "iperf3", a, metric, parse);
-    r.server_argv = Some(argv(["iperf3", "-s", "-1", "-p", port.as_str()]));
+    let mut r = if streams > 1 && ports.len() as u64 >= streams {
+        if let Some(i) = client.iter().position(|a| a == "-P") {
+            client[i + 1] = "1".into();
+        }
+        let ports = &ports[..streams as usize];
+        let args = client.join(" ");
+        let clients: Vec<String> = ports
+            .iter()
+            .enumerate()
+            .map(|(k, p)| {
+                format!(
+                    "iperf3 -c 127.0.0.1 -p {p} {args} -J -t {REFERENCE_SECS} > stream{k}.json &"
+                )
+            })
+            .collect();
+        let script = format!("{} wait; cat stream*.json", clients.join(" "));
+        let servers: Vec<String> = ports
+            .iter()
+            .map(|p| format!("iperf3 -s -1 -p {p} &"))
+            .collect();
+        let mut r = Reference::new(
+            "iperf3",
+            "iperf3",
+            argv(["sh", "-c", &script]),
+            metric,
+            parse,
+        );
+        r.server_argv = Some(argv(["sh", "-c", &format!("{} wait", servers.join(" "))]));
+        r.note = Some(format!(
+            "{STREAM_NOTE}; iperf3 ran as {streams} processes of one stream each (ports {}..{}, one server each), their throughputs summed: iperf3 before 3.16 runs every -P stream in one thread, which would make one CPU carry all of them while ours uses {streams} threads",
+            ports[0],
+            ports[ports.len() - 1]
+        ));
+        r
+    } else {
+        let port = ports[0].to_string();
+        let mut a = argv(["iperf3", "-c", "127.0.0.1", "-p", port.as_str()]);
+        a.append(&mut client);
+        a.extend(argv(["-J", "-t"]));
+        a.push(REFERENCE_SECS.to_string());
+        let mut r = Reference::new("iperf3", "iperf3", a, metric, parse);
+        r.server_argv = Some(argv(["iperf3", "-s", "-1", "-p", port.as_str()]));
+        r.note = Some(STREAM_NOTE.to_string());
+        r
+    };
     r.sample_time = Some(WINDOW_SAMPLE);
-    r.note = Some(STREAM_NOTE.to_string());
     r
 }
 
@@ -41,10 +104,11 @@ const STREAM_NOTE: &str = "benchsuite's samples last 0.8 s here, so that a round
 /// under `taskset -c` on the CPU of its side where ours splits them
 /// (`cpus=split`, or `auto` resolved to it).
 pub fn tcp(ctx: &Context, point: &Point) -> Option<Reference> {
-    tcp_on(ctx, point, free_port(), &allowed_cpus())
+    let streams = point.get("threads").and_then(Value::as_u64).unwrap_or(1);
+    tcp_on(ctx, point, &free_ports(streams as usize), &allowed_cpus())
 }
 
-fn tcp_on(ctx: &Context, point: &Point, port: u16, cpus: &[usize]) -> Option<Reference> {
+fn tcp_on(ctx: &Context, point: &Point, ports: &[u16], cpus: &[usize]) -> Option<Reference> {
     if ctx.options.contains_key("peer") {
         return None;
     }
@@ -74,7 +138,7 @@ fn tcp_on(ctx: &Context, point: &Point, port: u16, cpus: &[usize]) -> Option<Ref
     if point.get("nodelay").and_then(Value::as_bool) == Some(true) {
         a.push("-N".into());
     }
-    let mut r = iperf3(port, a, "throughput", parse);
+    let mut r = iperf3(ports, a, threads, "throughput", parse);
     let mut notes: Vec<String> = r.note.take().into_iter().collect();
     if let Some((here, server)) = split {
         r.argv = taskset(here, std::mem::take(&mut r.argv));
@@ -108,10 +172,11 @@ fn taskset(cpu: usize, mut argv_: Vec<String>) -> Vec<String> {
 /// BLOCK -P THREADS -J -t SECS` (`-b 0` for `rate=max`; iperf3's `-b` is
 /// per stream, so a given rate is divided among the streams).
 pub fn udp(ctx: &Context, point: &Point) -> Option<Reference> {
-    udp_on(ctx, point, free_port())
+    let streams = point.get("threads").and_then(Value::as_u64).unwrap_or(1);
+    udp_on(ctx, point, &free_ports(streams.max(1) as usize))
 }
 
-fn udp_on(ctx: &Context, point: &Point, port: u16) -> Option<Reference> {
+fn udp_on(ctx: &Context, point: &Point, ports: &[u16]) -> Option<Reference> {
     if ctx.options.contains_key("peer") {
         return None;
     }
@@ -133,7 +198,7 @@ fn udp_on(ctx: &Context, point: &Point, port: u16) -> Option<Reference> {
         "-P",
         &threads.to_string(),
     ]);
-    Some(iperf3(port, a, "received", parse_udp))
+    Some(iperf3(ports, a, threads, "received", parse_udp))
 }
 
 /// `net.latency` → `sockperf ping-pong --tcp -i 127.0.0.1 -p PORT -m BLOCK
@@ -239,14 +304,28 @@ fn latency_on(ctx: &Context, point: &Point, port: u16, cpus: &[usize]) -> Option
     Some(r)
 }
 
-fn json(out: &str) -> Result<serde_json::Value, String> {
+/// Every iperf3 JSON document in `out` (one per process: several when the
+/// streams ran as processes of their own), each checked for iperf3's
+/// `error`.
+fn json_docs(out: &str) -> Result<Vec<serde_json::Value>, String> {
     let start = out.find('{').ok_or("no JSON in iperf3's output")?;
-    let v: serde_json::Value =
-        serde_json::from_str(&out[start..]).map_err(|e| format!("iperf3's JSON: {e}"))?;
-    if let Some(e) = v["error"].as_str() {
-        return Err(format!("iperf3: {e}"));
+    let mut docs = Vec::new();
+    for v in serde_json::Deserializer::from_str(&out[start..]).into_iter::<serde_json::Value>() {
+        let v = v.map_err(|e| format!("iperf3's JSON: {e}"))?;
+        if let Some(e) = v["error"].as_str() {
+            return Err(format!("iperf3: {e}"));
+        }
+        docs.push(v);
     }
-    Ok(v)
+    Ok(docs)
+}
+
+/// `f` of each document in `out`, summed.
+fn sum_docs(
+    out: &str,
+    f: impl Fn(&serde_json::Value) -> Result<f64, String>,
+) -> Result<f64, String> {
+    json_docs(out)?.iter().map(f).sum()
 }
 
 fn bits(v: &serde_json::Value, sum: &str) -> Result<f64, String> {
@@ -256,26 +335,29 @@ fn bits(v: &serde_json::Value, sum: &str) -> Result<f64, String> {
 }
 
 /// Bytes per second the receiver counted: `end.sum_received.bits_per_second / 8`.
+/// Summed over the processes where streams ran as processes of their own.
 pub fn parse_tcp(out: &str) -> Result<f64, String> {
-    Ok(bits(&json(out)?, "sum_received")? / 8.0)
+    sum_docs(out, |v| Ok(bits(v, "sum_received")? / 8.0))
 }
 
 /// Both directions of `--bidir` together, bytes per second.
 pub fn parse_tcp_bidir(out: &str) -> Result<f64, String> {
-    let v = json(out)?;
-    Ok((bits(&v, "sum_received")? + bits(&v, "sum_received_bidir_reverse")?) / 8.0)
+    sum_docs(out, |v| {
+        Ok((bits(v, "sum_received")? + bits(v, "sum_received_bidir_reverse")?) / 8.0)
+    })
 }
 
 /// UDP bytes per second received: `end.sum_received` where iperf3 has it,
-/// else the sender's rate less the lost share.
+/// else the sender's rate less the lost share; summed over processes.
 pub fn parse_udp(out: &str) -> Result<f64, String> {
-    let v = json(out)?;
-    if let Ok(b) = bits(&v, "sum_received") {
-        return Ok(b / 8.0);
-    }
-    let sent = bits(&v, "sum")?;
-    let lost = v["end"]["sum"]["lost_percent"].as_f64().unwrap_or(0.0);
-    Ok(sent * (1.0 - lost / 100.0) / 8.0)
+    sum_docs(out, |v| {
+        if let Ok(b) = bits(v, "sum_received") {
+            return Ok(b / 8.0);
+        }
+        let sent = bits(v, "sum")?;
+        let lost = v["end"]["sum"]["lost_percent"].as_f64().unwrap_or(0.0);
+        Ok(sent * (1.0 - lost / 100.0) / 8.0)
+    })
 }
 
 /// sockperf's average round trip (`Round trip is X usec`), in seconds.
@@ -341,7 +423,7 @@ mod tests {
     fn iperf3_tcp_command_lines() {
         let b = crate::tcp::TcpThroughput;
         // One CPU: `auto` cannot split, nothing is pinned.
-        let r = tcp_on(&ctx(), &point(&b, &[]), 5400, &[0]).unwrap();
+        let r = tcp_on(&ctx(), &point(&b, &[]), &[5400], &[0]).unwrap();
         assert_eq!(
             r.command(),
             "iperf3 -c 127.0.0.1 -p 5400 -l 131072 -P 1 -J -t 4"
@@ -357,7 +439,7 @@ mod tests {
             Some(std::time::Duration::from_secs(4))
         );
         // Two CPUs: `auto` splits one stream, iperf3 the same way.
-        let r = tcp_on(&ctx(), &point(&b, &[]), 5400, &[2, 5]).unwrap();
+        let r = tcp_on(&ctx(), &point(&b, &[]), &[5400], &[2, 5]).unwrap();
         assert_eq!(
             r.command(),
             "taskset -c 2 iperf3 -c 127.0.0.1 -p 5400 -l 131072 -P 1 -J -t 4"
@@ -367,7 +449,7 @@ mod tests {
             Some(&argv(["taskset", "-c", "5", "iperf3", "-s", "-1", "-p", "5400"])[..])
         );
         let any = point(&b, &[("cpus", s("any"))]);
-        let r = tcp_on(&ctx(), &any, 5400, &[2, 5]).unwrap();
+        let r = tcp_on(&ctx(), &any, &[5400], &[2, 5]).unwrap();
         assert!(r.command().starts_with("iperf3 "), "{}", r.command());
         let p = point(
             &b,
@@ -378,27 +460,63 @@ mod tests {
                 ("nodelay", Value::Bool(true)),
             ],
         );
-        // Four streams: not split.
-        let r = tcp_on(&ctx(), &p, 5401, &[0, 1]).unwrap();
+        // Four streams: not split, and four iperf3 processes of one stream
+        // each (iperf3 before 3.16 runs every -P stream in one thread).
+        let r = tcp_on(&ctx(), &p, &[5401, 5402, 5403, 5404], &[0, 1]).unwrap();
+        let one = |port: u16, k: usize| {
+            format!("iperf3 -c 127.0.0.1 -p {port} -l 8192 -P 1 -R -N -J -t 4 > stream{k}.json &")
+        };
         assert_eq!(
-            r.command(),
-            "iperf3 -c 127.0.0.1 -p 5401 -l 8192 -P 4 -R -N -J -t 4"
+            r.argv,
+            argv([
+                "sh",
+                "-c",
+                &format!(
+                    "{} {} {} {} wait; cat stream*.json",
+                    one(5401, 0),
+                    one(5402, 1),
+                    one(5403, 2),
+                    one(5404, 3)
+                )
+            ])
+        );
+        assert_eq!(
+            r.server_argv.as_deref(),
+            Some(
+                &argv([
+                    "sh",
+                    "-c",
+                    "iperf3 -s -1 -p 5401 & iperf3 -s -1 -p 5402 & iperf3 -s -1 -p 5403 & iperf3 -s -1 -p 5404 & wait"
+                ])[..]
+            )
+        );
+        assert_eq!(r.tool, "iperf3");
+        let note = r.note.as_deref().unwrap();
+        assert!(
+            note.contains("4 processes of one stream each (ports 5401..5404"),
+            "{note}"
         );
         // Small messages: the note says what was measured about equal work.
-        assert!(r.note.as_deref().unwrap().contains("pselect6"));
-        let big = tcp_on(&ctx(), &point(&b, &[]), 5400, &[0]).unwrap();
+        assert!(note.contains("pselect6"));
+        let big = tcp_on(&ctx(), &point(&b, &[]), &[5400], &[0]).unwrap();
         assert_eq!(big.note.as_deref(), Some(STREAM_NOTE));
-        let r = tcp_on(&ctx(), &point(&b, &[("direction", s("bidir"))]), 5402, &[0]).unwrap();
+        let r = tcp_on(
+            &ctx(),
+            &point(&b, &[("direction", s("bidir"))]),
+            &[5402],
+            &[0],
+        )
+        .unwrap();
         assert!(r.command().contains("-P 1 --bidir -J"));
         let mut peer = ctx();
         peer.options.insert("peer".into(), "h:5301".into());
-        assert!(tcp_on(&peer, &point(&b, &[]), 5400, &[0, 1]).is_none());
+        assert!(tcp_on(&peer, &point(&b, &[]), &[5400], &[0, 1]).is_none());
     }
 
     #[test]
     fn iperf3_udp_command_lines() {
         let b = crate::udp::UdpThroughput;
-        let r = udp_on(&ctx(), &point(&b, &[]), 5400).unwrap();
+        let r = udp_on(&ctx(), &point(&b, &[]), &[5400, 5401]).unwrap();
         assert_eq!(
             r.command(),
             "iperf3 -c 127.0.0.1 -p 5400 -u -b 0 -l 1472 -P 1 -J -t 4"
@@ -406,9 +524,12 @@ mod tests {
         assert_eq!(r.metric, "received");
         assert_eq!(r.sample_time, Some(WINDOW_SAMPLE));
         let p = point(&b, &[("rate", s("1G")), ("threads", Value::Int(2))]);
-        let r = udp_on(&ctx(), &p, 5400).unwrap();
+        let r = udp_on(&ctx(), &p, &[5400, 5401]).unwrap();
         assert!(
-            r.command().contains("-u -b 500000000 -l 1472 -P 2"),
+            r.command()
+                .contains("-p 5400 -u -b 500000000 -l 1472 -P 1 -J -t 4 > stream0.json &")
+                && r.command()
+                    .contains("-p 5401 -u -b 500000000 -l 1472 -P 1 -J -t 4 > stream1.json &"),
             "{}",
             r.command()
         );
@@ -524,6 +645,9 @@ mod tests {
         assert_eq!(parse_tcp(tcp), Ok(1e9));
         assert_eq!(parse_tcp_bidir(tcp), Ok(1.5e9));
         assert!(parse_tcp(r#"{"error": "unable to connect"}"#).is_err());
+        // One document per process: summed; one process's error fails all.
+        assert_eq!(parse_tcp(&format!("{tcp}\n{tcp}")), Ok(2e9));
+        assert!(parse_tcp(&format!("{tcp}\n{{\"error\": \"refused\"}}")).is_err());
         let udp_old = r#"{"end": {"sum": {"bits_per_second": 8e6, "lost_percent": 50}}}"#;
         assert_eq!(parse_udp(udp_old), Ok(5e5));
         let sp = "sockperf: Summary: Round trip is 19.372 usec\n";
