@@ -8,7 +8,7 @@
 //!
 //! | id | one operation | headline | compare with |
 //! |----|---------------|----------|--------------|
-//! | `net.tcp_throughput` | one `block`-sized write per stream | `throughput` (B/s, receiver-counted) | `iperf3 -c HOST -l BLOCK -P N` (`-R` down, `--bidir`) |
+//! | `net.tcp_throughput` | one `block`-sized write per stream | `throughput` (B/s, receiver-counted) | `iperf3 -c HOST -l BLOCK` (`-R` down, `--bidir`); N streams: N iperf3 processes of one stream each, summed (iperf3 before 3.16 runs every `-P` stream in one thread) |
 //! | `net.udp_throughput` | one datagram per stream | `received` (B/s), `loss`, `jitter` | `iperf3 -c HOST -u -b RATE -l BLOCK` |
 //! | `net.latency` | one round trip (`rate=N`: one request of an open loop) | `rtt` (s, HDR percentiles) | `sockperf ping-pong -m BLOCK --full-rtt` (`rate=N`: `sockperf under-load --mps=N --reply-every=1 --full-rtt`) |
 //! | `net.connect` | connect + hello + close | `connect` (s, HDR percentiles) | the classic "connection latency" experiment |
