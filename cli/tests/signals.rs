@@ -159,6 +159,18 @@ fn hanging_sockperf(dir: &Path) {
     );
 }
 
+/// A stand-in sockperf in `dir` whose `--version` hangs (its PID in
+/// `version.pid`), as a tool waiting on a licence server or a dead NFS
+/// mount might.
+fn sockperf_hanging_on_version(dir: &Path) {
+    script(
+        &dir.join("sockperf"),
+        "#!/bin/sh\nd=\"${0%/*}\"\n\
+         if [ \"$1\" = --version ]; then echo $$ > \"$d/version.tmp\"; mv \"$d/version.tmp\" \"$d/version.pid\"; exec sleep 300; fi\n\
+         exit 1\n",
+    );
+}
+
 /// `benchsuite reference net.latency` against the stand-in sockperf in
 /// `dir` (on PATH), its scratch in `dir/tmp`, its report to `dir/ref.json`.
 fn reference_net_latency(dir: &Path) -> Started {
@@ -600,6 +612,28 @@ fn confirm_a_signal_writes_the_comparison_and_exits_128_plus_it() {
         let left = left_in(&dir.path().join("tmp"), "benchsuite-");
         assert!(left.is_empty(), "{name}: left behind: {left:?}");
     }
+}
+
+/// A signal while the tool's version probe hangs ends `reference` at once,
+/// the probe stopped. Before: the probe ignored it and ran to its 5 s
+/// timeout first.
+#[test]
+fn reference_a_signal_during_a_hung_version_probe_ends_it_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    sockperf_hanging_on_version(dir.path());
+    let mut bs = reference_net_latency(dir.path());
+    wait_for(&dir.path().join("version.pid"), &mut bs);
+    let t = Instant::now();
+    signal(bs.pid(), libc::SIGTERM);
+    let status = bs.exit_within(30);
+    let took = t.elapsed();
+    let err = bs.stderr();
+    assert_gone(dir.path(), &["version.pid"]);
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status}: {err}");
+    // Well under the probe's 5 s timeout (the record in flight is ours,
+    // a few quick samples).
+    assert!(took < Duration::from_secs(3), "{took:?}: {err}");
+    assert!(left_in(&dir.path().join("tmp"), "benchsuite-").is_empty());
 }
 
 /// `--round-timeout` names itself when it is not a positive duration or

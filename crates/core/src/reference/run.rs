@@ -138,7 +138,9 @@ pub fn run_references(
                     .find(|m| m.name == super::base_metric(r.metric))
                     .map_or(String::new(), |m| m.unit.to_string())
             });
-            let mut tool = reference.as_ref().map(ToolRun::new);
+            let mut tool = reference
+                .as_ref()
+                .map(|r| ToolRun::new(r, &|| plan.ctx.cancelled()));
             // One file both sides read: laid out once, before the first
             // round, and kept (with its private directory) until the last.
             let mut our_point = point.clone();
@@ -394,7 +396,7 @@ struct ToolRun {
 }
 
 impl ToolRun {
-    fn new(r: &Reference) -> ToolRun {
+    fn new(r: &Reference, cancelled: &dyn Fn() -> bool) -> ToolRun {
         let missing = [r.tool, r.argv[0].as_str()]
             .into_iter()
             .chain(r.server_argv.iter().map(|s| s[0].as_str()))
@@ -420,10 +422,12 @@ impl ToolRun {
                 note: Some(format!("not run: {why}")),
             };
         }
-        let (version, version_note) = match probe_version(&r.version_argv, VERSION_TIMEOUT) {
-            Ok(v) => (Some(v), None),
-            Err(e) => (None, Some(format!("version unknown: {e}"))),
-        };
+        // A signal stops a hung probe at once, not after its timeout.
+        let (version, version_note) =
+            match probe_version(&r.version_argv, VERSION_TIMEOUT, cancelled) {
+                Ok(v) => (Some(v), None),
+                Err(e) => (None, Some(format!("version unknown: {e}"))),
+            };
         ToolRun {
             version,
             version_note,
@@ -717,7 +721,7 @@ mod tests {
         let mut r = Reference::new("sh", "dash", argv.clone(), "x", |_| Ok(1.0));
         r.version_argv = argv;
         let ran_in = PathBuf::from(run_tool(&r, &|| false).unwrap().trim());
-        let probed_in = PathBuf::from(ToolRun::new(&r).version.unwrap());
+        let probed_in = PathBuf::from(ToolRun::new(&r, &|| false).version.unwrap());
         for dir in [ran_in, probed_in] {
             assert_ne!(dir, here);
             let name = dir.file_name().unwrap().to_string_lossy().into_owned();
@@ -735,6 +739,7 @@ mod tests {
         let hung = probe_version(
             &crate::reference::argv(["sh", "-c", "sleep 300 & sleep 300"]),
             Duration::from_millis(300),
+            &|| false,
         );
         assert!(
             start.elapsed() < Duration::from_secs(5),
@@ -750,7 +755,7 @@ mod tests {
             Ok(1.0)
         });
         r.version_argv = crate::reference::argv(["sh", "-c", script]);
-        let run = ToolRun::new(&r);
+        let run = ToolRun::new(&r, &|| false);
         assert_eq!(run.version, None);
         let note = run.version_note.clone().unwrap();
         assert!(note.starts_with("version unknown: `sh -c "), "{note}");
@@ -769,7 +774,10 @@ mod tests {
         assert!(result.note.unwrap().contains("version unknown"));
 
         r.version_argv = crate::reference::argv(["sh", "-c", "echo; echo '  tool 1.2 '"]);
-        assert_eq!(ToolRun::new(&r).version.as_deref(), Some("tool 1.2"));
+        assert_eq!(
+            ToolRun::new(&r, &|| false).version.as_deref(),
+            Some("tool 1.2")
+        );
     }
 
     /// The network token never reaches a reference tool, its server or its

@@ -18,7 +18,11 @@ use super::{PipeTail, Stopped, ToolProcess};
 /// its own (the probe of a Python package imports it, and from the
 /// working directory a planted `torch.py` would run), without secrets in
 /// its environment, its output read with a bound.
-pub(super) fn probe_version(argv: &[String], timeout: Duration) -> Result<String, String> {
+pub(super) fn probe_version(
+    argv: &[String],
+    timeout: Duration,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<String, String> {
     let shown = super::shell_join(argv);
     let dir = Scratch::create(&std::env::temp_dir(), &[])?;
     let mut c = tool_command(argv, dir.path())?;
@@ -36,7 +40,7 @@ pub(super) fn probe_version(argv: &[String], timeout: Duration) -> Result<String
         .stderr
         .take()
         .map(|p| PipeTail::read(p, VERSION_KEPT));
-    let status = match child.wait(Instant::now() + timeout, &|| false) {
+    let status = match child.wait(Instant::now() + timeout, cancelled) {
         Ok(s) => s,
         Err(Stopped::TimedOut) => {
             return Err(format!(
