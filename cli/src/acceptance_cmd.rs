@@ -181,11 +181,26 @@ fn measure_and_check(
     registry: &benchsuite::Registry,
 ) -> Result<NodeCheck> {
     check_run_args(&args.run_args)?;
+    // A signal (Ctrl-C, SIGTERM, SIGHUP) ends the check between steps: no
+    // verdict, the scratch directory removed, exit 128 + the signal.
+    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    crate::interrupt::install(&cancel);
+    let cancelled = || cancel.load(std::sync::atomic::Ordering::SeqCst);
+    let stop_if_cancelled = |scratch: benchsuite::scratch::ScratchDir| {
+        if cancelled() {
+            drop(scratch);
+            eprintln!("interrupted ({}): no verdict", crate::interrupt::name());
+            std::process::exit(crate::interrupt::exit_code());
+        }
+        scratch
+    };
     let scratch =
         benchsuite::scratch::ScratchDir::new(&std::env::temp_dir(), "benchsuite-check")
             .map_err(|e| anyhow::anyhow!("--measure: cannot create a scratch directory: {e}"))?;
     let started = std::time::Instant::now();
-    let mut report = measure_once(scratch.path(), "m0", &args.run_args, &[])?;
+    let measured = measure_once(scratch.path(), "m0", &args.run_args, &[]);
+    let mut scratch = stop_if_cancelled(scratch);
+    let mut report = measured?;
     registry.fill_roles(&mut report);
     let first = check(baseline, &report)?;
     let mut again = Vec::new();
@@ -201,8 +216,14 @@ fn measure_and_check(
             args.wait.as_secs_f64(),
             args.retries
         );
-        std::thread::sleep(args.wait);
-        let mut r = measure_once(scratch.path(), &format!("m{k}"), &args.run_args, &keys)?;
+        let until = std::time::Instant::now() + args.wait;
+        while std::time::Instant::now() < until && !cancelled() {
+            std::thread::sleep(std::time::Duration::from_millis(50).min(args.wait));
+        }
+        scratch = stop_if_cancelled(scratch);
+        let measured = measure_once(scratch.path(), &format!("m{k}"), &args.run_args, &keys);
+        scratch = stop_if_cancelled(scratch);
+        let mut r = measured?;
         registry.fill_roles(&mut r);
         let mut c = check(baseline, &r)?;
         // Only the records measured again speak (the others are missing

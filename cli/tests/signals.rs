@@ -636,6 +636,86 @@ fn reference_a_signal_during_a_hung_version_probe_ends_it_at_once() {
     assert!(left_in(&dir.path().join("tmp"), "benchsuite-").is_empty());
 }
 
+/// `check --measure` stopped by a signal while it waits to measure again:
+/// exit 128 + the signal at once, no verdict, its scratch directory gone.
+/// Before: SIGTERM killed it with its measurements left in TMPDIR.
+#[test]
+fn check_measure_a_signal_while_waiting_exits_128_plus_it_leaving_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let run_args = [
+        "os.syscall",
+        "--quick",
+        "--min-sample-time",
+        "2ms",
+        "--warmup",
+        "1ms",
+    ];
+    let report = dir.path().join("r.json");
+    let o = common::benchsuite(&[])
+        .arg("run")
+        .args(run_args)
+        .args(["--no-progress", "-o"])
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // A band nothing meets, so the check measures again after --wait.
+    let base = dir.path().join("b.toml");
+    let o = common::benchsuite(&[])
+        .args(["baseline", "-o"])
+        .arg(&base)
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&base).unwrap();
+    let at = text.find("max = \"").unwrap() + "max = \"".len();
+    let end = at + text[at..].find('"').unwrap();
+    let mut impossible = text.clone();
+    impossible.replace_range(at..end, "1 ns");
+    std::fs::write(&base, impossible).unwrap();
+    for (sig, name) in SIGNALS {
+        let mut bs = Started(
+            common::benchsuite(&[])
+                .args(["check", "--baseline"])
+                .arg(&base)
+                .args(["--measure", "--wait", "60s", "--"])
+                .args(run_args)
+                .env("TMPDIR", &tmp)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+        // The first measurement is in its scratch directory: the check now
+        // judges it and waits.
+        let until = Instant::now() + Duration::from_secs(60);
+        while !left_in(&tmp, "benchsuite-check")
+            .iter()
+            .any(|d| d.join("m0.json").exists())
+        {
+            assert!(Instant::now() < until, "{name}: no first measurement");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let t = Instant::now();
+        signal(bs.pid(), sig);
+        let status = bs.exit_within(30);
+        let err = bs.stderr();
+        assert_eq!(status.code(), Some(128 + sig), "{name}: {status}: {err}");
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "{name}: {:?}",
+            t.elapsed()
+        );
+        assert!(err.contains("no verdict"), "{name}: {err}");
+        let left = left_in(&tmp, "benchsuite-");
+        assert!(left.is_empty(), "{name}: left behind: {left:?}");
+    }
+}
+
 /// `--round-timeout` names itself when it is not a positive duration or
 /// has no rounds to limit.
 #[test]
