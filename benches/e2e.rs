@@ -223,3 +223,18 @@ pub fn calibration_jobs(rec: &E2eRecording) -> Result<Vec<(String, Report, Repor
         })
         .collect()
 }
+
+/// The base build's runs of a recording in the order they ran (its
+/// `hist.list`: the history, then each A/A job's screen run), as one
+/// machine's series: unplanted runs for `benchsuite history`, recorded
+/// after its method was chosen on `benches/data/noise/`.
+pub fn base_runs(rec: &E2eRecording) -> Result<crate::trace::Machine, String> {
+    let mut runs = Vec::new();
+    for l in text(&rec.dir.join("hist.list"))?.lines() {
+        runs.push(crate::confirm::read_gz(&rec.dir.join(format!("{l}.gz")))?);
+    }
+    Ok(crate::trace::Machine {
+        name: rec.name.clone(),
+        runs,
+    })
+}

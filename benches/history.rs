@@ -46,10 +46,18 @@ pub struct Quiet {
     pub runs: usize,
     /// (key, metric, change points, of them regressions).
     pub series: Vec<(String, String, usize, usize)>,
+    /// Each change point: (key, metric, the run it starts at, 0-based, its
+    /// step, a regression).
+    pub found: Vec<(String, String, usize, f64, bool)>,
 }
 
 pub fn quiet(m: &Machine) -> Quiet {
-    let t = run(&m.runs, &TrendOptions::default());
+    quiet_with(m, &TrendOptions::default())
+}
+
+/// [`quiet`] under `options` (a thresholds file's rules).
+pub fn quiet_with(m: &Machine, options: &TrendOptions) -> Quiet {
+    let t = run(&m.runs, options);
     Quiet {
         machine: m.name.clone(),
         runs: m.runs.len(),
@@ -63,6 +71,15 @@ pub fn quiet(m: &Machine) -> Quiet {
                     s.change_points.len(),
                     s.change_points.iter().filter(|c| c.regression).count(),
                 )
+            })
+            .collect(),
+        found: t
+            .series
+            .iter()
+            .flat_map(|s| {
+                s.change_points
+                    .iter()
+                    .map(|c| (s.key.clone(), s.metric.clone(), c.at, c.step, c.regression))
             })
             .collect(),
     }
@@ -228,4 +245,24 @@ pub fn drifts(
             (key, metric, first)
         })
         .collect()
+}
+
+/// A scheduled job after every run from `first` on (0-based): `history`
+/// over the newest `window` runs so far. Returns (jobs that alarmed, jobs).
+pub fn nightly_alarms(
+    m: &Machine,
+    first: usize,
+    window: usize,
+    options: &TrendOptions,
+) -> (usize, usize) {
+    let mut alarms = 0;
+    let mut jobs = 0;
+    for end in first.max(benchsuite_report::trend::MIN_RUNS)..=m.runs.len() {
+        let runs = &m.runs[end.saturating_sub(window)..end];
+        jobs += 1;
+        if run(runs, options).exit_code() != 0 {
+            alarms += 1;
+        }
+    }
+    (alarms, jobs)
 }

@@ -38,6 +38,13 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "PERCENT", default_value = "5%")]
     pub threshold: String,
 
+    /// Per-metric thresholds from a file written by `benchsuite
+    /// calibrate` (the gate's `--thresholds`): a metric it names is a
+    /// regression only when its step reaches that threshold, so machine
+    /// states the gate tolerates do not alarm after the merge either.
+    #[arg(long, value_name = "FILE")]
+    pub thresholds: Option<PathBuf>,
+
     /// The level of each change point's test: a series without a change is
     /// split about this often.
     #[arg(long, value_name = "LEVEL", default_value_t = 0.01)]
@@ -157,11 +164,16 @@ pub fn cmd_history(args: &HistoryArgs, registry: &benchsuite::Registry) -> Resul
             ),
         }
     }
+    let rules = match &args.thresholds {
+        Some(p) => crate::calibrate_cmd::read_thresholds(p)?.rules(&p.display().to_string())?,
+        None => Vec::new(),
+    };
     let options = TrendOptions {
         alpha: args.alpha,
         threshold,
         since: args.since,
         acks,
+        rules,
     };
     let t = trend(&reports, &options)?;
     for e in &t.excluded {

@@ -24,8 +24,9 @@ fn text(o: &Output) -> (String, String) {
     )
 }
 
-/// Run `i` of a nightly job at commit `c{i}…`: the quick pass, with
-/// mem.bandwidth's samples scaled by `by` and the others by a ±0.5% wobble.
+/// Run `i` of a nightly job at commit `c{i}…`: the quick pass in three
+/// rounds, with mem.bandwidth's samples scaled by `by` and the others by a
+/// ±0.5% wobble.
 fn report(i: usize, by: f64) -> Value {
     let text = include_str!("../../crates/report/src/export/testdata/quick-pass.json");
     let mut r: Value = serde_json::from_str(text).unwrap();
@@ -41,6 +42,11 @@ fn report(i: usize, by: f64) -> Value {
         for m in rec["metrics"].as_array_mut().unwrap() {
             for s in m["samples"].as_array_mut().unwrap() {
                 *s = json!(s.as_f64().unwrap() * f);
+            }
+            // Three rounds, as `run --rounds 3` records them.
+            let n = m["samples"].as_array().unwrap().len();
+            if n >= 3 {
+                m["rounds"] = json!([n / 3, n / 3, n - 2 * (n / 3)]);
             }
             for k in ["mean", "median", "min", "max", "p5", "p95", "trimmed_mean"] {
                 if let Some(v) = m["summary"][k].as_f64() {
@@ -144,6 +150,37 @@ fn a_new_regression_alarms_and_an_acknowledged_one_does_not() {
         "{}",
         charts[0]
     );
+    // Each run's rounds beneath its median (the fixture has 3 per run).
+    assert!(charts[0].contains("r10.json round 3: "), "{}", charts[0]);
+
+    // The gate's thresholds file: a 30% step is not a regression of a
+    // metric whose threshold is 35%; still listed as a change point.
+    let thresholds = dir.path().join("perf-thresholds.toml");
+    std::fs::write(
+        &thresholds,
+        "testbed = \"x\"\n\n[thresholds]\n\"mem.bandwidth:bandwidth\" = \"35%\"\n",
+    )
+    .unwrap();
+    let o = run(&[
+        "history",
+        runs_s,
+        "--thresholds",
+        thresholds.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(out.contains("mem.bandwidth:bandwidth=35%"), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("mem.bandwidth "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("r10.json (c10aaaaaaa): -"), "{line}");
+    assert!(!line.contains("regression"), "{line}");
+    let o = run(&["history", runs_s, "--thresholds", "/nonexistent/t.toml"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--thresholds"), "{err}");
+
     let Some(browser) = common::chromium() else {
         skip(
             Capability::Chromium,

@@ -155,6 +155,12 @@ pub(super) fn notes(trend: &Trend) -> Vec<String> {
         trend.threshold * 100.0,
         crate::trend::PERCENT_THRESHOLD_PP
     ));
+    if !trend.rules.is_empty() {
+        notes.push(format!(
+            "per-metric thresholds (a regression must reach them instead): {}",
+            trend.rules.join(", ")
+        ));
+    }
     for e in &trend.excluded {
         notes.push(format!("left out (another testbed): {e}"));
     }

@@ -18,7 +18,10 @@ use serde::{Deserialize, Serialize};
 
 use benchsuite_core::bench::Direction;
 use benchsuite_core::param::Point;
-use benchsuite_core::report::{MetricRole, Report, Status};
+use benchsuite_core::report::{Metric, MetricRole, Report, Status};
+
+use crate::compare::rules::tolerance_for;
+use crate::compare::{ThresholdRule, Tolerance};
 
 pub mod detect;
 
@@ -35,6 +38,10 @@ pub struct TrendOptions {
     pub since: usize,
     /// Expected changes.
     pub acks: Vec<Ack>,
+    /// Per-metric thresholds (a thresholds file of `benchsuite
+    /// calibrate`, the gate's own): where one matches a metric, its step
+    /// must reach that threshold instead of `threshold` to be a regression.
+    pub rules: Vec<ThresholdRule>,
 }
 
 /// The threshold of metrics in % (UDP loss), in percentage points.
@@ -47,6 +54,7 @@ impl Default for TrendOptions {
             threshold: 0.05,
             since: 5,
             acks: Vec::new(),
+            rules: Vec::new(),
         }
     }
 }
@@ -112,6 +120,27 @@ pub struct ChangePoint {
     pub alarm: bool,
 }
 
+/// The median of each round of a metric's samples; empty for one round
+/// (or rounds that do not add up to the samples).
+fn round_medians(m: &Metric) -> Vec<f64> {
+    match &m.rounds {
+        Some(r)
+            if r.len() > 1
+                && r.iter().sum::<usize>() == m.samples.len()
+                && r.iter().all(|&k| k > 0) =>
+        {
+            let mut at = 0;
+            r.iter()
+                .map(|&k| {
+                    at += k;
+                    benchsuite_core::stats::median(&m.samples[at - k..at])
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// One gated metric's series of run medians.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Series {
@@ -125,6 +154,10 @@ pub struct Series {
     /// The run median of each run of [`Trend::runs`]; `None` where the
     /// record did not run or lacks the metric.
     pub medians: Vec<Option<f64>>,
+    /// The median of each round of each run (`--rounds`), parallel to
+    /// `medians`; empty for a run of one round or without the metric.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<Vec<f64>>,
     pub change_points: Vec<ChangePoint>,
 }
 
@@ -154,6 +187,10 @@ pub struct Trend {
     pub notes: Vec<String>,
     pub alpha: f64,
     pub threshold: f64,
+    /// The per-metric thresholds that replaced `threshold` where they
+    /// matched (`SELECTOR:METRIC=VALUE`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<String>,
     pub since: usize,
     pub series: Vec<Series>,
     /// Acknowledgements that name no change point.
@@ -287,6 +324,7 @@ pub fn trend(reports: &[(String, Report)], options: &TrendOptions) -> Result<Tre
                             unit: m.unit.clone(),
                             direction: m.direction,
                             medians: vec![None; kept.len()],
+                            rounds: vec![Vec::new(); kept.len()],
                             change_points: Vec::new(),
                         });
                         series.len() - 1
@@ -294,6 +332,7 @@ pub fn trend(reports: &[(String, Report)], options: &TrendOptions) -> Result<Tre
                 let s = &mut series[at];
                 if s.unit == m.unit && s.direction == m.direction {
                     s.medians[i] = Some(median);
+                    s.rounds[i] = round_medians(m);
                 }
             }
         }
@@ -342,12 +381,19 @@ pub fn trend(reports: &[(String, Report)], options: &TrendOptions) -> Result<Tre
                 Direction::Higher => step < 0.0,
                 Direction::Lower => step > 0.0,
             };
-            let threshold = if absolute {
-                PERCENT_THRESHOLD_PP
-            } else {
-                options.threshold
-            };
-            let regression = worse && step.abs() >= threshold;
+            let level = undo(benchsuite_core::stats::median(before)).abs();
+            let large =
+                match tolerance_for(options.threshold, &options.rules, &s.id, &s.metric, &s.unit) {
+                    (_, None) if absolute => step.abs() >= PERCENT_THRESHOLD_PP,
+                    (_, None) => step.abs() >= options.threshold,
+                    // A rule's relative threshold of a metric in % (its step
+                    // in pp) is relative to the level before.
+                    (Tolerance::Relative(r), Some(_)) if absolute => step.abs() >= r * level,
+                    (Tolerance::Relative(r), Some(_)) => step.abs() >= r,
+                    (Tolerance::Absolute { value, .. }, Some(_)) if absolute => step.abs() >= value,
+                    (Tolerance::Absolute { value, .. }, Some(_)) => step.abs() * level >= value,
+                };
+            let regression = worse && large;
             let at = present[split.at].0;
             let commit = runs[at].commit.clone();
             let ack = options.acks.iter().enumerate().find(|(_, a)| {
@@ -389,6 +435,7 @@ pub fn trend(reports: &[(String, Report)], options: &TrendOptions) -> Result<Tre
         notes,
         alpha: options.alpha,
         threshold: options.threshold,
+        rules: options.rules.iter().map(ToString::to_string).collect(),
         since: options.since,
         series,
         stale,

@@ -242,3 +242,27 @@ fn every_format_says_it_table_fits_and_csv_has_one_row_per_change_point() {
     let json: Trend = serde_json::from_str(&text(Format::Json)).unwrap();
     assert_eq!(json, t);
 }
+
+#[test]
+fn a_per_metric_threshold_decides_what_step_is_a_regression() {
+    let options = |rule: &str| TrendOptions {
+        since: 6,
+        rules: vec![ThresholdRule::parse(rule).unwrap()],
+        ..Default::default()
+    };
+    // The 30% drop is below a 35% threshold for the metric: a change
+    // point, not a regression, no alarm.
+    let t = trend(&history(), &options("mem.bandwidth:bandwidth=35%")).unwrap();
+    let c = &bandwidth(&t).change_points[0];
+    assert!(!c.regression && !c.alarm && t.exit_code() == 0, "{c:?}");
+    assert_eq!(t.rules, vec!["mem.bandwidth:bandwidth=35%".to_string()]);
+    // At 25% it is one; a rule for another metric leaves the default.
+    for rule in ["mem.bandwidth:bandwidth=25%", "cpu.*=50%"] {
+        let t = trend(&history(), &options(rule)).unwrap();
+        let c = &bandwidth(&t).change_points[0];
+        assert!(
+            c.regression && c.alarm && t.exit_code() == 1,
+            "{rule}: {c:?}"
+        );
+    }
+}

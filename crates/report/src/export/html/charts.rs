@@ -313,6 +313,7 @@ pub(super) fn sweep_chart(s: &Sweep<'_>, reports: &[(String, Report)]) -> String
             points,
             dashed: false,
             markers: true,
+            joined: true,
             opacity,
         });
         if !peak.is_empty() {
@@ -331,6 +332,7 @@ pub(super) fn sweep_chart(s: &Sweep<'_>, reports: &[(String, Report)]) -> String
                 points: peak,
                 dashed: true,
                 markers: false,
+                joined: true,
                 opacity,
             });
         }
@@ -479,6 +481,7 @@ pub(super) fn trace_chart(r: &Record, m: &Metric) -> Option<String> {
                 points,
                 dashed: false,
                 markers: ts.len() <= 120,
+                joined: true,
                 opacity: 1.0,
             }],
             marks: Vec::new(),

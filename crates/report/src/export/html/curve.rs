@@ -39,6 +39,7 @@ pub(super) fn curve_chart(r: &Record) -> Option<String> {
                 .collect(),
             dashed: false,
             markers: true,
+            joined: true,
             opacity: 1.0,
         };
     let mut lines = vec![
@@ -62,6 +63,7 @@ pub(super) fn curve_chart(r: &Record) -> Option<String> {
                 .collect(),
             dashed: true,
             markers: false,
+            joined: true,
             opacity: 0.8,
         });
     }

@@ -60,6 +60,8 @@ pub struct Line {
     pub points: Vec<Pt>,
     pub dashed: bool,
     pub markers: bool,
+    /// Whether a line joins the points (false: the markers alone).
+    pub joined: bool,
     /// Opacity of the stroke (a baseline is drawn lighter).
     pub opacity: f64,
 }
@@ -337,19 +339,21 @@ impl Chart {
                 .iter()
                 .map(|p| format!("{},{}", f(sx.map(p.x)), f(sy.map(p.y))))
                 .collect();
-            let _ = write!(
-                out,
-                r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="2" stroke-opacity="{}"{}><title>{}</title></polyline>"#,
-                d.join(" "),
-                l.color,
-                l.opacity,
-                if l.dashed {
-                    r#" stroke-dasharray="6 4""#
-                } else {
-                    ""
-                },
-                escape(&l.name)
-            );
+            if l.joined {
+                let _ = write!(
+                    out,
+                    r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="2" stroke-opacity="{}"{}><title>{}</title></polyline>"#,
+                    d.join(" "),
+                    l.color,
+                    l.opacity,
+                    if l.dashed {
+                        r#" stroke-dasharray="6 4""#
+                    } else {
+                        ""
+                    },
+                    escape(&l.name)
+                );
+            }
             if l.markers {
                 for p in &ok {
                     let _ = write!(
@@ -365,7 +369,10 @@ impl Chart {
             }
         }
         // Legend.
-        for (i, l) in self.lines.iter().take(18).enumerate() {
+        // Lines without a name (a second segment's level) share the legend
+        // entry of the first.
+        let named: Vec<&Line> = self.lines.iter().filter(|l| !l.name.is_empty()).collect();
+        for (i, l) in named.iter().take(18).enumerate() {
             let y = T + 8.0 + i as f64 * 16.0;
             let _ = write!(
                 out,
@@ -384,13 +391,13 @@ impl Chart {
                 escape(&truncate(&l.name, LEGEND_CHARS))
             );
         }
-        if self.lines.len() > 18 {
+        if named.len() > 18 {
             let _ = write!(
                 out,
                 r#"<text x="{}" y="{}">… {} more</text>"#,
                 R + 14.0,
                 T + 8.0 + 18.0 * 16.0 + 4.0,
-                self.lines.len() - 18
+                named.len() - 18
             );
         }
         out.push_str("</svg>");

@@ -1,5 +1,6 @@
 //! The trend page (`benchsuite history --format html`): per gated metric,
-//! its run medians over the history with the commit of each run on hover,
+//! its run medians over the history with the commit of each run on hover
+//! and each run's rounds beneath them,
 //! the level of each segment, the change points and acknowledgements
 //! marked, and the band the history predicts for the next run.
 
@@ -91,27 +92,62 @@ fn chart(trend: &Trend, s: &Series, key: &str) -> String {
         })
         .collect();
     let positive = points.iter().all(|p| p.y > 0.0);
-    let mut lines = vec![Line {
+    // Each run's rounds (`--rounds`), drawn light beneath its median: the
+    // spread within a run beside the steps between runs.
+    let rounds: Vec<Pt> = s
+        .rounds
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| {
+            let run = &trend.runs[i];
+            let unit = &unit;
+            r.iter().enumerate().map(move |(k, v)| Pt {
+                x: (i + 1) as f64,
+                y: *v,
+                band: None,
+                title: format!("{} round {}: {}", run.name, k + 1, format_value(*v, unit)),
+            })
+        })
+        .collect();
+    let positive = positive && rounds.iter().all(|p| p.y > 0.0);
+    let mut lines = Vec::new();
+    if !rounds.is_empty() {
+        lines.push(Line {
+            name: "round median".into(),
+            color: "#56B4E9",
+            points: rounds,
+            dashed: false,
+            markers: true,
+            joined: false,
+            opacity: 0.45,
+        });
+    }
+    lines.push(Line {
         name: "run median".into(),
         color: "#0072B2",
         points,
         dashed: false,
         markers: true,
+        joined: true,
         opacity: 1.0,
-    }];
+    });
     // Each segment's level, and the band for the next run from the last.
     let n = trend.runs.len();
     let mut bounds: Vec<usize> = vec![0];
     bounds.extend(s.change_points.iter().map(|c| c.at));
     bounds.push(n);
-    for w in bounds.windows(2) {
+    for (k, w) in bounds.windows(2).enumerate() {
         let vals: Vec<f64> = s.medians[w[0]..w[1]].iter().flatten().copied().collect();
         if vals.is_empty() {
             continue;
         }
         let level = benchsuite_core::stats::median(&vals);
         lines.push(Line {
-            name: "level".into(),
+            name: if k == 0 {
+                "level".into()
+            } else {
+                String::new()
+            },
             color: "#555555",
             points: vec![
                 Pt {
@@ -129,6 +165,7 @@ fn chart(trend: &Trend, s: &Series, key: &str) -> String {
             ],
             dashed: true,
             markers: false,
+            joined: true,
             opacity: 0.8,
         });
     }
@@ -161,6 +198,7 @@ fn chart(trend: &Trend, s: &Series, key: &str) -> String {
             }],
             dashed: false,
             markers: true,
+            joined: true,
             opacity: 1.0,
         });
     }
