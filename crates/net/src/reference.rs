@@ -52,7 +52,10 @@ fn iperf3(
             client[i + 1] = "1".into();
         }
         let ports = &ports[..streams as usize];
-        let args = client.join(" ");
+        // Typed parameters only (sizes, counts, flags), quoted anyway so
+        // that no value can become shell syntax.
+        let args: Vec<String> = client.iter().map(|a| sh_quote(a)).collect();
+        let args = args.join(" ");
         let clients: Vec<String> = ports
             .iter()
             .enumerate()
@@ -94,6 +97,18 @@ fn iperf3(
     };
     r.sample_time = Some(WINDOW_SAMPLE);
     r
+}
+
+/// `a` as one word of a POSIX shell's command line.
+fn sh_quote(a: &str) -> String {
+    if !a.is_empty()
+        && a.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.,:/=+".contains(&b))
+    {
+        a.to_string()
+    } else {
+        format!("'{}'", a.replace('\'', "'\\''"))
+    }
 }
 
 /// Said at every iperf3 point.
@@ -417,6 +432,16 @@ mod tests {
 
     fn s(v: &str) -> Value {
         Value::Str(v.into())
+    }
+
+    #[test]
+    fn a_shell_word_cannot_become_syntax() {
+        assert_eq!(sh_quote("-l"), "-l");
+        assert_eq!(sh_quote("131072"), "131072");
+        assert_eq!(sh_quote(""), "''");
+        assert_eq!(sh_quote("a b;rm -rf /"), "'a b;rm -rf /'");
+        assert_eq!(sh_quote("it's"), "'it'\\''s'");
+        assert_eq!(sh_quote("$(x)\n`y`"), "'$(x)\n`y`'");
     }
 
     #[test]

@@ -77,6 +77,9 @@ pub enum Capability {
     /// `nvrtc`: the CUDA runtime compiler library (a CUDA toolkit, or
     /// pip's nvidia-cuda-nvrtc on `LD_LIBRARY_PATH`).
     Nvrtc,
+    /// `second-user`: the tests run as root and `setpriv` (util-linux) can
+    /// run a command as another user (uid 65534).
+    SecondUser,
     /// `no-openblas`: no optimised LAPACK loads: the check of the skip
     /// reason that says what to install (CI installs OpenBLAS).
     NoOpenblas,
@@ -107,6 +110,7 @@ const NAMES: &[(Capability, &str)] = &[
     (Capability::TwoCpus, "two-cpus"),
     (Capability::Cuda, "cuda"),
     (Capability::Nvrtc, "nvrtc"),
+    (Capability::SecondUser, "second-user"),
     (Capability::NoOpenblas, "no-openblas"),
 ];
 
