@@ -21,7 +21,13 @@ pub fn run(cli: Cli, registry: &Registry) -> Result<i32> {
         Command::Run(a) => {
             // Rank 0's meeting point (--rendezvous) outlives the run's error.
             let mut pairing = None;
-            let result = crate::run::cmd_run(&a, registry, &mut pairing);
+            let result = crate::config::run_settings(
+                &a,
+                registry,
+                std::io::stdout().is_terminal(),
+                std::io::stderr().is_terminal(),
+            )
+            .and_then(|s| crate::run::cmd_run(s, registry, &mut pairing));
             benchsuite_fleet::Pairing::end(pairing, result, |e| {
                 if crate::output::is_broken_pipe(&e) {
                     Err(e)

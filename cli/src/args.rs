@@ -94,37 +94,37 @@ pub enum Command {
     /// The local-vs-remote break-even: from which transferred data size a
     /// job (CPU events plus storage bytes) runs faster locally than shipped
     /// to a remote machine, from measured reports.
-    Breakeven(crate::breakeven_cmd::BreakevenArgs),
+    Breakeven(crate::command_args::BreakevenArgs),
     /// Write one self-contained HTML page (inline SVG charts, no
     /// JavaScript, the reports embedded as JSON) from JSON reports: a chart
     /// per sweep, latency percentiles, time series, the host, warnings and
     /// notes; with two or more reports, base vs new and the change verdicts.
-    Report(crate::report_cmd::ReportArgs),
+    Report(crate::command_args::ReportArgs),
     /// After the merge: find change points in a main branch's history of
     /// reports (one testbed), each with the run and commit where it starts,
     /// the step with its interval and whether it is a regression; exit 1
     /// when an unacknowledged regression starts in the last --since runs
     /// (a scheduled job's alarm).
-    History(crate::history_cmd::HistoryArgs),
+    History(crate::command_args::HistoryArgs),
     /// Fit per-metric thresholds this machine can judge at from A/A jobs
     /// (`compare --interleave` of two copies of one build): for each
     /// metric, the smallest change a confirmation with --budget pairs can
     /// tell from no change, never below --threshold. Writes the TOML file
     /// `compare --thresholds` reads.
-    Calibrate(crate::calibrate_cmd::CalibrateArgs),
+    Calibrate(crate::command_args::CalibrateArgs),
     /// Build a node acceptance baseline from healthy nodes' runs: per
     /// machine type (CPU model, CPUs, memory, GPUs), each gated metric's
     /// band (the runs' median, a bound at 3 scaled MADs of their spread or
     /// --margin, whichever is wider), as TOML a person edits and adds
     /// rules to. See docs/fleet.md.
-    Baseline(crate::acceptance_cmd::BaselineArgs),
+    Baseline(crate::command_args::BaselineArgs),
     /// Judge one node's report (or each node of a fleet report) by a
     /// baseline: PASS, WARN or FAIL per band and rule, with the value, the
     /// bound, the reason and the next step. Exit 0 when no node FAILs
     /// (WARN too), 1 when one does, 2 when the baseline cannot judge the
     /// report: a Slurm prolog drains on non-zero, a Node Problem Detector
     /// plugin reads 0 OK, 1 NonOK, 2 Unknown.
-    Check(crate::acceptance_cmd::CheckArgs),
+    Check(crate::command_args::CheckArgs),
     /// Print a shell completion script: `benchsuite completions bash >
     /// ~/.local/share/bash-completion/completions/benchsuite` (zsh: a file
     /// `_benchsuite` on $fpath; fish: ~/.config/fish/completions/).

@@ -2,47 +2,14 @@
 //! from measured reports (see `benchsuite_report::breakeven`).
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Result, anyhow, bail};
 use benchsuite::Report;
 use benchsuite::breakeven::{self, Input};
 use benchsuite::units::parse_size;
-use clap::Args;
 
-#[derive(Debug, Args)]
-pub struct BreakevenArgs {
-    /// The local machine's report: `cpu.prime` (events/s) and `disk.io`
-    /// (bandwidth) records.
-    #[arg(long, value_name = "REPORT.json")]
-    pub local: PathBuf,
-    /// The remote machine's report, with the same records.
-    #[arg(long, value_name = "REPORT.json")]
-    pub remote: PathBuf,
-    /// The report measured between the two (`benchsuite run
-    /// net.tcp_throughput net.connect --peer REMOTE`): throughput and
-    /// connection setup.
-    #[arg(long, value_name = "REPORT.json")]
-    pub net: PathBuf,
-    /// CPU work of the job, in sysbench prime events (at the records'
-    /// max_prime).
-    #[arg(long, value_name = "N")]
-    pub events: f64,
-    /// Storage traffic of the job, bytes (`10G`).
-    #[arg(long, value_name = "SIZE")]
-    pub bytes: String,
-    /// Which `cpu.prime` record: its parameters, e.g. `threads=1`
-    /// (default: the first ok one).
-    #[arg(long, value_name = "NAME=VALUE,...")]
-    pub cpu: Option<String>,
-    /// Which `disk.io` record, e.g. `preset=sysbench-rndrw` (default: the
-    /// first ok one).
-    #[arg(long, value_name = "NAME=VALUE,...")]
-    pub disk: Option<String>,
-    /// `table` (default) or `json`.
-    #[arg(long, value_name = "FORMAT", default_value = "table")]
-    pub format: String,
-}
+use crate::command_args::BreakevenArgs;
 
 fn wants(flag: &str, spec: Option<&str>) -> Result<Vec<(String, String)>> {
     let Some(spec) = spec else {

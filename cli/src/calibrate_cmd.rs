@@ -4,55 +4,18 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Result, bail};
 use benchsuite::compare::calibrate::{AaJob, CalibrateOptions, calibrate};
 use benchsuite::compare::{ThresholdRule, Tolerance};
 use benchsuite::fleet::{Fleet, ReportFile};
-use clap::Args;
+
+use crate::command_args::CalibrateArgs;
 
 /// The two pooled reports `compare --interleave` writes into its
 /// `--interleave-dir`.
 const POOLED: [&str; 2] = ["interleave-base.json", "interleave-new.json"];
-
-/// `benchsuite calibrate JOB_DIR... -o perf-thresholds.toml`.
-#[derive(Debug, Args)]
-pub struct CalibrateArgs {
-    /// A/A jobs: directories each written by `benchsuite compare
-    /// --interleave BIN BIN_COPY --rounds 15 --interleave-dir DIR -- RUN_ARGS`
-    /// (two copies of one build, the run arguments of the CI job), holding
-    /// interleave-base.json and interleave-new.json. All of one testbed.
-    /// Twenty or more give thresholds worth committing (ten under-sample
-    /// the noisiest job)
-    #[arg(value_name = "JOB_DIR", required = true)]
-    pub jobs: Vec<PathBuf>,
-
-    /// The confirmation budget the thresholds are for: `compare --confirm
-    /// --budget`
-    #[arg(long, value_name = "PAIRS", default_value_t = benchsuite::compare::confirm::DEFAULT_BUDGET)]
-    pub budget: usize,
-
-    /// The share of unchanged jobs allowed to end undecided, spread over
-    /// the gated metrics. Below the 5% a CI job can live with, since the
-    /// noise drifts between the calibration and the jobs it gates: fitted
-    /// at 5%, 4 of 76 later A/A jobs (5.3%) ended undecided
-    #[arg(long, value_name = "PERCENT", default_value = "3%")]
-    pub undecided: String,
-
-    /// The least threshold written (the one `compare` defaults to):
-    /// metrics quieter than it keep it
-    #[arg(long, value_name = "PERCENT", default_value = "5%")]
-    pub threshold: String,
-
-    /// The least threshold of a latency tail (NAME.p99, NAME.p99_9)
-    #[arg(long, value_name = "PERCENT", default_value = "25%")]
-    pub tail_threshold: String,
-
-    /// Write the thresholds file to FILE instead of stdout
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub output: Option<PathBuf>,
-}
 
 fn percent(flag: &str, v: &str) -> Result<f64> {
     match Tolerance::parse(v) {

@@ -31,6 +31,55 @@ pub fn resolve_token(
     )?)
 }
 
+/// `run`'s flags turned into what the run needs, in one step: the run
+/// itself (`run.rs`) never reads [`RunArgs`].
+pub struct RunSettings {
+    pub cfg: RunConfig,
+    pub output: Output,
+    pub flags: FlagNames,
+    pub placement: benchsuite_fleet::PlacementConfig,
+    pub pairing: benchsuite_fleet::PairingConfig,
+    /// `--rendezvous` given: rank 0 checks `-o` before it serves.
+    pub rendezvous: bool,
+    /// `-f FILE`, and which of its settings the command line gave (they
+    /// win over the file's).
+    pub plan: Option<(PathBuf, benchsuite::phase::Given)>,
+    /// `--only`'s record keys.
+    pub only: Vec<String>,
+    pub strict: bool,
+    pub verbose: bool,
+    /// Progress on stderr (a terminal, and no `--no-progress`).
+    pub progress: bool,
+    /// `--format` given: under a launcher, the report goes to stdout too.
+    pub format_given: bool,
+    pub stdout_tty: bool,
+}
+
+/// [`RunSettings`] from `run`'s flags; every error names its flag.
+pub fn run_settings(
+    args: &RunArgs,
+    registry: &Registry,
+    stdout_tty: bool,
+    stderr_tty: bool,
+) -> Result<RunSettings> {
+    let (cfg, output, flags) = run_config(args, registry, stdout_tty)?;
+    Ok(RunSettings {
+        cfg,
+        output,
+        flags,
+        placement: placement(&args.cluster),
+        pairing: pairing(&args.cluster),
+        rendezvous: args.cluster.rendezvous.is_some(),
+        plan: args.plan.clone().map(|f| (f, crate::planfile::given(args))),
+        only: args.only.clone(),
+        strict: args.strict,
+        verbose: args.verbose,
+        progress: stderr_tty && !args.no_progress,
+        format_given: args.format.is_some(),
+        stdout_tty,
+    })
+}
+
 /// Where and how to write the run's report.
 #[derive(Debug)]
 pub struct Output {

@@ -9,58 +9,8 @@ use benchsuite::compare::Tolerance;
 use benchsuite::export::{self, Format};
 use benchsuite::fleet::{Fleet, ReportFile};
 use benchsuite::trend::{Ack, TrendOptions, trend};
-use clap::Args;
 
-/// `benchsuite history DIR_OR_REPORTS... [--acks perf-acks.toml]`.
-#[derive(Debug, Args)]
-pub struct HistoryArgs {
-    /// JSON reports of one testbed (a main branch's rolling history, each
-    /// written by `benchsuite run -o`), or directories of them (every
-    /// `*.json`). Ordered by their start time; reports of another testbed
-    /// than the newest are left out, named.
-    #[arg(value_name = "DIR_OR_REPORT", required = true)]
-    pub inputs: Vec<PathBuf>,
-
-    /// Expected changes: a TOML file of `[[ack]]` tables, each with
-    /// `record` (a benchmark id or full key), optional `metric`, `commit`
-    /// (7 characters or more of the first run at the new level) and
-    /// `reason`. An acknowledged change point never alarms; one that names
-    /// no change point is listed as stale.
-    #[arg(long, value_name = "FILE")]
-    pub acks: Option<PathBuf>,
-
-    /// Alarm (exit 1) on a regression that starts in the last N runs.
-    #[arg(long, value_name = "N", default_value_t = 5)]
-    pub since: usize,
-
-    /// A worse step at least this large is a regression (metrics in %:
-    /// 0.5 percentage points).
-    #[arg(long, value_name = "PERCENT", default_value = "5%")]
-    pub threshold: String,
-
-    /// Per-metric thresholds from a file written by `benchsuite
-    /// calibrate` (the gate's `--thresholds`): a metric it names is a
-    /// regression only when its step reaches that threshold, so machine
-    /// states the gate tolerates do not alarm after the merge either.
-    #[arg(long, value_name = "FILE")]
-    pub thresholds: Option<PathBuf>,
-
-    /// The level of each change point's test: a series without a change is
-    /// split about this often.
-    #[arg(long, value_name = "LEVEL", default_value_t = 0.01)]
-    pub alpha: f64,
-
-    /// Output format: table (default), json, csv (one row per change
-    /// point), md (a CI job summary), html (a page with a chart per
-    /// metric: its run medians, levels, change points and the band of the
-    /// next run). Default: from -o's extension, else table.
-    #[arg(long, value_name = "FORMAT")]
-    pub format: Option<String>,
-
-    /// Write to FILE instead of stdout.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub output: Option<PathBuf>,
-}
+use crate::command_args::HistoryArgs;
 
 /// The report files of `inputs`: files as given, directories' `*.json`
 /// sorted, each file once.

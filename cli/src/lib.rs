@@ -39,6 +39,8 @@ mod breakeven_cmd;
 #[cfg(feature = "cli")]
 mod calibrate_cmd;
 #[cfg(feature = "cli")]
+mod command_args;
+#[cfg(feature = "cli")]
 mod config;
 #[cfg(feature = "cli")]
 mod fleet_cmd;

@@ -11,9 +11,14 @@ use benchsuite::phase::{Given, Phase, read_plan};
 use crate::args::RunArgs;
 
 /// Reads `path` into phases over `base` (the command line's
-/// configuration); what `args` gave wins over the file.
-pub fn phases(path: &Path, args: &RunArgs, base: &RunConfig) -> Result<Vec<Phase>> {
-    let given = Given {
+/// configuration); what the command line gave (`given`) wins over the file.
+pub fn phases(path: &Path, given: &Given, base: &RunConfig) -> Result<Vec<Phase>> {
+    Ok(read_plan(path, given, base)?)
+}
+
+/// Which of a plan file's settings `args` gave.
+pub fn given(args: &RunArgs) -> Given {
+    Given {
         quick: args.quick,
         selectors: args.selectors.clone(),
         runs: args.runs.is_some(),
@@ -23,6 +28,5 @@ pub fn phases(path: &Path, args: &RunArgs, base: &RunConfig) -> Result<Vec<Phase
         min_sample_time: args.min_sample_time.is_some(),
         warmup: args.warmup.is_some(),
         slo: args.slo.is_some(),
-    };
-    Ok(read_plan(path, &given, base)?)
+    }
 }

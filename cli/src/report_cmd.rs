@@ -3,29 +3,13 @@
 //! or the fleet page of one merged fleet report (`benchsuite merge`).
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use benchsuite::Registry;
 use benchsuite::export::html;
 use benchsuite::fleet::{Fleet, ReportFile};
-use clap::Args;
 
-/// `benchsuite report IN.json [MORE.json ...] -o report.html`.
-#[derive(Debug, Args)]
-pub struct ReportArgs {
-    /// JSON reports (written by `benchsuite run -o`). With two or more,
-    /// the first is the base: the page draws base and new on the same axes
-    /// and the change of each metric, judged as `compare` judges it. One
-    /// fleet report (`benchsuite merge -o fleet.json`) makes the fleet
-    /// page: host groups, outlier hosts, each host against its group.
-    #[arg(value_name = "REPORT.json", required = true)]
-    pub reports: Vec<PathBuf>,
-
-    /// The HTML file to write (default: stdout).
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub output: Option<PathBuf>,
-}
+use crate::command_args::ReportArgs;
 
 /// Writes the page; 0 on success.
 pub fn cmd_report(args: &ReportArgs, registry: &Registry) -> Result<i32> {

@@ -3,7 +3,6 @@
 //! Planning, running and merging phases are the library's
 //! (`benchsuite::phase`); the pairing is `benchsuite_fleet`'s.
 
-use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
@@ -16,8 +15,7 @@ use benchsuite::{Registry, Report, RunConfig, Status};
 use benchsuite_fleet::pairing::NetPart;
 use benchsuite_fleet::{Pairing, Placement};
 
-use crate::args::RunArgs;
-use crate::config::{self, FlagNames};
+use crate::config::{self, FlagNames, RunSettings};
 use crate::output::{Output, keep_verdict, output_files, replace_file, write_report};
 use crate::progress::Progress;
 
@@ -26,41 +24,43 @@ type Phases = Vec<(Option<Phase>, RunConfig)>;
 
 /// Runs `benchsuite run`. `pairing` outlives an error (rank 0's meeting
 /// point stays until the other ranks learnt of it).
-pub fn cmd_run(args: &RunArgs, registry: &Registry, pairing: &mut Option<Pairing>) -> Result<i32> {
-    let stdout_tty = io::stdout().is_terminal();
-    let (mut cfg, output, flags) = config::run_config(args, registry, stdout_tty)?;
+pub fn cmd_run(
+    mut s: RunSettings,
+    registry: &Registry,
+    pairing: &mut Option<Pairing>,
+) -> Result<i32> {
     // The launcher's task (into the report), and --output-dir checked.
-    let placement = Placement::new(&config::placement(&args.cluster), &mut cfg)?;
+    let placement = Placement::new(&s.placement, &mut s.cfg)?;
     // Rank 0 of --rendezvous: before it serves the meeting point. Other
     // ranks check after they joined, so that their failure marker tells
     // the others at once. (`idle()` says so on stderr: asked once.)
     let mut idle = None;
-    if args.cluster.rendezvous.is_some() && placement.cluster().is_some_and(|c| c.rank == 0) {
+    if s.rendezvous && placement.cluster().is_some_and(|c| c.rank == 0) {
         let i = placement.idle();
         idle = Some(i);
         if !i {
-            check_output(&output)?;
+            check_output(&s.output)?;
         }
     }
     // A plan file's phases (`-f`), read before the pairing, which needs
     // to know whether they run net benchmarks; its error comes after.
-    let planned = args
+    let planned = s
         .plan
         .as_ref()
-        .map(|f| crate::planfile::phases(f, args, &cfg));
-    *pairing = start_pairing(args, &placement, &cfg, registry, planned.as_ref())?;
-    let phases = phases(&cfg, &flags, registry, planned)?;
+        .map(|(f, given)| crate::planfile::phases(f, given, &s.cfg));
+    *pairing = start_pairing(&s.pairing, &placement, &s.cfg, registry, planned.as_ref())?;
+    let phases = phases(&s.cfg, &s.flags, registry, planned)?;
     let mut plans = phases
         .iter()
         .map(|(phase, c)| {
             benchsuite::runner::plan(registry, c).map_err(|e| match phase {
                 Some(p) => p.explain(e).into(),
-                None => flags.explain(e),
+                None => s.flags.explain(e),
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    if !args.only.is_empty() {
-        keep_only(&mut plans, &args.only)?;
+    if !s.only.is_empty() {
+        keep_only(&mut plans, &s.only)?;
     }
     // What the report says was run, with a plan file: its phases as
     // planned, before the pairing splits them.
@@ -83,8 +83,8 @@ pub fn cmd_run(args: &RunArgs, registry: &Registry, pairing: &mut Option<Pairing
         }
         return Ok(0);
     }
-    check_output(&output)?;
-    crate::interrupt::install(&cfg.cancel);
+    check_output(&s.output)?;
+    crate::interrupt::install(&s.cfg.cancel);
     let host = plans
         .first()
         .or(net.first().map(|n| &n.plan))
@@ -95,19 +95,12 @@ pub fn cmd_run(args: &RunArgs, registry: &Registry, pairing: &mut Option<Pairing
              Install a release build: cargo install --path cli"
         );
     }
-    let mut report = run_all(args, &output, &phases, &plans, &net, pairing.as_ref(), &cfg);
+    let mut report = run_all(&s, &phases, &plans, &net, pairing.as_ref());
     if let Some(p) = &pairing {
-        let plan = args.plan.is_some().then_some(&phase_configs[..]);
-        p.finish(&mut report, &cfg, plan);
+        let plan = s.plan.is_some().then_some(&phase_configs[..]);
+        p.finish(&mut report, &s.cfg, plan);
     }
-    finish(
-        args,
-        &output,
-        &placement,
-        &report,
-        cfg.cancel.load(Ordering::SeqCst),
-        stdout_tty,
-    )
+    finish(&s, &placement, &report, s.cfg.cancel.load(Ordering::SeqCst))
 }
 
 /// Keeps the planned points whose record key (`ID PARAM=VALUE ...`, as
@@ -148,7 +141,7 @@ fn keep_only(plans: &mut [Plan<'_>], keys: &[String]) -> Result<()> {
 /// phases (none when it could not be read: its error comes later, after
 /// the marker can tell the other ranks).
 fn start_pairing(
-    args: &RunArgs,
+    config: &benchsuite_fleet::PairingConfig,
     placement: &Placement,
     cfg: &RunConfig,
     registry: &Registry,
@@ -160,7 +153,7 @@ fn start_pairing(
             .unwrap_or_default()
     });
     Ok(Pairing::new(
-        &config::pairing(&args.cluster),
+        config,
         placement,
         cfg,
         registry,
@@ -233,16 +226,15 @@ fn phases(
 /// report so far is checkpointed, so a crash in the next phase loses
 /// nothing of this one. The report's `progress` says how far it got.
 fn run_all(
-    args: &RunArgs,
-    output: &config::Output,
+    s: &RunSettings,
     phases: &Phases,
     plans: &[Plan<'_>],
     net: &[NetPart<'_>],
     pairing: Option<&Pairing>,
-    cfg: &RunConfig,
 ) -> Report {
+    let (output, cfg) = (&s.output, &s.cfg);
     let mut observer = Checkpoints {
-        progress: Progress::new(io::stderr().is_terminal() && !args.no_progress),
+        progress: Progress::new(s.progress),
         // Only JSON carries the `progress` marker that tells a reader the
         // run is unfinished; other formats (a .prom file a collector reads)
         // are replaced once, at the end.
@@ -308,13 +300,12 @@ fn run_all(
 /// under `--strict`), so a
 /// closed stdout cannot change it.
 fn finish(
-    args: &RunArgs,
-    output: &config::Output,
+    s: &RunSettings,
     placement: &Placement,
     report: &Report,
     interrupted: bool,
-    stdout_tty: bool,
 ) -> Result<i32> {
+    let (output, stdout_tty) = (&s.output, s.stdout_tty);
     let count = |s: Status| report.records.iter().filter(|r| r.status == s).count();
     let (ok, skipped, failed) = (
         count(Status::Ok),
@@ -323,17 +314,15 @@ fn finish(
     );
     let code = if interrupted {
         crate::interrupt::exit_code()
-    } else if args.strict && failed > 0 {
+    } else if s.strict && failed > 0 {
         1
     } else {
         0
     };
-    let table = export::TableOptions {
-        verbose: args.verbose,
-    };
+    let table = export::TableOptions { verbose: s.verbose };
     let written = (|| -> Result<String> {
         let mut written = String::new();
-        if placement.to_stdout(output.file.is_some(), args.format.is_some(), stdout_tty) {
+        if placement.to_stdout(output.file.is_some(), s.format_given, stdout_tty) {
             written = write_report(report, output.format, output.file.as_deref(), &table)?;
         }
         written += &placement.write(report)?;
