@@ -102,9 +102,7 @@
 //! ```
 
 use benchsuite_core::param::Point;
-use benchsuite_core::report::{
-    Metric, MetricRole, Record, Report, SampleTails, Status, schema_major,
-};
+use benchsuite_core::report::{Metric, MetricRole, Record, Report, Status, schema_major};
 
 pub mod calibrate;
 pub mod confirm;
@@ -131,7 +129,7 @@ pub use outcome::*;
 pub use rules::{ThresholdRule, Tolerance};
 pub use text::percent_text;
 
-use judge::{direction_name, lost_tails, quantities};
+use judge::{direction_name, lost_tails, metric_names, quantities};
 use states::states_note;
 
 /// The default threshold of latency tails (p99, p99.9) as a fraction:
@@ -554,20 +552,6 @@ fn check_rules(all: &[&Record], rules: &[ThresholdRule]) -> Result<(), CompareEr
         }
     }
     Ok(())
-}
-
-/// The judged quantities of a metric: its name, then its tails.
-fn metric_names(m: &Metric) -> Vec<String> {
-    let mut v = vec![m.name.clone()];
-    if let Some(t) = &m.tails {
-        if t.p99.is_some() {
-            v.push(format!("{}.p99", m.name));
-        }
-        if t.p99_9.is_some() {
-            v.push(format!("{}.p99_9", m.name));
-        }
-    }
-    v
 }
 
 fn unmatched(r: &Record, metric: Option<&str>) -> Unmatched {
