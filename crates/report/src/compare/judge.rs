@@ -737,10 +737,3 @@ pub(super) fn direction_name(d: Direction) -> &'static str {
         Direction::Lower => "lower",
     }
 }
-
-pub(super) fn is_worse(direction: Direction, diff: f64) -> bool {
-    match direction {
-        Direction::Higher => diff < 0.0,
-        Direction::Lower => diff > 0.0,
-    }
-}

@@ -132,11 +132,6 @@ pub use text::percent_text;
 use judge::{direction_name, lost_tails, metric_names, quantities};
 use states::states_note;
 
-/// The default threshold of latency tails (p99, p99.9) as a fraction:
-/// derived from the A/A traces in `benches/data/noise/` (see
-/// `docs/compare.md`), where a tail's run-to-run moves dwarf a median's.
-pub const TAIL_THRESHOLD: f64 = 0.25;
-
 /// One baseline report and the name it is shown by (its file).
 #[derive(Debug, Clone, Copy)]
 pub struct Baseline<'a> {
