@@ -141,7 +141,7 @@ impl Benchmark for UdpThroughput {
     }
 
     fn host_facts(&self, ctx: &Context) -> Option<serde_json::Value> {
-        Some(crate::host_facts(ctx))
+        Some(crate::facts::host_facts(ctx))
     }
 
     /// The matching reference tool on loopback (none with `--peer`).

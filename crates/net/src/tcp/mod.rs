@@ -165,7 +165,7 @@ impl Benchmark for TcpThroughput {
     }
 
     fn host_facts(&self, ctx: &Context) -> Option<serde_json::Value> {
-        Some(crate::host_facts(ctx))
+        Some(crate::facts::host_facts(ctx))
     }
 
     /// A `cpus=split` that cannot be had is refused before anything runs.
