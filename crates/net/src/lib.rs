@@ -227,6 +227,7 @@ mod error;
 mod facts;
 mod latency;
 mod nic;
+mod params;
 pub mod proto;
 mod reference;
 mod route;
@@ -241,11 +242,12 @@ use benchsuite_core::Benchmark;
 pub use connect::Connect;
 pub use error::NetError;
 pub use latency::Latency;
+pub use params::parse_rate;
 pub use proto::{DEFAULT_PORT, MIN_TOKEN_LEN, PROTOCOL_VERSION};
 pub use server::{Server, ServerConfig, serve};
 pub use sys::{open_file_limit, raise_open_file_limit};
 pub use tcp::TcpThroughput;
-pub use udp::{UdpThroughput, parse_rate};
+pub use udp::UdpThroughput;
 
 /// Helpers for tests of this crate and of the `benchsuite` binary; not a
 /// stable interface.
