@@ -23,21 +23,14 @@
 //! does not end within [`DATA_TIMEOUT`] of the stop is shut down and fails
 //! the record.
 
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::{self, JoinHandle, Thread};
-use std::time::{Duration, Instant};
-
 use benchsuite_core::{
     About, BenchError, Benchmark, Case, Choice, ConfigError, Context, Direction, Finished, Meta,
     MetricSource, MetricSpec, ParamSpec, Point, Value, Work,
 };
 
-use crate::client::{DATA_TIMEOUT, Dialer, Link};
+use crate::client::Link;
 use crate::params::{StreamCpus, split_cpus};
-use crate::proto::{self, MAX_STREAMS, MAX_TCP_BLOCK, REPORT_LEN, Role, STREAM, TestSpec, UdpMode};
+use crate::proto::{MAX_STREAMS, MAX_TCP_BLOCK, Role, TestSpec, UdpMode};
 
 benchsuite_core::choice_enum! {
     /// Which way the bytes go (`direction`).
