@@ -33,13 +33,13 @@ pub enum Format {
     /// Bencher Metric Format JSON, for `bencher run --adapter json`.
     Bmf,
     /// github-action-benchmark's custom-tool JSON: two files, one per
-    /// [`GhaTool`], written with [`write_gha`]; [`write_report`] refuses it.
+    /// [`GhaTool`](super::GhaTool), written with [`write_gha`](super::write_gha); [`write_report`](super::write_report) refuses it.
     Gha,
     /// OpenMetrics text exposition (also Prometheus text 0.0.4), for
     /// node_exporter's textfile collector and GitLab metrics reports.
     OpenMetrics,
     /// One self-contained HTML page of charts with the report embedded as
-    /// JSON (see [`html`]); the default for `-o FILE.html`.
+    /// JSON (see [`html`](super::html)); the default for `-o FILE.html`.
     Html,
 }
 
@@ -85,13 +85,13 @@ impl Format {
         }
     }
 
-    /// Whether [`write_report`] can write this format to one stream (all
+    /// Whether [`write_report`](super::write_report) can write this format to one stream (all
     /// but `gha`, which needs two files).
     pub fn writes_one_stream(self) -> bool {
         self != Format::Gha
     }
 
-    /// Whether [`write_comparison`] writes this format (`table`, `json`,
+    /// Whether [`write_comparison`](super::write_comparison) writes this format (`table`, `json`,
     /// `csv`, `markdown`).
     pub fn writes_comparison(self) -> bool {
         matches!(
