@@ -1,9 +1,12 @@
 //! The shape of the tree (docs/architecture.md), checked on the files:
-//! the CLI's files import each other without a circle, and no source file
+//! no crate's files import each other in a circle, and no source file
 //! holds more than 800 lines outside its tests (data tables aside).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+
+#[path = "layout/imports.rs"]
+mod imports;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -67,74 +70,162 @@ fn no_source_file_is_over_800_lines_outside_its_tests() {
     assert!(over.is_empty(), "over 800 lines outside tests: {over:?}");
 }
 
+/// Import circles that are kept for now, each with why: (crate, its
+/// modules sorted as `imports::Graph::circles` lists them, the reason).
+/// core has none. An entry that no longer matches a circle fails the test,
+/// so a split shows here as a line to delete.
+const ALLOWED_CIRCLES: &[(&str, &[&str], &str)] = &[
+    (
+        "disk",
+        &[
+            "crate", "fio", "io", "prepare", "settings", "target", "uring", "worker",
+        ],
+        "not split yet: lib.rs holds types settings/target import, and io <-> prepare, uring <-> worker call each other",
+    ),
+    (
+        "fleet",
+        &["pairing", "pairing::flags"],
+        "not split yet: flags.rs parses into PairingConfig, defined in pairing/mod.rs beside the pairing that uses flags",
+    ),
+    (
+        "gpu",
+        &[
+            "crate",
+            "bandwidth",
+            "flops",
+            "kernels",
+            "latency",
+            "matmul",
+            "params",
+            "reference",
+            "wgpu_backend",
+            "wgpu_backend::bandwidth",
+            "wgpu_backend::flops",
+        ],
+        "not split yet: kernels.rs imports lib.rs, params.rs the wgpu backend, and the backend the CUDA benchmarks",
+    ),
+    (
+        "gpu",
+        &[
+            "cuda::blas",
+            "cuda::device",
+            "cuda::libs",
+            "cuda::nvml",
+            "cuda::nvrtc",
+            "cuda::rt",
+        ],
+        "the CUDA driver bindings: each library's loader and its handles refer to the others' (one FFI layer)",
+    ),
+    (
+        "mem",
+        &[
+            "crate",
+            "bandwidth",
+            "bandwidth::case",
+            "kernels",
+            "kernels::narrow",
+            "kernels::portable",
+            "kernels::values",
+            "kernels::wide",
+            "likwid",
+        ],
+        "not split yet: the kernel variants import kernels/mod.rs, which dispatches to them; case.rs likewise",
+    ),
+    (
+        "net",
+        &[
+            "server",
+            "server::control",
+            "server::data",
+            "server::gate",
+            "server::session",
+            "server::udp",
+        ],
+        "not split yet: the connection handlers share the server's state (Shared, lock) with its accept loop",
+    ),
+    (
+        "report",
+        &[
+            "export::html",
+            "export::html::charts",
+            "export::html::curve",
+            "export::html::fleet",
+        ],
+        "waits for the HTML work in progress on main: the chart files `use super::*` of html.rs, which calls them",
+    ),
+    (
+        "report",
+        &["export::html::trend", "export::markdown", "export::trend"],
+        "waits for the trend work in progress on main: export/trend.rs and html/trend.rs call each other; markdown uses trend's sparkline",
+    ),
+];
+
+/// Every crate's `src` (the resource, core, report and fleet crates and the
+/// CLI): its files import each other without a circle, apart from the
+/// circles in `ALLOWED_CIRCLES`. A file of types sits below the code that
+/// acts on them (docs/architecture.md); what counts as an import is
+/// described in `layout/imports.rs`: real uses through `crate::`, `super::`,
+/// `self::`, child-module and imported-module paths count, `mod`
+/// declarations and `pub use` re-exports do not (a re-exported item is
+/// followed to the module that defines it), and test code is left out.
 #[test]
-fn the_cli_files_import_each_other_without_a_circle() {
-    let dir = root().join("cli/src");
-    let mut files = Vec::new();
-    rust_files(&dir, &mut files);
-    let name = |p: &Path| p.file_stem().unwrap().to_string_lossy().into_owned();
-    let modules: BTreeSet<String> = files
-        .iter()
-        .map(|p| name(p))
-        .filter(|n| n != "main" && n != "lib")
+fn no_crate_has_an_import_circle() {
+    let mut dirs: Vec<(String, PathBuf)> = std::fs::read_dir(root().join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("src").is_dir())
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                p.join("src"),
+            )
+        })
         .collect();
-    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for f in &files {
-        let from = name(f);
-        if !modules.contains(&from) {
-            continue;
-        }
-        let text = std::fs::read_to_string(f).unwrap();
-        let code: String = text
-            .lines()
-            .filter(|l| !l.trim_start().starts_with("//"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        for (i, _) in code.match_indices("crate::") {
-            let to: String = code[i + 7..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            if to != from && modules.contains(&to) {
-                edges.entry(from.clone()).or_default().insert(to);
+    dirs.push(("cli".into(), root().join("cli/src")));
+    dirs.sort();
+    assert!(dirs.len() >= 9, "{dirs:?}");
+    let mut found = Vec::new();
+    let mut unexpected = Vec::new();
+    for (name, src) in &dirs {
+        let graph = imports::Graph::read(src);
+        let n_edges: usize = graph.edges.values().map(BTreeSet::len).sum();
+        assert!(
+            n_edges >= 3,
+            "{name}: only {n_edges} import edges read: {:?}",
+            graph.edges
+        );
+        for circle in graph.circles() {
+            let modules: Vec<&str> = circle.iter().map(|m| imports::display(m)).collect();
+            found.push((
+                name.clone(),
+                modules.iter().map(|m| m.to_string()).collect::<Vec<_>>(),
+            ));
+            let allowed = ALLOWED_CIRCLES
+                .iter()
+                .any(|(c, ms, _)| c == name && *ms == modules.as_slice());
+            if !allowed {
+                unexpected.push(format!(
+                    "{name}: {} ({})",
+                    modules.join(", "),
+                    graph.edges_within(&circle).join(", ")
+                ));
             }
         }
     }
     assert!(
-        edges.values().map(BTreeSet::len).sum::<usize>() > 5,
-        "{edges:?}"
+        unexpected.is_empty(),
+        "import circles (move the shared types into a file below both):\n  {}",
+        unexpected.join("\n  ")
     );
-    // Depth-first search for a back edge; the path shows the circle.
-    fn visit(
-        n: &str,
-        edges: &BTreeMap<String, BTreeSet<String>>,
-        path: &mut Vec<String>,
-        done: &mut BTreeSet<String>,
-    ) -> Option<Vec<String>> {
-        if let Some(at) = path.iter().position(|p| p == n) {
-            let mut circle = path[at..].to_vec();
-            circle.push(n.to_string());
-            return Some(circle);
-        }
-        if done.contains(n) {
-            return None;
-        }
-        path.push(n.to_string());
-        for m in edges.get(n).into_iter().flatten() {
-            if let Some(c) = visit(m, edges, path, done) {
-                return Some(c);
-            }
-        }
-        path.pop();
-        done.insert(n.to_string());
-        None
-    }
-    let mut done = BTreeSet::new();
-    for m in &modules {
-        if let Some(c) = visit(m, &edges, &mut Vec::new(), &mut done) {
-            panic!("an import circle in cli/src: {}", c.join(" -> "));
-        }
-    }
+    let stale: Vec<_> = ALLOWED_CIRCLES
+        .iter()
+        .filter(|(c, ms, _)| {
+            !found
+                .iter()
+                .any(|(n, f)| n == c && f.iter().map(String::as_str).eq(ms.iter().copied()))
+        })
+        .collect();
+    assert!(stale.is_empty(), "allowed circles that are gone: {stale:?}");
 }
 
 #[test]

@@ -13,28 +13,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
 use crate::caveat::Caveat;
 use crate::error::{BenchError, ConfigError, ContractRule, RegistryError};
 use crate::host::Host;
+use crate::metric::Peak;
+pub use crate::metric::{Direction, MetricRole};
 use crate::param::{ParamSpec, Point, Value};
 use crate::reference::Reference;
-pub use crate::report::MetricRole;
-use crate::report::Peak;
-
-/// Whether a larger value of a metric is better (throughput) or worse
-/// (latency, time per operation). `compare` uses it to tell a regression from
-/// an improvement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    /// Throughput-like: higher is better.
-    Higher,
-    /// Latency-like: lower is better.
-    Lower,
-}
 
 /// How the runner derives a metric's per-sample value from a batch.
 #[derive(Debug, Clone, PartialEq)]

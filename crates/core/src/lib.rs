@@ -49,6 +49,7 @@ pub mod cluster;
 pub mod config;
 pub mod error;
 pub mod host;
+pub mod metric;
 pub mod openloop;
 pub mod param;
 pub mod phase;

@@ -91,14 +91,16 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::bench::Direction;
 use crate::caveat::Caveat;
 use crate::cluster::Cluster;
 use crate::error::ReportError;
 use crate::host::Host;
+use crate::metric::Direction;
 use crate::param::Point;
 use crate::reference::ReferenceResult;
 use crate::stats::{LatencySummary, Summary};
+
+pub use crate::metric::{MetricRole, Peak, PeakInput};
 
 /// Current schema version, `MAJOR.MINOR`.
 pub const SCHEMA_VERSION: &str = "1.8";
@@ -374,55 +376,6 @@ impl Metric {
         })
     }
 }
-
-/// What a metric is to a reader and to `compare`'s gate, declared by the
-/// benchmark ([`crate::bench::MetricSpec::role`]).
-///
-/// By default the gate judges headline and secondary metrics (and their
-/// latency tails); derived and spread metrics are compared and shown but
-/// never fail it, unless a `--threshold` rule names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum MetricRole {
-    /// The number the benchmark exists for (its first metric): a rate or a
-    /// time per operation.
-    Headline,
-    /// Another measurement of the same run that can regress on its own
-    /// (a mean latency beside a bandwidth, UDP loss, a timer's resolution).
-    Secondary,
-    /// A function of other numbers of the record rather than a measurement
-    /// of its own (`throughput_bits` from `throughput`, `iops` from a
-    /// bandwidth and a block size, an LU residual): judging it again would
-    /// count one change twice.
-    Derived,
-    /// A statistic of the spread of the samples (`trial_stddev`, `jitter`):
-    /// it says how steady a run was, not how fast.
-    Spread,
-}
-
-impl MetricRole {
-    /// The name used in every output format.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MetricRole::Headline => "headline",
-            MetricRole::Secondary => "secondary",
-            MetricRole::Derived => "derived",
-            MetricRole::Spread => "spread",
-        }
-    }
-
-    /// Whether `compare` gates it by default.
-    pub fn gated_by_default(self) -> bool {
-        matches!(self, MetricRole::Headline | MetricRole::Secondary)
-    }
-}
-
-impl std::fmt::Display for MetricRole {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// Each sample's own latency tail percentiles, in seconds, one value per
 /// sample (in `samples` order). A percentile is recorded only where every
 /// sample's histogram held enough operations for it to be more than the
@@ -436,35 +389,6 @@ pub struct SampleTails {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99_9: Option<Vec<f64>>,
 }
-
-/// One input of a peak formula.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct PeakInput {
-    /// Value.
-    pub value: f64,
-    /// Unit (`GHz`, `lanes`).
-    pub unit: String,
-    /// Where it came from: `cpuid`, `sysfs`, `table`, `measured`, `user`.
-    pub source: String,
-}
-
-/// A theoretical peak for a metric and how it was derived.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Peak {
-    /// Metric it applies to.
-    pub metric: String,
-    /// The peak, in the metric's unit.
-    pub value: f64,
-    /// Unit.
-    pub unit: String,
-    /// Human-readable formula (`cores × GHz × lanes × FMA ports × 2`).
-    pub formula: String,
-    /// The formula's inputs.
-    pub inputs: BTreeMap<String, PeakInput>,
-    /// `measured median / value`, filled by the runner.
-    pub efficiency: Option<f64>,
-}
-
 impl Report {
     /// Serialises as pretty JSON, every string's terminal-steering
     /// characters escaped ([`crate::text::to_json_pretty`]).

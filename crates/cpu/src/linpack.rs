@@ -33,6 +33,7 @@ use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::lu::partial_pivoting::{factor, solve};
 use faer::{Accum, Mat, Par};
 
+pub use crate::hpcc::hpl_flops;
 use crate::lapack::Lapack;
 use crate::peak::{Overrides, cpus_used, kernel_peak};
 use crate::throughput::{cpu_count, pin_param, placement_caveats, threads_param};
@@ -121,12 +122,6 @@ fn resolve(
 
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
-}
-
-/// HPL's operation count for one solve of order `n`: 2/3·n³ + 2·n².
-pub fn hpl_flops(n: u64) -> f64 {
-    let n = n as f64;
-    2.0 / 3.0 * n * n * n + 2.0 * n * n
 }
 
 /// Bytes the case allocates for order `n`: the pristine matrix and its

@@ -40,7 +40,7 @@ impl Benchmark for Connect {
     }
 
     fn host_facts(&self, ctx: &Context) -> Option<serde_json::Value> {
-        Some(crate::host_facts(ctx))
+        Some(crate::facts::host_facts(ctx))
     }
 
     fn prepare(&self, ctx: &Context, _point: &Point) -> Result<Box<dyn Case>, BenchError> {

@@ -9,7 +9,7 @@ use std::net::{Shutdown, TcpStream, UdpSocket};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use benchsuite_core::openloop::Rate;
 use benchsuite_core::runner::new_latency_histogram;
@@ -22,6 +22,7 @@ use benchsuite_core::{
 use crate::client::Link;
 use crate::proto::{MAX_UDP_PAYLOAD, Role, TestSpec, UNBOUNDED, UdpMode};
 use crate::route::Route;
+use open::{UDP_MAX_LOST_IN_A_ROW, UDP_PING_TIMEOUT};
 
 benchsuite_core::choice_enum! {
     /// The transport of the ping-pong (`proto`).
@@ -63,12 +64,6 @@ benchsuite_core::choice_enum! {
 
 /// The largest ping-pong message.
 const MAX_MESSAGE: u64 = 64 << 10;
-
-/// How long a UDP ping waits for its answer before it counts as lost.
-const UDP_PING_TIMEOUT: Duration = Duration::from_millis(200);
-
-/// Consecutive lost UDP pings after which the batch fails.
-const UDP_MAX_LOST_IN_A_ROW: u32 = 10;
 
 /// Block size of the background stream of `load=tcp`.
 const LOAD_BLOCK: usize = 128 << 10;
@@ -162,7 +157,7 @@ impl Benchmark for Latency {
     }
 
     fn host_facts(&self, ctx: &Context) -> Option<serde_json::Value> {
-        Some(crate::host_facts(ctx))
+        Some(crate::facts::host_facts(ctx))
     }
 
     /// The matching reference tool on loopback (none with `--peer`).

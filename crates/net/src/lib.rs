@@ -223,8 +223,11 @@
 
 pub mod client;
 mod connect;
+mod error;
+mod facts;
 mod latency;
 mod nic;
+mod params;
 pub mod proto;
 mod reference;
 mod route;
@@ -234,17 +237,17 @@ mod tcp;
 pub mod token;
 mod udp;
 
-use std::net::SocketAddr;
-
-use benchsuite_core::{BenchError, Benchmark};
+use benchsuite_core::Benchmark;
 
 pub use connect::Connect;
+pub use error::NetError;
 pub use latency::Latency;
+pub use params::parse_rate;
 pub use proto::{DEFAULT_PORT, MIN_TOKEN_LEN, PROTOCOL_VERSION};
 pub use server::{Server, ServerConfig, serve};
 pub use sys::{open_file_limit, raise_open_file_limit};
 pub use tcp::TcpThroughput;
-pub use udp::{UdpThroughput, parse_rate};
+pub use udp::UdpThroughput;
 
 /// Helpers for tests of this crate and of the `benchsuite` binary; not a
 /// stable interface.
@@ -276,183 +279,4 @@ pub fn benchmarks() -> Vec<Box<dyn Benchmark>> {
         Box::new(Latency),
         Box::new(Connect),
     ]
-}
-
-/// What goes wrong talking to a peer or starting a server. Every message
-/// names the peer and says what to check.
-///
-/// `Display` shows one level: the OS error under [`NetError::Io`],
-/// [`NetError::Connect`] and [`NetError::BadFrame`] is their
-/// [`source`](std::error::Error::source) (print the chain with
-/// [`benchsuite_core::error_chain`]). Into a [`BenchError`] they go as
-/// [`BenchError::Io`], with the same text and the OS error kept.
-#[derive(Debug, thiserror::Error)]
-pub enum NetError {
-    /// A system call failed.
-    #[error("{context}")]
-    Io {
-        /// What was being done.
-        context: String,
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The TCP connection could not be made.
-    #[error("cannot connect to {peer}; {hint}")]
-    Connect {
-        /// Who.
-        peer: SocketAddr,
-        /// What to check.
-        hint: String,
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A bad setting (bind without token, bad peer syntax).
-    #[error("{0}")]
-    Config(String),
-    /// The peer answered, but not as a benchsuite server.
-    #[error("{peer} is not a benchsuite server: {detail}")]
-    NotBenchsuite {
-        /// Who.
-        peer: SocketAddr,
-        /// What it did.
-        detail: String,
-    },
-    /// The two sides speak different protocol versions.
-    #[error(
-        "protocol version mismatch: the server at {peer} speaks benchsuite-net protocol version {theirs}, this client speaks version {ours}; run the same benchsuite version on both hosts"
-    )]
-    Version {
-        /// Who.
-        peer: SocketAddr,
-        /// The server's version.
-        theirs: u32,
-        /// Ours.
-        ours: u32,
-    },
-    /// The server did not prove that it knows the token (protocol
-    /// version 4): it is not the server meant, or its token differs.
-    #[error(
-        "the server at {peer} did not prove that it knows the token: {detail}; whoever answers there may be posing as the server (check --peer); nothing was sent to it but the handshake"
-    )]
-    Unproven {
-        /// Who.
-        peer: SocketAddr,
-        /// What it did instead.
-        detail: String,
-    },
-    /// The server refused (wrong token, a limit, busy).
-    #[error("the server at {peer} refused: {message}")]
-    Refused {
-        /// Who.
-        peer: SocketAddr,
-        /// Why, as a code.
-        code: proto::ErrorCode,
-        /// Why, in words.
-        message: String,
-    },
-    /// The conversation broke the protocol.
-    #[error("protocol error with {peer}: {detail}")]
-    Protocol {
-        /// Who.
-        peer: SocketAddr,
-        /// What happened.
-        detail: String,
-    },
-    /// The server sent a frame that does not decode (too large, or not a
-    /// message).
-    #[error("protocol error with {peer}")]
-    BadFrame {
-        /// Who.
-        peer: SocketAddr,
-        /// What is wrong with it.
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-/// The report's `host.extra.net`: where the server is and what the path to
-/// it is, so a reader (or a script) sees whether the numbers crossed a
-/// wire. Keys: `server` (`--peer` as given, or `in-process`), `address`,
-/// `path` (`loopback`, `interface`, `unknown`), and for an interface
-/// `interface`, `class` (`physical`, `paravirtual`, `stacked`,
-/// `virtual`), `link_kind` (`veth`, `vlan`, `bond`..., or null for a NIC
-/// driver), `driver`, `speed_mbps` (as sysfs reports it, even where it is
-/// not a physical limit), `line_rate_mbps` (the speed a link-speed peak
-/// uses, or null where none is claimed), `lower` (interfaces under a
-/// stacked one) and `lookup` (`netlink` or `source_address`).
-pub(crate) fn host_facts(ctx: &benchsuite_core::Context) -> serde_json::Value {
-    use serde_json::json;
-    let (server, addr) = match ctx.options.get("peer") {
-        Some(p) => match client::resolve_peer(p) {
-            Ok(a) => (p.clone(), a.ip()),
-            Err(e) => {
-                let error = benchsuite_core::error_chain(&e);
-                return json!({ "server": p, "path": "unknown", "error": error });
-            }
-        },
-        None => (
-            "in-process".to_string(),
-            std::net::Ipv4Addr::LOCALHOST.into(),
-        ),
-    };
-    let path = match route::route_to(addr) {
-        route::Route::Loopback => json!({ "path": "loopback" }),
-        route::Route::Unknown(why) => json!({ "path": "unknown", "error": why }),
-        route::Route::Interface(nif) => {
-            let mut v = interface_facts(&nif);
-            v["path"] = json!("interface");
-            v["lookup"] = json!(match nif.lookup {
-                route::Lookup::Netlink => "netlink",
-                route::Lookup::SourceAddress => "source_address",
-            });
-            v
-        }
-    };
-    let mut v = path;
-    v["server"] = json!(server);
-    v["address"] = json!(addr.to_string());
-    v
-}
-
-fn interface_facts(nif: &nic::NetIf) -> serde_json::Value {
-    use serde_json::json;
-    let (driver, lower) = match &nif.class {
-        nic::IfClass::Physical { driver } => (driver.clone(), Vec::new()),
-        nic::IfClass::Paravirtual { driver } => (Some(driver.clone()), Vec::new()),
-        nic::IfClass::Stacked { lower } => (None, lower.iter().map(interface_facts).collect()),
-        nic::IfClass::Virtual => (None, Vec::new()),
-    };
-    json!({
-        "interface": nif.name,
-        "class": nif.class_name(),
-        "link_kind": nif.link_kind,
-        "driver": driver,
-        "speed_mbps": nif.speed_mbps,
-        "line_rate_mbps": nif.line_rate().map(|(s, _)| s),
-        "lower": lower,
-    })
-}
-
-impl NetError {
-    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        NetError::Io {
-            context: context.into(),
-            source,
-        }
-    }
-}
-
-impl From<NetError> for BenchError {
-    fn from(e: NetError) -> Self {
-        let text = e.to_string();
-        match e {
-            NetError::Io { context, source } => BenchError::Io { context, source },
-            NetError::Connect { source, .. } | NetError::BadFrame { source, .. } => {
-                BenchError::io(text, source)
-            }
-            _ => BenchError::Other(text),
-        }
-    }
 }

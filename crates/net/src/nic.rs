@@ -7,7 +7,19 @@
 
 use std::path::Path;
 
-use crate::route::Lookup;
+/// How the outgoing interface was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lookup {
+    /// The kernel's own routing decision (rtnetlink `RTM_GETROUTE`, what
+    /// `ip route get PEER` asks): the output interface, policy routing
+    /// included.
+    Netlink,
+    /// The source address a connected UDP socket gets, and the interface
+    /// that owns it (when rtnetlink is not available). Usually the same
+    /// interface; not when a route names another interface's address as
+    /// its source.
+    SourceAddress,
+}
 
 /// An interface and what sysfs says about it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -130,8 +130,8 @@ fn tcp_on(ctx: &Context, point: &Point, ports: &[u16], cpus: &[usize]) -> Option
     let block = point.get("block")?.as_u64()?;
     let threads = point.get("threads")?.as_u64()?;
     let split = match point.get("cpus").and_then(Value::as_str) {
-        Some(c) => crate::tcp::split_cpus(
-            <crate::tcp::StreamCpus as benchsuite_core::Choice>::from_name(c)?,
+        Some(c) => crate::params::split_cpus(
+            <crate::params::StreamCpus as benchsuite_core::Choice>::from_name(c)?,
             true,
             threads,
             cpus,
@@ -200,7 +200,7 @@ fn udp_on(ctx: &Context, point: &Point, ports: &[u16]) -> Option<Reference> {
     let rate = match point.get("rate")?.as_str()? {
         "max" => "0".to_string(),
         r => {
-            let bits = crate::udp::parse_rate(r).ok()??;
+            let bits = crate::params::parse_rate(r).ok()??;
             format!("{}", (bits / threads as f64).round() as u64)
         }
     };

@@ -9,6 +9,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::path::Path;
 
+pub(crate) use crate::nic::Lookup;
 use crate::nic::{NetIf, SYS_CLASS_NET, classify, uevent_devtype};
 use crate::sys::addresses;
 #[cfg(target_os = "linux")]
@@ -23,20 +24,6 @@ pub(crate) enum Route {
     Interface(NetIf),
     /// Could not tell (no route, no interface owns the source address).
     Unknown(String),
-}
-
-/// How the outgoing interface was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Lookup {
-    /// The kernel's own routing decision (rtnetlink `RTM_GETROUTE`, what
-    /// `ip route get PEER` asks): the output interface, policy routing
-    /// included.
-    Netlink,
-    /// The source address a connected UDP socket gets, and the interface
-    /// that owns it (when rtnetlink is not available). Usually the same
-    /// interface; not when a route names another interface's address as
-    /// its source.
-    SourceAddress,
 }
 
 /// Finds the interface the kernel would use to reach `peer` (sending

@@ -11,51 +11,12 @@ use benchsuite_core::{
 };
 
 use crate::client::{Dialer, Link};
+use crate::params::parse_rate;
 use crate::proto::{MAX_TCP_BLOCK, MAX_UDP_PAYLOAD, TestSpec, UDP_HEADER, UdpMode};
 
 /// UDP throughput; see the crate docs.
 #[derive(Debug, Default)]
 pub struct UdpThroughput;
-
-/// Parses `rate`: `max`, or a bit rate with an SI prefix (`500M`, `1.5G`,
-/// `100Mbit`, `1Gbps`; k = 1000 as in iperf3 -b). `None` means `max`.
-pub fn parse_rate(text: &str) -> Result<Option<f64>, String> {
-    let t = text.trim();
-    if t.eq_ignore_ascii_case("max") {
-        return Ok(None);
-    }
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num.parse().map_err(|_| {
-        "expected `max` or a bit rate such as 500M or 1.5G (bits per second, k = 1000)".to_string()
-    })?;
-    let unit = unit.trim().to_ascii_lowercase();
-    let unit = unit
-        .strip_suffix("bps")
-        .or_else(|| unit.strip_suffix("bit/s"))
-        .or_else(|| unit.strip_suffix("bit"))
-        .or_else(|| unit.strip_suffix("b"))
-        .unwrap_or(&unit);
-    let scale = match unit {
-        "" => 1.0,
-        "k" => 1e3,
-        "m" => 1e6,
-        "g" => 1e9,
-        "t" => 1e12,
-        u => {
-            return Err(format!(
-                "unknown rate unit `{u}` (use k, M, G or T; bits per second)"
-            ));
-        }
-    };
-    let r = v * scale;
-    if !(r.is_finite() && r >= 1.0) {
-        return Err("the rate must be at least 1 bit/s".into());
-    }
-    Ok(Some(r))
-}
 
 /// `block` must fit in one IPv4 UDP datagram and hold the header.
 fn check_udp_block(block: u64) -> Result<(), ConfigError> {
@@ -141,7 +102,7 @@ impl Benchmark for UdpThroughput {
     }
 
     fn host_facts(&self, ctx: &Context) -> Option<serde_json::Value> {
-        Some(crate::host_facts(ctx))
+        Some(crate::facts::host_facts(ctx))
     }
 
     /// The matching reference tool on loopback (none with `--peer`).

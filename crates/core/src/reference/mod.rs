@@ -17,13 +17,14 @@ pub mod run;
 mod tool;
 
 pub use process::*;
+pub use run::metric_value;
 
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::bench::Direction;
+use crate::metric::Direction;
 
 /// How long one run of a reference tool lasts, in seconds, where the tool
 /// takes a duration (fio `--runtime`, iperf3 `-t`, sysbench `--time`):
@@ -291,32 +292,6 @@ pub fn ratio(ours: f64, tool: f64, direction: Direction) -> Option<f64> {
         Direction::Higher => ours / tool,
         Direction::Lower => tool / ours,
     })
-}
-
-/// A record's value of a reference's metric: the metric's median, or for
-/// `NAME.pNN` (`latency.p99`, `rtt.p99_9`, `latency.p50`) that latency
-/// percentile of metric `NAME`, in seconds. Also the unit and direction.
-pub fn metric_value(record: &crate::Record, name: &str) -> Option<(f64, String, Direction)> {
-    match name.split_once('.') {
-        Some((base, pct)) => {
-            let m = record.metric(base)?;
-            let l = m.latency.as_ref()?;
-            let v = match pct {
-                "p50" => l.p50,
-                "p90" => l.p90,
-                "p99" => l.p99,
-                "p99_9" | "p99.9" => l.p99_9,
-                "p99_99" | "p99.99" => l.p99_99,
-                "max" => l.max,
-                _ => return None,
-            };
-            Some((v, m.unit.clone(), m.direction))
-        }
-        None => {
-            let m = record.metric(name)?;
-            Some((m.summary.median, m.unit.clone(), m.direction))
-        }
-    }
 }
 
 /// The metric a reference's metric name refers to: `latency` for

@@ -14,13 +14,40 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use super::tool::{find_program, probe_version, tool_command};
+use super::tool::{PIPE_GRACE, Scratch, find_program, probe_version, tool_command};
 use super::{PipeTail, Reference, ReferenceResult, Stopped, ToolProcess};
 use crate::config::RunConfig;
+use crate::metric::Direction;
 use crate::plan::{Plan, PlannedBench};
 use crate::report::{Record, Report, Status};
 use crate::runner::Silent;
 use crate::units::format_value;
+
+/// A record's value of a reference's metric: the metric's median, or for
+/// `NAME.pNN` (`latency.p99`, `rtt.p99_9`, `latency.p50`) that latency
+/// percentile of metric `NAME`, in seconds. Also the unit and direction.
+pub fn metric_value(record: &Record, name: &str) -> Option<(f64, String, Direction)> {
+    match name.split_once('.') {
+        Some((base, pct)) => {
+            let m = record.metric(base)?;
+            let l = m.latency.as_ref()?;
+            let v = match pct {
+                "p50" => l.p50,
+                "p90" => l.p90,
+                "p99" => l.p99,
+                "p99_9" | "p99.9" => l.p99_9,
+                "p99_99" | "p99.99" => l.p99_99,
+                "max" => l.max,
+                _ => return None,
+            };
+            Some((v, m.unit.clone(), m.direction))
+        }
+        None => {
+            let m = record.metric(name)?;
+            Some((m.summary.median, m.unit.clone(), m.direction))
+        }
+    }
+}
 
 /// What the reference runner tells as it goes (the CLI prints it).
 pub trait ReferenceObserver {
@@ -93,9 +120,7 @@ pub fn headline(r: &Record, metric: Option<&str>) -> String {
         let reason = r.reason.as_deref().unwrap_or("");
         return format!("{:?}: {}", r.status, crate::text::printable_line(reason));
     }
-    if let Some((name, (v, unit, _))) =
-        metric.and_then(|m| super::metric_value(r, m).map(|v| (m, v)))
-    {
+    if let Some((name, (v, unit, _))) = metric.and_then(|m| metric_value(r, m).map(|v| (m, v))) {
         return format!("{name} {}", format_value(v, &unit));
     }
     r.metrics.first().map_or_else(String::new, |m| {
@@ -205,7 +230,7 @@ pub fn run_references(
                 ours.iter()
                     .map(|x| {
                         (x.status == Status::Ok)
-                            .then(|| super::metric_value(x, r.metric).map(|v| v.0))
+                            .then(|| metric_value(x, r.metric).map(|v| v.0))
                             .flatten()
                     })
                     .collect()
@@ -342,9 +367,6 @@ fn lay_out(path: &Path, len: u64, cancelled: &dyn Fn() -> bool) -> std::io::Resu
 /// How long a tool's server gets to start listening.
 const SERVER_START: Duration = Duration::from_millis(500);
 
-/// How long a tool's output may stay open after the tool exited.
-pub(super) const PIPE_GRACE: Duration = Duration::from_secs(5);
-
 /// The most of a tool's standard output (and of its output file) read:
 /// a round whose tool writes more fails, saying so. The tools' outputs
 /// are a few KiB (fio's JSON with its percentiles, iperf3's with an
@@ -358,9 +380,6 @@ const STDERR_KEPT: usize = 64 << 10;
 /// How long a tool's version probe (`fio --version`) may take before it
 /// is killed, with what it started, and the version recorded as unknown.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The most of a version probe's output read.
-pub(super) const VERSION_KEPT: usize = 4 << 10;
 
 /// Prefixes of a job launcher's environment variables (Slurm, PMI/PMIx,
 /// Open MPI, MPICH/Hydra, Intel MPI), removed from a tool's environment.
@@ -484,7 +503,7 @@ impl ToolRun {
         our_by_round: &[Option<f64>],
     ) -> ReferenceResult {
         let our_values: Vec<f64> = our_by_round.iter().flatten().copied().collect();
-        let metric = super::metric_value(record, r.metric);
+        let metric = metric_value(record, r.metric);
         let median = super::median(&self.values);
         // A percentile: the median of our rounds' own percentiles.
         let ours = if r.metric.contains('.') {
@@ -665,44 +684,6 @@ fn read_bounded(path: &Path, limit: usize) -> std::io::Result<String> {
         )));
     }
     Ok(String::from_utf8_lossy(&text).into_owned())
-}
-
-/// A scratch directory for a tool's input and output files, removed with
-/// everything in it when dropped, or by [`crate::scratch::remove_all`] when
-/// the process exits without unwinding (a second signal).
-pub(super) struct Scratch(crate::scratch::ScratchDir);
-
-impl Scratch {
-    /// Creates `benchsuite-ref-PID-RANDOM` in [`Reference::scratch_in`]
-    /// (else the temporary directory), exclusively and private (mode
-    /// 0700: nobody else can put a name in it), and writes the
-    /// reference's input files into it.
-    fn new(r: &Reference) -> Result<Scratch, String> {
-        let parent = r.scratch_in.clone().unwrap_or_else(std::env::temp_dir);
-        Scratch::create(&parent, &r.inputs)
-    }
-
-    /// Creates `benchsuite-ref-PID-RANDOM` in `parent`, private, holding
-    /// `inputs` (name, contents).
-    pub(super) fn create(parent: &Path, inputs: &[(String, String)]) -> Result<Scratch, String> {
-        let dir = crate::scratch::ScratchDir::new(parent, "benchsuite-ref").map_err(|e| {
-            format!(
-                "cannot create a scratch directory in {}: {e}",
-                parent.display()
-            )
-        })?;
-        let scratch = Scratch(dir);
-        for (name, text) in inputs {
-            let path = scratch.path().join(name);
-            std::fs::write(&path, text)
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        }
-        Ok(scratch)
-    }
-
-    pub(super) fn path(&self) -> &Path {
-        self.0.path()
-    }
 }
 
 #[cfg(test)]

@@ -5,8 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::run::{PIPE_GRACE, Scratch, VERSION_KEPT};
-use super::{PipeTail, Stopped, ToolProcess};
+use super::{PipeTail, Reference, Stopped, ToolProcess};
 
 /// The first line a tool's version probe (`argv`) prints, made printable
 /// and at most [`VERSION_CHARS`] characters; why there is none otherwise:
@@ -143,4 +142,48 @@ pub(super) fn tool_command(argv: &[String], dir: &Path) -> Result<Command, Strin
         }
     }
     Ok(c)
+}
+
+/// How long a tool's output may stay open after the tool exited.
+pub(super) const PIPE_GRACE: Duration = Duration::from_secs(5);
+
+/// The most of a version probe's output read.
+const VERSION_KEPT: usize = 4 << 10;
+
+/// A scratch directory for a tool's input and output files, removed with
+/// everything in it when dropped, or by [`crate::scratch::remove_all`] when
+/// the process exits without unwinding (a second signal).
+pub(super) struct Scratch(crate::scratch::ScratchDir);
+
+impl Scratch {
+    /// Creates `benchsuite-ref-PID-RANDOM` in [`Reference::scratch_in`]
+    /// (else the temporary directory), exclusively and private (mode
+    /// 0700: nobody else can put a name in it), and writes the
+    /// reference's input files into it.
+    pub(super) fn new(r: &Reference) -> Result<Scratch, String> {
+        let parent = r.scratch_in.clone().unwrap_or_else(std::env::temp_dir);
+        Scratch::create(&parent, &r.inputs)
+    }
+
+    /// Creates `benchsuite-ref-PID-RANDOM` in `parent`, private, holding
+    /// `inputs` (name, contents).
+    pub(super) fn create(parent: &Path, inputs: &[(String, String)]) -> Result<Scratch, String> {
+        let dir = crate::scratch::ScratchDir::new(parent, "benchsuite-ref").map_err(|e| {
+            format!(
+                "cannot create a scratch directory in {}: {e}",
+                parent.display()
+            )
+        })?;
+        let scratch = Scratch(dir);
+        for (name, text) in inputs {
+            let path = scratch.path().join(name);
+            std::fs::write(&path, text)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        Ok(scratch)
+    }
+
+    pub(super) fn path(&self) -> &Path {
+        self.0.path()
+    }
 }

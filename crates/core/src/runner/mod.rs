@@ -8,9 +8,11 @@
 //! ~20-50 ns cost of reading the clock below 0.001% of a sample.
 
 //!
-//! Files: `measure.rs` sizes batches and turns samples into metrics,
+//! Files: `point.rs` runs one point (prepare, measure, finish, its
+//! record), `measure.rs` sizes batches and turns samples into metrics,
 //! `rounds.rs` pools the rounds of `--rounds`, `steal.rs` reads the
-//! hypervisor's steal time; this file runs the plan and each point.
+//! hypervisor's steal time, `observer.rs` is what the runner tells as it
+//! goes; this file runs the plan.
 
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -19,11 +21,9 @@ use std::time::{Instant, SystemTime};
 
 use hdrhistogram::Histogram;
 
-use crate::bench::{About, Benchmark, Context, Finished, Meta, MetricSpec, Probe};
+use crate::bench::{Benchmark, Context, Meta, Probe};
 use crate::caveat::Caveat;
-use crate::error::{BenchError, ConfigError, error_chain};
-use crate::openloop::{OpenLoad, Rate};
-use crate::param::{Point, Value};
+use crate::error::ConfigError;
 use crate::registry::Registry;
 use crate::report::{Record, Report, RunConfigRecord, RunProgress, SCHEMA_VERSION, Status};
 use crate::stats::latency_histogram;
@@ -35,54 +35,18 @@ pub use rounds::{pool_reports, pool_rounds};
 pub use steal::STEAL_WARN;
 
 mod measure;
+mod observer;
+mod point;
 mod rounds;
 mod steal;
 
-use measure::{Hists, Measured, measure, over_peak_warning};
+pub use observer::{Observer, Silent};
+pub use point::OPEN_LOOP_SAMPLE;
+pub(crate) use point::run_point;
+
+use measure::Hists;
+use point::panic_message;
 use rounds::merge_round;
-use steal::CpuTimes;
-
-/// The shortest sample of an open-loop point (`rate=N`): 100 ms.
-pub const OPEN_LOOP_SAMPLE: std::time::Duration = std::time::Duration::from_millis(100);
-
-/// Receives progress events; the CLI draws a progress bar from them.
-pub trait Observer {
-    /// The run is about to start `total` records.
-    fn start(&mut self, total: usize) {
-        let _ = total;
-    }
-    /// A record is starting.
-    fn record_start(&mut self, id: &str, point: &Point) {
-        let _ = (id, point);
-    }
-    /// A record is done.
-    fn record_done(&mut self, record: &Record) {
-        let _ = record;
-    }
-    /// One step of a capacity search is done (`rate=auto`, `--slo`; see
-    /// [`crate::capacity`]): a record of its own, within the one planned
-    /// record of the search, whose summary then comes to
-    /// [`Observer::record_done`]. Its last note says what the step found.
-    fn step_done(&mut self, record: &Record) {
-        let _ = record;
-    }
-    /// Whether [`Observer::checkpoint`] should be called (building the
-    /// report costs a copy of every record so far). Default: no.
-    fn wants_checkpoints(&self) -> bool {
-        false
-    }
-    /// The report so far, after each record but the last (its
-    /// [`Report::progress`] says how far the run got): write it somewhere
-    /// safe, so a crash or `kill -9` loses only the record in flight.
-    fn checkpoint(&mut self, report: &Report) {
-        let _ = report;
-    }
-}
-
-/// An observer that ignores everything.
-#[derive(Debug, Default)]
-pub struct Silent;
-impl Observer for Silent {}
 
 /// Measures the cost of one `Instant::now()` call, in seconds (median of 11
 /// batches of 10 000 reads).
@@ -306,13 +270,6 @@ pub fn run(
     Ok(run_plan(&plan, config, observer))
 }
 
-fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
-}
-
 /// The run's options as a report may show them: the value of every option
 /// a selected benchmark declares secret (and of `token`, whatever declares
 /// it) replaced by [`crate::bench::REDACTED`].
@@ -339,152 +296,6 @@ fn redacted_options(plan: &Plan<'_>, config: &RunConfig) -> BTreeMap<String, Str
             )
         })
         .collect()
-}
-
-/// `point` with the values the case resolved in `prepare`.
-fn resolved_point(point: &Point, resolved: &[(&'static str, Value)]) -> Point {
-    let mut p = point.clone();
-    for (name, value) in resolved {
-        if p.get(name).is_some() {
-            p.set(name, value.clone());
-        }
-    }
-    p
-}
-
-pub(crate) fn run_point(
-    bench: &dyn Benchmark,
-    specs: &[MetricSpec],
-    id: &str,
-    point: &Point,
-    ctx: &Context,
-    config: &RunConfig,
-) -> (Record, Hists) {
-    let mut case = match catch_unwind(AssertUnwindSafe(|| bench.prepare(ctx, point))) {
-        Ok(Ok(c)) => c,
-        Ok(Err(BenchError::Skip(reason))) => {
-            return (Record::skipped(id, point.clone(), reason), Vec::new());
-        }
-        Ok(Err(e)) => {
-            return (
-                Record::failed(id, point.clone(), format!("prepare: {}", error_chain(&e))),
-                Vec::new(),
-            );
-        }
-        Err(p) => {
-            let why = format!("prepare panicked: {}", panic_message(&p));
-            return (Record::failed(id, point.clone(), why), Vec::new());
-        }
-    };
-    let cpu_before = CpuTimes::read();
-    // An open-loop point: samples of at least OPEN_LOOP_SAMPLE, so the
-    // drain at the end of each (its last operations' latency) is a small
-    // part of it; batches grow from two operations, since one takes a
-    // latency whatever the rate (growing from it overshoots at low rates:
-    // 1 then 10 at rate=1 is a 9 s batch), and two take one period. Not
-    // from the rate's full sample size: a system that does not keep up
-    // would take that many operations at its own, lower speed.
-    let open_config;
-    let (config, first) = match Rate::of(point).fixed() {
-        Some(_) => {
-            open_config = RunConfig {
-                min_sample_time: config.min_sample_time.max(OPEN_LOOP_SAMPLE),
-                ..config.clone()
-            };
-            (&open_config, 2)
-        }
-        None => (config, 1),
-    };
-    let measured = catch_unwind(AssertUnwindSafe(|| {
-        measure(case.as_mut(), specs, ctx, config, first)
-    }))
-    .unwrap_or_else(|p| {
-        Err(BenchError::Other(format!(
-            "panicked: {}",
-            panic_message(&p)
-        )))
-    });
-    let finished = catch_unwind(AssertUnwindSafe(|| case.finish())).unwrap_or_else(|p| Finished {
-        error: Some(BenchError::Other(format!(
-            "panicked: {}",
-            panic_message(&p)
-        ))),
-        ..Finished::default()
-    });
-    let steal = CpuTimes::read()
-        .zip(cpu_before)
-        .and_then(|(after, before)| after.steal_fraction_since(&before));
-    let About {
-        peak,
-        caveats,
-        notes,
-        resolved,
-    } = finished.about;
-    let params = resolved_point(point, &resolved);
-    let requested = (params != *point).then(|| point.clone());
-    let mut hists = Vec::new();
-    let mut record = match measured {
-        Ok(Measured {
-            iters,
-            metrics,
-            mut warnings,
-            hists: h,
-            ops,
-            secs,
-        }) => {
-            hists = h;
-            let load = Rate::of(point)
-                .fixed()
-                .map(|offered| OpenLoad::new(offered, ops, secs));
-            if let Some(l) = load.filter(|l| l.saturated) {
-                warnings.push(Caveat::Saturated {
-                    offered: l.offered,
-                    achieved: l.achieved,
-                });
-            }
-            warnings.extend(caveats);
-            if let Some(st) = steal.filter(|s| *s > STEAL_WARN) {
-                warnings.push(Caveat::Steal { fraction: st });
-            }
-            let peak = peak.map(|mut pk| {
-                if let Some(m) = metrics.iter().find(|m| m.name == pk.metric) {
-                    let eff = m.summary.median / pk.value;
-                    if eff.is_finite() {
-                        pk.efficiency = Some(eff);
-                        if eff > 1.0 {
-                            warnings.push(over_peak_warning(&pk.metric, eff));
-                        }
-                    }
-                }
-                pk
-            });
-            Record {
-                requested,
-                iters_per_sample: Some(iters),
-                peak,
-                warnings,
-                notes,
-                load,
-                ..Record::ok(id, params, metrics)
-            }
-        }
-        Err(e) => {
-            let mut r = Record::failed(id, params, error_chain(&e));
-            r.requested = requested;
-            r.warnings.extend(caveats);
-            r.notes.extend(notes);
-            r
-        }
-    };
-    if let Some(e) = finished.error {
-        record.status = Status::Failed;
-        let msg = format!("teardown: {}", error_chain(&e));
-        record.reason = Some(match record.reason.take() {
-            Some(r) => format!("{r}; {msg}"),
-            None => msg,
-        });
-    }
-    (record, hists)
 }
 
 /// A fresh latency histogram (nanoseconds), for cases that record latencies.

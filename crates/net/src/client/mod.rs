@@ -26,15 +26,12 @@ use crate::route::{Route, route_to};
 use crate::server::{Server, ServerConfig};
 
 pub(crate) use path::{link_peak, path_note};
+pub use wire::DATA_TIMEOUT;
 pub(crate) use wire::{Control, Dialer};
 
 /// How long to wait for a TCP connection when `--opt connect-timeout=` is
 /// not given.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// How long a data read or write may block before the client gives up on
-/// the server (generous: a slow link moving a large batch is not a hang).
-pub const DATA_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Parses `HOST:PORT`, `HOST` (port 5301), `[v6]:PORT` and resolves it.
 pub fn resolve_peer(text: &str) -> Result<SocketAddr, NetError> {

@@ -12,7 +12,9 @@ use crate::proto::{
     self, ErrorCode, IO_TIMEOUT, MAGIC, Message, PROTOCOL_VERSION, Role, TestSpec, UdpBatchStats,
 };
 
-use super::DATA_TIMEOUT;
+/// How long a data read or write may block before the client gives up on
+/// the server (generous: a slow link moving a large batch is not a hang).
+pub const DATA_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Opens data connections to a test.
 #[derive(Debug, Clone, Copy)]

@@ -16,7 +16,7 @@
 //! stream in order, so the `k`-th `block` bytes back answer request `k`.
 //! UDP: each datagram starts with a 64-bit sequence number (so `block` is
 //! at least 8) that matches its answer; one unanswered
-//! [`UDP_PING_TIMEOUT`](super::UDP_PING_TIMEOUT) after it was sent is lost
+//! [`UDP_PING_TIMEOUT`] after it was sent is lost
 //! (no sample, not resent: resending would change the schedule).
 
 use std::collections::VecDeque;
@@ -29,9 +29,14 @@ use benchsuite_core::runner::new_latency_histogram;
 use benchsuite_core::{BenchError, Work};
 use hdrhistogram::Histogram;
 
-use super::{UDP_MAX_LOST_IN_A_ROW, UDP_PING_TIMEOUT};
 use crate::client::DATA_TIMEOUT;
 use crate::sys::{FineTimer, wait_ready};
+
+/// How long a UDP ping waits for its answer before it counts as lost.
+pub(super) const UDP_PING_TIMEOUT: Duration = Duration::from_millis(200);
+
+/// Consecutive lost UDP pings after which the batch fails.
+pub(super) const UDP_MAX_LOST_IN_A_ROW: u32 = 10;
 
 /// The smallest UDP request of the open loop: its sequence number.
 pub(super) const UDP_TAG: usize = 8;

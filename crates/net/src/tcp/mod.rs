@@ -23,20 +23,14 @@
 //! does not end within [`DATA_TIMEOUT`] of the stop is shut down and fails
 //! the record.
 
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::{self, JoinHandle, Thread};
-use std::time::{Duration, Instant};
-
 use benchsuite_core::{
     About, BenchError, Benchmark, Case, Choice, ConfigError, Context, Direction, Finished, Meta,
     MetricSource, MetricSpec, ParamSpec, Point, Value, Work,
 };
 
-use crate::client::{DATA_TIMEOUT, Dialer, Link};
-use crate::proto::{self, MAX_STREAMS, MAX_TCP_BLOCK, REPORT_LEN, Role, STREAM, TestSpec, UdpMode};
+use crate::client::Link;
+use crate::params::{StreamCpus, split_cpus};
+use crate::proto::{MAX_STREAMS, MAX_TCP_BLOCK, Role, TestSpec, UdpMode};
 
 benchsuite_core::choice_enum! {
     /// Which way the bytes go (`direction`).
@@ -47,46 +41,6 @@ benchsuite_core::choice_enum! {
         Down = "down",
         /// Both at once (iperf3 --bidir).
         Bidir = "bidir",
-    }
-}
-
-benchsuite_core::choice_enum! {
-    /// Where a stream's two ends run (`cpus`).
-    pub(crate) enum StreamCpus {
-        /// `split` with the in-process server and one stream on a machine
-        /// with two CPUs or more, else `any`.
-        Auto = "auto",
-        /// Where the scheduler puts them.
-        Any = "any",
-        /// This host's stream threads on the first allowed CPU, the
-        /// in-process server's on the second.
-        Split = "split",
-    }
-}
-
-/// The CPUs of a stream's two ends (this host's, the in-process
-/// server's) for `cpus` (None: unpinned), or why `cpus` cannot be had.
-/// `allowed` is this process's CPUs, lowest first.
-pub(crate) fn split_cpus(
-    cpus: StreamCpus,
-    in_process: bool,
-    threads: u64,
-    allowed: &[usize],
-) -> Result<Option<(usize, usize)>, String> {
-    let possible = in_process && threads == 1 && allowed.len() >= 2;
-    match cpus {
-        StreamCpus::Any => Ok(None),
-        StreamCpus::Auto if !possible => Ok(None),
-        _ if !in_process => Err(
-            "with --peer the server is another process, not this one's to place: leave cpus=auto or any, and pin each end with taskset".into(),
-        ),
-        _ if threads != 1 => Err(format!(
-            "cpus=split places one stream's two ends; with threads={threads} use cpus=any"
-        )),
-        _ if allowed.len() < 2 => Err(format!(
-            "cpus=split needs two CPUs; this process may run on {allowed:?}"
-        )),
-        _ => Ok(Some((allowed[0], allowed[1]))),
     }
 }
 
@@ -165,7 +119,7 @@ impl Benchmark for TcpThroughput {
     }
 
     fn host_facts(&self, ctx: &Context) -> Option<serde_json::Value> {
-        Some(crate::host_facts(ctx))
+        Some(crate::facts::host_facts(ctx))
     }
 
     /// A `cpus=split` that cannot be had is refused before anything runs.

@@ -2,7 +2,17 @@
 //! receiver thread, the receiver's counts and the server's reports, and
 //! the tally of a sample.
 
-use super::*;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::{self, JoinHandle, Thread};
+use std::time::{Duration, Instant};
+
+use benchsuite_core::{BenchError, Work};
+
+use crate::client::{DATA_TIMEOUT, Dialer};
+use crate::proto::{self, REPORT_LEN, Role, STREAM};
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())

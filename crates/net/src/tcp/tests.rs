@@ -1,4 +1,13 @@
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
 use super::*;
+use crate::client::DATA_TIMEOUT;
+use crate::proto::{self, STREAM};
 
 /// `Cpus_allowed_list` of this process's threads named
 /// "benchsuite-net-…" (client stream and server data threads alike:

@@ -12,12 +12,9 @@ use benchsuite_core::bench::Direction;
 use benchsuite_core::report::{MetricRole, Report, Status};
 use benchsuite_core::stats::percentile_sorted;
 
+use super::model::{AcceptanceError, BASELINE_FORMAT, Severity};
 use super::quantity::{format_quantity, parse_quantity};
-use super::{AcceptanceError, Severity};
 use crate::fleet::{MAD_SCALE, host_label};
-
-/// The baseline file format this build reads and writes.
-pub const BASELINE_FORMAT: u32 = 1;
 
 /// How many scaled MADs of the fleet's spread a band's bound lies from
 /// its median (at least the margin).

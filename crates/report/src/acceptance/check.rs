@@ -8,8 +8,8 @@ use benchsuite_core::report::{Metric, Record, Report, Status, schema_major};
 use benchsuite_core::text::printable_line;
 
 use super::baseline::{Band, Baseline, Bound, MachineBaseline, MachineType, Requirement, Rule};
+use super::model::{AcceptanceError, BASELINE_FORMAT, Grade, Severity};
 use super::quantity::{format_quantity, parse_quantity};
-use super::{AcceptanceError, Grade, Severity};
 use crate::fleet::host_label;
 
 /// The verdict of one band or rule on one record.
@@ -494,7 +494,7 @@ fn machine_of<'b>(
 /// schema, a machine type it has no bands for, a rule or band it cannot
 /// read.
 pub fn check(baseline: &Baseline, report: &Report) -> Result<NodeCheck, AcceptanceError> {
-    if baseline.format != super::BASELINE_FORMAT {
+    if baseline.format != BASELINE_FORMAT {
         return Err(AcceptanceError::Format {
             found: baseline.format,
         });

@@ -6,10 +6,27 @@
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use benchsuite_core::bench::Direction;
-use benchsuite_core::report::{Metric, MetricRole, Record};
+use benchsuite_core::report::{Metric, MetricRole, Record, SampleTails};
 use benchsuite_core::stats::median;
 
-use super::*;
+use super::interval;
+use super::model::{BetweenRun, BetweenSource, CompareOptions, GateRule, MetricComparison};
+use super::outcome::Verdict;
+use super::rules::{self, Tolerance};
+
+/// The judged quantities of a metric: its name, then its tails.
+pub(super) fn metric_names(m: &Metric) -> Vec<String> {
+    let mut v = vec![m.name.clone()];
+    if let Some(t) = &m.tails {
+        if t.p99.is_some() {
+            v.push(format!("{}.p99", m.name));
+        }
+        if t.p99_9.is_some() {
+            v.push(format!("{}.p99_9", m.name));
+        }
+    }
+    v
+}
 
 /// One run's samples of a quantity, with their rounds.
 #[derive(Clone, Copy)]
@@ -718,12 +735,5 @@ pub(super) fn direction_name(d: Direction) -> &'static str {
     match d {
         Direction::Higher => "higher",
         Direction::Lower => "lower",
-    }
-}
-
-pub(super) fn is_worse(direction: Direction, diff: f64) -> bool {
-    match direction {
-        Direction::Higher => diff < 0.0,
-        Direction::Lower => diff > 0.0,
     }
 }

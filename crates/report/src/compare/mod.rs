@@ -102,9 +102,7 @@
 //! ```
 
 use benchsuite_core::param::Point;
-use benchsuite_core::report::{
-    Metric, MetricRole, Record, Report, SampleTails, Status, schema_major,
-};
+use benchsuite_core::report::{Metric, MetricRole, Record, Report, Status, schema_major};
 
 pub mod calibrate;
 pub mod confirm;
@@ -131,13 +129,8 @@ pub use outcome::*;
 pub use rules::{ThresholdRule, Tolerance};
 pub use text::percent_text;
 
-use judge::{direction_name, lost_tails, quantities};
+use judge::{direction_name, lost_tails, metric_names, quantities};
 use states::states_note;
-
-/// The default threshold of latency tails (p99, p99.9) as a fraction:
-/// derived from the A/A traces in `benches/data/noise/` (see
-/// `docs/compare.md`), where a tail's run-to-run moves dwarf a median's.
-pub const TAIL_THRESHOLD: f64 = 0.25;
 
 /// One baseline report and the name it is shown by (its file).
 #[derive(Debug, Clone, Copy)]
@@ -554,20 +547,6 @@ fn check_rules(all: &[&Record], rules: &[ThresholdRule]) -> Result<(), CompareEr
         }
     }
     Ok(())
-}
-
-/// The judged quantities of a metric: its name, then its tails.
-fn metric_names(m: &Metric) -> Vec<String> {
-    let mut v = vec![m.name.clone()];
-    if let Some(t) = &m.tails {
-        if t.p99.is_some() {
-            v.push(format!("{}.p99", m.name));
-        }
-        if t.p99_9.is_some() {
-            v.push(format!("{}.p99_9", m.name));
-        }
-    }
-    v
 }
 
 fn unmatched(r: &Record, metric: Option<&str>) -> Unmatched {

@@ -12,9 +12,21 @@ use benchsuite_core::report::MetricRole;
 use super::outcome::{Confirmation, Outcome, Stage, Verdict};
 use super::prior::prior_between_cv;
 
-use super::judge::is_worse;
 use super::rules::{ThresholdRule, Tolerance};
 use benchsuite_core::report::Status;
+
+/// The default threshold of latency tails (p99, p99.9) as a fraction:
+/// derived from the A/A traces in `benches/data/noise/` (see
+/// `docs/compare.md`), where a tail's run-to-run moves dwarf a median's.
+pub const TAIL_THRESHOLD: f64 = 0.25;
+
+/// Whether a change of `diff` (new minus base) is for the worse.
+pub(super) fn is_worse(direction: Direction, diff: f64) -> bool {
+    match direction {
+        Direction::Higher => diff < 0.0,
+        Direction::Lower => diff > 0.0,
+    }
+}
 
 /// What the gate tolerates in the new report.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -164,7 +176,7 @@ pub struct CompareOptions {
     pub allow: Allow,
     /// Default threshold of latency tails (`NAME.p99`, `NAME.p99_9`) as a
     /// fraction (`--tail-threshold`; default
-    /// [`TAIL_THRESHOLD`](super::TAIL_THRESHOLD)): a tail moves far more
+    /// [`TAIL_THRESHOLD`]): a tail moves far more
     /// between runs than a median.
     #[serde(default = "default_tail_threshold")]
     pub tail_threshold: f64,
@@ -202,7 +214,7 @@ fn default_beta() -> f64 {
 }
 
 fn default_tail_threshold() -> f64 {
-    super::TAIL_THRESHOLD
+    TAIL_THRESHOLD
 }
 
 impl Default for CompareOptions {
@@ -212,7 +224,7 @@ impl Default for CompareOptions {
             rules: Vec::new(),
             alpha: DEFAULT_ALPHA,
             allow: Allow::default(),
-            tail_threshold: super::TAIL_THRESHOLD,
+            tail_threshold: TAIL_THRESHOLD,
             between_run: BetweenRun::default(),
             rule: None,
             paired: false,

@@ -42,7 +42,7 @@ use crate::compare::{Comparison, ProblemKind, Verdict};
 use benchsuite_core::param::{Point, Value};
 use benchsuite_core::report::{Record, Report, Status};
 
-use super::status_name;
+use super::layout::status_name;
 
 /// Columns after the parameters in a report.
 const REPORT_COLUMNS: [&str; 25] = [

@@ -8,11 +8,12 @@ use std::io::{self, Write};
 use crate::compare::Comparison;
 use benchsuite_core::report::Report;
 
-use super::table::{line_records, reference_cell, reference_text};
-use super::{
-    COMPARISON_HEADER, COMPARISON_RIGHT, ComparisonView, Line, REPORT_HEADER, comparison_notes,
-    comparison_rows, gate_lines, note_lines, report_lines, warning_lines,
+use super::comparison::{
+    COMPARISON_HEADER, COMPARISON_RIGHT, ComparisonView, comparison_notes, comparison_rows,
+    gate_lines,
 };
+use super::layout::{Line, REPORT_HEADER, note_lines, report_lines, warning_lines};
+use super::table::{line_records, reference_cell, reference_text};
 
 /// Writes the report as a table, then its warnings and notes as lists.
 pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<()> {

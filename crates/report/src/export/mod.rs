@@ -21,24 +21,23 @@
 //! closed pipe surfaces as [`io::ErrorKind::BrokenPipe`] for the binary to
 //! treat as success.
 
-use std::fmt;
 use std::io::{self, Write};
-use std::str::FromStr;
 
 use crate::compare::Comparison;
-use benchsuite_core::report::{Metric, Record, Report, Status};
-use benchsuite_core::units::format_value;
+use benchsuite_core::report::Report;
 
 mod bmf;
 mod comparison;
 mod csv;
 pub mod facts;
+mod format;
 mod gha;
 pub mod host;
 pub mod html;
 mod json;
 mod keys;
 mod ladder;
+mod layout;
 pub mod list;
 mod markdown;
 mod openmetrics;
@@ -46,147 +45,12 @@ pub mod reference;
 mod table;
 mod trend;
 
-use comparison::{
-    COMPARISON_HEADER, COMPARISON_RIGHT, ComparisonView, comparison_notes, comparison_rows,
-    gate_lines,
-};
+use comparison::ComparisonView;
+pub use format::{Format, TableOptions, UnknownFormat};
 pub use gha::GhaTool;
 pub(crate) use markdown::escape as escape_markdown;
 pub(crate) use table::printable;
 pub use trend::{sparkline, write_trend};
-
-/// How the `table` format writes a report or a comparison (the other
-/// formats take none).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TableOptions {
-    /// A report: print the records' notes; otherwise one line counts them
-    /// (`12 notes, -v to show`). A comparison: show the metrics that
-    /// cannot fail the gate (derived and spread) too; otherwise one line
-    /// counts them.
-    pub verbose: bool,
-}
-
-/// An output format. Parsed from the `--format` flag: `table`, `json`, `csv`,
-/// `markdown` (or `md`), `bmf` (or `bencher`), `gha`, `openmetrics` (or
-/// `prometheus`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Format {
-    /// Aligned plain-text table for a terminal (the default on a TTY).
-    Table,
-    /// The full data as pretty JSON; a JSON report is the baseline that
-    /// `compare` reads back.
-    Json,
-    /// A flat CSV projection for spreadsheets and scripts.
-    Csv,
-    /// A GitHub-flavoured Markdown table, for pull-request comments.
-    Markdown,
-    /// Bencher Metric Format JSON, for `bencher run --adapter json`.
-    Bmf,
-    /// github-action-benchmark's custom-tool JSON: two files, one per
-    /// [`GhaTool`], written with [`write_gha`]; [`write_report`] refuses it.
-    Gha,
-    /// OpenMetrics text exposition (also Prometheus text 0.0.4), for
-    /// node_exporter's textfile collector and GitLab metrics reports.
-    OpenMetrics,
-    /// One self-contained HTML page of charts with the report embedded as
-    /// JSON (see [`html`]); the default for `-o FILE.html`.
-    Html,
-}
-
-impl Format {
-    /// Every format, in the order they are listed in help texts.
-    pub const ALL: [Format; 8] = [
-        Format::Table,
-        Format::Json,
-        Format::Csv,
-        Format::Markdown,
-        Format::Bmf,
-        Format::Gha,
-        Format::OpenMetrics,
-        Format::Html,
-    ];
-
-    /// The canonical name, as accepted by [`FromStr`].
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::Table => "table",
-            Format::Json => "json",
-            Format::Csv => "csv",
-            Format::Markdown => "markdown",
-            Format::Bmf => "bmf",
-            Format::Gha => "gha",
-            Format::OpenMetrics => "openmetrics",
-            Format::Html => "html",
-        }
-    }
-
-    /// The format `-o FILE` implies when no `--format` is given, where the
-    /// extension names one: `.json`, `.csv`, `.md`, `.prom` (the name
-    /// node_exporter's textfile collector reads), `.html`. BMF and GHA files are
-    /// JSON too, so they need `--format`.
-    pub fn from_extension(ext: &str) -> Option<Format> {
-        match ext.to_ascii_lowercase().as_str() {
-            "json" => Some(Format::Json),
-            "csv" => Some(Format::Csv),
-            "md" | "markdown" => Some(Format::Markdown),
-            "prom" => Some(Format::OpenMetrics),
-            "html" | "htm" => Some(Format::Html),
-            _ => None,
-        }
-    }
-
-    /// Whether [`write_report`] can write this format to one stream (all
-    /// but `gha`, which needs two files).
-    pub fn writes_one_stream(self) -> bool {
-        self != Format::Gha
-    }
-
-    /// Whether [`write_comparison`] writes this format (`table`, `json`,
-    /// `csv`, `markdown`).
-    pub fn writes_comparison(self) -> bool {
-        matches!(
-            self,
-            Format::Table | Format::Json | Format::Csv | Format::Markdown
-        )
-    }
-}
-
-impl fmt::Display for Format {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// An unknown `--format` value; its message lists the valid choices.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "unknown output format `{given}`: expected one of table, json, csv, markdown (or md), bmf, gha, openmetrics, html"
-)]
-pub struct UnknownFormat {
-    /// The text that was given.
-    pub given: String,
-}
-
-impl FromStr for Format {
-    type Err = UnknownFormat;
-
-    /// Parses a format name, case-insensitively.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "table" => Ok(Format::Table),
-            "json" => Ok(Format::Json),
-            "csv" => Ok(Format::Csv),
-            "md" | "markdown" => Ok(Format::Markdown),
-            "bmf" | "bencher" => Ok(Format::Bmf),
-            "gha" => Ok(Format::Gha),
-            "openmetrics" | "prometheus" => Ok(Format::OpenMetrics),
-            "html" => Ok(Format::Html),
-            _ => Err(UnknownFormat {
-                given: s.to_string(),
-            }),
-        }
-    }
-}
 
 /// Writes `report` to `out` in `format`. `gha` is two files, not one
 /// stream: it returns [`io::ErrorKind::InvalidInput`]; use [`write_gha`].
@@ -264,137 +128,6 @@ pub fn write_comparison_with(
         )),
     }
 }
-
-// ---------------------------------------------------------------------------
-// Shared by the human-readable formats (table, markdown).
-
-/// Header of the headline columns of a report.
-const REPORT_HEADER: [&str; 7] = [
-    "benchmark",
-    "metric",
-    "median",
-    "±95% CI",
-    "min .. max",
-    "p99",
-    "% of peak",
-];
-
-/// One line of the human-readable report.
-enum Line {
-    /// A measured metric: the cells under [`REPORT_HEADER`]; `first` is true
-    /// on the first metric of a record.
-    Metric { cells: [String; 7], first: bool },
-    /// A record that did not run: its key and `skipped: reason`.
-    NotRun { key: String, note: String },
-}
-
-/// The headline lines of a report, one per record × metric.
-fn report_lines(report: &Report) -> Vec<Line> {
-    let keys: Vec<String> = report.records.iter().map(Record::key).collect();
-    report_lines_keyed(report, &keys)
-}
-
-/// [`report_lines`] with the records' keys given, one per record.
-fn report_lines_keyed(report: &Report, keys: &[String]) -> Vec<Line> {
-    let mut lines = Vec::new();
-    for (r, key) in report.records.iter().zip(keys) {
-        let key = key.clone();
-        if r.status != Status::Ok || r.metrics.is_empty() {
-            let status = status_name(r.status);
-            // One line whatever the error said: a multi-line reason would
-            // break the table's rows.
-            let note = match &r.reason {
-                Some(why) => format!("{status}: {}", why.lines().collect::<Vec<_>>().join(" ")),
-                None => status.to_string(),
-            };
-            lines.push(Line::NotRun { key, note });
-            continue;
-        }
-        for (i, m) in r.metrics.iter().enumerate() {
-            lines.push(Line::Metric {
-                cells: metric_cells(&key, r, m),
-                first: i == 0,
-            });
-        }
-    }
-    lines
-}
-
-fn metric_cells(key: &str, r: &Record, m: &Metric) -> [String; 7] {
-    let s = &m.summary;
-    let ci = match s.ci95 {
-        Some([lo, hi]) if s.mean != 0.0 => {
-            format!("±{:.1}%", (hi - lo) / 2.0 / s.mean.abs() * 100.0)
-        }
-        _ => "-".to_string(),
-    };
-    let p99 = m
-        .latency
-        .as_ref()
-        .map(|l| format_value(l.p99, "s"))
-        .unwrap_or_default();
-    let efficiency = r
-        .peak
-        .as_ref()
-        .filter(|p| p.metric == m.name)
-        .and_then(|p| p.efficiency)
-        .map(|e| format!("{:.1}%", e * 100.0))
-        .unwrap_or_default();
-    [
-        key.to_string(),
-        m.name.clone(),
-        format_value(s.median, &m.unit),
-        ci,
-        format!(
-            "{} .. {}",
-            format_value(s.min, &m.unit),
-            format_value(s.max, &m.unit)
-        ),
-        p99,
-        efficiency,
-    ]
-}
-
-/// `warning: key: text` for every warning of every record.
-fn warning_lines(report: &Report) -> Vec<String> {
-    report
-        .records
-        .iter()
-        .flat_map(|r| r.warnings.iter().map(move |w| format!("{}: {w}", r.key())))
-        .collect()
-}
-
-/// The records' notes, each text once: a note that several records share
-/// (the same scratch directory, the same clock source) is shown with the
-/// first record's key and how many more carry it.
-fn note_lines(report: &Report) -> Vec<String> {
-    let mut order: Vec<(&str, String, usize)> = Vec::new();
-    for r in &report.records {
-        for n in &r.notes {
-            match order.iter_mut().find(|(text, _, _)| *text == n.as_str()) {
-                Some(e) => e.2 += 1,
-                None => order.push((n.as_str(), r.key(), 0)),
-            }
-        }
-    }
-    order
-        .into_iter()
-        .map(|(text, key, more)| match more {
-            0 => format!("{key}: {text}"),
-            1 => format!("{key} (and 1 more record): {text}"),
-            m => format!("{key} (and {m} more records): {text}"),
-        })
-        .collect()
-}
-
-fn status_name(s: Status) -> &'static str {
-    match s {
-        Status::Ok => "ok",
-        Status::Skipped => "skipped",
-        Status::Failed => "failed",
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod fixtures {
     //! A small report and comparison shared by the exporters' tests.

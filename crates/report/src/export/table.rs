@@ -29,10 +29,12 @@ use benchsuite_core::param::Point;
 use benchsuite_core::reference::ReferenceResult;
 use benchsuite_core::report::{Record, Report, Status};
 
-use super::{
-    COMPARISON_HEADER, COMPARISON_RIGHT, ComparisonView, Line, TableOptions, comparison_notes,
-    comparison_rows, gate_lines, report_lines_keyed,
+use super::TableOptions;
+use super::comparison::{
+    COMPARISON_HEADER, COMPARISON_RIGHT, ComparisonView, comparison_notes, comparison_rows,
+    gate_lines,
 };
+use super::layout::{Line, report_lines_keyed};
 
 /// Space between columns.
 const GAP: &str = "  ";
