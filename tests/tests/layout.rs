@@ -143,21 +143,6 @@ const ALLOWED_CIRCLES: &[(&str, &[&str], &str)] = &[
         ],
         "not split yet: the connection handlers share the server's state (Shared, lock) with its accept loop",
     ),
-    (
-        "report",
-        &[
-            "export::html",
-            "export::html::charts",
-            "export::html::curve",
-            "export::html::fleet",
-        ],
-        "waits for the HTML work in progress on main: the chart files `use super::*` of html.rs, which calls them",
-    ),
-    (
-        "report",
-        &["export::html::trend", "export::markdown", "export::trend"],
-        "waits for the trend work in progress on main: export/trend.rs and html/trend.rs call each other; markdown uses trend's sparkline",
-    ),
 ];
 
 /// Every crate's `src` (the resource, core, report and fleet crates and the

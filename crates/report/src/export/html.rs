@@ -26,29 +26,29 @@
 //!   per-interval trace of time series, of the last report;
 //! - the host, and every record with its warnings and notes.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use crate::compare::{CompareOptions, Tolerance, Verdict, compare};
-use benchsuite_core::report::{Metric, Record, Report, Status};
-use benchsuite_core::units::{format_size, format_value};
+use benchsuite_core::report::{Report, Status};
+use benchsuite_core::units::format_value;
 
 mod charts;
+mod common;
 mod curve;
 mod fleet;
 mod svg;
 mod trend;
 
 use charts::*;
+pub use common::DATA_ID;
+use common::*;
 
 pub use fleet::render_fleet;
 pub use trend::render_trend;
 
-use svg::{Axis, ChangeRow, Chart, Line, Pt, color, escape};
-
-/// The `id` of the `<script>` element holding the embedded reports.
-pub const DATA_ID: &str = "benchsuite-reports";
+use svg::{ChangeRow, escape};
 
 /// Writes the page for `reports`, each with the label it is shown under
 /// (a file name); the first is the base the others are compared against.
@@ -74,51 +74,6 @@ pub fn read_embedded(html: &str) -> Option<Result<Vec<Report>, serde_json::Error
     let end = start + html[start..].find("</script>")?;
     Some(serde_json::from_str(&html[start..end]))
 }
-
-/// One sweep: a benchmark's headline metric against one numeric parameter.
-/// Records of one series, by the swept value.
-type Points<'a> = Vec<(f64, &'a Record)>;
-/// A series' key: the report's index and the other parameters' values.
-type SeriesKey = (usize, Vec<(String, String)>);
-
-pub(crate) struct Sweep<'a> {
-    pub id: String,
-    pub param: String,
-    pub metric: String,
-    pub unit: String,
-    /// Parameters the same in every series.
-    pub fixed: String,
-    /// (label, report index, points sorted by x).
-    pub series: Vec<(String, usize, Points<'a>)>,
-}
-
-fn numeric(v: &benchsuite_core::param::Value) -> Option<f64> {
-    match v {
-        benchsuite_core::param::Value::Int(_) | benchsuite_core::param::Value::Float(_) => {
-            v.as_f64()
-        }
-        _ => None,
-    }
-}
-
-fn size_like(param: &str) -> bool {
-    matches!(param, "block" | "size" | "stride")
-        || param.contains("size")
-        || param.contains("bytes")
-}
-
-fn headline(r: &Record) -> Option<&Metric> {
-    r.metrics.first()
-}
-
-const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222;max-width:1240px}\
-h1{font-size:1.5em}h2{margin-top:1.6em;border-bottom:1px solid #ccc}\
-table{border-collapse:collapse;font-size:.85em;margin:.5em 0}\
-td,th{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}\
-th{background:#f3f3f3}.regressed{background:#fde0e0;color:#a00000;font-weight:bold}\
-.improved{background:#e2f5e2}.undecided{background:#fff6d6}.failed{color:#a00000}\
-.skipped{color:#777}svg.chart{margin:.4em .4em .4em 0;border:1px solid #eee}\
-.grid{display:flex;flex-wrap:wrap}ul{margin:0;padding-left:1.2em}pre{font-size:.8em;background:#f7f7f7;padding:.5em;overflow:auto}";
 
 /// The page for `reports`, as a string.
 pub fn render(reports: &[(String, Report)]) -> String {

@@ -44,13 +44,15 @@ mod openmetrics;
 pub mod reference;
 mod table;
 mod trend;
+mod trend_text;
 
 use comparison::ComparisonView;
 pub use format::{Format, TableOptions, UnknownFormat};
 pub use gha::GhaTool;
 pub(crate) use markdown::escape as escape_markdown;
 pub(crate) use table::printable;
-pub use trend::{sparkline, write_trend};
+pub use trend::write_trend;
+pub use trend_text::sparkline;
 
 /// Writes `report` to `out` in `format`. `gha` is two files, not one
 /// stream: it returns [`io::ErrorKind::InvalidInput`]; use [`write_gha`].

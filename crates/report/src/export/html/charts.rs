@@ -1,7 +1,14 @@
 //! The charts of the HTML report: sweeps (one series per varying
 //! parameter, facets), latency distributions and time series.
 
-use super::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use super::common::*;
+use super::svg;
+use super::svg::{Axis, Chart, Line, Pt, color};
+use benchsuite_core::report::{Metric, Record, Report, Status};
+use benchsuite_core::units::{format_size, format_value};
 
 /// At most this many series (combinations of two or more other
 /// parameters) share a chart; past it the sweep is split into one chart

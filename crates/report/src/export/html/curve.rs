@@ -3,7 +3,10 @@
 //! the knee (the highest rate carried without saturation), the answer and
 //! the target marked.
 
-use super::*;
+use super::charts::titled;
+use super::svg::{Axis, Chart, Line, Pt, color};
+use benchsuite_core::report::Record;
+use benchsuite_core::units::format_value;
 
 /// The curve of the search whose summary is `r`, if it has two steps or
 /// more that ran.

@@ -12,8 +12,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use super::common::{DATA_ID, STYLE};
 use super::svg::{StripRow, color, escape, strip_chart};
-use super::{DATA_ID, STYLE};
 use crate::fleet::{
     Fleet, FleetRow, MIN_GAP, MIN_HOSTS, MIN_RELATIVE_SPREAD, OUTLIER_MADS, host_label,
 };

@@ -1,6 +1,6 @@
 use super::*;
 use benchsuite_core::param::{Point, Value};
-use benchsuite_core::report::Peak;
+use benchsuite_core::report::{Metric, Peak, Record};
 use benchsuite_core::stats::{LatencySummary, Summary};
 
 fn base() -> Report {

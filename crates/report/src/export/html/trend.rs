@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use super::STYLE;
+use super::common::STYLE;
 use super::svg::{Axis, Chart, Line, Pt, escape};
 use crate::trend::{Series, Trend};
 use benchsuite_core::units::format_value;
@@ -29,14 +29,14 @@ pub fn render_trend(trend: &Trend) -> String {
         } else {
             "failed"
         },
-        escape(&super::super::trend::summary(trend))
+        escape(&super::super::trend_text::summary(trend))
     );
     h.push_str("<ul>");
-    for n in super::super::trend::notes(trend) {
+    for n in super::super::trend_text::notes(trend) {
         let _ = write!(h, "<li>{}</li>", escape(&n));
     }
     h.push_str("</ul>\n");
-    let keys = super::super::trend::keys(trend);
+    let keys = super::super::trend_text::keys(trend);
     let mut order: Vec<(usize, &Series)> = trend.series.iter().enumerate().collect();
     // Alarms, then regressions, then other change points, then the rest.
     let rank = |s: &Series| {
