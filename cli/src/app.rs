@@ -32,7 +32,10 @@ pub fn run(cli: Cli, registry: &Registry) -> Result<i32> {
                 if crate::output::is_broken_pipe(&e) {
                     Err(e)
                 } else {
-                    eprintln!("error: {}", printable(&format!("{e:#}")));
+                    eprintln!(
+                        "error: {}",
+                        printable(&crate::output::with_flags(&format!("{e:#}")))
+                    );
                     Ok(2)
                 }
             })
@@ -175,8 +178,11 @@ fn cmd_compare(args: &CompareArgs, registry: &Registry) -> Result<i32> {
             }
             let cmp = benchsuite::compare::compare_fleets(b, &n, &options)?;
             let code = cmp.outcome().exit_code();
-            let write =
-                |w: &mut dyn Write| benchsuite::compare::write_fleet_comparison(format, &cmp, w);
+            let write = |w: &mut dyn Write| {
+                crate::output::for_people(format, w, |w| {
+                    benchsuite::compare::write_fleet_comparison(format, &cmp, w)
+                })
+            };
             let written = match &args.output {
                 Some(path) => replace_file(path, write),
                 None => (|| {
@@ -277,11 +283,15 @@ fn write_comparison(
     let written = (|| -> Result<()> {
         match &args.output {
             Some(path) => replace_file(path, |w| {
-                export::write_comparison_with(format, cmp, &table, w)
+                crate::output::for_people(format, w, |w| {
+                    export::write_comparison_with(format, cmp, &table, w)
+                })
             })?,
             None => {
                 let mut out = io::stdout().lock();
-                export::write_comparison_with(format, cmp, &table, &mut out)?;
+                crate::output::for_people(format, &mut out, |w| {
+                    export::write_comparison_with(format, cmp, &table, w)
+                })?;
                 out.flush()?;
             }
         }

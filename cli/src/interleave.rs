@@ -125,7 +125,15 @@ pub fn run(bins: &[PathBuf], args: &CompareArgs) -> Result<(Report, Report)> {
         run_args: &args.run_args,
         round_timeout: args.round_timeout,
     };
-    let Some((base, new)) = interleave::run(&builds, &cancel)? else {
+    // The library names the build's binary; the flag that gave it, here.
+    let flagged = |e: interleave::InterleaveError| {
+        if e.0.starts_with('`') {
+            anyhow::anyhow!("{e}")
+        } else {
+            anyhow::anyhow!("--interleave {e}")
+        }
+    };
+    let Some((base, new)) = interleave::run(&builds, &cancel).map_err(flagged)? else {
         eprintln!(
             "interrupted ({}): nothing compared",
             crate::interrupt::name()

@@ -5,9 +5,57 @@
 use std::io::{self, ErrorKind, Write};
 use std::path::{Path, PathBuf};
 
+use std::borrow::Cow;
+
 use anyhow::Result;
 use benchsuite::Report;
 use benchsuite::export::{self, Format, GhaTool};
+
+/// The flag that sets each setting the library's text names by its field
+/// in backticks (`` `runs` ``; `benchsuite_core::text::rename_settings`).
+pub(crate) fn flag_of(setting: &str) -> Option<&'static str> {
+    Some(match setting {
+        "runs" => "--runs",
+        "rounds" => "--rounds",
+        "duration" => "--duration",
+        "interval" => "--interval",
+        "min_sample_time" => "--min-sample-time",
+        "warmup" => "--warmup",
+        "slo" => "--slo",
+        "quick" => "--quick",
+        "threshold" => "--threshold",
+        "allow.mixed_hosts" => "--allow-mixed-hosts",
+        "between_run" => "--between-run-cv",
+        "round_timeout" => "--round-timeout",
+        "format" => "--format",
+        _ => return None,
+    })
+}
+
+/// `text` from the library with its setting names as this command line's
+/// flags.
+pub(crate) fn with_flags(text: &str) -> Cow<'_, str> {
+    benchsuite_core::text::rename_settings(text, &flag_of)
+}
+
+/// Writes what `write` writes to `out`; in the formats people read (table,
+/// Markdown) with the library's setting names as flags ([`with_flags`]).
+/// JSON, CSV and the rest keep the library's names: they are data.
+pub(crate) fn for_people(
+    format: Format,
+    out: &mut dyn Write,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    if !matches!(format, Format::Table | Format::Markdown) {
+        return write(out);
+    }
+    let mut buf = Vec::new();
+    write(&mut buf)?;
+    match String::from_utf8(buf) {
+        Ok(text) => out.write_all(with_flags(&text).as_bytes()),
+        Err(e) => out.write_all(e.as_bytes()),
+    }
+}
 
 /// Writes `path` atomically: into a temporary file beside it, renamed over
 /// it when complete, so a reader never sees half a report. A device or a
@@ -96,7 +144,9 @@ pub(crate) fn write_report(
 ) -> Result<String> {
     let Some(file) = file else {
         let mut out = io::stdout().lock();
-        export::write_report_with(format, report, table, &mut out)?;
+        for_people(format, &mut out, |w| {
+            export::write_report_with(format, report, table, w)
+        })?;
         out.flush()?;
         return Ok(String::new());
     };
@@ -104,7 +154,9 @@ pub(crate) fn write_report(
     for (path, tool) in output_files(format, file) {
         replace_file(&path, |w| match tool {
             Some(t) => export::write_gha(t, report, w),
-            None => export::write_report_with(format, report, table, w),
+            None => for_people(format, w, |w| {
+                export::write_report_with(format, report, table, w)
+            }),
         })?;
         written.push(match tool {
             Some(t) => {

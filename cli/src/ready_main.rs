@@ -73,7 +73,7 @@ where
             // a host name): control characters and bidi overrides escaped.
             eprintln!(
                 "error: {}",
-                benchsuite_core::text::printable(&format!("{e:#}"))
+                benchsuite_core::text::printable(&crate::output::with_flags(&format!("{e:#}")))
             );
             ExitCode::from(2)
         }

@@ -123,12 +123,16 @@ pub fn cmd_reference(args: &RunArgs, registry: &Registry) -> Result<i32> {
 fn write(report: &Report, format: Format, file: Option<&Path>) -> Result<String> {
     let Some(file) = file else {
         let mut out = io::stdout().lock();
-        benchsuite::export::write_report(format, report, &mut out)?;
+        crate::output::for_people(format, &mut out, |w| {
+            benchsuite::export::write_report(format, report, w)
+        })?;
         out.flush()?;
         return Ok(String::new());
     };
     crate::output::replace_file(file, |w| {
-        benchsuite::export::write_report(format, report, w)
+        crate::output::for_people(format, w, |w| {
+            benchsuite::export::write_report(format, report, w)
+        })
     })?;
     Ok(format!("; written to {}", file.display()))
 }

@@ -49,6 +49,49 @@ fn escaped(text: &str, bad: impl Fn(char) -> bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Library text names a setting of [`crate::RunConfig`] or of a
+/// comparison's options by its field, in backticks (`` `runs` ``,
+/// `` `min_sample_time` ``), never by a command line's flag. A program
+/// that shows such text to its users rewrites each name it knows into its
+/// own word for it (the CLI: `` `runs` `` → `--runs`); names `name` does
+/// not know, and other backticked text, stay as they are.
+pub fn rename_settings<'a>(
+    text: &'a str,
+    name: &dyn Fn(&str) -> Option<&'static str>,
+) -> Cow<'a, str> {
+    let mut out = String::new();
+    let mut rest = text;
+    let mut changed = false;
+    while let Some(open) = rest.find('`') {
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('`') else { break };
+        let inner = &after[..close];
+        let is_name = !inner.is_empty()
+            && inner
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b == b'_' || b == b'.');
+        match name(inner).filter(|_| is_name) {
+            Some(word) => {
+                out.push_str(&rest[..open]);
+                out.push_str(word);
+                rest = &after[close + 1..];
+                changed = true;
+            }
+            None => {
+                // Not a setting: keep it, and look on after its closing
+                // backtick (which may open the next one).
+                out.push_str(&rest[..open + 1 + close]);
+                rest = &after[close..];
+            }
+        }
+    }
+    if !changed {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
+}
+
 /// JSON text whose strings hold no character [`is_unsafe`] calls unsafe:
 /// serde_json escapes the C0 controls, quotes and backslashes only, so a
 /// C1 control (U+009B is an 8-bit CSI to some terminals), DEL, a bidi
@@ -174,5 +217,23 @@ mod tests {
             to_json_pretty(&v).unwrap().lines().count(),
             serde_json::to_string_pretty(&v).unwrap().lines().count()
         );
+    }
+    #[test]
+    fn settings_are_renamed_and_nothing_else() {
+        let name = |f: &str| match f {
+            "runs" => Some("--runs"),
+            "min_sample_time" => Some("--min-sample-time"),
+            _ => None,
+        };
+        assert_eq!(
+            rename_settings(
+                "consider more `runs`; `rate` stays, `min_sample_time` too",
+                &name
+            ),
+            "consider more --runs; `rate` stays, --min-sample-time too"
+        );
+        assert_eq!(rename_settings("`a``runs` and `", &name), "`a`--runs and `");
+        assert_eq!(rename_settings("`runs x` `RUNS`", &name), "`runs x` `RUNS`");
+        assert!(matches!(rename_settings("plain", &name), Cow::Borrowed(_)));
     }
 }

@@ -44,7 +44,7 @@ pub fn inputs(
     if let Some(dir) = baseline_dir {
         let unreadable = |e: std::io::Error| {
             HistoryError(format!(
-                "--baseline-dir {}: cannot read it: {e}",
+                "baseline directory {}: cannot read it: {e}",
                 dir.display()
             ))
         };
@@ -58,7 +58,7 @@ pub fn inputs(
         }
         if found.is_empty() {
             fail!(
-                "--baseline-dir {}: no baseline report (*.json) in it (an empty history?)",
+                "baseline directory {}: no baseline report (*.json) in it (an empty history?)",
                 dir.display()
             );
         }
@@ -80,7 +80,7 @@ pub fn inputs(
     }
     if unique.is_empty() {
         fail!(
-            "compare needs a baseline and a new report: BASE.json [MORE.json...] NEW.json, or --baseline-dir DIR NEW.json"
+            "a comparison needs a baseline and a new report (the last one given): BASE.json [MORE.json...] NEW.json, or the reports of a baseline directory and NEW.json"
         );
     }
     Ok((unique, new.clone()))

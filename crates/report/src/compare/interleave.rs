@@ -72,7 +72,7 @@ pub fn run(
 ) -> Result<Option<(Report, Report)>, InterleaveError> {
     if b.rounds < 3 {
         fail!(
-            "--rounds {}: --interleave needs at least 3 rounds to judge paired differences",
+            "`rounds` {}: interleaved builds need at least 3 rounds to judge paired differences",
             b.rounds
         );
     }
@@ -184,7 +184,7 @@ impl<'a> Interleaver<'a> {
                     }
                     // No limit: a deadline a century away.
                     (RoundError::TimedOut(_), None) => InterleaveError(format!(
-                        "--interleave {}: the {name} build's round {round} was stopped",
+                        "{}: the {name} build's round {round} was stopped",
                         bin.display()
                     )),
                     (RoundError::Failed(e), _) => e,
@@ -204,7 +204,7 @@ impl<'a> Interleaver<'a> {
     pub fn pooled(&self) -> Result<(Report, Report), InterleaveError> {
         let pool = |runs: &[Report], bin: &Path| {
             benchsuite_core::runner::pool_reports(runs.to_vec())
-                .map_err(|e| InterleaveError(format!("--interleave {}: {e}", bin.display())))
+                .map_err(|e| InterleaveError(format!("{}: {e}", bin.display())))
         };
         Ok((
             pool(&self.sides[0], self.base)?,
@@ -223,15 +223,15 @@ fn timed_out(
     tail: Option<String>,
 ) -> InterleaveError {
     let why = if given {
-        "--round-timeout".to_string()
+        "`round_timeout`".to_string()
     } else {
         format!(
-            "the default: {ROUND_TIMEOUT_FACTOR} × the first round, at least {} min; set --round-timeout SECS",
+            "the default: {ROUND_TIMEOUT_FACTOR} × the first round, at least {} min; set `round_timeout` (seconds)",
             ROUND_TIMEOUT_FLOOR.as_secs() / 60
         )
     };
     InterleaveError(format!(
-        "--interleave {}: the {name} build's round {round} did not finish in {} s; stopped with the processes it started ({why}){}",
+        "{}: the {name} build's round {round} did not finish in {} s; stopped with the processes it started ({why}){}",
         bin.display(),
         limit.as_secs_f64(),
         tail.map(|t| format!(": {t}")).unwrap_or_default()
@@ -266,12 +266,8 @@ fn run_once(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    let mut child = ToolProcess::spawn(c).map_err(|e| {
-        failed(format!(
-            "--interleave {}: cannot run it: {e}",
-            bin.display()
-        ))
-    })?;
+    let mut child = ToolProcess::spawn(c)
+        .map_err(|e| failed(format!("{}: cannot run it: {e}", bin.display())))?;
     let stderr = child
         .child_mut()
         .stderr
@@ -297,16 +293,10 @@ fn run_once(
         Ok(s) => s,
         Err(Stopped::TimedOut) => return Err(RoundError::TimedOut(last.map(str::to_string))),
         Err(Stopped::Cancelled) => {
-            return Err(failed(format!(
-                "--interleave {}: stopped: interrupted",
-                bin.display()
-            )));
+            return Err(failed(format!("{}: stopped: interrupted", bin.display())));
         }
         Err(Stopped::Wait(e)) => {
-            return Err(failed(format!(
-                "--interleave {}: waiting for it: {e}",
-                bin.display()
-            )));
+            return Err(failed(format!("{}: waiting for it: {e}", bin.display())));
         }
     };
     let last = last.unwrap_or("(nothing on stderr)");
@@ -314,13 +304,13 @@ fn run_once(
     // still written, and a failed record fails the gate.
     if !matches!(status.code(), Some(0 | 1)) {
         return Err(failed(format!(
-            "--interleave {}: `run` exited with {status}: {last}",
+            "{}: `run` exited with {status}: {last}",
             bin.display(),
         )));
     }
     Report::read(out).map_err(|e| {
         failed(format!(
-            "--interleave {}: printed no report ({e}): {last}",
+            "{}: printed no report ({e}): {last}",
             bin.display()
         ))
     })
