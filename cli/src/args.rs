@@ -185,9 +185,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "COUNTS")]
     pub threads: Option<String>,
 
-    /// Any parameter as NAME=VALUES (repeatable), e.g. `--param args=0..7`.
-    /// `benchsuite list` shows each benchmark's parameters.
-    #[arg(long = "param", short = 'p', value_name = "NAME=VALUES")]
+    /// Any parameter as NAME=VALUES (repeatable), e.g. `--param args=0..7`,
+    /// for every selected benchmark that has it; `SELECTOR:NAME=VALUES`
+    /// for the benchmarks a selector names only (an id, a module or a
+    /// glob: `--param os.context_switch:mode=thread`), which wins over a
+    /// plain NAME. `benchsuite list` shows each benchmark's parameters.
+    #[arg(long = "param", short = 'p', value_name = "[SELECTOR:]NAME=VALUES")]
     pub params: Vec<String>,
 
     /// A named parameter preset for benchmarks with a `preset` parameter

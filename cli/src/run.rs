@@ -204,7 +204,7 @@ fn phases(
                         .map_or(anyhow::anyhow!("{e}"), |p| p.explain(e).into())
                 })?
                 .iter()
-                .any(|b| b.meta().param(key).is_some());
+                .any(|b| benchsuite::sweep::key_applies(key, &b.meta()));
             if takes {
                 taken = true;
             } else {

@@ -1826,3 +1826,56 @@ fn compare_o_writes_into_a_fifo_and_through_a_link_and_replaces_neither() {
     assert!(!dir.path().join("missing.json").exists());
     assert!(kind(&dangling).is_symlink());
 }
+
+/// `--param SELECTOR:NAME=VALUES` sweeps the benchmarks the selector names
+/// only: `mode` means one thing to os.process_create and another to
+/// os.context_switch.
+#[test]
+fn a_scoped_param_sweeps_only_the_benchmarks_it_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_json(
+        &[
+            "os.process_create",
+            "os.context_switch",
+            "--param",
+            "os.context_switch:mode=thread,process",
+        ],
+        dir.path(),
+        "scoped.json",
+    );
+    let modes = |id: &str| -> Vec<String> {
+        r["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["id"] == id)
+            .map(|x| x["params"]["mode"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(modes("os.context_switch"), ["thread", "process"]);
+    assert_eq!(modes("os.process_create"), ["fork_exit"]);
+    // Unscoped, the value must suit every benchmark that declares `mode`.
+    assert_usage_error(
+        &[
+            "run",
+            "os.process_create",
+            "os.context_switch",
+            "--param",
+            "mode=thread",
+        ],
+        "--param mode",
+    );
+    // A scope whose benchmarks lack the parameter names the scoped key and
+    // lists what those benchmarks take.
+    let e = assert_usage_error(
+        &[
+            "run",
+            "os.call",
+            "os.syscall",
+            "--param",
+            "os.call:call=getppid",
+        ],
+        "--param os.call:call",
+    );
+    assert!(e.contains("args") && !e.contains("getppid|"), "{e}");
+}

@@ -66,9 +66,11 @@ pub fn plan_on<'r>(
     let selected = registry.select(&config.selectors)?;
     let metas: Vec<_> = selected.iter().map(|b| b.meta()).collect();
     for name in config.sweep.keys() {
-        if !metas.iter().any(|m| m.param(name).is_some()) {
+        if !metas.iter().any(|m| crate::sweep::key_applies(name, m)) {
+            let (sel, _) = crate::sweep::scope_of(name);
             let mut valid: Vec<&str> = metas
                 .iter()
+                .filter(|m| sel.is_none_or(|s| crate::sweep::selects(s, m.id)))
                 .flat_map(|m| m.params.iter().map(|p| p.name))
                 .collect();
             valid.sort_unstable();
@@ -91,7 +93,11 @@ pub fn plan_on<'r>(
     };
     let mut benches = Vec::new();
     for (bench, meta) in selected.into_iter().zip(&metas) {
-        let mut points = expand(meta, &config.sweep, defaults)?;
+        let mut points = expand(
+            meta,
+            &crate::sweep::sweep_for(&config.sweep, meta),
+            defaults,
+        )?;
         crate::capacity::plan_points(meta, &mut points, config)?;
         for p in &points {
             bench.validate(&ctx, p)?;

@@ -172,6 +172,45 @@ pub enum Defaults {
 /// cartesian product, in declaration order (last parameter varies fastest).
 /// Entries in `given` the benchmark does not declare are ignored here (the
 /// caller checks that each is accepted by at least one selected benchmark).
+/// A sweep key (`RunConfig::sweep`) is a parameter name, for every
+/// selected benchmark that declares it (`size`), or `SELECTOR:NAME` for
+/// the benchmarks the selector names only (`os.syscall:call`, `os:*`
+/// never: the selector is a benchmark id, a module or a glob such as
+/// `mem.*`). Returns (selector, parameter name).
+pub fn scope_of(key: &str) -> (Option<&str>, &str) {
+    match key.split_once(':') {
+        Some((sel, name)) => (Some(sel.trim()), name.trim()),
+        None => (None, key),
+    }
+}
+
+/// Whether `selector` names benchmark `id`: the id, its module, or a glob.
+pub fn selects(selector: &str, id: &str) -> bool {
+    let module = id.split('.').next().unwrap_or(id);
+    selector == id || selector == module || crate::registry::glob(selector, id)
+}
+
+/// Whether sweep key `key` gives values to the benchmark of `meta`.
+pub fn key_applies(key: &str, meta: &Meta) -> bool {
+    let (sel, name) = scope_of(key);
+    sel.is_none_or(|s| selects(s, meta.id)) && meta.param(name).is_some()
+}
+
+/// The sweep of one benchmark: the keys that apply to it, by parameter
+/// name; a scoped key (`os.syscall:call`) wins over a plain one (`call`).
+pub fn sweep_for(sweep: &BTreeMap<String, String>, meta: &Meta) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for scoped in [false, true] {
+        for (key, values) in sweep {
+            let (sel, name) = scope_of(key);
+            if sel.is_some() == scoped && key_applies(key, meta) {
+                out.insert(name.to_string(), values.clone());
+            }
+        }
+    }
+    out
+}
+
 pub fn expand(
     meta: &Meta,
     given: &BTreeMap<String, String>,

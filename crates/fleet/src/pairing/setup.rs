@@ -253,8 +253,11 @@ impl Pairing {
             let part = |benches: &[&dyn Benchmark]| {
                 let mut c = cfg.clone();
                 c.selectors = benches.iter().map(|b| b.meta().id.to_string()).collect();
-                c.sweep
-                    .retain(|k, _| benches.iter().any(|b| b.meta().param(k).is_some()));
+                c.sweep.retain(|k, _| {
+                    benches
+                        .iter()
+                        .any(|b| benchsuite_core::sweep::key_applies(k, &b.meta()))
+                });
                 c.options.retain(|k, _| {
                     benches
                         .iter()
