@@ -12,7 +12,7 @@
 
 mod model;
 
-pub use model::{Capacity, Slo, Step, Verdict};
+pub use model::{Capacity, SearchOutcome, Slo, Step};
 
 use std::time::Duration;
 
@@ -398,7 +398,7 @@ fn summarise(
         .map(|s| s.achieved)
         .fold(None, |m: Option<f64>, a| Some(m.map_or(a, |m| m.max(a))));
     let (verdict, rate, interval) = match slo {
-        None => (Verdict::Ladder, knee, None),
+        None => (SearchOutcome::Ladder, knee, None),
         Some(s) => {
             let best = steps
                 .iter()
@@ -411,7 +411,7 @@ fn summarise(
                         .iter()
                         .map(|x| x.offered)
                         .fold(None, |m: Option<f64>, a| Some(m.map_or(a, |m| m.min(a))));
-                    (Verdict::NeverMet, None, Some([None, lowest]))
+                    (SearchOutcome::NeverMet, None, Some([None, lowest]))
                 }
                 Some(best) => {
                     let above = steps
@@ -419,7 +419,11 @@ fn summarise(
                         .filter(|x| x.offered > best && x.met == Some(false))
                         .min_by(|a, b| a.offered.total_cmp(&b.offered));
                     match above {
-                        None => (Verdict::NeverBroken, Some(best), Some([Some(best), None])),
+                        None => (
+                            SearchOutcome::NeverBroken,
+                            Some(best),
+                            Some([Some(best), None]),
+                        ),
                         Some(b) => {
                             // The first rate above the answer was more
                             // than the system carried (overloaded: it
@@ -434,9 +438,9 @@ fn summarise(
                             let _ = s;
                             (
                                 if by_saturation {
-                                    Verdict::NeverBroken
+                                    SearchOutcome::NeverBroken
                                 } else {
-                                    Verdict::Met
+                                    SearchOutcome::Met
                                 },
                                 Some(best),
                                 Some([Some(best), Some(b.offered)]),

@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use benchsuite_core::capacity::{Slo, Verdict};
+use benchsuite_core::capacity::{SearchOutcome, Slo};
 use benchsuite_core::openloop::Rate;
 use benchsuite_core::runner::{Silent, new_latency_histogram, run};
 use benchsuite_core::{
@@ -179,7 +179,7 @@ fn the_search_finds_a_known_capacity_within_five_percent() {
         .unwrap();
         let s = summary(&report);
         let c = s.capacity.as_ref().unwrap();
-        assert_eq!(c.verdict, Verdict::Met, "{}", c.sentence());
+        assert_eq!(c.verdict, SearchOutcome::Met, "{}", c.sentence());
         let got = c.rate.unwrap();
         let err = (got - expect).abs() / expect;
         assert!(
@@ -311,7 +311,7 @@ fn a_target_never_met_or_never_broken_is_said_plainly() {
     )
     .unwrap();
     let c = summary(&report).capacity.clone().unwrap();
-    assert_eq!(c.verdict, Verdict::NeverMet, "{}", c.sentence());
+    assert_eq!(c.verdict, SearchOutcome::NeverMet, "{}", c.sentence());
     assert_eq!(c.rate, None);
     assert!(c.sentence().contains("never met"), "{}", c.sentence());
     assert!(summary(&report).metric("capacity").is_none());
@@ -328,7 +328,7 @@ fn a_target_never_met_or_never_broken_is_said_plainly() {
     )
     .unwrap();
     let c = summary(&report).capacity.clone().unwrap();
-    assert_eq!(c.verdict, Verdict::NeverBroken, "{}", c.sentence());
+    assert_eq!(c.verdict, SearchOutcome::NeverBroken, "{}", c.sentence());
     let r = c.rate.unwrap();
     assert!(
         (20_000.0 / 1.06..=20_000.0).contains(&r),
@@ -351,7 +351,7 @@ fn rate_auto_climbs_to_saturation_and_marks_the_knee() {
     .unwrap();
     let s = summary(&report);
     let c = s.capacity.as_ref().unwrap();
-    assert_eq!(c.verdict, Verdict::Ladder);
+    assert_eq!(c.verdict, SearchOutcome::Ladder);
     assert!(c.steps.last().unwrap().saturated);
     assert!(c.steps[..c.steps.len() - 1].iter().all(|s| !s.saturated));
     // 1k, 1.5k, 2.25k, ... ×1.5: the last carried rung is within 1.5× of 20k.
@@ -388,14 +388,14 @@ fn bad_targets_and_combinations_are_refused_before_anything_runs() {
     let err = |cfg: RunConfig| run(&q(), &cfg, &mut Silent).unwrap_err().to_string();
     let e = err(config(&[], Some("rtt.p99<=1ms")));
     assert!(
-        e.contains("--slo") && e.contains("rtt") && e.contains("latency"),
+        e.contains("`slo`") && e.contains("rtt") && e.contains("latency"),
         "{e}"
     );
     let e = err(config(&[("rate", "5000")], Some("p99<=1ms")));
-    assert!(e.contains("--slo") && e.contains("rate=5000"), "{e}");
+    assert!(e.contains("`slo`") && e.contains("rate=5000"), "{e}");
     let mut c = config(&[("rate", "auto")], None);
     c.rounds = 3;
-    assert!(err(c).contains("--rounds"));
+    assert!(err(c).contains("`rounds`"));
     let e = err(config(&[("rate", "0")], None));
     assert!(e.contains("rate") && e.contains("at least 1"), "{e}");
     // A benchmark without a rate parameter has no capacity to search.
@@ -418,7 +418,7 @@ fn bad_targets_and_combinations_are_refused_before_anything_runs() {
     let mut c = config(&[], Some("p99<=1ms"));
     c.selectors = vec!["plain.op".into()];
     let e = run(&r, &c, &mut Silent).unwrap_err().to_string();
-    assert!(e.contains("--slo") && e.contains("plain.op"), "{e}");
+    assert!(e.contains("`slo`") && e.contains("plain.op"), "{e}");
 }
 
 #[test]

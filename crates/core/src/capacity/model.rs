@@ -89,7 +89,7 @@ impl fmt::Display for Slo {
 /// How a capacity search ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub enum SearchOutcome {
     /// The target held up to [`Capacity::rate`] and broke above it.
     Met,
     /// Even the lightest load tried broke the target.
@@ -142,9 +142,9 @@ pub struct Capacity {
     /// The latency metric judged.
     pub metric: String,
     /// How it ended.
-    pub verdict: Verdict,
+    pub verdict: SearchOutcome,
     /// The answer, operations per second: the highest offered rate that
-    /// met the target (with [`Verdict::NeverBroken`], the highest carried
+    /// met the target (with [`SearchOutcome::NeverBroken`], the highest carried
     /// without saturation). Absent when never met.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
@@ -174,21 +174,21 @@ impl Capacity {
             .unwrap_or_default();
         let n = self.steps.len();
         match (self.verdict, &self.slo, self.rate) {
-            (Verdict::Ladder, _, _) => match self.knee {
+            (SearchOutcome::Ladder, _, _) => match self.knee {
                 Some(k) => format!(
                     "ladder of {n} rates up to saturation: {} carried without saturation at most",
                     rate(k)
                 ),
                 None => format!("ladder of {n} rates: every one saturated or failed"),
             },
-            (Verdict::NeverMet, Some(slo), _) => format!(
+            (SearchOutcome::NeverMet, Some(slo), _) => format!(
                 "capacity for {slo}: never met; even the lightest load tried ({}) broke it ({n} steps){knee}",
                 self.interval
                     .and_then(|[_, hi]| hi)
                     .map(rate)
                     .unwrap_or_else(|| "none".into())
             ),
-            (Verdict::NeverBroken, Some(slo), Some(r)) => format!(
+            (SearchOutcome::NeverBroken, Some(slo), Some(r)) => format!(
                 "capacity for {slo}: {} — the target was never broken: the system saturated{} before {} crossed the bound, so its throughput is the limit ({n} steps){knee}",
                 rate(r),
                 self.interval
@@ -197,7 +197,7 @@ impl Capacity {
                     .unwrap_or_else(|| " (or the ladder reached its top)".into()),
                 self.metric
             ),
-            (Verdict::Met, Some(slo), Some(r)) => format!(
+            (SearchOutcome::Met, Some(slo), Some(r)) => format!(
                 "capacity for {slo}: {} (met at {}, broken at {}; each step judged at {:.0}% confidence; {n} steps){knee}",
                 rate(r),
                 rate(r),

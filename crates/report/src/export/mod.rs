@@ -148,7 +148,7 @@ pub(crate) mod fixtures {
     /// met at 1k, 2k and 3k/s, broken at 4k/s (saturated at 3.6k), its
     /// summary last.
     pub(crate) fn capacity_report() -> Report {
-        use benchsuite_core::capacity::{Capacity, Step, Verdict};
+        use benchsuite_core::capacity::{Capacity, SearchOutcome, Step};
         use benchsuite_core::openloop::OpenLoad;
         use benchsuite_core::param::{Point, Value};
         use benchsuite_core::report::{Record, Status};
@@ -196,7 +196,7 @@ pub(crate) mod fixtures {
         sum.capacity = Some(Capacity {
             slo: Some("p99<=1ms".into()),
             metric: "latency".into(),
-            verdict: Verdict::Met,
+            verdict: SearchOutcome::Met,
             rate: Some(3000.0),
             interval: Some([Some(3000.0), Some(3464.0)]),
             knee: Some(3450.0),
