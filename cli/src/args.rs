@@ -248,7 +248,9 @@ pub struct RunArgs {
     /// Run the whole plan N times, one point after the other in each round,
     /// and pool each record's samples (N × --runs of them), so the machine's
     /// drift over minutes shows up as noise that `compare` takes into
-    /// account, instead of as a difference between two reports. Default 1.
+    /// account, instead of as a difference between two reports. A capacity
+    /// search (`--slo`, rate=auto) searches N times: its answer is the
+    /// median, with each search's answer in the note. Default 1.
     #[arg(long, value_name = "N")]
     pub rounds: Option<usize>,
 

@@ -93,17 +93,10 @@ pub fn plan_points(
             }
         }
     }
-    if points.iter().any(|p| is_search(p, config)) {
-        if config.rounds > 1 {
-            return Err(ConfigError::Invalid(
-                "`rounds` cannot be combined with a capacity search (rate=auto or `slo`): each of its rates runs once, as its own record; run the search again for another round".into(),
-            ));
-        }
-        if config.duration.is_some() {
-            return Err(ConfigError::Invalid(
-                "`duration` cannot be combined with a capacity search (rate=auto or `slo`): the search sets each step's length from the rate and the percentile".into(),
-            ));
-        }
+    if config.duration.is_some() && points.iter().any(|p| is_search(p, config)) {
+        return Err(ConfigError::Invalid(
+            "`duration` cannot be combined with a capacity search (rate=auto or `slo`): the search sets each step's length from the rate and the percentile".into(),
+        ));
     }
     Ok(())
 }
@@ -460,6 +453,7 @@ fn summarise(
         knee,
         confidence: CONFIDENCE,
         steps,
+        searches: Vec::new(),
     };
     let mut summary = Record::skipped(meta.id, point.clone(), "");
     summary.reason = None;
@@ -506,6 +500,8 @@ fn summarise(
                 timestamps: None,
                 rounds: None,
                 tails: None,
+                // One search is one sample: nothing to judge a change by
+                // (a round of more searches makes it the headline).
                 role: Some(MetricRole::Derived),
                 summary: summary_stats,
                 latency: None,
@@ -516,6 +512,76 @@ fn summarise(
     summary.capacity = Some(capacity);
     records.push(summary);
     records
+}
+
+/// The median of the searches' answers, a search that never met the
+/// target counting as below every answer: `None` when most never met.
+pub(crate) fn median_answer(searches: &[Option<f64>]) -> Option<f64> {
+    let mut v: Vec<f64> = searches
+        .iter()
+        .map(|a| a.unwrap_or(f64::NEG_INFINITY))
+        .collect();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return None;
+    }
+    let m = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    m.is_finite().then_some(m)
+}
+
+/// Round `round` of a search (`rounds` > 1): its answer joins the first
+/// search's summary record `summary`, whose `capacity` metric then holds
+/// one sample per search (one per round, so `compare` judges the answer's
+/// spread between searches, as it judges rounds) and becomes the record's
+/// headline; the step records of later searches are not kept. A failed
+/// search fails the record, as a failed round does.
+pub(crate) fn merge_search(summary: &mut Record, next: &Record, round: usize) {
+    let (Some(cap), Some(other)) = (summary.capacity.as_mut(), next.capacity.as_ref()) else {
+        if summary.status == Status::Ok && next.status != Status::Ok {
+            summary.status = Status::Failed;
+            summary.reason = Some(format!(
+                "round {round}: {}",
+                next.reason.as_deref().unwrap_or("the search did not run")
+            ));
+        }
+        return;
+    };
+    let before = cap.sentence();
+    if cap.searches.is_empty() {
+        cap.searches.push(cap.rate);
+    }
+    cap.searches.push(other.rate);
+    let found: Vec<f64> = cap.searches.iter().flatten().copied().collect();
+    cap.rate = median_answer(&cap.searches);
+    let after = cap.sentence();
+    for n in &mut summary.notes {
+        if *n == before {
+            *n = after.clone();
+        }
+    }
+    summary.metrics.retain(|m| m.name != "capacity");
+    if let Ok(stats) = Summary::new(&found) {
+        summary.metrics.insert(
+            0,
+            Metric {
+                name: "capacity".into(),
+                unit: "op/s".into(),
+                direction: crate::bench::Direction::Higher,
+                rounds: Some(vec![1; found.len()]),
+                samples: found,
+                timestamps: None,
+                tails: None,
+                role: Some(MetricRole::Headline),
+                summary: stats,
+                latency: None,
+            },
+        );
+    }
 }
 
 #[cfg(test)]
@@ -545,5 +611,14 @@ mod tests {
             percentile_interval(&crate::runner::new_latency_histogram(), 0.99),
             None
         );
+    }
+
+    #[test]
+    fn the_median_answer_counts_a_search_that_never_met_as_lowest() {
+        assert_eq!(median_answer(&[Some(3.0), None, Some(5.0)]), Some(3.0));
+        assert_eq!(median_answer(&[None, None, Some(5.0)]), None);
+        assert_eq!(median_answer(&[Some(2.0), Some(4.0)]), Some(3.0));
+        assert_eq!(median_answer(&[None, Some(4.0)]), None);
+        assert_eq!(median_answer(&[]), None);
     }
 }

@@ -1,10 +1,10 @@
 //! The result model: plain, versioned data, serialised as JSON.
 //!
-//! # Wire format (schema 1.8)
+//! # Wire format (schema 1.9)
 //!
 //! ```text
 //! {
-//!   "schema_version": "1.8",          // "MAJOR.MINOR"; MAJOR bumps on breaking change
+//!   "schema_version": "1.9",          // "MAJOR.MINOR"; MAJOR bumps on breaking change
 //!   "tool_version": "0.1.0",           // benchsuite version that wrote the file
 //!   "started_at": "2026-11-21T21:00:00Z",   // RFC 3339, UTC
 //!   "host": { ... },                   // see `Host`; unknown fields are null
@@ -85,6 +85,11 @@
 //! `reference.our_rounds` (our value of a latency percentile in each
 //! round) and `reference.round_ratios` (each round's own ratio, ours
 //! against the tool's round beside it).
+//!
+//! 1.9 added `capacity.searches`: with `--rounds N` a capacity search runs
+//! N times, each answer listed in order (`null`: never met), `rate` their
+//! median and the summary record's `capacity` metric one sample per
+//! search (its headline then); absent for one search.
 
 use std::collections::BTreeMap;
 
@@ -103,7 +108,7 @@ use crate::stats::{LatencySummary, Summary};
 pub use crate::metric::{MetricRole, Peak, PeakInput};
 
 /// Current schema version, `MAJOR.MINOR`.
-pub const SCHEMA_VERSION: &str = "1.8";
+pub const SCHEMA_VERSION: &str = "1.9";
 /// Major schema version this build reads.
 pub const SCHEMA_MAJOR: u32 = 1;
 

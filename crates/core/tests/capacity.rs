@@ -393,9 +393,6 @@ fn bad_targets_and_combinations_are_refused_before_anything_runs() {
     );
     let e = err(config(&[("rate", "5000")], Some("p99<=1ms")));
     assert!(e.contains("`slo`") && e.contains("rate=5000"), "{e}");
-    let mut c = config(&[("rate", "auto")], None);
-    c.rounds = 3;
-    assert!(err(c).contains("`rounds`"));
     let e = err(config(&[("rate", "0")], None));
     assert!(e.contains("rate") && e.contains("at least 1"), "{e}");
     // A benchmark without a rate parameter has no capacity to search.
@@ -464,4 +461,61 @@ fn a_search_of_a_benchmark_that_cannot_run_here_is_skipped_saying_why() {
     let s = summary(&report);
     assert_eq!(s.status, Status::Skipped);
     assert_eq!(s.reason.as_deref(), Some("no such device here"));
+}
+
+/// `rounds` > 1: the search runs once per round; its answer's samples are
+/// the searches' answers, the summary's headline, and the step records
+/// are the first search's only.
+#[test]
+fn rounds_repeat_the_search_and_pool_the_answers() {
+    let q = registry(Queue {
+        service: Service::Constant(1e4),
+        stall: None,
+    });
+    let mut c = config(&[("rate", "auto")], Some("p99<=1ms"));
+    c.rounds = 3;
+    let r = run(&q, &c, &mut Silent).unwrap();
+    let summary = r
+        .records
+        .iter()
+        .find(|x| x.capacity.is_some())
+        .expect("a summary");
+    let cap = summary.capacity.as_ref().unwrap();
+    assert_eq!(cap.searches.len(), 3, "{cap:?}");
+    let answers: Vec<f64> = cap.searches.iter().flatten().copied().collect();
+    assert_eq!(answers.len(), 3, "{cap:?}");
+    let m = &summary.metrics[0];
+    assert_eq!(m.name, "capacity");
+    assert_eq!(m.samples, answers);
+    assert_eq!(m.rounds.as_deref(), Some(&[1, 1, 1][..]));
+    assert_eq!(m.role, Some(benchsuite_core::MetricRole::Headline));
+    assert_eq!(
+        cap.rate,
+        Some(benchsuite_core::stats::median(&answers)),
+        "the answer is the searches' median"
+    );
+    // Most searches never met: so is the median, whatever the others found.
+    let mut c = cap.clone();
+    c.searches = vec![None, None, Some(10_000.0)];
+    c.rate = None;
+    assert!(
+        c.sentence().contains("median never met"),
+        "{}",
+        c.sentence()
+    );
+    assert!(
+        summary.notes.iter().any(|n| n.starts_with("3 searches: ")),
+        "{:?}",
+        summary.notes
+    );
+    // The steps are the first search's: as many records as its steps.
+    let steps = r.records.iter().filter(|x| x.load.is_some()).count();
+    assert_eq!(steps, cap.steps.len());
+    assert!(
+        r.records
+            .iter()
+            .filter(|x| x.load.is_some())
+            .all(|x| !x.notes.iter().any(|n| n.contains("pooled"))),
+        "a step is not pooled"
+    );
 }

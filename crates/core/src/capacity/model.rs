@@ -157,16 +157,65 @@ pub struct Capacity {
     pub knee: Option<f64>,
     /// Confidence of each step's judgement (0.95).
     pub confidence: f64,
-    /// The steps, in the order they ran.
+    /// The steps, in the order they ran (of the first search with
+    /// `rounds`).
     pub steps: Vec<Step>,
+    /// With `rounds` > 1: each search's answer in the order they ran
+    /// (`None`: never met); [`Capacity::rate`] is then their median, and
+    /// `verdict`, `interval`, `knee` and `steps` are the first search's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub searches: Vec<Option<f64>>,
 }
 
 // ---------------------------------------------------------------------
 // Planning and the search.
 
 impl Capacity {
-    /// The answer in one sentence, as the table and the notes give it.
+    /// The answer in one sentence, as the table and the notes give it;
+    /// with several searches, their spread after it.
     pub fn sentence(&self) -> String {
+        let one = self.first_sentence();
+        if self.searches.len() < 2 {
+            return one;
+        }
+        let rate = |r: f64| crate::units::format_value(r, "/s");
+        let found: Vec<f64> = self.searches.iter().flatten().copied().collect();
+        let all: Vec<String> = self
+            .searches
+            .iter()
+            .map(|a| a.map_or_else(|| "never met".into(), rate))
+            .collect();
+        let median = self.rate.map_or_else(|| "never met".to_string(), rate);
+        let spread = match found.len() {
+            0 => String::new(),
+            1 => format!("; median {median}"),
+            _ if self.rate.is_none() => format!("; median {median}"),
+            _ => {
+                let (lo, hi) = found
+                    .iter()
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+                        (a.min(v), b.max(v))
+                    });
+                let m = self.rate.unwrap_or(f64::NAN);
+                format!(
+                    "; median {}, range {} … {} ({:+.0}% … {:+.0}% of the median)",
+                    rate(m),
+                    rate(lo),
+                    rate(hi),
+                    (lo / m - 1.0) * 100.0,
+                    (hi / m - 1.0) * 100.0
+                )
+            }
+        };
+        format!(
+            "{} searches: {}{spread}. The first: {one}",
+            self.searches.len(),
+            all.join(", ")
+        )
+    }
+
+    /// The first (or only) search's answer in one sentence.
+    fn first_sentence(&self) -> String {
         let rate = |r: f64| crate::units::format_value(r, "/s");
         let knee = self
             .knee

@@ -133,6 +133,9 @@ pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer
         planned,
     };
     let mut slots: Vec<(Record, Hists)> = Vec::new();
+    // The slot each point's record of round 1 took, for the next rounds to
+    // merge into (a search takes one slot per step and its summary last).
+    let mut slot_of: Vec<usize> = Vec::new();
     let mut done = 0;
     'outer: for round in 1..=rounds {
         let mut k = 0;
@@ -144,19 +147,30 @@ pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer
                 observer.record_start(meta.id, point);
                 if *probe == Probe::Ready && crate::capacity::is_search(point, config) {
                     // A capacity search: one record per step, then its
-                    // summary (rounds and time series are refused at plan
-                    // time).
+                    // summary (a time series is refused at plan time;
+                    // each round searches again).
                     let records =
                         crate::capacity::search(pb.bench, meta, point, ctx, config, observer);
-                    let n = records.len();
-                    for (i, mut record) in records.into_iter().enumerate() {
-                        if host.build.is_debug() && record.status == Status::Ok {
-                            record.warnings.push(Caveat::DebugBuild);
+                    if round > 1 {
+                        // Another search of the same point: its answer
+                        // joins the first search's summary.
+                        if let Some(last) = records.last() {
+                            let slot = &mut slots[slot_of[k]].0;
+                            crate::capacity::merge_search(slot, last, round);
+                            observer.record_done(slot);
                         }
-                        if i + 1 == n {
-                            observer.record_done(&record);
+                    } else {
+                        let n = records.len();
+                        for (i, mut record) in records.into_iter().enumerate() {
+                            if host.build.is_debug() && record.status == Status::Ok {
+                                record.warnings.push(Caveat::DebugBuild);
+                            }
+                            if i + 1 == n {
+                                observer.record_done(&record);
+                            }
+                            slots.push((record, Vec::new()));
                         }
-                        slots.push((record, Vec::new()));
+                        slot_of.push(slots.len() - 1);
                     }
                     k += 1;
                     done += 1;
@@ -178,9 +192,10 @@ pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer
                 if round == 1 {
                     observer.record_done(&record);
                     slots.push((record, hists));
+                    slot_of.push(slots.len() - 1);
                 } else {
-                    merge_round(&mut slots[k], record, hists, round);
-                    observer.record_done(&slots[k].0);
+                    merge_round(&mut slots[slot_of[k]], record, hists, round);
+                    observer.record_done(&slots[slot_of[k]].0);
                 }
                 k += 1;
                 done += 1;
@@ -212,7 +227,10 @@ impl Assembler {
             .iter()
             .map(|(r, _)| {
                 let mut r = r.clone();
-                if rounds > 1 && r.status == Status::Ok {
+                // A search's steps ran in its first round only (the next
+                // rounds' answers join its summary): nothing pooled there.
+                let step = r.load.as_ref().is_some_and(|l| l.step.is_some());
+                if rounds > 1 && r.status == Status::Ok && !step {
                     let n = r.metrics.first().and_then(|m| m.rounds.as_ref()).map_or(1, Vec::len);
                     r.notes.push(if complete {
                         format!(

@@ -202,6 +202,7 @@ pub(crate) mod fixtures {
             knee: Some(3450.0),
             confidence: 0.95,
             steps,
+            searches: Vec::new(),
         });
         r.records.push(sum);
         r
