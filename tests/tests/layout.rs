@@ -83,11 +83,6 @@ const ALLOWED_CIRCLES: &[(&str, &[&str], &str)] = &[
         "not split yet: lib.rs holds types settings/target import, and io <-> prepare, uring <-> worker call each other",
     ),
     (
-        "fleet",
-        &["pairing", "pairing::flags"],
-        "not split yet: flags.rs parses into PairingConfig, defined in pairing/mod.rs beside the pairing that uses flags",
-    ),
-    (
         "gpu",
         &[
             "crate",
