@@ -126,18 +126,6 @@ const ALLOWED_CIRCLES: &[(&str, &[&str], &str)] = &[
         ],
         "not split yet: the kernel variants import kernels/mod.rs, which dispatches to them; case.rs likewise",
     ),
-    (
-        "net",
-        &[
-            "server",
-            "server::control",
-            "server::data",
-            "server::gate",
-            "server::session",
-            "server::udp",
-        ],
-        "not split yet: the connection handlers share the server's state (Shared, lock) with its accept loop",
-    ),
 ];
 
 /// Every crate's `src` (the resource, core, report and fleet crates and the
