@@ -76,13 +76,6 @@ fn no_source_file_is_over_800_lines_outside_its_tests() {
 /// so a split shows here as a line to delete.
 const ALLOWED_CIRCLES: &[(&str, &[&str], &str)] = &[
     (
-        "disk",
-        &[
-            "crate", "fio", "io", "prepare", "settings", "target", "uring", "worker",
-        ],
-        "not split yet: lib.rs holds types settings/target import, and io <-> prepare, uring <-> worker call each other",
-    ),
-    (
         "gpu",
         &[
             "crate",
