@@ -104,21 +104,6 @@ const ALLOWED_CIRCLES: &[(&str, &[&str], &str)] = &[
         ],
         "the CUDA driver bindings: each library's loader and its handles refer to the others' (one FFI layer)",
     ),
-    (
-        "mem",
-        &[
-            "crate",
-            "bandwidth",
-            "bandwidth::case",
-            "kernels",
-            "kernels::narrow",
-            "kernels::portable",
-            "kernels::values",
-            "kernels::wide",
-            "likwid",
-        ],
-        "not split yet: the kernel variants import kernels/mod.rs, which dispatches to them; case.rs likewise",
-    ),
 ];
 
 /// Every crate's `src` (the resource, core, report and fleet crates and the
