@@ -74,76 +74,18 @@ fn no_source_file_is_over_800_lines_outside_its_tests() {
 /// modules sorted as `imports::Graph::circles` lists them, the reason).
 /// core has none. An entry that no longer matches a circle fails the test,
 /// so a split shows here as a line to delete.
-const ALLOWED_CIRCLES: &[(&str, &[&str], &str)] = &[
-    (
-        "disk",
-        &[
-            "crate", "fio", "io", "prepare", "settings", "target", "uring", "worker",
-        ],
-        "not split yet: lib.rs holds types settings/target import, and io <-> prepare, uring <-> worker call each other",
-    ),
-    (
-        "fleet",
-        &["pairing", "pairing::flags"],
-        "not split yet: flags.rs parses into PairingConfig, defined in pairing/mod.rs beside the pairing that uses flags",
-    ),
-    (
-        "gpu",
-        &[
-            "crate",
-            "bandwidth",
-            "flops",
-            "kernels",
-            "latency",
-            "matmul",
-            "params",
-            "reference",
-            "wgpu_backend",
-            "wgpu_backend::bandwidth",
-            "wgpu_backend::flops",
-        ],
-        "not split yet: kernels.rs imports lib.rs, params.rs the wgpu backend, and the backend the CUDA benchmarks",
-    ),
-    (
-        "gpu",
-        &[
-            "cuda::blas",
-            "cuda::device",
-            "cuda::libs",
-            "cuda::nvml",
-            "cuda::nvrtc",
-            "cuda::rt",
-        ],
-        "the CUDA driver bindings: each library's loader and its handles refer to the others' (one FFI layer)",
-    ),
-    (
-        "mem",
-        &[
-            "crate",
-            "bandwidth",
-            "bandwidth::case",
-            "kernels",
-            "kernels::narrow",
-            "kernels::portable",
-            "kernels::values",
-            "kernels::wide",
-            "likwid",
-        ],
-        "not split yet: the kernel variants import kernels/mod.rs, which dispatches to them; case.rs likewise",
-    ),
-    (
-        "net",
-        &[
-            "server",
-            "server::control",
-            "server::data",
-            "server::gate",
-            "server::session",
-            "server::udp",
-        ],
-        "not split yet: the connection handlers share the server's state (Shared, lock) with its accept loop",
-    ),
-];
+const ALLOWED_CIRCLES: &[(&str, &[&str], &str)] = &[(
+    "gpu",
+    &[
+        "cuda::blas",
+        "cuda::device",
+        "cuda::libs",
+        "cuda::nvml",
+        "cuda::nvrtc",
+        "cuda::rt",
+    ],
+    "the CUDA driver bindings: each library's loader and its handles refer to the others' (one FFI layer)",
+)];
 
 /// Every crate's `src` (the resource, core, report and fleet crates and the
 /// CLI): its files import each other without a circle, apart from the

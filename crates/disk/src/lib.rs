@@ -259,14 +259,20 @@
 pub mod device;
 
 #[cfg(target_os = "linux")]
+mod case;
+#[cfg(target_os = "linux")]
 mod fio;
 mod io;
 #[cfg(target_os = "linux")]
 mod pattern;
 #[cfg(target_os = "linux")]
+mod picker;
+#[cfg(target_os = "linux")]
 mod prepare;
 #[cfg(target_os = "linux")]
 mod settings;
+#[cfg(target_os = "linux")]
+mod shared;
 #[cfg(target_os = "linux")]
 mod sys;
 #[cfg(target_os = "linux")]
@@ -279,7 +285,9 @@ mod worker;
 use benchsuite_core::Benchmark;
 
 #[cfg(target_os = "linux")]
-pub use io::{DiskIo, SPACE_CHECK_OPTION, page_cache_caveat};
+pub use io::DiskIo;
+#[cfg(target_os = "linux")]
+pub use prepare::{SPACE_CHECK_OPTION, page_cache_caveat};
 #[cfg(target_os = "linux")]
 pub use target::ALLOW_OVERWRITE_OPTION;
 

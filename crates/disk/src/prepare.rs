@@ -6,7 +6,9 @@
 //! [`prepare`] runs the steps in that order; each step may end the point
 //! with an error or a skip, and adds its caveats and notes in the order
 //! the record shows them. The steps are the seams of what was one long
-//! function in `io.rs`, which keeps the descriptor and the timed case.
+//! function in `io.rs`, which keeps the descriptor (the timed case is in
+//! `case.rs`). The option that skips the free-space check and the page
+//! cache caveat live here, with the steps that read and add them.
 
 use std::fs::File;
 use std::path::PathBuf;
@@ -17,11 +19,27 @@ use benchsuite_core::team::{Placement, Team};
 use benchsuite_core::units::format_size;
 use benchsuite_core::{About, BenchError, Case, Caveat, Choice, Context, Value};
 
-use crate::io::{DiskCase, SPACE_CHECK_OPTION, page_cache_caveat};
+use crate::case::DiskCase;
 use crate::settings::{EngineKind, MAX_BUFFER_BYTES, Preset, Settings};
+use crate::shared::{OpenLoop, Shared};
 use crate::sys;
 use crate::target::{self, InPlace, Kind, Phase, Refusal, Target};
-use crate::worker::{OpenLoop, Shared, Worker};
+use crate::worker::Worker;
+
+/// `ctx.options` key (`--opt disk.space-check=off`) that skips the free
+/// space check, for file systems whose `statvfs` is wrong (some FUSE and
+/// network file systems) and for tests that need a real ENOSPC.
+pub const SPACE_CHECK_OPTION: &str = "disk.space-check";
+
+/// The caveat every `direct=off` record carries: its I/O went through the
+/// page cache. It reads "direct=off: I/O goes through the page cache, so
+/// these numbers mix cache hits and deferred writeback with device work;
+/// use direct=on to measure the device".
+pub fn page_cache_caveat() -> Caveat {
+    Caveat::PageCache {
+        why: "direct=off".into(),
+    }
+}
 
 /// Open loop with io_uring: the most I/Os one thread keeps in flight (its
 /// ring's slots), unless buffer memory lowers it ([`OPEN_LOOP_THREAD_BYTES`]).

@@ -131,7 +131,7 @@ benchsuite_core::choice_enum! {
 
 /// Parameter names and defaults, shared by [`declare`] and [`Settings`].
 mod def {
-    use super::{EngineKind, Op, Preset};
+    use crate::settings::{EngineKind, Op, Preset};
 
     pub const OP: Op = Op::Read;
     pub const ENGINE: EngineKind = EngineKind::IoUring;

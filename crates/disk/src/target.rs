@@ -607,7 +607,7 @@ mod checked {
 
     use benchsuite_core::{Context, Host};
 
-    use super::Identity;
+    use crate::target::Identity;
 
     struct Entry {
         plan: Weak<Host>,

@@ -22,8 +22,9 @@ use hdrhistogram::Histogram;
 use io_uring::{IoUring, opcode, types};
 
 use crate::pattern::{Rng, check_block, fill_block, scramble};
+use crate::picker::Picker;
+use crate::shared::{Shared, Tally, completion_error};
 use crate::sys::AlignedBuf;
-use crate::worker::{Picker, Shared, Tally, completion_error};
 
 /// `IORING_ENTER_GETEVENTS` from `<linux/io_uring.h>`.
 const IORING_ENTER_GETEVENTS: u32 = 1;

@@ -2,7 +2,7 @@
 //! in `prepare`, untimed), its buffers, its engine, and the timed loop.
 //!
 //! Batches and the shared budget: the runner asks for `iters` iterations
-//! per thread; [`crate::io`] turns that into a budget of `iters × threads`
+//! per thread; [`crate::case`] turns that into a budget of `iters × threads`
 //! completed I/Os shared by all threads. Each thread takes I/Os from the
 //! budget until it is spent, so all threads stop within one I/O of each
 //! other and none idles at the barrier while a slower one finishes its own
@@ -22,242 +22,26 @@
 //! start. Each thread completes its I/Os before the batch ends.
 
 use std::fs::File;
-use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use benchsuite_core::openloop::{Schedule, Timeline, latency_ns, pace_until};
+use benchsuite_core::openloop::{Schedule, latency_ns, pace_until};
 use benchsuite_core::runner::new_latency_histogram;
 use benchsuite_core::units::format_size;
 use benchsuite_core::{BenchError, Work};
 use hdrhistogram::Histogram;
 
 use crate::pattern::{Rng, check_block, fill_block, scramble};
-use crate::settings::{EngineKind, Fsync, Op};
+use crate::picker::Picker;
+use crate::settings::{EngineKind, Fsync};
+use crate::shared::{FINISH, OpenLoop, Shared, Tally, what};
 use crate::sys::{AlignedBuf, drop_cache, io_error, preallocate, scratch_file, set_direct};
-
-/// The `iters` value that tells a worker to drain and verify (teardown).
-/// The runner never asks for this many iterations (its batches stop at 2^40).
-pub const FINISH: u64 = u64::MAX;
 
 /// Bytes per layout write: large enough to stream at device speed.
 const LAYOUT_CHUNK: usize = 1 << 20;
-
-/// What every thread of one point shares.
-#[derive(Debug)]
-pub struct Shared {
-    /// I/O pattern.
-    pub op: Op,
-    /// Bytes per I/O.
-    pub block: usize,
-    /// Blocks per file.
-    pub nblocks: u64,
-    /// I/Os in flight per thread (1 for sync); in open loop with
-    /// io_uring, the most in flight per thread (the ring's slots).
-    pub qd: usize,
-    /// Percent reads (randrw).
-    pub rwmix: u32,
-    /// Flush policy.
-    pub fsync: Fsync,
-    /// Verify data.
-    pub verify: bool,
-    /// O_DIRECT.
-    pub direct: bool,
-    /// Engine actually used.
-    pub engine: EngineKind,
-    /// Buffer alignment (at least a page).
-    pub align: usize,
-    /// Directory of the scratch files, or the file or block device tested
-    /// in place.
-    pub dir: PathBuf,
-    /// The existing file or block device tested in place (opened once in
-    /// `prepare`; each thread uses a duplicate of the descriptor and its
-    /// own region `[id × len, (id + 1) × len)`). `None`: each thread
-    /// creates its own scratch file in `dir`.
-    pub target: Option<File>,
-    /// Ctrl-C.
-    pub cancel: Arc<AtomicBool>,
-    /// Completions left in the current batch, all threads together; in
-    /// open loop, I/Os not yet claimed.
-    pub budget: AtomicI64,
-    /// Open loop (`rate=N`): the batch's schedule and its tickets. `None`:
-    /// closed loop.
-    pub open: Option<OpenLoop>,
-    /// Facts found by workers (how the ring was set up, whether buffers
-    /// were registered, whether O_TMPFILE worked), deduplicated.
-    pub notes: Mutex<Vec<String>>,
-    /// Open loop: how late the I/Os of every batch were submitted after
-    /// their intended start (ns), all threads together.
-    pub lag: Mutex<Histogram<u64>>,
-}
-
-/// One open-loop point's shared schedule: the I/Os of a batch are tickets
-/// `0, 1, 2, ...` claimed by the threads in turn, ticket `k` intended to
-/// start at `schedule.at(k)`; each batch's schedule continues the point's
-/// [`Timeline`], so a stall that holds up one batch's end makes the next
-/// batch's first I/Os late, and they count it.
-#[derive(Debug)]
-pub struct OpenLoop {
-    /// The current batch's schedule, and the I/Os of a batch announced by
-    /// [`OpenLoop::start_batch`] whose schedule the first worker to start
-    /// it sets (so waking the workers is not counted as lateness).
-    schedule: Mutex<(Schedule, Option<u64>)>,
-    /// The point's schedule across its batches.
-    timeline: Mutex<Timeline>,
-    /// The next ticket.
-    next: AtomicU64,
-}
-
-impl OpenLoop {
-    /// An open loop at `rate` I/Os per second.
-    pub fn new(rate: f64) -> OpenLoop {
-        OpenLoop {
-            schedule: Mutex::new((Schedule::new(rate), None)),
-            timeline: Mutex::new(Timeline::new(rate)),
-            next: AtomicU64::new(0),
-        }
-    }
-
-    /// Announces the next batch of `n` I/Os, at ticket 0; its schedule
-    /// (the timeline's continuation) is set when the first worker starts.
-    pub fn start_batch(&self, n: u64) {
-        self.schedule.lock().unwrap_or_else(|p| p.into_inner()).1 = Some(n);
-        self.next.store(0, Ordering::SeqCst);
-    }
-
-    /// The batch's I/Os are all done: the timeline pauses until the next.
-    pub fn end_batch(&self) {
-        self.timeline
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .end();
-    }
-
-    fn schedule(&self) -> Schedule {
-        let mut s = self.schedule.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = s.1.take() {
-            s.0 = self
-                .timeline
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .batch(n);
-        }
-        s.0
-    }
-}
-
-impl Shared {
-    /// Open loop: claims the batch's next I/O and returns its intended
-    /// start, or `None` once every I/O of the batch is claimed (or a
-    /// thread failed and stopped the batch).
-    fn claim(&self, open: &OpenLoop, schedule: &Schedule) -> Option<Instant> {
-        if self.budget.fetch_sub(1, Ordering::Relaxed) <= 0 {
-            return None;
-        }
-        Some(schedule.at(open.next.fetch_add(1, Ordering::Relaxed)))
-    }
-
-    fn note(&self, msg: String) {
-        let mut n = self.notes.lock().unwrap_or_else(|p| p.into_inner());
-        if !n.contains(&msg) {
-            n.push(msg);
-        }
-    }
-
-    fn len(&self) -> u64 {
-        self.nblocks * self.block as u64
-    }
-
-    /// Thread `id`'s first byte: 0 in its own scratch file, `id × len` in
-    /// a target tested in place.
-    pub(crate) fn base(&self, id: usize) -> u64 {
-        if self.target.is_some() {
-            id as u64 * self.len()
-        } else {
-            0
-        }
-    }
-
-    /// What thread `id` does I/O to, for messages.
-    pub(crate) fn file_name(&self, id: usize) -> String {
-        if self.target.is_some() {
-            format!("{} (thread {id}'s region)", self.dir.display())
-        } else {
-            format!("thread {id}'s file")
-        }
-    }
-}
-
-/// Chooses the next block and direction.
-#[derive(Debug)]
-pub(crate) struct Picker {
-    rng: Rng,
-    cursor: u64,
-    nblocks: u64,
-    op: Op,
-    rwmix: u32,
-    /// Per-block generation (verify=on only): the number of times this run
-    /// rewrote the block.
-    gens: Vec<u32>,
-    /// A candidate that collided with an in-flight I/O, retried first.
-    pending: Option<(u64, bool)>,
-}
-
-impl Picker {
-    fn draw(&mut self) -> (u64, bool) {
-        let write = match self.op {
-            Op::Read | Op::RandRead => false,
-            Op::Write | Op::RandWrite => true,
-            Op::RandRw => self.rng.below(100) >= self.rwmix as u64,
-        };
-        let blk = if self.op.random() {
-            self.rng.below(self.nblocks)
-        } else {
-            let b = self.cursor;
-            self.cursor = (self.cursor + 1) % self.nblocks;
-            b
-        };
-        (blk, write)
-    }
-
-    /// The next I/O whose block is not `busy`; `None` when the candidates
-    /// collide (retry after a completion).
-    pub(crate) fn next(&mut self, busy: impl Fn(u64) -> bool) -> Option<(u64, bool)> {
-        let mut cand = self.pending.take().unwrap_or_else(|| self.draw());
-        if !busy(cand.0) {
-            return Some(cand);
-        }
-        if self.op.random() {
-            for _ in 0..8 {
-                cand = self.draw();
-                if !busy(cand.0) {
-                    return Some(cand);
-                }
-            }
-        }
-        self.pending = Some(cand);
-        None
-    }
-
-    pub(crate) fn generation(&self, blk: u64) -> u64 {
-        self.gens.get(blk as usize).copied().unwrap_or(0) as u64
-    }
-
-    /// Marks a rewrite of `blk` and returns its new generation.
-    pub(crate) fn bump(&mut self, blk: u64) -> u64 {
-        match self.gens.get_mut(blk as usize) {
-            Some(g) => {
-                *g = g.wrapping_add(1);
-                *g as u64
-            }
-            None => 0,
-        }
-    }
-}
 
 /// One thread's state.
 pub struct Worker {
@@ -288,21 +72,6 @@ enum Io {
     Sync(AlignedBuf),
     #[cfg(target_os = "linux")]
     Uring(Box<crate::uring::Uring>),
-}
-
-/// Counters of one batch.
-#[derive(Debug, Default)]
-pub(crate) struct Tally {
-    pub ops: u64,
-}
-
-fn what(sh: &Shared, write: bool, off: u64, id: usize) -> String {
-    format!(
-        "{} of {} at offset {off} in {}",
-        if write { "write" } else { "read" },
-        format_size(sh.block as u64),
-        sh.file_name(id)
-    )
 }
 
 impl Worker {
@@ -706,86 +475,4 @@ fn layout(file: &File, sh: &Shared, id: usize, base: u64, rng: &mut Rng) -> Resu
             .map_err(|e| io_error(format!("posix_fadvise(DONTNEED) on {name}"), e))?;
     }
     Ok(())
-}
-
-/// Used by the io_uring engine to describe an I/O in errors.
-pub(crate) fn describe(sh: &Shared, write: bool, off: u64, id: usize) -> String {
-    what(sh, write, off, id)
-}
-
-/// The error for a failed I/O completion (`res` is `-errno`).
-pub(crate) fn completion_error(
-    sh: &Shared,
-    write: bool,
-    off: u64,
-    id: usize,
-    res: i32,
-) -> BenchError {
-    if res < 0 {
-        io_error(
-            describe(sh, write, off, id),
-            io::Error::from_raw_os_error(-res),
-        )
-    } else {
-        BenchError::Other(format!(
-            "{}: short transfer, {res} of {} bytes",
-            describe(sh, write, off, id),
-            sh.block
-        ))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn picker(op: Op, nblocks: u64) -> Picker {
-        Picker {
-            rng: Rng::new(7),
-            cursor: 0,
-            nblocks,
-            op,
-            rwmix: 70,
-            gens: vec![0; nblocks as usize],
-            pending: None,
-        }
-    }
-
-    #[test]
-    fn sequential_wraps_and_random_stays_in_range() {
-        let mut p = picker(Op::Read, 3);
-        let v: Vec<_> = (0..7).map(|_| p.draw()).collect();
-        assert_eq!(
-            v.iter().map(|x| x.0).collect::<Vec<_>>(),
-            [0, 1, 2, 0, 1, 2, 0]
-        );
-        assert!(v.iter().all(|x| !x.1));
-        let mut p = picker(Op::RandWrite, 1000);
-        assert!((0..10_000).all(|_| {
-            let (b, w) = p.draw();
-            b < 1000 && w
-        }));
-    }
-
-    #[test]
-    fn randrw_follows_rwmix() {
-        let mut p = picker(Op::RandRw, 1 << 20);
-        let n = 100_000;
-        let reads = (0..n).filter(|_| !p.draw().1).count();
-        let share = reads as f64 / n as f64;
-        assert!((share - 0.70).abs() < 0.01, "read share {share}");
-    }
-
-    #[test]
-    fn busy_blocks_are_avoided_or_deferred() {
-        let mut p = picker(Op::Read, 4);
-        assert_eq!(p.next(|b| b == 0), None);
-        assert_eq!(p.next(|_| false), Some((0, false)));
-        let mut p = picker(Op::RandRead, 2);
-        for _ in 0..100 {
-            if let Some((b, _)) = p.next(|b| b == 0) {
-                assert_eq!(b, 1);
-            }
-        }
-    }
 }

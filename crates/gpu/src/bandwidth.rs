@@ -9,9 +9,10 @@ use benchsuite_core::{
 };
 use cudarc::driver::result;
 
+use crate::backend::{self, WgpuKind};
 use crate::cuda::{DeviceBuffer, Gpu, HostBuffer, Kernel, Timer, arg, cu};
 use crate::kernels::MEMORY_SOURCE;
-use crate::params::{self, Memory, WgpuKind};
+use crate::params::{self, CopyOp as Op, Memory};
 use crate::peak;
 
 /// Device-memory and host-link bandwidth; see the crate docs.
@@ -27,40 +28,6 @@ const COPY_THREADS: u32 = 256;
 
 /// Verification and pattern chunk (bounded host memory for any block).
 const CHUNK: usize = 64 << 20;
-
-benchsuite_core::choice_enum! {
-    /// One copy direction: the `op` parameter (both backends).
-    pub(crate) enum Op {
-        /// Device to device by the copy kernel.
-        D2dKernel = "d2d_kernel",
-        /// Device to device by `cuMemcpyDtoDAsync` (the copy engine or the
-        /// driver's own kernel, its choice).
-        D2dMemcpy = "d2d_memcpy",
-        /// Host to device, `cuMemcpyHtoDAsync`.
-        H2d = "h2d",
-        /// Device to host, `cuMemcpyDtoHAsync`.
-        D2h = "d2h",
-    }
-}
-
-impl Op {
-    /// Whether both ends are device memory.
-    pub(crate) fn is_d2d(self) -> bool {
-        matches!(self, Op::D2dKernel | Op::D2dMemcpy)
-    }
-
-    /// Bytes one copy of `block` bytes counts: 2N for device-to-device (N
-    /// read and N written, as STREAM copy and the memory peak count), N
-    /// across the host link (one direction).
-    pub(crate) fn counted_bytes(self, block: u64) -> u64 {
-        if self.is_d2d() { 2 * block } else { block }
-    }
-
-    /// Device bytes a point allocates.
-    pub(crate) fn device_bytes(self, block: u64) -> u64 {
-        if self.is_d2d() { 2 * block } else { block }
-    }
-}
 
 impl Benchmark for Bandwidth {
     fn meta(&self) -> Meta {
@@ -112,7 +79,7 @@ impl Benchmark for Bandwidth {
     }
 
     fn host_facts(&self, ctx: &Context) -> Option<serde_json::Value> {
-        Some(params::host_facts(ctx))
+        Some(backend::host_facts(ctx))
     }
 
     /// A torch `copy_` of the same bytes by python3.
@@ -122,7 +89,7 @@ impl Benchmark for Bandwidth {
 
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
         if !params::is_cuda(point) {
-            return params::wgpu_case(ctx, point, WgpuKind::Bandwidth);
+            return backend::wgpu_case(ctx, point, WgpuKind::Bandwidth);
         }
         prepare(point, crate::cuda::device::virtualized(&ctx.host))
     }

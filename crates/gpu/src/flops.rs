@@ -9,9 +9,10 @@ use benchsuite_core::{
     ParamSpec, Point, Probe, Value, Work,
 };
 
+use crate::backend::{self, WgpuKind};
 use crate::cuda::{DeviceBuffer, Gpu, Kernel, Timer, arg};
 use crate::kernels::{self, CHAINS, UNROLL, emulate};
-use crate::params::{self, WgpuKind};
+use crate::params;
 use crate::peak::{self, Arith, FloatPrecision, IntPrecision};
 
 /// Floating-point throughput; see the crate docs.
@@ -89,7 +90,7 @@ impl Benchmark for Flops {
     }
 
     fn host_facts(&self, ctx: &Context) -> Option<serde_json::Value> {
-        Some(params::host_facts(ctx))
+        Some(backend::host_facts(ctx))
     }
 
     fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
@@ -99,7 +100,7 @@ impl Benchmark for Flops {
                     "backend=wgpu measures f32 only (WGSL has no portable f64, and f16 is an optional extension)".into(),
                 ));
             }
-            return params::wgpu_case(ctx, point, WgpuKind::Flops);
+            return backend::wgpu_case(ctx, point, WgpuKind::Flops);
         }
         prepare(point, true)
     }
@@ -124,7 +125,7 @@ impl Benchmark for Iops {
     }
 
     fn host_facts(&self, ctx: &Context) -> Option<serde_json::Value> {
-        Some(params::host_facts(ctx))
+        Some(backend::host_facts(ctx))
     }
 
     fn prepare(&self, _ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {

@@ -265,7 +265,7 @@ extern "C" __global__ void __launch_bounds__(1024) copy(const unsigned char *__r
 /// Host emulation of the arithmetic kernels, bit for bit, to check what the
 /// GPU computed (thread `tid` after `n` loop trips).
 pub(crate) mod emulate {
-    use super::{CHAINS, UNROLL};
+    use crate::kernels::{CHAINS, UNROLL};
     use crate::peak::Arith;
 
     /// Rounds `x` (positive, normal) to `bits` significant bits, to nearest

@@ -11,6 +11,7 @@ use benchsuite_core::{
 };
 use cudarc::driver::result;
 
+use crate::backend;
 use crate::cuda::{DeviceBuffer, Gpu, HostBuffer, Kernel, cu};
 use crate::kernels::MEMORY_SOURCE;
 use crate::params::{self, Memory};
@@ -73,7 +74,7 @@ impl Benchmark for Latency {
     }
 
     fn host_facts(&self, ctx: &Context) -> Option<serde_json::Value> {
-        Some(params::host_facts(ctx))
+        Some(backend::host_facts(ctx))
     }
 
     /// CuPy's empty kernel launch by python3 (`launch`, `launch_queue`).

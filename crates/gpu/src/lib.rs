@@ -157,6 +157,7 @@
 //! section (`host.extra.gpu`) lists every device with its clocks, memory,
 //! bus width, PCIe link, NVLink links (through NVML) and peaks.
 
+mod backend;
 mod bandwidth;
 mod cuda;
 mod flops;

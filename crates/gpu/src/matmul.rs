@@ -10,6 +10,7 @@ use benchsuite_core::{
     ParamSpec, Point, Probe, Value, Work,
 };
 
+use crate::backend;
 use crate::cuda::blas::{self, Blas};
 use crate::cuda::blaslt::Fp8Gemm;
 use crate::cuda::{self, DeviceBuffer, Gpu, Timer};
@@ -68,7 +69,7 @@ impl Benchmark for Matmul {
     }
 
     fn host_facts(&self, ctx: &Context) -> Option<serde_json::Value> {
-        Some(params::host_facts(ctx))
+        Some(backend::host_facts(ctx))
     }
 
     /// `torch.matmul` (`_int_mm`, `_scaled_mm` for int8/fp8) by python3.

@@ -1,6 +1,6 @@
 //! Parameters shared by the gpu benchmarks and their checks.
 
-use benchsuite_core::{BenchError, ConfigError, Context, CountUnit, ParamSpec, Point, Probe};
+use benchsuite_core::{ConfigError, CountUnit, ParamSpec, Point, Probe};
 
 use crate::cuda;
 
@@ -25,9 +25,39 @@ benchsuite_core::choice_enum! {
     }
 }
 
-/// Why `backend=wgpu` cannot run in this build.
-#[cfg(not(feature = "wgpu"))]
-pub(crate) const NO_WGPU: &str = "built without the `wgpu` cargo feature: reinstall with `cargo install --path cli --features wgpu`";
+benchsuite_core::choice_enum! {
+    /// One copy direction: the `op` parameter (both backends).
+    pub(crate) enum CopyOp {
+        /// Device to device by the copy kernel.
+        D2dKernel = "d2d_kernel",
+        /// Device to device by `cuMemcpyDtoDAsync` (the copy engine or the
+        /// driver's own kernel, its choice).
+        D2dMemcpy = "d2d_memcpy",
+        /// Host to device, `cuMemcpyHtoDAsync`.
+        H2d = "h2d",
+        /// Device to host, `cuMemcpyDtoHAsync`.
+        D2h = "d2h",
+    }
+}
+
+impl CopyOp {
+    /// Whether both ends are device memory.
+    pub(crate) fn is_d2d(self) -> bool {
+        matches!(self, CopyOp::D2dKernel | CopyOp::D2dMemcpy)
+    }
+
+    /// Bytes one copy of `block` bytes counts: 2N for device-to-device (N
+    /// read and N written, as STREAM copy and the memory peak count), N
+    /// across the host link (one direction).
+    pub(crate) fn counted_bytes(self, block: u64) -> u64 {
+        if self.is_d2d() { 2 * block } else { block }
+    }
+
+    /// Device bytes a point allocates.
+    pub(crate) fn device_bytes(self, block: u64) -> u64 {
+        if self.is_d2d() { 2 * block } else { block }
+    }
+}
 
 /// The most devices an index may name (far above any machine).
 const MAX_DEVICE: u64 = 1023;
@@ -123,55 +153,4 @@ pub(crate) fn invalid(param: &str, point: &Point, reason: String) -> ConfigError
 /// `1.5 GiB` for messages.
 pub(crate) fn gib(bytes: u64) -> String {
     format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
-}
-
-/// The module's host facts: CUDA devices (or why there are none) and, in a
-/// build with the `wgpu` feature, the wgpu adapter.
-pub(crate) fn host_facts(ctx: &Context) -> serde_json::Value {
-    let virtualized = cuda::device::virtualized(&ctx.host);
-    #[cfg(feature = "wgpu")]
-    let mut facts = cuda::device::host_facts(virtualized);
-    #[cfg(not(feature = "wgpu"))]
-    let facts = cuda::device::host_facts(virtualized);
-    #[cfg(feature = "wgpu")]
-    {
-        let adapter = match crate::wgpu_backend::probe(ctx, 0) {
-            Ok(a) => serde_json::json!({ "adapter": a }),
-            Err(e) => serde_json::json!({ "unavailable": e }),
-        };
-        facts["wgpu"] = adapter;
-    }
-    facts
-}
-
-/// Which wgpu case to make.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum WgpuKind {
-    /// `gpu.flops` (f32 only).
-    Flops,
-    /// `gpu.bandwidth`.
-    Bandwidth,
-}
-
-/// `prepare` for `backend=wgpu` points: the wgpu backend's case, a skip
-/// with its reason when it has no adapter, or a skip saying how to build it.
-pub(crate) fn wgpu_case(
-    ctx: &Context,
-    point: &Point,
-    kind: WgpuKind,
-) -> Result<Box<dyn benchsuite_core::Case>, BenchError> {
-    #[cfg(feature = "wgpu")]
-    {
-        let device = point.u64("device")? as usize;
-        crate::wgpu_backend::probe(ctx, device).map_err(BenchError::Skip)?;
-        match kind {
-            WgpuKind::Flops => crate::wgpu_backend::flops_case(ctx, point),
-            WgpuKind::Bandwidth => crate::wgpu_backend::bandwidth_case(ctx, point),
-        }
-    }
-    #[cfg(not(feature = "wgpu"))]
-    {
-        let _ = (ctx, point, kind);
-        Err(BenchError::Skip(NO_WGPU.into()))
-    }
 }

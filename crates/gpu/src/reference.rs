@@ -22,8 +22,7 @@
 use benchsuite_core::reference::{REFERENCE_SECS, number_after};
 use benchsuite_core::{Point, Reference};
 
-use crate::bandwidth::Op as CopyOp;
-use crate::params::Memory;
+use crate::params::{CopyOp, Memory};
 use crate::peak::Gemm;
 
 /// The reference program; its arguments: `matmul PRECISION N DEVICE`,

@@ -1,6 +1,16 @@
 //! `--net-bind`, `--rendezvous-timeout`, `--rendezvous` and the token, checked; the address to serve on.
 
-use super::*;
+use std::fs;
+use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs as _, UdpSocket};
+use std::time::Duration;
+
+use benchsuite_core::cluster::Launcher;
+
+use super::config::{DEFAULT_TIMEOUT, PairingConfig};
+use crate::FleetError;
+use crate::rendezvous::{MIN_TOKEN_LEN, Rendezvous};
+
+type Result<T, E = FleetError> = std::result::Result<T, E>;
 
 /// `--rendezvous-timeout`, `--net-bind` and `--rendezvous`, checked.
 pub(super) struct Flags {

@@ -98,9 +98,8 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::fs;
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs as _, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -117,41 +116,7 @@ use serde_json::{Value, json};
 
 use crate::FleetError;
 use crate::placement::{Placement, file_part};
-use crate::rendezvous::{
-    DirStore, Job, MIN_TOKEN_LEN, MeetingPoint, Put, Remote, Rendezvous, Store,
-};
-
-/// `run --net-pairs`: how network benchmarks measure under a launcher.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum NetPairs {
-    /// `pairwise` under a launcher with `--output-dir` (or `--rendezvous`),
-    /// a world size of 2 or more and a net benchmark selected; `off`
-    /// otherwise.
-    #[default]
-    Auto,
-    /// Each rank measures its own loopback (an in-process server).
-    Off,
-    /// Rank pairs i <-> i + N/2 (bisection), each way in turn.
-    Pairwise,
-    /// All ranks measure the first one at once.
-    FanIn,
-}
-
-/// `run`'s flags for the pairing, as plain data (`--net-pairs`,
-/// `--net-bind`, `--rendezvous-timeout`, `--rendezvous`). Their values are
-/// checked by [`Pairing::new`], after the failure marker can be written
-/// (a rank with a bad flag tells the others at once).
-#[derive(Debug, Clone, Default)]
-pub struct PairingConfig {
-    /// `--net-pairs`.
-    pub net_pairs: NetPairs,
-    /// `--net-bind ADDR`.
-    pub net_bind: Option<IpAddr>,
-    /// `--rendezvous-timeout DURATION`, as given.
-    pub rendezvous_timeout: Option<String>,
-    /// `--rendezvous HOST:PORT`, as given.
-    pub rendezvous: Option<String>,
-}
+use crate::rendezvous::{DirStore, Job, MeetingPoint, Put, Remote, Store};
 
 type Result<T, E = FleetError> = std::result::Result<T, E>;
 
@@ -211,9 +176,6 @@ struct Step<'a> {
     part: usize,
     rounds: usize,
 }
-
-/// `--rendezvous-timeout` when not given.
-const DEFAULT_TIMEOUT: &str = "10m";
 
 /// How often a rank rewrites its heartbeat at most.
 const BEAT: Duration = Duration::from_secs(1);
@@ -439,6 +401,7 @@ impl Observer for Steps<'_> {
     }
 }
 
+mod config;
 mod flags;
 mod measure;
 mod setup;
@@ -447,4 +410,5 @@ mod watch;
 #[cfg(test)]
 mod tests;
 
+pub use config::{NetPairs, PairingConfig};
 use flags::*;

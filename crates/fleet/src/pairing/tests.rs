@@ -1,5 +1,7 @@
+use std::fs;
+
 use super::*;
-use crate::rendezvous::StoreError;
+use crate::rendezvous::{Rendezvous, StoreError};
 
 #[test]
 fn pairwise_is_a_bisection_each_way() {

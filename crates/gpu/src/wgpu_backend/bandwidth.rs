@@ -18,9 +18,8 @@ use std::num::NonZeroU64;
 
 use benchsuite_core::{About, BenchError, Case, Context, Finished, Point, Work};
 
-use super::{Gpu, Stamps, Timer, device_index, timed_batch};
-use crate::bandwidth::Op;
-use crate::params::Memory;
+use super::gpu::{Gpu, Stamps, Timer, device_index, timed_batch};
+use crate::params::{CopyOp as Op, Memory};
 
 /// Invocations per workgroup of the copy shader (lowered to the adapter's
 /// limit when that is smaller).

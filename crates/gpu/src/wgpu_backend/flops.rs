@@ -14,7 +14,7 @@ use std::num::NonZeroUsize;
 
 use benchsuite_core::{About, BenchError, Case, Context, Finished, Point, Value, Work};
 
-use super::{Gpu, Stamps, Timer, device_index, is_software, param_u32, timed_batch};
+use super::gpu::{Gpu, Stamps, Timer, device_index, is_software, param_u32, timed_batch};
 use crate::peak::FloatPrecision;
 
 /// Independent accumulators per invocation.

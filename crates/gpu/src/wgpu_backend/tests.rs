@@ -237,7 +237,7 @@ fn bandwidth_odd_blocks_and_chunked_bindings() {
 fn an_unusable_timestamp_pair_reruns_the_batch_once() {
     use std::time::Duration;
     let mut calls = 0;
-    let w = super::timed_batch(|| {
+    let w = super::gpu::timed_batch(|| {
         calls += 1;
         let stamps = if calls == 1 {
             Err("wrapped".to_string())
@@ -251,10 +251,11 @@ fn an_unusable_timestamp_pair_reruns_the_batch_once() {
         (calls, w.ops, w.elapsed),
         (2, 7, Some(Duration::from_millis(3)))
     );
-    let e = super::timed_batch(|| Ok((benchsuite_core::Work::ops(1), Some(Err("bad".into())))))
-        .unwrap_err();
+    let e =
+        super::gpu::timed_batch(|| Ok((benchsuite_core::Work::ops(1), Some(Err("bad".into())))))
+            .unwrap_err();
     assert!(e.to_string().contains("bad, twice in a row"), "{e}");
-    let w = super::timed_batch(|| Ok((benchsuite_core::Work::ops(1), None))).unwrap();
+    let w = super::gpu::timed_batch(|| Ok((benchsuite_core::Work::ops(1), None))).unwrap();
     assert_eq!(
         w.elapsed, None,
         "without a timer the runner's clock is used"

@@ -1,7 +1,16 @@
 //! The case of `mem.bandwidth`: each worker thread's arrays (built on that
 //! thread) and the team that runs, verifies and reports page backing.
 
-use super::*;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use benchsuite_core::team::Team;
+use benchsuite_core::{About, BenchError, Case, Finished, Work};
+
+use super::params::{Layout, Params, RANDOM_TABLE_CAP, SKEW};
+use crate::buf::{Buf, Pages};
+use crate::kernels::{self, Arrays, Isa, Order};
+use crate::sys;
 
 /// What the team's work function does on the next batch.
 pub(super) const MODE_RUN: u8 = 0;

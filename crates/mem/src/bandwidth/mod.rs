@@ -6,161 +6,24 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use benchsuite_core::team::{Placement, Team, allowed_cpus};
 use benchsuite_core::units::format_size;
 use benchsuite_core::{
-    About, BenchError, Benchmark, Case, Choice, ConfigError, Context, Finished, Host, Meta,
-    MetricSpec, ParamSpec, Point, Value, Work,
+    About, BenchError, Benchmark, Case, Choice, ConfigError, Context, Host, Meta, MetricSpec,
+    ParamSpec, Point, Value, Work,
 };
 
-use crate::buf::{Buf, HUGE_PAGE, Pages};
-use crate::kernels::{self, Arrays, Isa, IsaChoice, Op, Order};
+use crate::buf::{HUGE_PAGE, Pages};
+use crate::kernels::{self, Isa, IsaChoice, Op};
 use crate::peak;
 use crate::sys;
 
 mod case;
+mod params;
 
 use case::{BandwidthCase, MODE_PAGES, MODE_RUN, MODE_VERIFY, Shape, Worker};
-
-benchsuite_core::choice_enum! {
-    /// The `pattern` parameter.
-    enum Pattern {
-        /// Blocks front to back.
-        Seq = "seq",
-        /// Blocks at random block-aligned offsets.
-        Random = "random",
-    }
-}
-
-benchsuite_core::choice_enum! {
-    /// The `nt` parameter: non-temporal stores.
-    enum Nt {
-        /// On where the working set is DRAM-bound (see [`Nt::forced`]).
-        Auto = "auto",
-        /// Always.
-        On = "on",
-        /// Never.
-        Off = "off",
-    }
-}
-
-impl Nt {
-    /// The store policy asked for; `None` for `auto`.
-    fn forced(self) -> Option<bool> {
-        match self {
-            Nt::Auto => None,
-            Nt::On => Some(true),
-            Nt::Off => Some(false),
-        }
-    }
-
-    /// The value a record shows for the policy that ran.
-    fn of(nt: bool) -> Nt {
-        if nt { Nt::On } else { Nt::Off }
-    }
-}
-
-/// Most random block indices precomputed per thread (16 MiB of `u32`).
-/// Working sets with more blocks are sampled: a pass visits this many
-/// uniformly drawn blocks.
-pub const RANDOM_TABLE_CAP: usize = 1 << 22;
-
-/// Largest `size` accepted (per thread).
-const MAX_SIZE: u64 = 1 << 40;
-
-/// Distance between a thread's arrays beyond a whole number of pages, so
-/// `a[i]`, `b[i]` and `c[i]` never share their low 12 address bits (which
-/// would make loads wait on unrelated stores: 4K aliasing).
-const SKEW: usize = 5 * 64;
+use params::{Layout, MAX_SIZE, Nt, Params, Pattern};
 
 /// Working-set bandwidth; see the crate docs.
 #[derive(Debug, Default)]
 pub struct Bandwidth;
-
-/// The parameters of one point, parsed.
-#[derive(Debug, Clone, Copy)]
-struct Params {
-    op: Op,
-    random: bool,
-    block: u64,
-    /// Per thread; 0 = auto.
-    size: u64,
-    threads: usize,
-    nt: Option<bool>,
-    isa: Option<Isa>,
-    huge: bool,
-}
-
-impl Params {
-    fn parse(point: &Point) -> Result<Params, BenchError> {
-        Ok(Params {
-            op: point.choice("op")?,
-            random: point.choice::<Pattern>("pattern")? == Pattern::Random,
-            block: point.u64("block")?,
-            size: point.u64("size")?,
-            threads: point.u64("threads")? as usize,
-            nt: point.choice::<Nt>("nt")?.forced(),
-            isa: point.choice::<IsaChoice>("isa")?.isa(),
-            huge: point.bool("hugepages")?,
-        })
-    }
-}
-
-/// How a working set of `size` bytes is laid out for a kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Layout {
-    /// Bytes in each array: whole blocks and whole cache lines.
-    array: u64,
-    /// Blocks per array.
-    blocks: u64,
-    /// Blocks one random pass visits (all of them, or the table cap).
-    random_len: u64,
-}
-
-impl Layout {
-    fn new(p: &Params, size: u64) -> Result<Layout, String> {
-        let unit = p.block.max(64);
-        let arrays = p.op.arrays() as u64;
-        let array = size / arrays / unit * unit;
-        if array == 0 {
-            return Err(format!(
-                "size {} cannot hold one block of {} in each of the {arrays} arrays op={} uses (arrays are whole blocks of at least 64 B): use size >= {}",
-                format_size(size),
-                format_size(p.block),
-                p.op,
-                format_size(unit * arrays)
-            ));
-        }
-        let blocks = array / p.block;
-        if p.random && blocks > u32::MAX as u64 + 1 {
-            return Err(format!(
-                "pattern=random indexes at most 2^32 blocks per array, and size {} / block {} makes {blocks}: use a larger block",
-                format_size(size),
-                format_size(p.block)
-            ));
-        }
-        Ok(Layout {
-            array,
-            blocks,
-            random_len: blocks.min(RANDOM_TABLE_CAP as u64),
-        })
-    }
-
-    /// Bytes one thread maps: arrays (page-rounded and skewed) and the
-    /// random table.
-    fn footprint(&self, p: &Params) -> u64 {
-        let stride = self.array.next_multiple_of(4096) + SKEW as u64;
-        let table = if p.random { self.random_len * 4 } else { 0 };
-        stride * p.op.arrays() as u64 + table
-    }
-
-    /// Accesses and STREAM-counted bytes of one pass.
-    fn per_pass(&self, p: &Params) -> (u64, u64) {
-        let accesses = if p.random {
-            self.random_len
-        } else {
-            self.blocks
-        };
-        (accesses, accesses * p.block * p.op.arrays() as u64)
-    }
-}
 
 impl Benchmark for Bandwidth {
     fn options(&self) -> Vec<benchsuite_core::OptionSpec> {

@@ -86,8 +86,8 @@ impl Lanes for f64 {
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::super::{SCALAR, WRITE_BITS};
-    use super::{Lanes, Unit};
+    use crate::kernels::narrow::{Lanes, Unit};
+    use crate::kernels::{SCALAR, WRITE_BITS};
 
     impl Unit for __m128i {
         #[inline(always)]

@@ -26,8 +26,9 @@ use crate::proto::{
 
 use super::data::attach;
 use super::gate::{self, Refusal, Ticket};
-use super::session::Session;
-use super::{CountGuard, Shared, lock};
+use super::guard::{CountGuard, lock};
+use super::refuse::{error, refuse, refuse_in_place};
+use super::state::{Session, Shared};
 
 pub(super) async fn accept_loop(
     shared: Arc<Shared>,
@@ -122,19 +123,6 @@ async fn send(sock: &mut TcpStream, msg: &Message) -> io::Result<()> {
     tokio::time::timeout(IO_TIMEOUT, sock.write_all(&frame))
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "write timed out"))?
-}
-
-fn error(code: ErrorCode, message: impl Into<String>) -> Message {
-    Message::Error {
-        code,
-        message: message.into(),
-        version: PROTOCOL_VERSION,
-    }
-}
-
-/// Answers with our magic and an error, best effort, and closes.
-pub(super) async fn refuse(mut sock: TcpStream, code: ErrorCode, message: &str) {
-    refuse_in_place(&mut sock, code, message, false).await;
 }
 
 /// Reads one frame of at most [`MAX_HANDSHAKE_FRAME`] bytes, exactly
@@ -474,33 +462,6 @@ fn version_mismatch(theirs: u64) -> String {
     format!(
         "the client speaks benchsuite-net protocol version {theirs}, this server speaks version {PROTOCOL_VERSION}"
     )
-}
-
-/// Sends an error (after our magic unless it was sent already), best
-/// effort, and closes gently: the write side first, then whatever the
-/// client still sends is read and dropped (16 KiB, 250 ms at most), so
-/// that closing with its bytes unread does not reset the connection and
-/// destroy the answer before the client reads it.
-async fn refuse_in_place(sock: &mut TcpStream, code: ErrorCode, message: &str, magic_sent: bool) {
-    let mut frame = if magic_sent {
-        Vec::new()
-    } else {
-        MAGIC.to_vec()
-    };
-    frame.extend(proto::encode(&error(code, message)));
-    let _ = tokio::time::timeout(Duration::from_secs(1), sock.write_all(&frame)).await;
-    let _ = sock.shutdown().await;
-    let drain = async {
-        let mut buf = [0u8; 4096];
-        let mut left = 16 * 1024usize;
-        while left > 0 {
-            match sock.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => left = left.saturating_sub(n),
-            }
-        }
-    };
-    let _ = tokio::time::timeout(Duration::from_millis(250), drain).await;
 }
 
 /// The name of a message's type, for logs.

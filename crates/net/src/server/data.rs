@@ -19,9 +19,10 @@ use crate::proto::{
     self, ErrorCode, IO_TIMEOUT, MAGIC, Message, REPORT_INTERVAL, Role, STREAM, UNBOUNDED,
 };
 
-use super::control::refuse;
-use super::session::{Session, pin_data_thread};
-use super::{Shared, lock};
+use super::guard::lock;
+use super::refuse::refuse;
+use super::session::pin_data_thread;
+use super::state::{Session, Shared};
 
 /// Attaches a data connection to `session` (found, and its host's: see
 /// `control::find_test`) and starts its thread.

@@ -48,7 +48,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use super::lock;
+use super::guard::lock;
 
 /// The back-off after the first failed authentication from an address.
 pub const BACKOFF_FIRST: Duration = Duration::from_millis(100);

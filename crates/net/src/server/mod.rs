@@ -56,13 +56,26 @@
 //!   sent instead of the magic) is escaped and cut to 64 characters, and
 //!   refusals are logged at most 20 lines a second.
 //!
+//! [`IO_TIMEOUT`]: crate::proto::IO_TIMEOUT
+//! [`DATA_IDLE`]: crate::proto::DATA_IDLE
+//!
 //! # Where the code is
 //!
 //! This file is the public face (what `lib.rs`, the client and
-//! `benchsuite serve` use: [`ServerConfig`], [`Server`], [`serve`]) and
-//! the state every part shares (`Shared`: the configuration, the session
-//! table, the connection and data-thread counters). The rest is split
-//! along the server's own seams, which are also its thread boundaries:
+//! `benchsuite serve` use: [`ServerConfig`], [`Server`], [`serve`]). Below
+//! it, as data that the rest acts on:
+//!
+//! - `config`: [`ServerConfig`], its checks and the fitting of its limits
+//!   to the open-file limit;
+//! - `state`: the state every part shares (`Shared`: the configuration,
+//!   the gate, the session table, the connection and data-thread
+//!   counters) and one test's `Session` with its UDP streams;
+//! - `guard`: `lock` and `CountGuard`; `refuse`: the error answer and the
+//!   gentle close that follows it; `udp_accounting`: a UDP stream's
+//!   per-batch receive counts (loss, reordering, lateness, jitter).
+//!
+//! The behaviour is split along the server's own seams, which are also
+//! its thread boundaries:
 //!
 //! - `control`: the async side — the accept loop, a connection's
 //!   handshake (hello, version check, challenge and response), the control
@@ -74,21 +87,25 @@
 //!   and the teardown that joins every thread;
 //! - `data`: the blocking TCP data path — attaching a data connection to
 //!   its test and the sink, source and echo loops on a dedicated thread;
-//! - `udp`: the blocking UDP side — a test's UDP sockets and their
-//!   threads, the per-batch receive accounting (loss, reordering,
-//!   jitter) and the drain behind a `udp_batch` answer.
+//! - `udp`: the blocking UDP side — a test's UDP sockets and the threads
+//!   that feed their accounting, and the drain behind a `udp_batch`
+//!   answer.
 
+mod config;
 mod control;
 mod data;
 mod gate;
+mod guard;
+mod refuse;
 mod session;
+mod state;
 mod udp;
+mod udp_accounting;
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
@@ -96,220 +113,14 @@ use tokio::runtime::Runtime;
 use tokio::sync::watch;
 
 use crate::NetError;
-use crate::proto::{DATA_IDLE, IO_TIMEOUT};
 
 use control::accept_loop;
 use gate::Gate;
-use session::Session;
+use guard::lock;
+use state::{Session, Shared};
 
+pub use config::{FD_RESERVE, ServerConfig};
 pub use gate::{BACKOFF_FIRST, BACKOFF_MAX, BACKOFF_TABLE};
-
-/// How `benchsuite serve` (or the in-process server) is set up. Its
-/// `Debug` shows `<redacted>` in place of the token.
-#[derive(Clone)]
-pub struct ServerConfig {
-    /// Address to listen on (`--bind`). The default is
-    /// `127.0.0.1:5301`; any address other than loopback needs a token.
-    pub bind: SocketAddr,
-    /// The token clients must prove they know (challenge and response; it
-    /// never travels). `None` accepts anyone, which is allowed only on
-    /// loopback (`benchsuite serve --no-auth`).
-    pub token: Option<String>,
-    /// Log connections and refusals to stderr (`serve` does; the
-    /// in-process server is quiet).
-    pub log: bool,
-    /// Threads of the accept/control runtime. The default is 2.
-    pub control_threads: usize,
-    /// Connections at once (control and data). The default is 512.
-    pub max_connections: usize,
-    /// Connections awaiting authentication (from the accept to the
-    /// welcome or the attach) from one source address at once. The default
-    /// is 64.
-    pub max_per_address: usize,
-    /// Data threads (TCP data connections plus UDP sockets) at once, over
-    /// all tests. The default is 256.
-    pub max_data_threads: usize,
-    /// Deadline for a connection's first frame, for each frame once it has
-    /// started, and for silence on a control connection without a test.
-    /// The default is [`IO_TIMEOUT`] (10 s).
-    pub io_timeout: Duration,
-    /// Silence allowed on a data connection, and on a test (no control
-    /// message and no data). The default is [`DATA_IDLE`] (60 s).
-    pub data_idle: Duration,
-    /// Pin every echo thread (the server's end of a TCP or UDP ping-pong)
-    /// to this logical CPU; sinks and sources stay where the scheduler puts
-    /// them. The default is `None`: not pinned. `net.latency --param
-    /// cpus=same|different` sets it on its in-process server, so the echo
-    /// thread's CPU is known; it must be one this process may run on.
-    pub echo_cpu: Option<usize>,
-    /// Pin every sink and source thread (the server's end of a throughput
-    /// stream) to this logical CPU. The default is `None`: not pinned.
-    /// `net.tcp_throughput --param cpus=split` sets it on its in-process
-    /// server; it must be one this process may run on.
-    pub stream_cpu: Option<usize>,
-}
-
-impl ServerConfig {
-    /// A configuration with the defaults above.
-    pub fn new(bind: SocketAddr, token: Option<String>) -> ServerConfig {
-        ServerConfig {
-            bind,
-            token,
-            log: false,
-            control_threads: 2,
-            max_connections: 512,
-            max_per_address: 64,
-            max_data_threads: 256,
-            io_timeout: IO_TIMEOUT,
-            data_idle: DATA_IDLE,
-            echo_cpu: None,
-            stream_cpu: None,
-        }
-    }
-
-    /// Refuses a server that anyone on the network could use: a
-    /// non-loopback address needs a token, and a token must have at least
-    /// [`MIN_TOKEN_LEN`](crate::proto::MIN_TOKEN_LEN) characters.
-    pub fn check(&self) -> Result<(), NetError> {
-        if self.token.as_deref() == Some("") {
-            return Err(NetError::Config(
-                "the token is empty: give a non-empty token".into(),
-            ));
-        }
-        if let Some(why) = self
-            .token
-            .as_deref()
-            .and_then(crate::proto::token_too_short)
-        {
-            return Err(NetError::Config(why));
-        }
-        if !self.bind.ip().is_loopback() && self.token.is_none() {
-            return Err(NetError::Config(format!(
-                "refusing to listen on {} without a token: any host that reaches it could use this machine's network; \
-                 give one with BENCHSUITE_TOKEN or --token-file PATH (clients then use the same token), or bind 127.0.0.1",
-                self.bind
-            )));
-        }
-        if self.control_threads == 0
-            || self.max_connections == 0
-            || self.max_per_address == 0
-            || self.max_data_threads == 0
-            || self.io_timeout.is_zero()
-            || self.data_idle.is_zero()
-        {
-            return Err(NetError::Config(
-                "server limits and thread counts must be positive".into(),
-            ));
-        }
-        for (cpu, what) in [(self.echo_cpu, "echo"), (self.stream_cpu, "stream")] {
-            let Some(cpu) = cpu else { continue };
-            let allowed = benchsuite_core::team::allowed_cpus();
-            if !allowed.contains(&cpu) {
-                return Err(NetError::Config(format!(
-                    "cannot pin the server's {what} threads to CPU {cpu}: this process may run on CPUs {allowed:?}"
-                )));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Descriptors a server keeps besides those its limits count: its
-/// listener, its runtime's (epoll, event and signal descriptors), the
-/// standard streams, the connection accepted past a full server before
-/// it is closed, and headroom for the process it runs in.
-pub const FD_RESERVE: u64 = 64;
-
-impl ServerConfig {
-    /// The open files this configuration's limits can take at worst: a
-    /// descriptor per connection and per refusal being answered (each
-    /// bounded by [`max_connections`](Self::max_connections)), two per
-    /// data thread (a TCP data connection's socket and the handle that
-    /// shuts it down; a UDP stream takes one), and [`FD_RESERVE`].
-    pub fn open_files_needed(&self) -> u64 {
-        let per = |n: usize| 2 * n as u64;
-        per(self.max_connections)
-            .saturating_add(per(self.max_data_threads))
-            .saturating_add(FD_RESERVE)
-    }
-
-    /// Fits the limits to `limit` open files (the soft `RLIMIT_NOFILE`):
-    /// where [`open_files_needed`](Self::open_files_needed) exceeds it,
-    /// [`max_connections`](Self::max_connections),
-    /// [`max_per_address`](Self::max_per_address) and
-    /// [`max_data_threads`](Self::max_data_threads) are scaled down
-    /// together, so the server refuses (`busy`) and evicts at its own
-    /// limits instead of failing to accept at the system's, when legitimate
-    /// clients could no longer connect. Returns a sentence saying what was
-    /// cut, or `None` if the limits fit as they are; an error if `limit`
-    /// leaves no room for a server at all.
-    pub fn fit_open_files(&mut self, limit: u64) -> Result<Option<String>, NetError> {
-        let need = self.open_files_needed();
-        if need <= limit {
-            return Ok(None);
-        }
-        const FLOOR: (usize, usize, usize) = (4, 1, 2);
-        let floor = ServerConfig {
-            max_connections: FLOOR.0,
-            max_per_address: FLOOR.1,
-            max_data_threads: FLOOR.2,
-            ..self.clone()
-        };
-        if limit < floor.open_files_needed() {
-            return Err(NetError::Config(format!(
-                "this process may open only {limit} files (ulimit -n), too few for a server ({} at least); raise the limit",
-                floor.open_files_needed()
-            )));
-        }
-        let (room, want) = (limit - FD_RESERVE, need - FD_RESERVE);
-        let scale = |n: usize, at_least: usize| {
-            ((n as u128 * u128::from(room) / u128::from(want)) as usize).clamp(at_least, n)
-        };
-        let before = (
-            self.max_connections,
-            self.max_per_address,
-            self.max_data_threads,
-        );
-        self.max_connections = scale(before.0, FLOOR.0);
-        self.max_per_address = scale(before.1, FLOOR.1);
-        self.max_data_threads = scale(before.2, FLOOR.2);
-        Ok(Some(format!(
-            "this process may open {limit} files (ulimit -n), fewer than the {need} its limits could take: \
-             at most {} connections (not {}), {} awaiting authentication per address (not {}) and {} data streams (not {}); \
-             raise the hard limit (LimitNOFILE=, `ulimit -Hn`) for the full limits",
-            self.max_connections,
-            before.0,
-            self.max_per_address,
-            before.1,
-            self.max_data_threads,
-            before.2
-        )))
-    }
-}
-
-impl std::fmt::Debug for ServerConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServerConfig")
-            .field("bind", &self.bind)
-            .field(
-                "token",
-                &self
-                    .token
-                    .as_ref()
-                    .map(|_| benchsuite_core::bench::REDACTED),
-            )
-            .field("log", &self.log)
-            .field("control_threads", &self.control_threads)
-            .field("max_connections", &self.max_connections)
-            .field("max_per_address", &self.max_per_address)
-            .field("max_data_threads", &self.max_data_threads)
-            .field("io_timeout", &self.io_timeout)
-            .field("data_idle", &self.data_idle)
-            .field("echo_cpu", &self.echo_cpu)
-            .field("stream_cpu", &self.stream_cpu)
-            .finish()
-    }
-}
 
 /// A running server. [`Server::shutdown`] (or drop) stops it and joins
 /// every thread it started.
@@ -510,71 +321,6 @@ pub fn serve(cfg: ServerConfig, on_listening: impl FnOnce(SocketAddr)) -> Result
             server.shared.log(format_args!("note: {note}"));
         }
     })
-}
-
-struct Shared {
-    cfg: ServerConfig,
-    gate: Gate,
-    sessions: Mutex<HashMap<u64, Arc<Session>>>,
-    connections: AtomicUsize,
-    /// Connections being refused (an answer written, the close lingering).
-    refusing: AtomicUsize,
-    data_threads: AtomicUsize,
-    epoch: Instant,
-    next_id: AtomicU64,
-}
-
-impl Shared {
-    fn log(&self, what: std::fmt::Arguments<'_>) {
-        if self.cfg.log {
-            eprintln!("benchsuite serve: {what}");
-        }
-    }
-
-    /// Logs a refusal or a hostile client's failure, at most 20 lines a
-    /// second (the count of the others goes with the next line).
-    fn log_refusal(&self, what: std::fmt::Arguments<'_>) {
-        if !self.cfg.log {
-            return;
-        }
-        match self.gate.may_log(Instant::now()) {
-            Some(0) => eprintln!("benchsuite serve: {what}"),
-            Some(n) => eprintln!(
-                "benchsuite serve: {what} ({n} more refusals not logged, at most 20 lines a second)"
-            ),
-            None => {}
-        }
-    }
-
-    /// A session id nobody can guess: 64 bits from the kernel's secure
-    /// generator (or, should that fail, SipHash with the process's random
-    /// keys over a counter and the clock).
-    fn new_session_id(&self) -> u64 {
-        let mut b = [0u8; 8];
-        if crate::sys::random_bytes(&mut b).is_ok() {
-            return u64::from_ne_bytes(b);
-        }
-        let mut h = std::hash::RandomState::new().build_hasher();
-        h.write_u64(self.next_id.fetch_add(1, Ordering::Relaxed));
-        h.write_u128(self.epoch.elapsed().as_nanos());
-        h.finish()
-    }
-
-    fn now_ms(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Decrements a counter when dropped.
-struct CountGuard<'a>(&'a AtomicUsize);
-impl Drop for CountGuard<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
 }
 
 #[cfg(test)]

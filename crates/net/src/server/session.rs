@@ -1,51 +1,18 @@
 //! One test on the server (`Session`): what its start sets up, the
 //! server-wide data-thread budget each of its threads reserves, and the
 //! teardown that stops and joins every data thread, also on drop. The
-//! session table itself is `Shared::sessions` (in `mod.rs`); the TCP and
-//! UDP halves of a session's data path are in [`super::data`] and
-//! [`super::udp`].
+//! `Session` type and the session table (`Shared::sessions`) are in
+//! [`super::state`]; the TCP and UDP halves of a session's data path are
+//! in [`super::data`] and [`super::udp`].
 
-use std::net::{IpAddr, Shutdown, TcpStream as StdTcpStream};
+use std::net::{IpAddr, Shutdown};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::Instant;
 
 use crate::proto::{ErrorCode, TestSpec};
 
-use super::udp::UdpStream;
-use super::{Shared, lock};
-
-/// One test: its data threads and counters.
-pub(super) struct Session {
-    pub(super) id: u64,
-    pub(super) spec: TestSpec,
-    pub(super) peer_ip: IpAddr,
-    pub(super) shared_epoch: Instant,
-    /// Milliseconds since the server's epoch of the last data activity.
-    pub(super) last_activity: Arc<AtomicU64>,
-    pub(super) tcp_received: Arc<AtomicU64>,
-    pub(super) tcp_sent: Arc<AtomicU64>,
-    pub(super) stop: Arc<AtomicBool>,
-    /// TCP data connections: a handle to shut the socket down, and the thread.
-    pub(super) tcp: Mutex<Vec<(StdTcpStream, JoinHandle<()>)>>,
-    /// TCP data connections attached or being attached (an attach that
-    /// fails gives its place back).
-    pub(super) tcp_attached: std::sync::atomic::AtomicU32,
-    pub(super) udp: Vec<UdpStream>,
-    pub(super) udp_ports: Vec<u16>,
-    pub(super) data_threads: Arc<SharedCount>,
-}
-
-/// The server's data-thread counter, shared with the threads.
-pub(super) struct SharedCount {
-    pub(super) shared: Arc<Shared>,
-}
-impl SharedCount {
-    pub(super) fn release(&self) {
-        self.shared.data_threads.fetch_sub(1, Ordering::SeqCst);
-    }
-}
+use super::guard::lock;
+use super::state::{Session, Shared, SharedCount};
 
 impl Session {
     pub(super) fn start(
