@@ -25,7 +25,7 @@ pub enum CheckFormat {
     Npd,
 }
 
-pub(crate) fn wait_arg(text: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn wait_arg(text: &str) -> Result<std::time::Duration, benchsuite_core::ValueError> {
     benchsuite_core::units::parse_duration(text)
 }
 

@@ -238,7 +238,7 @@ pub struct OptionSpec {
     /// One line for `benchsuite list`: what it does and what it takes.
     pub help: &'static str,
     /// Checks a value; the error says what is accepted.
-    pub check: fn(&str) -> Result<(), String>,
+    pub check: fn(&str) -> Result<(), crate::error::ValueError>,
     /// A secret (a token): its value never reaches a report, an export or
     /// a log; reports show [`REDACTED`] instead.
     pub secret: bool,
@@ -327,7 +327,7 @@ impl OptionSpec {
     pub fn with_check(
         name: &'static str,
         help: &'static str,
-        check: fn(&str) -> Result<(), String>,
+        check: fn(&str) -> Result<(), crate::error::ValueError>,
     ) -> Self {
         OptionSpec {
             name,
@@ -340,7 +340,11 @@ impl OptionSpec {
 }
 
 /// Parses an on/off option value.
-pub fn parse_bool(v: &str) -> Result<bool, String> {
+pub fn parse_bool(v: &str) -> Result<bool, crate::error::ValueError> {
+    parse_bool_text(v).map_err(Into::into)
+}
+
+fn parse_bool_text(v: &str) -> Result<bool, String> {
     match v.trim().to_ascii_lowercase().as_str() {
         "on" | "true" | "yes" | "1" => Ok(true),
         "off" | "false" | "no" | "0" => Ok(false),

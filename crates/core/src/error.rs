@@ -7,6 +7,41 @@
 
 use std::io;
 
+/// A text that is not the value asked for (a size, a duration, a
+/// percentage, a rate, a threshold, an SLO...): the message says why and
+/// what is accepted, and names no command-line flag, so a caller can put
+/// its own flag or field before it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ValueError(pub String);
+
+impl From<String> for ValueError {
+    fn from(s: String) -> ValueError {
+        ValueError(s)
+    }
+}
+
+impl From<&str> for ValueError {
+    fn from(s: &str) -> ValueError {
+        ValueError(s.to_string())
+    }
+}
+
+/// The message, as text (`e.contains("XB")`).
+impl std::ops::Deref for ValueError {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Where a caller still carries messages as text.
+impl From<ValueError> for String {
+    fn from(e: ValueError) -> String {
+        e.0
+    }
+}
+
 /// A problem with the configuration the user asked for. Always detected
 /// before the first benchmark starts.
 #[derive(Debug, thiserror::Error)]

@@ -74,7 +74,9 @@ pub use bench::{
 };
 pub use caveat::Caveat;
 pub use cluster::Cluster;
-pub use error::{BenchError, ConfigError, ContractRule, RegistryError, ReportError, error_chain};
+pub use error::{
+    BenchError, ConfigError, ContractRule, RegistryError, ReportError, ValueError, error_chain,
+};
 pub use host::Host;
 pub use param::{Choice, CountUnit, ParamKind, ParamSpec, Point, Value};
 pub use reference::{Reference, ReferenceResult};

@@ -118,7 +118,11 @@ pub const RATE_AUTO: &str = "auto";
 /// Parses a rate in operations per second: a number with an optional SI
 /// suffix (`k`, `M`, `G`) and an optional `/s` (`2500`, `50k`, `1.5M/s`),
 /// rounded to a whole number.
-pub fn parse_rate(text: &str) -> Result<f64, String> {
+pub fn parse_rate(text: &str) -> Result<f64, crate::error::ValueError> {
+    parse_rate_text(text).map_err(Into::into)
+}
+
+fn parse_rate_text(text: &str) -> Result<f64, String> {
     let t = text.trim();
     let t = t.strip_suffix("/s").unwrap_or(t);
     let (digits, mult) = match t.char_indices().last() {
@@ -163,7 +167,7 @@ impl ParamKind {
                 Ok(Value::Int(v))
             }
             ParamKind::Size { min, max } => {
-                let v = parse_size(t).map_err(bad)?;
+                let v = parse_size(t).map_err(|e| bad(e.into()))?;
                 if v < *min || v > *max {
                     return Err(bad(if *max == u64::MAX {
                         format!("must be at least {}", format_size(*min))
@@ -199,7 +203,7 @@ impl ParamKind {
             ParamKind::Rate { max } => match t {
                 RATE_OFF | RATE_AUTO => Ok(Value::Str(t.to_string())),
                 _ => {
-                    let v = parse_rate(t).map_err(bad)?;
+                    let v = parse_rate(t).map_err(|e| bad(e.into()))?;
                     if v < 1.0 {
                         return Err(bad(format!(
                             "must be at least 1 operation per second (rate={RATE_OFF} is the closed loop, rate={RATE_AUTO} a ladder up to saturation)"
@@ -361,7 +365,7 @@ pub struct CountUnit {
     /// What it stands for, for messages: `the SM count of CUDA device 0`.
     pub meaning: &'static str,
     /// Its value here, or why it is unknown.
-    pub resolve: fn() -> Result<u64, String>,
+    pub resolve: fn() -> Result<u64, crate::error::ValueError>,
 }
 
 impl ParamSpec {

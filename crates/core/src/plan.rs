@@ -124,7 +124,7 @@ fn check_options(
                 } else {
                     value.clone()
                 },
-                reason,
+                reason: reason.into(),
             })?,
             None => {
                 let mut valid: Vec<&str> = specs.iter().map(|s| s.name).collect();

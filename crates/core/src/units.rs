@@ -11,7 +11,11 @@ use std::time::Duration;
 ///
 /// Units are case-insensitive and binary (as fio does by default). Returns a
 /// message suitable for embedding in an error naming the flag.
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, crate::error::ValueError> {
+    parse_size_text(text).map_err(Into::into)
+}
+
+fn parse_size_text(text: &str) -> Result<u64, String> {
     let t = text.trim();
     if t.is_empty() {
         return Err("empty size".into());
@@ -61,7 +65,11 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 
 /// Parses a duration such as `500ms`, `10s`, `2m`, `1h`, `250us`, `1.5s`.
 /// A bare number means seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, crate::error::ValueError> {
+    parse_duration_text(text).map_err(Into::into)
+}
+
+fn parse_duration_text(text: &str) -> Result<Duration, String> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -91,7 +99,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// Parses a percentage such as `5%`, `5` or `0.5%` into a fraction (0.05).
-pub fn parse_percent(text: &str) -> Result<f64, String> {
+pub fn parse_percent(text: &str) -> Result<f64, crate::error::ValueError> {
+    parse_percent_text(text).map_err(Into::into)
+}
+
+fn parse_percent_text(text: &str) -> Result<f64, String> {
     let t = text.trim().trim_end_matches('%');
     let v: f64 = t
         .parse()
@@ -220,7 +232,7 @@ mod tests {
     #[test]
     fn bad_sizes_are_rejected_with_a_reason() {
         let e = parse_size("1XB").unwrap_err();
-        assert!(e.contains("XB"), "{e}");
+        assert!(e.0.contains("XB"), "{e}");
         assert!(parse_size("").is_err());
         assert!(parse_size("K").is_err());
         assert!(parse_size("0.3").is_err());

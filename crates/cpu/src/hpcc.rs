@@ -153,7 +153,11 @@ HPL.out      output file name (if any)
 /// HPL's rate in flop/s from `hpccoutf.txt` (followed by hpcc's stdout and
 /// stderr): `HPL_Tflops=` of the summary, provided HPL's residual check
 /// passed and OpenBLAS did not fall back to its generic kernels.
-fn parse(text: &str) -> Result<f64, String> {
+fn parse(text: &str) -> Result<f64, benchsuite_core::ValueError> {
+    parse_text(text).map_err(Into::into)
+}
+
+fn parse_text(text: &str) -> Result<f64, String> {
     if text.contains("Falling back to Prescott core") || core(text) == Some("Prescott") {
         return Err("OpenBLAS does not recognise this CPU and fell back to its generic Prescott kernels (OPENBLAS_VERBOSE=2 printed it); its HPL number would not be the CPU's. A newer OpenBLAS, or OPENBLAS_CORETYPE set to the nearest known core, fixes it".into());
     }

@@ -624,12 +624,12 @@ pub fn option_specs() -> Vec<benchsuite_core::OptionSpec> {
         benchsuite_core::OptionSpec::with_check(
             "cpu-ghz",
             "the core clock in GHz for the peak (e.g. 3.1), instead of measuring it",
-            |v| check("cpu-ghz", v),
+            |v| check("cpu-ghz", v).map_err(Into::into),
         ),
         benchsuite_core::OptionSpec::with_check(
             "fma-ports",
             "FMA units per core at the kernel's width, for the peak (1..16)",
-            |v| check("fma-ports", v),
+            |v| check("fma-ports", v).map_err(Into::into),
         ),
     ]
 }

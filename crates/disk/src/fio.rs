@@ -174,7 +174,11 @@ fn command(s: &Settings, target: &Target) -> Reference {
 /// escaping one). A path fio would still read as another name is refused:
 /// one with a control character (a newline), one that starts or ends with
 /// a blank.
-pub fn filename_arg(path: &str) -> Result<String, String> {
+pub fn filename_arg(path: &str) -> Result<String, benchsuite_core::ValueError> {
+    filename_arg_text(path).map_err(Into::into)
+}
+
+fn filename_arg_text(path: &str) -> Result<String, String> {
     if let Some(c) = path.chars().find(|c| c.is_control()) {
         return Err(format!(
             "fio's command line cannot take a file name holding the control character {c:?}"
@@ -265,12 +269,20 @@ fn sum(out: &str, field: &str) -> Result<f64, String> {
 }
 
 /// Bytes per second, read and written together.
-pub fn parse_bandwidth(out: &str) -> Result<f64, String> {
+pub fn parse_bandwidth(out: &str) -> Result<f64, benchsuite_core::ValueError> {
+    parse_bandwidth_text(out).map_err(Into::into)
+}
+
+fn parse_bandwidth_text(out: &str) -> Result<f64, String> {
     sum(out, "bw_bytes")
 }
 
 /// I/Os per second, read and written together.
-pub fn parse_iops(out: &str) -> Result<f64, String> {
+pub fn parse_iops(out: &str) -> Result<f64, benchsuite_core::ValueError> {
+    parse_iops_text(out).map_err(Into::into)
+}
+
+fn parse_iops_text(out: &str) -> Result<f64, String> {
     sum(out, "iops")
 }
 
@@ -301,7 +313,11 @@ fn total_latencies(out: &str) -> Result<Vec<(f64, serde_json::Value)>, String> {
 /// Mean total latency in seconds, reads and writes weighted by their
 /// counts.
 #[cfg_attr(not(test), allow(dead_code))]
-pub fn parse_latency_mean(out: &str) -> Result<f64, String> {
+pub fn parse_latency_mean(out: &str) -> Result<f64, benchsuite_core::ValueError> {
+    parse_latency_mean_text(out).map_err(Into::into)
+}
+
+fn parse_latency_mean_text(out: &str) -> Result<f64, String> {
     let parts = total_latencies(out)?;
     let (mut n, mut sum) = (0.0, 0.0);
     for (count, lat) in &parts {
@@ -315,7 +331,11 @@ pub fn parse_latency_mean(out: &str) -> Result<f64, String> {
 /// The 99th percentile of the total latency in seconds (fio with
 /// `--lat_percentiles=1`). With reads and writes both, the larger of the
 /// two: the merged p99 lies between them, and fio does not merge them.
-pub fn parse_latency_p99(out: &str) -> Result<f64, String> {
+pub fn parse_latency_p99(out: &str) -> Result<f64, benchsuite_core::ValueError> {
+    parse_latency_p99_text(out).map_err(Into::into)
+}
+
+fn parse_latency_p99_text(out: &str) -> Result<f64, String> {
     let parts = total_latencies(out)?;
     let mut worst: Option<f64> = None;
     for (_, lat) in &parts {

@@ -80,7 +80,11 @@ pub enum Fsync {
 
 impl Fsync {
     /// Parses `none`, `end` or `every:N`.
-    pub fn parse(text: &str) -> Result<Fsync, String> {
+    pub fn parse(text: &str) -> Result<Fsync, benchsuite_core::ValueError> {
+        Self::parse_text(text).map_err(Into::into)
+    }
+
+    fn parse_text(text: &str) -> Result<Fsync, String> {
         match text.trim() {
             "none" => Ok(Fsync::None),
             "end" => Ok(Fsync::End),

@@ -245,7 +245,11 @@ pub enum Allowance {
 
 impl Allowance {
     /// Reads the option's value: on/off, or comma-separated paths.
-    pub fn parse(value: &str) -> Result<Allowance, String> {
+    pub fn parse(value: &str) -> Result<Allowance, benchsuite_core::ValueError> {
+        Self::parse_text(value).map_err(Into::into)
+    }
+
+    fn parse_text(value: &str) -> Result<Allowance, String> {
         if let Ok(on) = benchsuite_core::bench::parse_bool(value) {
             return Ok(if on {
                 Allowance::Single
@@ -281,7 +285,11 @@ impl Allowance {
 /// Checks an `--allow-overwrite` value when the run is planned: `on`/`off`,
 /// or paths of existing files or block devices (not directories, which are
 /// never overwritten).
-pub fn check_allow_overwrite(value: &str) -> Result<(), String> {
+pub fn check_allow_overwrite(value: &str) -> Result<(), benchsuite_core::ValueError> {
+    check_allow_overwrite_text(value).map_err(Into::into)
+}
+
+fn check_allow_overwrite_text(value: &str) -> Result<(), String> {
     if let Allowance::Paths(paths) = Allowance::parse(value)? {
         for p in &paths {
             let meta = std::fs::metadata(p).map_err(|e| {

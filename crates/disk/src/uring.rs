@@ -117,7 +117,11 @@ fn build_ring(entries: u32) -> io::Result<(IoUring, &'static str)> {
 /// Whether io_uring can be used here, checked once in `prepare` so a kernel
 /// that forbids it (`kernel.io_uring_disabled`, a seccomp filter) or lacks
 /// an opcode leads to the sync engine with a warning instead of a failure.
-pub fn probe() -> Result<(), String> {
+pub fn probe() -> Result<(), benchsuite_core::ValueError> {
+    probe_text().map_err(Into::into)
+}
+
+fn probe_text() -> Result<(), String> {
     let ring = IoUring::new(2).map_err(|e| match e.raw_os_error() {
         Some(libc::ENOSYS) => "this kernel has no io_uring (ENOSYS)".to_string(),
         Some(libc::EPERM) | Some(libc::EACCES) => {

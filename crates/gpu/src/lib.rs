@@ -198,7 +198,11 @@ pub fn benchmarks() -> Vec<Box<dyn Benchmark>> {
 /// Whether CUDA can run here: the devices it sees (`0 = NVIDIA H100 ...`),
 /// or why not (`no CUDA driver: ...`). Loads the driver library once, never
 /// panics.
-pub fn cuda_status() -> Result<Vec<String>, String> {
+pub fn cuda_status() -> Result<Vec<String>, benchsuite_core::ValueError> {
+    cuda_status_text().map_err(Into::into)
+}
+
+fn cuda_status_text() -> Result<Vec<String>, String> {
     cuda::driver().map(|d| {
         d.devices
             .iter()
@@ -209,6 +213,10 @@ pub fn cuda_status() -> Result<Vec<String>, String> {
 
 /// Whether NVRTC (needed by every benchmark except `gpu.matmul`) loads,
 /// or why not.
-pub fn nvrtc_status() -> Result<(), String> {
+pub fn nvrtc_status() -> Result<(), benchsuite_core::ValueError> {
+    nvrtc_status_text().map_err(Into::into)
+}
+
+fn nvrtc_status_text() -> Result<(), String> {
     cuda::libs::nvrtc()
 }

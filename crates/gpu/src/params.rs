@@ -91,7 +91,7 @@ pub(crate) const SM_UNIT: CountUnit = CountUnit {
 /// device), as the same plan does on any machine without a GPU, instead of
 /// the whole plan stopping at a parameter it cannot resolve. No record is
 /// measured with the stand-in.
-fn sm_count() -> Result<u64, String> {
+fn sm_count() -> Result<u64, benchsuite_core::ValueError> {
     let Ok(drv) = cuda::driver() else {
         return Ok(1);
     };

@@ -118,7 +118,7 @@ fn program() -> String {
     REFERENCE_PY.replace("BATCH_SECS", &batch_secs())
 }
 
-fn parse(out: &str) -> Result<f64, String> {
+fn parse(out: &str) -> Result<f64, benchsuite_core::ValueError> {
     number_after(out, "value=")
 }
 

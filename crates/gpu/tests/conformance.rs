@@ -107,7 +107,7 @@ fn every_benchmark_runs_at_its_smoke_point_or_says_why_not() {
                 "{facts}"
             );
         }
-        Err(reason) => assert_eq!(facts["reason"].as_str(), Some(reason.as_str())),
+        Err(reason) => assert_eq!(facts["reason"].as_str(), Some(&*reason)),
     }
 }
 
@@ -137,7 +137,7 @@ fn without_cuda_every_cuda_record_is_skipped_with_the_driver_s_reason() {
     let report = harness().run(MODULE, &[]);
     for r in &report.records {
         assert_eq!(r.status, Status::Skipped, "{}", r.id);
-        assert_eq!(r.reason.as_deref(), Some(reason.as_str()), "{}", r.id);
+        assert_eq!(r.reason.as_deref(), Some(&*reason), "{}", r.id);
     }
 }
 

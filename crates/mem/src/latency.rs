@@ -166,7 +166,7 @@ impl Benchmark for Latency {
                 &format!("size {}", format_size(p.size)),
                 "use a smaller size",
             )
-            .map_err(|e| bad("size", p.size, e))?;
+            .map_err(|e| bad("size", p.size, e.0))?;
         }
         Ok(())
     }
@@ -192,7 +192,7 @@ impl Benchmark for Latency {
             &format!("the chain ({})", format_size(size)),
             "use a smaller size",
         )
-        .map_err(BenchError::Failed)?;
+        .map_err(|e| BenchError::Failed(e.0))?;
         let span = nodes * p.stride;
         about.note(sys::cache_fit(&ctx.host, span, 1).note);
         about.note(match p.pattern {

@@ -149,7 +149,11 @@ pub fn from_dimms(dimms: &[Dimm]) -> Option<DramPeak> {
 }
 
 /// Populated DIMMs from the firmware tables, or why they cannot be read.
-pub fn smbios_dimms() -> Result<Vec<Dimm>, String> {
+pub fn smbios_dimms() -> Result<Vec<Dimm>, benchsuite_core::ValueError> {
+    smbios_dimms_text().map_err(Into::into)
+}
+
+fn smbios_dimms_text() -> Result<Vec<Dimm>, String> {
     match std::fs::read(DMI_TABLE) {
         Ok(table) => return Ok(parse_table(&table)),
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
@@ -269,7 +273,11 @@ fn string(strings: &[u8], index: u8) -> Option<String> {
 /// `25600MB/s` or `68.3e9B/s`. SI prefixes are decimal (GB/s = 10^9 B/s,
 /// as DRAM data sheets use); `KiB/s`, `MiB/s`, `GiB/s`, `TiB/s` are binary.
 /// The `/s` may be left out; a bare number is refused (say the unit).
-pub fn parse_rate(text: &str) -> Result<f64, String> {
+pub fn parse_rate(text: &str) -> Result<f64, benchsuite_core::ValueError> {
+    parse_rate_text(text).map_err(Into::into)
+}
+
+fn parse_rate_text(text: &str) -> Result<f64, String> {
     let t = text.trim();
     let split = t
         .find(|c: char| {

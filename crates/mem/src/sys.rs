@@ -26,7 +26,15 @@ pub const MEM_SHARE: f64 = 0.9;
 /// Checks that `bytes` can be allocated now. The error text names the
 /// amount asked for and what is available, and ends with `hint` (what to
 /// change), for a `ConfigError` or a `BenchError`.
-pub fn check_fits_in_memory(bytes: u64, what: &str, hint: &str) -> Result<(), String> {
+pub fn check_fits_in_memory(
+    bytes: u64,
+    what: &str,
+    hint: &str,
+) -> Result<(), benchsuite_core::ValueError> {
+    check_fits_in_memory_text(bytes, what, hint).map_err(Into::into)
+}
+
+fn check_fits_in_memory_text(bytes: u64, what: &str, hint: &str) -> Result<(), String> {
     let Some(avail) = mem_available() else {
         return Ok(());
     };

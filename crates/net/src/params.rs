@@ -44,7 +44,11 @@ pub(crate) fn split_cpus(
 
 /// Parses `rate`: `max`, or a bit rate with an SI prefix (`500M`, `1.5G`,
 /// `100Mbit`, `1Gbps`; k = 1000 as in iperf3 -b). `None` means `max`.
-pub fn parse_rate(text: &str) -> Result<Option<f64>, String> {
+pub fn parse_rate(text: &str) -> Result<Option<f64>, benchsuite_core::ValueError> {
+    parse_rate_text(text).map_err(Into::into)
+}
+
+fn parse_rate_text(text: &str) -> Result<Option<f64>, String> {
     let t = text.trim();
     if t.eq_ignore_ascii_case("max") {
         return Ok(None);

@@ -271,7 +271,11 @@ pub struct TestSpec {
 impl TestSpec {
     /// Checks the spec against the protocol's limits; the message says what
     /// is wrong in the client's terms.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), benchsuite_core::ValueError> {
+        self.check_text().map_err(Into::into)
+    }
+
+    fn check_text(&self) -> Result<(), String> {
         let streams = u64::from(self.tcp_streams) + u64::from(self.udp_streams);
         if streams == 0 {
             return Err("a test needs at least one stream".into());

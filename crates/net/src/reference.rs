@@ -45,7 +45,7 @@ fn iperf3(
     mut client: Vec<String>,
     streams: u64,
     metric: &'static str,
-    parse: fn(&str) -> Result<f64, String>,
+    parse: benchsuite_core::reference::ParseFn,
 ) -> Reference {
     let mut r = if streams > 1 && ports.len() as u64 >= streams {
         if let Some(i) = client.iter().position(|a| a == "-P") {
@@ -140,7 +140,7 @@ fn tcp_on(ctx: &Context, point: &Point, ports: &[u16], cpus: &[usize]) -> Option
         None => None,
     };
     let mut a = argv(["-l", &block.to_string(), "-P", &threads.to_string()]);
-    let mut parse: fn(&str) -> Result<f64, String> = parse_tcp;
+    let mut parse: benchsuite_core::reference::ParseFn = parse_tcp;
     match point.get("direction")?.as_str()? {
         "up" => {}
         "down" => a.push("-R".into()),
@@ -351,12 +351,20 @@ fn bits(v: &serde_json::Value, sum: &str) -> Result<f64, String> {
 
 /// Bytes per second the receiver counted: `end.sum_received.bits_per_second / 8`.
 /// Summed over the processes where streams ran as processes of their own.
-pub fn parse_tcp(out: &str) -> Result<f64, String> {
+pub fn parse_tcp(out: &str) -> Result<f64, benchsuite_core::ValueError> {
+    parse_tcp_text(out).map_err(Into::into)
+}
+
+fn parse_tcp_text(out: &str) -> Result<f64, String> {
     sum_docs(out, |v| Ok(bits(v, "sum_received")? / 8.0))
 }
 
 /// Both directions of `--bidir` together, bytes per second.
-pub fn parse_tcp_bidir(out: &str) -> Result<f64, String> {
+pub fn parse_tcp_bidir(out: &str) -> Result<f64, benchsuite_core::ValueError> {
+    parse_tcp_bidir_text(out).map_err(Into::into)
+}
+
+fn parse_tcp_bidir_text(out: &str) -> Result<f64, String> {
     sum_docs(out, |v| {
         Ok((bits(v, "sum_received")? + bits(v, "sum_received_bidir_reverse")?) / 8.0)
     })
@@ -364,7 +372,11 @@ pub fn parse_tcp_bidir(out: &str) -> Result<f64, String> {
 
 /// UDP bytes per second received: `end.sum_received` where iperf3 has it,
 /// else the sender's rate less the lost share; summed over processes.
-pub fn parse_udp(out: &str) -> Result<f64, String> {
+pub fn parse_udp(out: &str) -> Result<f64, benchsuite_core::ValueError> {
+    parse_udp_text(out).map_err(Into::into)
+}
+
+fn parse_udp_text(out: &str) -> Result<f64, String> {
     sum_docs(out, |v| {
         if let Ok(b) = bits(v, "sum_received") {
             return Ok(b / 8.0);
@@ -376,14 +388,22 @@ pub fn parse_udp(out: &str) -> Result<f64, String> {
 }
 
 /// sockperf's average round trip (`Round trip is X usec`), in seconds.
-pub fn parse_sockperf(out: &str) -> Result<f64, String> {
-    number_after(out, "Round trip is").map(|us| us * 1e-6)
+pub fn parse_sockperf(out: &str) -> Result<f64, benchsuite_core::ValueError> {
+    parse_sockperf_text(out).map_err(Into::into)
+}
+
+fn parse_sockperf_text(out: &str) -> Result<f64, String> {
+    Ok(number_after(out, "Round trip is")? * 1e-6)
 }
 
 /// A percentile of sockperf's round trip (`---> percentile 99.000 =
 /// 84.494`, in µs), in seconds: with `--full-rtt` the full round trip,
 /// as ours.
-pub fn parse_sockperf_percentile(out: &str, pct: f64) -> Result<f64, String> {
+pub fn parse_sockperf_percentile(out: &str, pct: f64) -> Result<f64, benchsuite_core::ValueError> {
+    parse_sockperf_percentile_text(out, pct).map_err(Into::into)
+}
+
+fn parse_sockperf_percentile_text(out: &str, pct: f64) -> Result<f64, String> {
     for line in out.lines() {
         let Some(rest) = line.split("---> percentile").nth(1) else {
             continue;

@@ -95,7 +95,7 @@ impl Benchmark for UdpThroughput {
             parse_rate(r).map_err(|reason| ConfigError::InvalidValue {
                 param: "rate".into(),
                 value: r.into(),
-                reason,
+                reason: reason.0,
             })?;
         }
         Ok(())
@@ -114,7 +114,7 @@ impl Benchmark for UdpThroughput {
         let block = point.u64("block")?;
         check_udp_block(block).map_err(|e| BenchError::Other(e.to_string()))?;
         let threads = point.u64("threads")? as usize;
-        let rate = parse_rate(point.str("rate")?).map_err(BenchError::Other)?;
+        let rate = parse_rate(point.str("rate")?).map_err(|e| BenchError::Other(e.0))?;
         let spec = TestSpec {
             block: block as u32,
             tcp_streams: 0,

@@ -77,12 +77,12 @@ pub fn context_switch(point: &Point, allowed: &[usize]) -> Option<Reference> {
 }
 
 /// The number before `usecs/op` in `perf bench` output.
-fn usecs_per_op(out: &str) -> Result<f64, String> {
+fn usecs_per_op(out: &str) -> Result<f64, benchsuite_core::ValueError> {
     out.lines()
         .find(|l| l.contains("usecs/op"))
         .and_then(|l| l.split_whitespace().next())
         .and_then(|w| w.parse::<f64>().ok())
-        .ok_or_else(|| "no `usecs/op` in perf bench's output".to_string())
+        .ok_or_else(|| "no `usecs/op` in perf bench's output".into())
 }
 
 /// A point's parameters from their defaults, some overridden.

@@ -73,6 +73,15 @@ pub fn input(
     file: &str,
     record: &Record,
     metric: &str,
+) -> Result<Input, benchsuite_core::ValueError> {
+    input_text(what, file, record, metric).map_err(Into::into)
+}
+
+fn input_text(
+    what: &'static str,
+    file: &str,
+    record: &Record,
+    metric: &str,
 ) -> Result<Input, String> {
     let m = record.metric(metric).ok_or_else(|| {
         format!(

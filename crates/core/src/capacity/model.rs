@@ -29,7 +29,11 @@ pub struct Slo {
 
 impl Slo {
     /// Parses `[METRIC.]pNN[.N]<=DURATION` (`<` is read as `<=`).
-    pub fn parse(text: &str) -> Result<Slo, String> {
+    pub fn parse(text: &str) -> Result<Slo, crate::error::ValueError> {
+        Self::parse_text(text).map_err(Into::into)
+    }
+
+    fn parse_text(text: &str) -> Result<Slo, String> {
         let t = text.trim();
         let (lhs, rhs) = t
             .split_once("<=")

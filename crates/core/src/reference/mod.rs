@@ -48,7 +48,7 @@ pub const SECRET_ENV: &[&str] = &["BENCHSUITE_TOKEN"];
 
 /// Parses a reference tool's standard output into the value of the metric
 /// it corresponds to, in that metric's base unit (B/s, s, op/s, event/s).
-pub type ParseFn = fn(&str) -> Result<f64, String>;
+pub type ParseFn = fn(&str) -> Result<f64, crate::error::ValueError>;
 
 /// How to measure one sweep point with a reference tool.
 #[derive(Debug, Clone)]
@@ -137,10 +137,14 @@ pub struct Reference {
 
 /// Writes a file's path as a tool's command line takes it
 /// ([`Reference::file_arg`]), or says why it cannot.
-pub type FileArgFn = fn(&str) -> Result<String, String>;
+pub type FileArgFn = fn(&str) -> Result<String, crate::error::ValueError>;
 
 /// The path as it is: for a tool that takes a whole argument as one path.
-pub fn plain_file_arg(path: &str) -> Result<String, String> {
+pub fn plain_file_arg(path: &str) -> Result<String, crate::error::ValueError> {
+    plain_file_arg_text(path).map_err(Into::into)
+}
+
+fn plain_file_arg_text(path: &str) -> Result<String, String> {
     Ok(path.to_string())
 }
 
@@ -310,7 +314,11 @@ pub fn median(values: &[f64]) -> Option<f64> {
 
 /// The number after `key` on the first line of `text` that contains it
 /// (`events per second:   1234.5` → 1234.5), for tools that print text.
-pub fn number_after(text: &str, key: &str) -> Result<f64, String> {
+pub fn number_after(text: &str, key: &str) -> Result<f64, crate::error::ValueError> {
+    number_after_text(text, key).map_err(Into::into)
+}
+
+fn number_after_text(text: &str, key: &str) -> Result<f64, String> {
     let line = text
         .lines()
         .find(|l| l.contains(key))

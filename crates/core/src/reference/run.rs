@@ -470,7 +470,7 @@ impl ToolRun {
             self.by_round.push(None);
             return;
         }
-        let outcome = run_tool(r, cancelled).and_then(|out| (r.parse)(&out));
+        let outcome = run_tool(r, cancelled).and_then(|out| (r.parse)(&out).map_err(String::from));
         observer.tool_round(
             round,
             rounds,
@@ -826,7 +826,7 @@ mod tests {
         let argv = crate::reference::argv(["tool", "--filename={file}"]);
         let mut r = Reference::new("tool", "tool", argv, "x", |_| Ok(1.0));
         r.scratch_in = Some(dir.clone());
-        r.file_arg = escaped;
+        r.file_arg = |p| escaped(p).map_err(Into::into);
         r.shared_file = Some(super::super::SharedFile {
             param: "dir",
             len: 4096,
@@ -852,7 +852,7 @@ mod tests {
         let argv = crate::reference::argv(["tool", "--filename={file}"]);
         let mut r2 = Reference::new("tool", "tool", argv, "x", |_| Ok(1.0));
         r2.scratch_in = Some(bad.clone());
-        r2.file_arg = escaped;
+        r2.file_arg = |p| escaped(p).map_err(Into::into);
         r2.shared_file = r.shared_file.clone();
         let err = share_file(&mut r2, &mut point, &mut ctx, &|| false)
             .map(|_| ())

@@ -151,7 +151,11 @@ fn states_warning(m: &crate::report::Metric) -> Option<Caveat> {
 /// each record's rounds pooled as [`pool_rounds`] pools them, and
 /// `config.rounds` the number of runs. `Err` names a record of the first
 /// run that a later run lacks.
-pub fn pool_reports(runs: Vec<Report>) -> Result<Report, String> {
+pub fn pool_reports(runs: Vec<Report>) -> Result<Report, crate::error::ValueError> {
+    pool_reports_text(runs).map_err(Into::into)
+}
+
+fn pool_reports_text(runs: Vec<Report>) -> Result<Report, String> {
     let n = runs.len();
     let mut it = runs.into_iter();
     let Some(mut first) = it.next() else {

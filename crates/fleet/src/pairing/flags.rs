@@ -45,7 +45,7 @@ pub(super) fn checked_flags(args: &PairingConfig) -> Result<Flags> {
         .as_deref()
         .map(Rendezvous::parse)
         .transpose()
-        .map_err(FleetError::Usage)?;
+        .map_err(|e| FleetError::Usage(e.0))?;
     Ok(Flags {
         timeout,
         bind: args.net_bind,

@@ -139,10 +139,11 @@ impl Pairing {
                 id: format!("{id}/{step}"),
                 world: c.world_size,
             };
-            crate::rendezvous::check_world(&rdv.given, job.world).map_err(FleetError::Usage)?;
+            crate::rendezvous::check_world(&rdv.given, job.world)
+                .map_err(|e| FleetError::Usage(e.0))?;
             if rank == 0 {
                 let mp = MeetingPoint::start(&rdv, &token, &job, flags.timeout)
-                    .map_err(FleetError::Rendezvous)?;
+                    .map_err(|e| FleetError::Rendezvous(e.0))?;
                 eprintln!(
                     "rank 0: --net-pairs {}: serving the meeting point on {} (--rendezvous {})",
                     mode.name(),

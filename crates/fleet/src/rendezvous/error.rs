@@ -65,3 +65,15 @@ impl From<StoreError> for String {
         e.to_string()
     }
 }
+
+/// Why a meeting point (`--rendezvous`, rank 0) could not start: the
+/// address, the world size or the file limit; the message says which.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct StartError(pub String);
+
+impl From<String> for StartError {
+    fn from(s: String) -> StartError {
+        StartError(s)
+    }
+}

@@ -77,7 +77,7 @@ mod wire;
 
 pub use client::*;
 pub use dir::*;
-pub use error::StoreError;
+pub use error::{StartError, StoreError};
 pub use server::*;
 pub use wire::*;
 
@@ -221,7 +221,11 @@ pub struct Rendezvous {
 impl Rendezvous {
     /// Parses HOST:PORT (`[v6]:PORT` for an IPv6 address); refuses an
     /// unspecified or multicast address, which no rank can connect to.
-    pub fn parse(v: &str) -> Result<Rendezvous, String> {
+    pub fn parse(v: &str) -> Result<Rendezvous, benchsuite_core::ValueError> {
+        Self::parse_text(v).map_err(Into::into)
+    }
+
+    fn parse_text(v: &str) -> Result<Rendezvous, String> {
         let bad = || {
             format!(
                 "invalid value `{v}` for --rendezvous: expected HOST:PORT, e.g. benchsuite-0.benchsuite:29400 or 10.0.0.1:29400 ([ADDR]:PORT for IPv6)"
@@ -254,7 +258,11 @@ impl Rendezvous {
 
 /// Refuses a world whose entries cannot all fit in the store (see
 /// [`MAX_WORLD`]), before anything is published.
-pub fn check_world(given: &str, world: u64) -> Result<(), String> {
+pub fn check_world(given: &str, world: u64) -> Result<(), benchsuite_core::ValueError> {
+    check_world_text(given, world).map_err(Into::into)
+}
+
+fn check_world_text(given: &str, world: u64) -> Result<(), String> {
     if world > MAX_WORLD {
         return Err(format!(
             "--rendezvous {given}: a world of {world} ranks is more than the meeting point holds ({MAX_WORLD}); give the ranks --output-dir DIR on a file system they all share instead"

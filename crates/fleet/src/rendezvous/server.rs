@@ -183,6 +183,15 @@ impl MeetingPoint {
         token: &str,
         job: &Job,
         wait: Duration,
+    ) -> Result<MeetingPoint, super::StartError> {
+        Self::start_text(rdv, token, job, wait).map_err(Into::into)
+    }
+
+    fn start_text(
+        rdv: &Rendezvous,
+        token: &str,
+        job: &Job,
+        wait: Duration,
     ) -> Result<MeetingPoint, String> {
         let given = &rdv.given;
         check_world(given, job.world)?;

@@ -106,7 +106,7 @@ impl Benchmark for Bandwidth {
             reason,
         };
         let p = Params::parse(point).map_err(|e| ConfigError::Invalid(e.to_string()))?;
-        kernels::block_ok(p.op, p.block).map_err(|e| bad("block", e))?;
+        kernels::block_ok(p.op, p.block).map_err(|e| bad("block", e.0))?;
         if p.nt == Some(true) {
             if p.block < 64 {
                 return Err(bad(
@@ -142,7 +142,7 @@ impl Benchmark for Bandwidth {
                 &format!("size {} × {} threads", format_size(p.size), p.threads),
                 "use a smaller size or fewer threads",
             )
-            .map_err(|e| bad("size", e))?;
+            .map_err(|e| bad("size", e.0))?;
         }
         Ok(())
     }
@@ -184,7 +184,7 @@ impl Benchmark for Bandwidth {
 
         // validate() already checked this; a program that calls prepare
         // directly gets the same refusal rather than a kernel that skips work.
-        kernels::block_ok(p.op, p.block).map_err(BenchError::Failed)?;
+        kernels::block_ok(p.op, p.block).map_err(|e| BenchError::Failed(e.0))?;
         let isa = match p.isa {
             None => {
                 let isa = Isa::auto(&ctx.host);
@@ -243,7 +243,7 @@ impl Benchmark for Bandwidth {
             ),
             "use a smaller size or fewer threads",
         )
-        .map_err(BenchError::Failed)?;
+        .map_err(|e| BenchError::Failed(e.0))?;
 
         let ws = layout.array * p.op.arrays() as u64;
         if ws * 100 < size * 99 {

@@ -135,7 +135,11 @@ pub unsafe fn pass(
 /// is one instruction's width (1, 2, 4, 8, 16 or 32 B; at least 8 for the
 /// arithmetic kernels, which work on doubles), from 64 B on a whole number
 /// of cache lines.
-pub fn block_ok(op: Op, block: u64) -> Result<(), String> {
+pub fn block_ok(op: Op, block: u64) -> Result<(), benchsuite_core::ValueError> {
+    block_ok_text(op, block).map_err(Into::into)
+}
+
+fn block_ok_text(op: Op, block: u64) -> Result<(), String> {
     if block >= 64 {
         if !block.is_multiple_of(64) {
             return Err(

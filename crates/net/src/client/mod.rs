@@ -133,6 +133,7 @@ impl Target {
                         let text = e.to_string();
                         text.split_once(": ")
                             .map_or(text.clone(), |(_, why)| why.to_string())
+                            .into()
                     })
                 },
             )
@@ -150,7 +151,7 @@ impl Target {
                         .ok()
                         .filter(|d| !d.is_zero())
                         .map(|_| ())
-                        .ok_or_else(|| format!("`{v}` is not a positive duration such as 2s"))
+                        .ok_or_else(|| format!("`{v}` is not a positive duration such as 2s").into())
                 },
             ),
         ]

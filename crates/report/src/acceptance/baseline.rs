@@ -242,7 +242,11 @@ pub struct BandValues {
 
 impl Band {
     /// The band's numbers in its base unit; an error names the field.
-    pub fn values(&self) -> Result<BandValues, String> {
+    pub fn values(&self) -> Result<BandValues, benchsuite_core::ValueError> {
+        self.values_text().map_err(Into::into)
+    }
+
+    fn values_text(&self) -> Result<BandValues, String> {
         let p = |field: &str, v: &str| {
             parse_quantity(v, &self.unit)
                 .map_err(|e| format!("band {} {}: {field} {e}", self.record, self.metric))
@@ -310,7 +314,11 @@ pub enum Bound {
 
 impl Rule {
     /// Parses `require`.
-    pub fn requirement(&self) -> Result<Requirement, String> {
+    pub fn requirement(&self) -> Result<Requirement, benchsuite_core::ValueError> {
+        self.requirement_text().map_err(Into::into)
+    }
+
+    fn requirement_text(&self) -> Result<Requirement, String> {
         let t = self.require.trim();
         let how = "write `ok`, `>= VALUE UNIT` (`>= 3.8 TB/s`), `<= VALUE UNIT` (`<= 40us`) or `>= 90% of baseline`";
         if t == "ok" {

@@ -249,7 +249,7 @@ fn broken(severity: Severity) -> Grade {
 
 /// Judges one band.
 fn judge_band(band: &Band, report: &Report) -> Result<RuleResult, AcceptanceError> {
-    let v = band.values().map_err(AcceptanceError::Invalid)?;
+    let v = band.values().map_err(|e| AcceptanceError::Invalid(e.0))?;
     let severity = band.severity.unwrap_or(Severity::Fail);
     let (at_least, bound) = match (v.min, v.max) {
         (Some(m), _) => (true, m),
@@ -346,7 +346,9 @@ fn judge_rule(
     report: &Report,
     machine: Option<&MachineBaseline>,
 ) -> Result<Vec<RuleResult>, AcceptanceError> {
-    let req = rule.requirement().map_err(AcceptanceError::Invalid)?;
+    let req = rule
+        .requirement()
+        .map_err(|e| AcceptanceError::Invalid(e.0))?;
     let severity = rule.severity.unwrap_or(Severity::Fail);
     let label = match &rule.metric {
         Some(m) => format!("{}: {m} {}", rule.record, rule.require.trim()),
@@ -552,7 +554,8 @@ pub fn check_names(
     known: &[(String, Vec<String>)],
 ) -> Result<(), AcceptanceError> {
     for rule in &baseline.rules {
-        rule.requirement().map_err(AcceptanceError::Invalid)?;
+        rule.requirement()
+            .map_err(|e| AcceptanceError::Invalid(e.0))?;
         let (sel, _) = rule.selector();
         let ids: Vec<&(String, Vec<String>)> = known
             .iter()

@@ -47,7 +47,11 @@ pub fn format_quantity(v: f64, unit: &str) -> String {
 /// `950k op/s`), a time for metrics in seconds (`35us`, `35 µs`, `1.5 ms`),
 /// `%` for metrics in percent. A bare number is accepted only for a
 /// unitless metric, since `3.8` could mean B/s or TB/s.
-pub fn parse_quantity(text: &str, unit: &str) -> Result<f64, String> {
+pub fn parse_quantity(text: &str, unit: &str) -> Result<f64, benchsuite_core::ValueError> {
+    parse_quantity_text(text, unit).map_err(Into::into)
+}
+
+fn parse_quantity_text(text: &str, unit: &str) -> Result<f64, String> {
     let t = text.trim();
     let split = t
         .char_indices()

@@ -42,7 +42,11 @@ pub enum Tolerance {
 
 impl Tolerance {
     /// Parses `5%`, `0.5pp` or a time (`20us`, `1.5ms`, `2s`).
-    pub fn parse(text: &str) -> Result<Tolerance, String> {
+    pub fn parse(text: &str) -> Result<Tolerance, benchsuite_core::ValueError> {
+        Self::parse_text(text).map_err(Into::into)
+    }
+
+    fn parse_text(text: &str) -> Result<Tolerance, String> {
         let t = text.trim();
         let how = "write a relative threshold with `%` (`5%`), or an absolute one in the metric's unit: `0.5pp` (percentage points, for metrics in %) or a time (`20us`, for metrics in seconds)";
         let number = |s: &str| -> Result<f64, String> {
@@ -131,7 +135,11 @@ pub struct ThresholdRule {
 
 impl ThresholdRule {
     /// Parses `SELECTOR[:METRIC]=VALUE`.
-    pub fn parse(text: &str) -> Result<ThresholdRule, String> {
+    pub fn parse(text: &str) -> Result<ThresholdRule, benchsuite_core::ValueError> {
+        Self::parse_text(text).map_err(Into::into)
+    }
+
+    fn parse_text(text: &str) -> Result<ThresholdRule, String> {
         let (target, value) = text.split_once('=').ok_or_else(|| {
             format!("`{text}`: a per-benchmark threshold is SELECTOR[:METRIC]=VALUE, e.g. 'net.*:rtt=10%'")
         })?;
