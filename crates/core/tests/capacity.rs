@@ -494,6 +494,17 @@ fn rounds_repeat_the_search_and_pool_the_answers() {
         Some(benchsuite_core::stats::median(&answers)),
         "the answer is the searches' median"
     );
+    // The sentence's tail is the first search's own answer, not the median.
+    let mut c = cap.clone();
+    c.searches = vec![Some(30_000.0), Some(10_000.0), Some(20_000.0)];
+    c.rate = Some(20_000.0);
+    c.verdict = benchsuite_core::capacity::SearchOutcome::Met;
+    let text = c.sentence();
+    assert!(text.contains("median 20.000 k/s"), "{text}");
+    assert!(
+        text.contains("The first: capacity for p99<=1ms: 30.000 k/s"),
+        "{text}"
+    );
     // Most searches never met: so is the median, whatever the others found.
     let mut c = cap.clone();
     c.searches = vec![None, None, Some(10_000.0)];

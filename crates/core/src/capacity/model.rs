@@ -226,7 +226,13 @@ impl Capacity {
             .map(|k| format!("; the highest rate carried without saturation: {}", rate(k)))
             .unwrap_or_default();
         let n = self.steps.len();
-        match (self.verdict, &self.slo, self.rate) {
+        // With several searches `rate` is their median; this sentence is
+        // the first search's own answer.
+        let first = match self.searches.first() {
+            Some(a) => *a,
+            None => self.rate,
+        };
+        match (self.verdict, &self.slo, first) {
             (SearchOutcome::Ladder, _, _) => match self.knee {
                 Some(k) => format!(
                     "ladder of {n} rates up to saturation: {} carried without saturation at most",
