@@ -55,6 +55,35 @@ choice_enum! {
 }
 
 choice_enum! {
+    /// Values of `cpu.flops`'s `mix` parameter: which instructions the
+    /// kernel issues, so which limit of the core it meets.
+    pub enum FlopsMix {
+        /// Fused multiply-adds only: the FMA units' peak (the vendor's
+        /// figure).
+        Fma = "fma",
+        /// FMAs and FP adds 1:1: where a core has FP adders beside its FMA
+        /// units (AMD Zen 2 to 5), more flops per cycle than FMAs alone.
+        FmaAdd = "fma_add",
+    }
+}
+
+/// What a `cpu.flops` kernel is asked for: a precision and a mix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlopsWant {
+    pub precision: FloatPrecision,
+    pub mix: FlopsMix,
+}
+
+impl fmt::Display for FlopsWant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.mix {
+            FlopsMix::Fma => write!(f, "{}", self.precision),
+            FlopsMix::FmaAdd => write!(f, "{} FMA+ADD", self.precision),
+        }
+    }
+}
+
+choice_enum! {
     /// Values of `cpu.iops`'s `precision` parameter.
     pub enum IntPrecision {
         /// 8-bit dot products.
@@ -99,6 +128,15 @@ pub enum PeakModel {
     /// An integer instruction whose throughput per cycle the
     /// microarchitecture table lists under this key.
     Table(&'static str),
+    /// FMAs and FP adds together, `fma` and `add` of them in each body:
+    /// per cycle = the body's flops over its cycles, the larger of FMAs ÷
+    /// FMA units and instructions ÷ the FP pipes a multiply/add mix uses.
+    FmaAdd {
+        /// FMA instructions per body.
+        fma: u32,
+        /// Add instructions per body.
+        add: u32,
+    },
 }
 
 /// A kernel ready to run: the instruction, how it is counted, and the code.
@@ -254,7 +292,16 @@ fn no_kernel(reason: impl Into<String>) -> NoKernel {
 /// that has a kernel for it). `Err` is the reason it cannot run here, for a
 /// skipped record.
 pub fn flops_kernel(precision: FloatPrecision, isa: Option<Isa>) -> Result<Kernel, NoKernel> {
-    select(precision, isa, pick_flops)
+    flops_mix_kernel(precision, FlopsMix::Fma, isa)
+}
+
+/// [`flops_kernel`] issuing `mix`.
+pub fn flops_mix_kernel(
+    precision: FloatPrecision,
+    mix: FlopsMix,
+    isa: Option<Isa>,
+) -> Result<Kernel, NoKernel> {
+    select(FlopsWant { precision, mix }, isa, pick_flops)
 }
 
 /// Integer counterpart of [`flops_kernel`].
@@ -312,7 +359,7 @@ fn select<P: Copy + fmt::Display>(
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn pick_flops(_precision: FloatPrecision, _isa: Isa) -> Result<Kernel, NoKernel> {
+fn pick_flops(_want: FlopsWant, _isa: Isa) -> Result<Kernel, NoKernel> {
     Err(no_kernel(
         "the cpu.flops kernels are written in x86_64 assembly; this CPU is not x86_64",
     ))
@@ -329,7 +376,8 @@ fn pick_iops(_precision: IntPrecision, _isa: Isa) -> Result<Kernel, NoKernel> {
 pub const FMA_COUNTING: &str = "one fused multiply-add = 2 flops per lane";
 
 #[cfg(target_arch = "x86_64")]
-fn pick_flops(precision: FloatPrecision, isa: Isa) -> Result<Kernel, NoKernel> {
+fn pick_flops(want: FlopsWant, isa: Isa) -> Result<Kernel, NoKernel> {
+    let precision = want.precision;
     use crate::x86;
     // (instruction, width, ops/instr, instrs/iter, chains, counting, model, raw, consts, features)
     let k = |instruction,
@@ -369,6 +417,38 @@ fn pick_flops(precision: FloatPrecision, isa: Isa) -> Result<Kernel, NoKernel> {
         "separate multiply and add (no FMA at this ISA): 1 flop per lane per instruction";
     const F16_NONE: &str = "no native f16 arithmetic at this ISA (F16C only converts); f16 flops need AVX512-FP16 (isa=avx512): benchsuite does not report f32 arithmetic as f16";
     const BF16_NONE: &str = "no bf16 arithmetic at this ISA; bf16 needs AVX512-BF16 (isa=avx512)";
+    const MIX: &str = "12 FMAs (2 flops per lane) and 12 adds (1 flop per lane) per body, on 24 independent accumulators: 1.5 flops per lane per instruction";
+    if want.mix == FlopsMix::FmaAdd {
+        let model = PeakModel::FmaAdd { fma: 12, add: 12 };
+        return match (isa, precision) {
+            (Isa::Avx512, FloatPrecision::F64) => k(
+                "vfmadd231pd zmm + vaddpd zmm",
+                512,
+                12,
+                24,
+                MIX,
+                model,
+                x86::fma_add_pd_zmm,
+                &C_F64,
+                &["avx512f"],
+            ),
+            (Isa::Avx512, FloatPrecision::F32) => k(
+                "vfmadd231ps zmm + vaddps zmm",
+                512,
+                24,
+                24,
+                MIX,
+                model,
+                x86::fma_add_ps_zmm,
+                &C_F32,
+                &["avx512f"],
+            ),
+            (Isa::Avx512, _) => Err(no_kernel("mix=fma_add is f64 or f32 (the adders' formats)")),
+            _ => Err(no_kernel(
+                "mix=fma_add needs AVX-512's 32 registers (24 independent accumulators keep both the FMA units and the adders busy)",
+            )),
+        };
+    }
     match (isa, precision) {
         (Isa::Avx512, FloatPrecision::F64) => k(
             "vfmadd231pd zmm",
@@ -757,6 +837,25 @@ mod tests {
         if let Ok(k) = flops_kernel(FloatPrecision::F64, Some(Isa::Avx512)) {
             // 8 lanes × 2 flops, 24 chains × 4 bodies.
             assert_eq!(k.ops_per_iter(), 16 * 96);
+        }
+    }
+
+    #[test]
+    fn the_fma_add_mix_is_avx512_f64_or_f32_only() {
+        let e = flops_mix_kernel(FloatPrecision::F64, FlopsMix::FmaAdd, Some(Isa::Avx2))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("AVX-512"), "{e}");
+        let e = flops_mix_kernel(FloatPrecision::F16, FlopsMix::FmaAdd, Some(Isa::Avx512))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("f64 or f32") || e.contains("lacks"), "{e}");
+        if let Ok(k) = flops_mix_kernel(FloatPrecision::F64, FlopsMix::FmaAdd, None) {
+            assert_eq!(k.isa, Isa::Avx512);
+            assert_eq!((k.ops_per_instr, k.instrs_per_iter, k.chains), (12, 96, 24));
+            assert_eq!(k.peak_model, PeakModel::FmaAdd { fma: 12, add: 12 });
+            // The kernel runs and leaves finite sums.
+            assert!(k.run(1000) > 0);
         }
     }
 }

@@ -10,7 +10,7 @@
 //! | `cpu.linpack` | one flop of HPL's 2/3·N³ + 2·N² | `flops` (flop/s), `residual` + peak, efficiency | HPL (`hpcc`) at the same N |
 //! | `cpu.prime` | one sysbench event | `events` (event/s), `latency` percentiles | `sysbench cpu --cpu-max-prime=N` |
 //!
-//! ## `cpu.flops` — `precision=f64|f32|f16|bf16`, `isa=auto|avx512|avx2|sse2|scalar`, `threads`, `pin`
+//! ## `cpu.flops` — `precision=f64|f32|f16|bf16`, `mix=fma|fma_add`, `isa=auto|avx512|avx2|sse2|scalar`, `threads`, `pin`
 //!
 //! Each thread runs a kernel written in inline assembly: independent
 //! accumulator chains kept in registers (24 zmm at AVX-512, 14 ymm/xmm
@@ -36,6 +36,23 @@
 //! converges and never goes subnormal). `isa=auto` (default) picks the
 //! widest ISA the CPU has (AVX-512 → AVX2+FMA → SSE2 → scalar); naming an
 //! ISA the CPU lacks gives a skipped record.
+//!
+//! **Two peaks.** The FMA-only kernels (`mix=fma`, default) meet the FMA
+//! units' peak, the vendor's figure. AMD Zen 2–5 also have two FP add
+//! pipes beside the two FMA pipes, so FMAs and adds issued together exceed
+//! it: `mix=fma_add` (AVX-512, f64/f32) runs 12 `vfmadd231pd zmm` and 12
+//! `vaddpd zmm` per body on 24 accumulators (1.5 flops per lane per
+//! instruction on average), against the bound of the FMA units and the FP
+//! pipes a multiply/add mix uses (the table's `muladd_per_cycle`): a
+//! body's flops over max(FMAs ÷ FMA units, instructions ÷ pipes), 48 f64
+//! flop/cycle on Zen 5 (2 × 512-bit FMA + 2 × 512-bit add), 24 on Zen 4
+//! (its 512-bit operations take two passes). Measured on a Zen 5 guest
+//! (release build, 1 thread, three runs): 195.6–198.6 f64 GFLOP/s, 1.49–1.50×
+//! `mix=fma`'s 131.6–132.3, 96.8–98.3% of the mix's bound. Where adds share
+//! the FMA ports (Intel before Golden Cove at 512 bits), the mix is slower
+//! than FMAs alone and no second peak is claimed. An FMA record says both
+//! peaks where the core has them. likwid-bench has no FMA+ADD kernel in its
+//! Debian build, so `mix=fma_add` has no reference.
 //!
 //! ## `cpu.iops` — `precision=i8|i16|i32|i64`, `isa`, `threads`, `pin`
 //!

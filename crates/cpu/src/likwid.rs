@@ -29,6 +29,11 @@ pub fn auto_isa() -> &'static str {
 /// (likwid-bench has no such kernels). `isa` is resolved (`auto` → the
 /// CPU's widest).
 pub fn peakflops(point: &Point, auto: &str) -> Option<Reference> {
+    // likwid-bench's peakflops kernels are FMA-only: no reference for the
+    // FMA+ADD mix.
+    if point.get("mix").and_then(|v| v.as_str()) == Some("fma_add") {
+        return None;
+    }
     let sp = match point.get("precision")?.as_str()? {
         "f64" => "",
         "f32" => "_sp",

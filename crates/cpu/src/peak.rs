@@ -715,6 +715,35 @@ pub fn kernel_peak(
                 "cores × GHz × lanes × multiply/add instructions per cycle (1 flop per lane each)",
             )
         }
+        PeakModel::FmaAdd { fma, add } => {
+            let (units, pipes) = table.and_then(|t| mix_units(t, w)).ok_or_else(|| {
+                BenchError::Other(format!(
+                    "the FMA units and FP pipes at {} bits are not in the table for this CPU ({})",
+                    kernel.width_bits,
+                    describe(id.as_ref())
+                ))
+            })?;
+            inputs.insert(
+                format!("{}-bit FMA units", kernel.width_bits),
+                input(f64::from(units), "units", "table"),
+            );
+            inputs.insert(
+                format!("{}-bit FP pipes for a multiply/add mix", kernel.width_bits),
+                input(f64::from(pipes), "instructions/cycle", "table"),
+            );
+            inputs.insert(
+                "FMAs and adds per body".into(),
+                input(
+                    f64::from(fma + add),
+                    &format!("{fma} FMA + {add} add"),
+                    "isa",
+                ),
+            );
+            (
+                mix_per_cycle(kernel.ops_per_instr as f64, fma, add, units, pipes),
+                "cores × GHz × a body's flops (FMA 2, add 1 per lane) ÷ its cycles, max(FMAs ÷ FMA units, instructions ÷ FP pipes)",
+            )
+        }
         PeakModel::Table(key) => {
             let ipc = table
                 .and_then(|t| t.int_per_cycle.iter().find(|(k, _)| *k == key))
@@ -769,6 +798,36 @@ pub fn kernel_peak(
         inputs,
         efficiency: None,
     })
+}
+
+/// The FMA units and the FP pipes a multiply/add mix uses at width index
+/// `w`, where the table knows both.
+fn mix_units(t: Uarch, w: usize) -> Option<(u32, u32)> {
+    let (f, p) = (t.fma_per_cycle[w], t.muladd_per_cycle[w]);
+    (f > 0 && p > 0).then_some((f, p.max(f)))
+}
+
+/// Flops per cycle per core of a body of `fma` FMAs and `add` adds
+/// (`ops_per_instr` on average): its flops over its cycles, the larger of
+/// FMAs over the FMA units and instructions over the pipes.
+fn mix_per_cycle(ops_per_instr: f64, fma: u32, add: u32, units: u32, pipes: u32) -> f64 {
+    let n = f64::from(fma + add);
+    let cycles = (f64::from(fma) / f64::from(units)).max(n / f64::from(pipes));
+    ops_per_instr * n / cycles
+}
+
+/// For an FMA-only kernel of `width_bits` and `ops_per_instr` flops: the
+/// flops per cycle per core that FMAs and adds together reach where the
+/// core has FP adders beside its FMA units (none where the mix is no
+/// faster, or the table does not know the CPU), and the FMA units' own.
+pub fn fma_add_bound(width_bits: u32, ops_per_instr: u64) -> Option<(f64, f64)> {
+    let t = cpuid().as_ref().and_then(uarch)?;
+    let w = width_index(width_bits);
+    let (units, pipes) = mix_units(t, w)?;
+    let fma_only = ops_per_instr as f64 * f64::from(units);
+    // The mix kernel: 12 FMAs and 12 adds, 3/4 of an FMA's flops each.
+    let mix = mix_per_cycle(ops_per_instr as f64 * 0.75, 12, 12, units, pipes);
+    (mix > fma_only * 1.0001).then_some((mix, fma_only))
 }
 
 fn describe(id: Option<&CpuId>) -> String {
@@ -1053,5 +1112,31 @@ mod tests {
         if let Some(n) = distinct_cores(&cpus) {
             assert!(n >= 1 && n <= cpus.len());
         }
+    }
+
+    #[test]
+    fn fma_and_add_together_are_bounded_by_units_and_pipes() {
+        // Zen 5, zmm f64 (2 FMA units, 4 FP pipes): 12 FMAs + 12 adds in 6
+        // cycles, 288 flops: 48 per cycle, 1.5 × the FMA units' 32.
+        assert_eq!(mix_per_cycle(12.0, 12, 12, 2, 4), 48.0);
+        // Zen 4, zmm double-pumped (1 unit, 2 pipes): 24 vs the FMAs' 16.
+        assert_eq!(mix_per_cycle(12.0, 12, 12, 1, 2), 24.0);
+        // Adds on the FMA ports (Skylake-SP, 2 and 2): the mix is slower
+        // than FMAs alone (24 < 32), so no second peak is claimed.
+        assert_eq!(mix_per_cycle(12.0, 12, 12, 2, 2), 24.0);
+        let skx = uarch(&CpuId {
+            vendor: "GenuineIntel".into(),
+            family: 6,
+            model: 0x55,
+        })
+        .unwrap();
+        assert_eq!(mix_units(skx, 3), Some((2, 2)));
+        let zen5 = uarch(&CpuId {
+            vendor: "AuthenticAMD".into(),
+            family: 0x1a,
+            model: 0x02,
+        })
+        .unwrap();
+        assert_eq!(mix_units(zen5, 3), Some((2, 4)));
     }
 }

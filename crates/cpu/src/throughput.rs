@@ -11,7 +11,10 @@ use benchsuite_core::{
     TeamCase, Value, Work, error_chain,
 };
 
-use crate::kernel::{FloatPrecision, IntPrecision, IsaChoice, Kernel, flops_kernel, iops_kernel};
+use crate::kernel::{
+    FloatPrecision, FlopsMix, IntPrecision, IsaChoice, Kernel, PeakModel, flops_mix_kernel,
+    iops_kernel,
+};
 use crate::peak::{Overrides, cpus_used, kernel_peak};
 
 /// The most threads a point may ask for: far above any CPU count, so
@@ -72,7 +75,18 @@ impl Benchmark for Flops {
         Meta {
             id: "cpu.flops",
             description: "floating-point throughput of register-only FMA kernels (f64/f32/f16/bf16) against the derived peak",
-            params: params(FloatPrecision::F64),
+            params: {
+                let mut p = params(FloatPrecision::F64);
+                p.insert(
+                    1,
+                    ParamSpec::choice_of(
+                        "mix",
+                        "fma: FMAs only, against the FMA units' peak (the vendor's figure); fma_add: FMAs and adds 1:1 (f64/f32, AVX-512), against the bound of the FMA units and the FP adders beside them (AMD Zen 2-5 have two; 48 f64 flop/cycle on Zen 5)",
+                        FlopsMix::Fma,
+                    ),
+                );
+                p
+            },
             metrics: vec![MetricSpec::ops_per_sec("flops", "flop/s")],
         }
     }
@@ -131,7 +145,7 @@ pub(crate) fn placement_caveats(threads: usize, pin: bool, about: &mut About) {
 fn prepare(ctx: &Context, point: &Point, float: bool) -> Result<Box<dyn Case>, BenchError> {
     let isa_req = point.choice::<IsaChoice>("isa")?.isa();
     let kernel = if float {
-        flops_kernel(point.choice("precision")?, isa_req)
+        flops_mix_kernel(point.choice("precision")?, point.choice("mix")?, isa_req)
     } else {
         iops_kernel(point.choice("precision")?, isa_req)
     }?;
@@ -143,6 +157,15 @@ fn prepare(ctx: &Context, point: &Point, float: bool) -> Result<Box<dyn Case>, B
     // Facts go to `notes`, caveats to `caveats`.
     let mut about = About::default();
     about.note(describe(&kernel, isa_req.is_none()));
+    if float
+        && kernel.peak_model == PeakModel::Fma
+        && let Some((mix, fma)) =
+            crate::peak::fma_add_bound(kernel.width_bits, kernel.ops_per_instr)
+    {
+        about.note(format!(
+            "two peaks on this core: the FMA units' {fma:.0} flop/cycle (this record's peak, the vendor's figure), and {mix:.0} flop/cycle when FP adds issue on the adders beside them (mix=fma_add measures that)"
+        ));
+    }
     placement_caveats(threads, pin, &mut about);
     let (metric, unit) = if float {
         ("flops", "flop/s")

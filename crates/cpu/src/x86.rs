@@ -156,6 +156,26 @@ kernel!(
     fma_pd_zmm, "avx512f", setup = [z_setup!()], body = z_acc!("vfmadd231pd"), finish = [z_finish!("vaddpd")]
 );
 kernel!(
+    /// 12 × `vfmadd231pd zmm` (acc += a·b) and 12 × `vaddpd zmm` (acc += a)
+    /// on separate accumulators, 8 f64 lanes: the FMA units and the FP
+    /// adders beside them at once.
+    fma_add_pd_zmm, "avx512f", setup = [z_setup!()],
+    body = concat!(
+        acc3!("vfmadd231pd", "zmm", "zmm30", "zmm31"; 0 1 2 3 4 5 6 7 8 9 10 11),
+        self3!("vaddpd", "zmm", "zmm30"; 12 13 14 15 16 17 18 19 20 21 22 23),
+    ),
+    finish = [z_finish!("vaddpd")]
+);
+kernel!(
+    /// 12 × `vfmadd231ps zmm` and 12 × `vaddps zmm`, 16 f32 lanes.
+    fma_add_ps_zmm, "avx512f", setup = [z_setup!()],
+    body = concat!(
+        acc3!("vfmadd231ps", "zmm", "zmm30", "zmm31"; 0 1 2 3 4 5 6 7 8 9 10 11),
+        self3!("vaddps", "zmm", "zmm30"; 12 13 14 15 16 17 18 19 20 21 22 23),
+    ),
+    finish = [z_finish!("vaddps")]
+);
+kernel!(
     /// 24 × `vfmadd231ps zmm`: acc += a·b, 16 f32 lanes.
     fma_ps_zmm, "avx512f", setup = [z_setup!()], body = z_acc!("vfmadd231ps"), finish = [z_finish!("vaddps")]
 );
