@@ -55,7 +55,7 @@ pub enum Command {
     /// tool... for --rounds N (default 3), and attach the tool's command,
     /// median and the ratio (> 1: benchsuite better) to each record.
     /// Takes `run`'s flags; a missing tool is named with its package.
-    Reference(Box<RunArgs>),
+    Reference(Box<ReferenceArgs>),
     /// Judge a new report against one or more baselines as a CI gate: exit
     /// 1 if NEW regressed or broke a benchmark that ran in the newest
     /// baseline, 0 if it passes (also with stdout closed early). Several
@@ -159,6 +159,25 @@ pub struct ManArgs {
     /// ~/.local/share/man/man1.
     #[arg(long, value_name = "DIR")]
     pub out_dir: PathBuf,
+}
+
+/// `benchsuite reference`: `run`'s flags, and how long to go on.
+#[derive(Debug, Args)]
+pub struct ReferenceArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// Go on past --rounds until the 95% interval of a point's round
+    /// ratios (their geometric mean, Student's t) is this narrow, e.g.
+    /// `3%` (or `±3%`), at most --max-rounds rounds; the record's note says
+    /// how narrow it got. Loopback and disk points move ±20% between rounds
+    /// on a busy VM: three rounds leave them anywhere in that.
+    #[arg(long, value_name = "PERCENT")]
+    pub until: Option<String>,
+
+    /// With --until: the most rounds a point runs.
+    #[arg(long, value_name = "N", default_value_t = 30, requires = "until")]
+    pub max_rounds: usize,
 }
 
 #[derive(Debug, Args)]

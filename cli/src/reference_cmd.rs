@@ -15,17 +15,38 @@ use std::path::Path;
 use anyhow::{Result, bail};
 use benchsuite::export::Format;
 use benchsuite::export::reference::summary_table;
-use benchsuite::reference::run::{Stderr, run_references};
+use benchsuite::reference::run::{Stderr, run_references_until};
 use benchsuite::{Registry, Report, Status};
 
-use crate::args::RunArgs;
+use crate::args::ReferenceArgs;
 use crate::config;
 
 /// Rounds when `--rounds` is not given.
 const DEFAULT_ROUNDS: usize = 3;
 
 /// Runs `benchsuite reference`.
-pub fn cmd_reference(args: &RunArgs, registry: &Registry) -> Result<i32> {
+pub fn cmd_reference(all: &ReferenceArgs, registry: &Registry) -> Result<i32> {
+    let args = &all.run;
+    let until = match &all.until {
+        None => None,
+        Some(t) => {
+            let hw = benchsuite::units::parse_percent(t.trim().trim_start_matches('±'))
+                .map_err(|e| anyhow::anyhow!("--until {t}: {e}"))?;
+            if !(hw > 0.0 && hw < 1.0) {
+                bail!("--until {t}: give a half-width between 0% and 100%, e.g. 3%");
+            }
+            if all.max_rounds < 3 {
+                bail!(
+                    "--max-rounds {}: an interval needs at least 3 rounds",
+                    all.max_rounds
+                );
+            }
+            Some(benchsuite::reference::run::Until {
+                half_width: hw,
+                max_rounds: all.max_rounds,
+            })
+        }
+    };
     if args.format.as_deref() == Some("gha") {
         bail!("--format gha: benchsuite reference writes one report; use json, csv, md or table");
     }
@@ -58,7 +79,7 @@ pub fn cmd_reference(args: &RunArgs, registry: &Registry) -> Result<i32> {
     // ends the round (the tool's scratch files are removed after it), then
     // writes what is done and exits 128 + the signal.
     crate::interrupt::install(&cfg.cancel);
-    let Some(report) = run_references(&plan, &cfg, rounds, &mut Stderr) else {
+    let Some(report) = run_references_until(&plan, &cfg, rounds, until, &mut Stderr) else {
         if cfg.cancel.load(std::sync::atomic::Ordering::SeqCst) {
             eprintln!(
                 "interrupted: {} came before the first record; nothing written",

@@ -470,3 +470,70 @@ fn a_torch_py_in_the_working_directory_is_never_imported() {
     left.sort();
     assert_eq!(left, ["bin", "cupy.py", "torch.py"]);
 }
+
+/// `--until`: past `--rounds` while the round ratios' interval is wider
+/// than asked, at most `--max-rounds`; the note says how narrow it got.
+#[test]
+fn until_goes_on_past_the_rounds_until_the_ratio_is_known_or_the_most_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let tool = dir.path().join("sysbench");
+    // A tool whose every round differs a lot (1000, 2000, 1000, 2000...):
+    // the interval cannot narrow to 0.1%.
+    std::fs::write(
+        &tool,
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'sysbench 9.9'; exit 0; fi\n\
+         n=$(cat \"${0%/*}/n\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"${0%/*}/n\"\n\
+         printf 'CPU speed:\\n    events per second:  %d\\n' $(( (n % 2 + 1) * 1000 ))\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = |until: &str, most: &str| -> serde_json::Value {
+        let _ = std::fs::remove_file(dir.path().join("n"));
+        let out = dir.path().join("until.json");
+        let o = Command::new(env!("CARGO_BIN_EXE_benchsuite"))
+            .args(["reference", "cpu.prime", "--param", "max_prime=200"])
+            .args(QUICK)
+            .args(["--until", until, "--max-rounds", most, "-o"])
+            .arg(&out)
+            .env("PATH", dir.path())
+            .output()
+            .expect("the binary runs");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+    };
+    let v = run("0.1%", "5");
+    let r = &v["records"][0]["reference"];
+    assert_eq!(r["rounds"].as_array().unwrap().len(), 5, "{r}");
+    let note = r["note"].as_str().unwrap();
+    assert!(
+        note.contains("still ±") && note.contains("after 5 rounds"),
+        "{note}"
+    );
+    // A steady tool and a loose target: it stops as soon as the interval
+    // is narrow enough (our own rounds' noise decides when), and the note
+    // says after how many.
+    std::fs::write(
+        &tool,
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'sysbench 9.9'; exit 0; fi\n\
+         printf 'CPU speed:\\n    events per second:  1000\\n'\n",
+    )
+    .unwrap();
+    let v = run("±95%", "5");
+    let r = &v["records"][0]["reference"];
+    let n = r["rounds"].as_array().unwrap().len();
+    let note = r["note"].as_str().unwrap();
+    assert!((3..=5).contains(&n), "{r}");
+    assert!(
+        note.starts_with(&format!("{n} rounds, until"))
+            || (n == 5 && note.contains("after 5 rounds")),
+        "{r}"
+    );
+    // Bad values name the flag.
+    let o = Command::new(env!("CARGO_BIN_EXE_benchsuite"))
+        .args(["reference", "cpu.prime", "--until", "150%"])
+        .env("PATH", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--until"));
+}

@@ -140,7 +140,49 @@ pub fn run_references(
     rounds: usize,
     observer: &mut dyn ReferenceObserver,
 ) -> Option<Report> {
+    run_references_until(plan, cfg, rounds, None, observer)
+}
+
+/// Rounds past the first `rounds` until the ratio is known well enough.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Until {
+    /// The relative half-width of the 95% interval of the round ratios'
+    /// (geometric) mean to reach, e.g. 0.03 for ±3%.
+    pub half_width: f64,
+    /// The most rounds a point runs.
+    pub max_rounds: usize,
+}
+
+/// The relative half-width of the 95% interval of the geometric mean of
+/// `ratios` (Student's t on their logarithms); `None` under 3 ratios.
+pub fn ratio_half_width(ratios: &[f64]) -> Option<f64> {
+    let logs: Vec<f64> = ratios
+        .iter()
+        .filter(|r| r.is_finite() && **r > 0.0)
+        .map(|r| r.ln())
+        .collect();
+    let n = logs.len();
+    if n < 3 {
+        return None;
+    }
+    let m = logs.iter().sum::<f64>() / n as f64;
+    let sd = (logs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
+    let hw = crate::stats::t_quantile(0.975, (n - 1) as f64) * sd / (n as f64).sqrt();
+    Some(hw.exp_m1())
+}
+
+/// [`run_references`], each point run past `rounds` rounds, up to
+/// `until.max_rounds`, until its round ratios' interval is as narrow as
+/// `until.half_width` (the record's note says how narrow it got).
+pub fn run_references_until(
+    plan: &Plan<'_>,
+    cfg: &RunConfig,
+    rounds: usize,
+    until: Option<Until>,
+    observer: &mut dyn ReferenceObserver,
+) -> Option<Report> {
     let rounds = rounds.max(1);
+    let most = until.map_or(rounds, |u| u.max_rounds.max(rounds));
     let total = plan.len();
     let mut done = 0;
     let mut first: Option<Report> = None;
@@ -184,7 +226,8 @@ pub fn run_references(
                 _ => None,
             };
             let mut ours = Vec::new();
-            for round in 1..=rounds {
+            let mut narrowed: Option<(usize, f64)> = None;
+            for round in 1..=most {
                 let single = Plan {
                     benches: vec![PlannedBench {
                         bench: pb.bench,
@@ -208,7 +251,7 @@ pub fn run_references(
                     None => crate::runner::run_plan(&single, cfg, &mut Silent),
                 };
                 if let Some(r) = report.records.pop() {
-                    observer.our_round(round, rounds, &r, reference.as_ref().map(|x| x.metric));
+                    observer.our_round(round, most, &r, reference.as_ref().map(|x| x.metric));
                     ours.push(r);
                 }
                 match &mut first {
@@ -216,10 +259,44 @@ pub fn run_references(
                     Some(f) => f.host.extra.append(&mut report.host.extra),
                 }
                 if let (Some(t), Some(r)) = (tool.as_mut(), reference.as_ref()) {
-                    t.round(r, &unit, round, rounds, &|| plan.ctx.cancelled(), observer);
+                    t.round(r, &unit, round, most, &|| plan.ctx.cancelled(), observer);
                 }
                 if plan.ctx.cancelled() {
                     break;
+                }
+                if round < rounds {
+                    continue;
+                }
+                // Past the rounds asked for: on while the ratio is not yet
+                // known to `until` (and the tool still runs).
+                let (Some(u), Some(t), Some(r)) = (until, tool.as_ref(), reference.as_ref()) else {
+                    break;
+                };
+                if t.values.is_empty() {
+                    break;
+                }
+                let dir = pb
+                    .bench
+                    .meta()
+                    .metrics
+                    .iter()
+                    .find(|m| m.name == super::base_metric(r.metric))
+                    .map(|m| m.direction);
+                let ratios: Vec<f64> = ours
+                    .iter()
+                    .zip(&t.by_round)
+                    .filter_map(|(o, tv)| {
+                        let ov = (o.status == Status::Ok)
+                            .then(|| metric_value(o, r.metric).map(|v| v.0))
+                            .flatten()?;
+                        super::ratio(ov, (*tv)?, dir?)
+                    })
+                    .collect();
+                if let Some(hw) = ratio_half_width(&ratios) {
+                    narrowed = Some((round, hw));
+                    if hw <= u.half_width {
+                        break;
+                    }
                 }
             }
             // Each of our rounds' value of the tool's metric (`None` for a
@@ -241,7 +318,27 @@ pub fn run_references(
             // The point as planned (ours ran with the shared file's path).
             record.params = point.clone();
             if let (Some(t), Some(r)) = (tool, reference.as_ref()) {
-                record.reference = Some(t.result(r, &record, &unit, &our_by_round));
+                let mut result = t.result(r, &record, &unit, &our_by_round);
+                if let (Some(u), Some((n, hw))) = (until, narrowed) {
+                    let said = if hw <= u.half_width {
+                        format!(
+                            "{n} rounds, until the round ratios' 95% interval was within ±{:.1}% (±{:.1}%)",
+                            u.half_width * 100.0,
+                            hw * 100.0
+                        )
+                    } else {
+                        format!(
+                            "the round ratios' 95% interval was still ±{:.1}% after {n} rounds (the most; ±{:.1}% asked): the machine moves more than that between rounds",
+                            hw * 100.0,
+                            u.half_width * 100.0
+                        )
+                    };
+                    result.note = Some(match result.note.take() {
+                        Some(n) => format!("{said}; {n}"),
+                        None => said,
+                    });
+                }
+                record.reference = Some(result);
             }
             records.push(record);
         }
@@ -690,6 +787,15 @@ fn read_bounded(path: &Path, limit: usize) -> std::io::Result<String> {
 mod tests {
     use super::super::tool::probe_version;
     use super::*;
+
+    #[test]
+    fn the_half_width_of_round_ratios_narrows_with_agreement_and_rounds() {
+        assert_eq!(ratio_half_width(&[1.0, 1.1]), None);
+        assert_eq!(ratio_half_width(&[1.0, 1.0, 1.0]), Some(0.0));
+        let wide = ratio_half_width(&[0.9, 1.1, 1.0]).unwrap();
+        let more = ratio_half_width(&[0.9, 1.1, 1.0, 0.9, 1.1, 1.0, 0.9, 1.1, 1.0]).unwrap();
+        assert!(wide > 0.2 && more < wide / 2.0, "{wide} {more}");
+    }
     use std::path::PathBuf;
 
     /// A tool and its version probe run in a private directory of their
