@@ -160,17 +160,21 @@ fn markdown(trend: &Trend, out: &mut dyn Write) -> io::Result<()> {
     if !changed.is_empty() {
         writeln!(out, "| benchmark | metric | run medians | change point |")?;
         writeln!(out, "| :--- | :--- | :--- | :--- |")?;
+        // One row a metric; its change points oldest first, one a line.
         for (s, key) in changed {
-            for c in &s.change_points {
-                writeln!(
-                    out,
-                    "| {} | {} | `{}` | {} |",
-                    esc(key),
-                    esc(&s.metric),
-                    sparkline(&s.medians),
-                    esc(&change_text(s, c))
-                )?;
-            }
+            let points: Vec<String> = s
+                .change_points
+                .iter()
+                .map(|c| esc(&change_text(s, c)))
+                .collect();
+            writeln!(
+                out,
+                "| {} | {} | `{}` | {} |",
+                esc(key),
+                esc(&s.metric),
+                sparkline(&s.medians),
+                points.join("<br>")
+            )?;
         }
         writeln!(out)?;
     }
