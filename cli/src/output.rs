@@ -11,23 +11,23 @@ use anyhow::Result;
 use benchsuite::Report;
 use benchsuite::export::{self, Format, GhaTool};
 
-/// The flag that sets each setting the library's text names by its field
-/// in backticks (`` `runs` ``; `benchsuite_core::text::rename_settings`).
+/// The flag that sets each setting the library's text names by its type
+/// and field in backticks (`` `RunConfig::runs` ``;
+/// `benchsuite_core::text::rename_settings`).
 pub(crate) fn flag_of(setting: &str) -> Option<&'static str> {
     Some(match setting {
-        "runs" => "--runs",
-        "rounds" => "--rounds",
-        "duration" => "--duration",
-        "interval" => "--interval",
-        "min_sample_time" => "--min-sample-time",
-        "warmup" => "--warmup",
-        "slo" => "--slo",
-        "quick" => "--quick",
-        "threshold" => "--threshold",
-        "allow.mixed_hosts" => "--allow-mixed-hosts",
-        "between_run" => "--between-run-cv",
-        "round_timeout" => "--round-timeout",
-        "format" => "--format",
+        "RunConfig::runs" => "--runs",
+        "RunConfig::rounds" | "Builds::rounds" => "--rounds",
+        "RunConfig::duration" => "--duration",
+        "RunConfig::interval" => "--interval",
+        "RunConfig::min_sample_time" => "--min-sample-time",
+        "RunConfig::warmup" => "--warmup",
+        "RunConfig::slo" => "--slo",
+        "RunConfig::quick" => "--quick",
+        "CompareOptions::threshold" => "--threshold",
+        "CompareOptions::allow.mixed_hosts" => "--allow-mixed-hosts",
+        "CompareOptions::between_run" => "--between-run-cv",
+        "Builds::round_timeout" => "--round-timeout",
         _ => return None,
     })
 }

@@ -76,7 +76,7 @@ pub fn plan_points(
     if let Some(slo) = &config.slo {
         if rate_param.is_none() {
             return Err(ConfigError::Invalid(format!(
-                "`slo`: {} has no open-loop mode (no `rate` parameter), so it has no capacity to search; select one that has (disk.io, net.latency)",
+                "`RunConfig::slo`: {} has no open-loop mode (no `rate` parameter), so it has no capacity to search; select one that has (disk.io, net.latency)",
                 meta.id
             )));
         }
@@ -85,7 +85,7 @@ pub fn plan_points(
             match p.get(RATE) {
                 Some(Value::Int(n)) => {
                     return Err(ConfigError::Invalid(format!(
-                        "`slo` searches for the rate itself: drop rate={n} (or give rate=auto)"
+                        "`RunConfig::slo` searches for the rate itself: drop rate={n} (or give rate=auto)"
                     )));
                 }
                 Some(Value::Str(s)) if s == RATE_OFF => p.set(RATE, Value::Str(RATE_AUTO.into())),
@@ -95,7 +95,7 @@ pub fn plan_points(
     }
     if config.duration.is_some() && points.iter().any(|p| is_search(p, config)) {
         return Err(ConfigError::Invalid(
-            "`duration` cannot be combined with a capacity search (rate=auto or `slo`): the search sets each step's length from the rate and the percentile".into(),
+            "`RunConfig::duration` cannot be combined with a capacity search (rate=auto or `RunConfig::slo`): the search sets each step's length from the rate and the percentile".into(),
         ));
     }
     Ok(())
@@ -112,7 +112,10 @@ fn latency_metric(meta: &Meta, name: Option<&str>) -> Result<usize, String> {
         .map(|(i, m)| (i, m.name))
         .collect();
     match (name, latency.first()) {
-        (_, None) => Err(format!("`slo`: {} has no latency metric to judge", meta.id)),
+        (_, None) => Err(format!(
+            "`RunConfig::slo`: {} has no latency metric to judge",
+            meta.id
+        )),
         (None, Some((i, _))) => Ok(*i),
         (Some(n), _) => latency
             .iter()
@@ -120,7 +123,7 @@ fn latency_metric(meta: &Meta, name: Option<&str>) -> Result<usize, String> {
             .map(|(i, _)| *i)
             .ok_or_else(|| {
                 format!(
-                    "`slo`: {} has no latency metric `{n}`; its latency metrics: {}",
+                    "`RunConfig::slo`: {} has no latency metric `{n}`; its latency metrics: {}",
                     meta.id,
                     latency
                         .iter()

@@ -112,7 +112,7 @@ impl fmt::Display for Caveat {
         match self {
             Caveat::Noisy { metric, cv, n } => write!(
                 f,
-                "{metric} is noisy: CV {:.1}% over {n} samples; consider more `runs` or a quieter machine",
+                "{metric} is noisy: CV {:.1}% over {n} samples; consider more `RunConfig::runs` or a quieter machine",
                 cv * 100.0
             ),
             Caveat::OverPeak { metric, efficiency } => write!(
@@ -267,7 +267,7 @@ mod tests {
         assert_eq!(j["w"][0]["cv"], 0.14);
         assert_eq!(
             j["w"][0]["message"],
-            "bandwidth is noisy: CV 14.0% over 5 samples; consider more `runs` or a quieter machine"
+            "bandwidth is noisy: CV 14.0% over 5 samples; consider more `RunConfig::runs` or a quieter machine"
         );
         assert_eq!(j["w"][1]["kind"], "debug_build");
         assert_eq!(j["w"][2]["text"], "f16 is emulated");

@@ -129,40 +129,46 @@ impl RunConfig {
     /// Checks values that do not depend on a benchmark.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.runs == 0 {
-            return Err(ConfigError::Invalid("`runs` must be at least 1".into()));
+            return Err(ConfigError::Invalid(
+                "`RunConfig::runs` must be at least 1".into(),
+            ));
         }
         if self.runs > 100_000 {
-            return Err(ConfigError::Invalid("`runs` must be at most 100000".into()));
+            return Err(ConfigError::Invalid(
+                "`RunConfig::runs` must be at most 100000".into(),
+            ));
         }
         if self.rounds == 0 || self.rounds > 1000 {
             return Err(ConfigError::Invalid(
-                "`rounds` must be between 1 and 1000".into(),
+                "`RunConfig::rounds` must be between 1 and 1000".into(),
             ));
         }
         if self.rounds > 1 && self.duration.is_some() {
             return Err(ConfigError::Invalid(
-                "`rounds` cannot be combined with `duration` (a time series is one continuous run)"
+                "`RunConfig::rounds` cannot be combined with `RunConfig::duration` (a time series is one continuous run)"
                     .into(),
             ));
         }
         if self.min_sample_time.is_zero() {
             return Err(ConfigError::Invalid(
-                "`min_sample_time` must be positive".into(),
+                "`RunConfig::min_sample_time` must be positive".into(),
             ));
         }
         if self.interval.is_some() && self.duration.is_none() {
-            return Err(ConfigError::Invalid("`interval` needs `duration`".into()));
+            return Err(ConfigError::Invalid(
+                "`RunConfig::interval` needs `RunConfig::duration`".into(),
+            ));
         }
         if let Some(d) = self.duration {
             let i = self.interval();
             if d.is_zero() || i.is_zero() {
                 return Err(ConfigError::Invalid(
-                    "`duration` and `interval` must be positive".into(),
+                    "`RunConfig::duration` and `RunConfig::interval` must be positive".into(),
                 ));
             }
             if i > d {
                 return Err(ConfigError::Invalid(format!(
-                    "`interval` ({i:?}) is longer than `duration` ({d:?})"
+                    "`RunConfig::interval` ({i:?}) is longer than `RunConfig::duration` ({d:?})"
                 )));
             }
         }

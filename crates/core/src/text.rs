@@ -49,9 +49,10 @@ fn escaped(text: &str, bad: impl Fn(char) -> bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Library text names a setting of [`crate::RunConfig`] or of a
-/// comparison's options by its field, in backticks (`` `runs` ``,
-/// `` `min_sample_time` ``), never by a command line's flag. A program
+/// Library text names a setting by its type and field, in backticks
+/// (`` `RunConfig::runs` ``, `` `CompareOptions::threshold` ``), never by a
+/// command line's flag; the type makes it unlike any other quoted name
+/// (serde's `` missing field `runs` `` stays as it is). A program
 /// that shows such text to its users rewrites each name it knows into its
 /// own word for it (the CLI: `` `runs` `` → `--runs`); names `name` does
 /// not know, and other backticked text, stay as they are.
@@ -69,7 +70,7 @@ pub fn rename_settings<'a>(
         let is_name = !inner.is_empty()
             && inner
                 .bytes()
-                .all(|b| b.is_ascii_lowercase() || b == b'_' || b == b'.');
+                .all(|b| b.is_ascii_alphanumeric() || b"_.:".contains(&b));
         match name(inner).filter(|_| is_name) {
             Some(word) => {
                 out.push_str(&rest[..open]);
@@ -221,18 +222,21 @@ mod tests {
     #[test]
     fn settings_are_renamed_and_nothing_else() {
         let name = |f: &str| match f {
-            "runs" => Some("--runs"),
-            "min_sample_time" => Some("--min-sample-time"),
+            "RunConfig::runs" => Some("--runs"),
+            "RunConfig::min_sample_time" => Some("--min-sample-time"),
             _ => None,
         };
         assert_eq!(
             rename_settings(
-                "consider more `runs`; `rate` stays, `min_sample_time` too",
+                "consider more `RunConfig::runs`; `rate` stays, `RunConfig::min_sample_time` too; missing field `runs`",
                 &name
             ),
-            "consider more --runs; `rate` stays, --min-sample-time too"
+            "consider more --runs; `rate` stays, --min-sample-time too; missing field `runs`"
         );
-        assert_eq!(rename_settings("`a``runs` and `", &name), "`a`--runs and `");
+        assert_eq!(
+            rename_settings("`a``RunConfig::runs` and `", &name),
+            "`a`--runs and `"
+        );
         assert_eq!(rename_settings("`runs x` `RUNS`", &name), "`runs x` `RUNS`");
         assert!(matches!(rename_settings("plain", &name), Cow::Borrowed(_)));
     }

@@ -388,11 +388,14 @@ fn bad_targets_and_combinations_are_refused_before_anything_runs() {
     let err = |cfg: RunConfig| run(&q(), &cfg, &mut Silent).unwrap_err().to_string();
     let e = err(config(&[], Some("rtt.p99<=1ms")));
     assert!(
-        e.contains("`slo`") && e.contains("rtt") && e.contains("latency"),
+        e.contains("`RunConfig::slo`") && e.contains("rtt") && e.contains("latency"),
         "{e}"
     );
     let e = err(config(&[("rate", "5000")], Some("p99<=1ms")));
-    assert!(e.contains("`slo`") && e.contains("rate=5000"), "{e}");
+    assert!(
+        e.contains("`RunConfig::slo`") && e.contains("rate=5000"),
+        "{e}"
+    );
     let e = err(config(&[("rate", "0")], None));
     assert!(e.contains("rate") && e.contains("at least 1"), "{e}");
     // A benchmark without a rate parameter has no capacity to search.
@@ -415,7 +418,10 @@ fn bad_targets_and_combinations_are_refused_before_anything_runs() {
     let mut c = config(&[], Some("p99<=1ms"));
     c.selectors = vec!["plain.op".into()];
     let e = run(&r, &c, &mut Silent).unwrap_err().to_string();
-    assert!(e.contains("`slo`") && e.contains("plain.op"), "{e}");
+    assert!(
+        e.contains("`RunConfig::slo`") && e.contains("plain.op"),
+        "{e}"
+    );
 }
 
 #[test]

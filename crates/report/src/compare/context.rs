@@ -101,13 +101,13 @@ pub(super) fn context_differences(base: &Report, new: &Report) -> Vec<String> {
     );
     let (bc, nc) = (&base.config, &new.config);
     diff(
-        "`quick`",
+        "quick",
         Some(bc.quick.to_string()),
         Some(nc.quick.to_string()),
-        " (`quick` shrinks working sets and samples)",
+        " (quick shrinks working sets and samples)",
     );
     diff(
-        "`min_sample_time`",
+        "min_sample_time",
         Some(benchsuite_core::units::format_seconds(bc.min_sample_time_s)),
         Some(benchsuite_core::units::format_seconds(nc.min_sample_time_s)),
         "",
@@ -120,13 +120,13 @@ pub(super) fn context_differences(base: &Report, new: &Report) -> Vec<String> {
         }
     };
     diff(
-        "`rounds`",
+        "rounds",
         Some(bc.rounds.to_string()),
         Some(nc.rounds.to_string()),
         fewer(bc.rounds, nc.rounds),
     );
     diff(
-        "`runs`",
+        "runs",
         Some(bc.runs.to_string()),
         Some(nc.runs.to_string()),
         fewer(bc.runs, nc.runs),

@@ -365,7 +365,7 @@ pub fn write_fleet_comparison(
         }),
         f => Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("`format` {f}: a fleet comparison is written as table, json or markdown"),
+            format!("format {f}: a fleet comparison is written as table, json or markdown"),
         )),
     }
 }

@@ -72,7 +72,7 @@ pub fn run(
 ) -> Result<Option<(Report, Report)>, InterleaveError> {
     if b.rounds < 3 {
         fail!(
-            "`rounds` {}: interleaved builds need at least 3 rounds to judge paired differences",
+            "`Builds::rounds` {}: interleaved builds need at least 3 rounds to judge paired differences",
             b.rounds
         );
     }
@@ -223,10 +223,10 @@ fn timed_out(
     tail: Option<String>,
 ) -> InterleaveError {
     let why = if given {
-        "`round_timeout`".to_string()
+        "`Builds::round_timeout`".to_string()
     } else {
         format!(
-            "the default: {ROUND_TIMEOUT_FACTOR} × the first round, at least {} min; set `round_timeout` (seconds)",
+            "the default: {ROUND_TIMEOUT_FACTOR} × the first round, at least {} min; set `Builds::round_timeout` (seconds)",
             ROUND_TIMEOUT_FLOOR.as_secs() / 60
         )
     };

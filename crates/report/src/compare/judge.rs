@@ -294,7 +294,7 @@ pub(super) fn estimate(
     };
     let too_few = |side: &str, k: usize| {
         format!(
-            "{side} has {k} sample(s) or round(s); at least {} are needed to judge (`runs`)",
+            "{side} has {k} sample(s) or round(s); at least {} are needed to judge (`RunConfig::runs`)",
             interval::MIN_SAMPLES
         )
     };
@@ -333,7 +333,7 @@ pub(super) fn estimate(
         return not_judged(
             mc,
             format!(
-                "the base median is 0, so a relative change is undefined; give {} an absolute threshold (`threshold` '{}:{}=...')",
+                "the base median is 0, so a relative change is undefined; give {} an absolute threshold (`CompareOptions::threshold` '{}:{}=...')",
                 q.name, record.id, q.name
             ),
         );

@@ -257,7 +257,7 @@ pub enum CompareError {
         new: String,
     },
     /// A threshold rule that covers nothing in either report.
-    #[error("`threshold` {rule}: {why}")]
+    #[error("`CompareOptions::threshold` {rule}: {why}")]
     RuleMatchesNothing {
         /// The rule as written.
         rule: String,
@@ -266,7 +266,7 @@ pub enum CompareError {
     },
     /// An absolute threshold in a unit the metric is not measured in.
     #[error(
-        "`threshold` {rule}: {metric} is measured in {unit}, so an absolute threshold in {given} does not apply; use a relative one (`5%`)"
+        "`CompareOptions::threshold` {rule}: {metric} is measured in {unit}, so an absolute threshold in {given} does not apply; use a relative one (`5%`)"
     )]
     RuleUnit {
         /// The rule as written.
@@ -292,7 +292,7 @@ pub enum CompareError {
     NoBaseline,
     /// Every baseline of a history was of another testbed.
     #[error(
-        "none of the {count} baselines ran on the new report's testbed ({why}); set `allow.mixed_hosts` to compare across machines"
+        "none of the {count} baselines ran on the new report's testbed ({why}); set `CompareOptions::allow.mixed_hosts` to compare across machines"
     )]
     NoBaselineOfTestbed {
         /// How many baselines there were.

@@ -728,7 +728,7 @@ fn context_differences_name_what_can_move_the_numbers() {
         d.contains("build.profile: release → debug (a debug build"),
         "{d}"
     );
-    assert!(d.contains("`quick`: false → true"), "{d}");
+    assert!(d.contains("quick: false → true"), "{d}");
     assert!(!d.contains("memory") && !d.contains("kernel"), "{d}");
     assert_eq!(c.context_differences.len(), 3, "{d}");
     assert!(c.passed());
@@ -1223,7 +1223,11 @@ fn baselines_of_another_testbed_are_left_out_unless_allowed() {
         r.host.cpu.model = Some("Other CPU".into());
     }
     let e = compare_history(&history(&runs), &new, &CompareOptions::default()).unwrap_err();
-    assert!(e.to_string().contains("`allow.mixed_hosts`"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("`CompareOptions::allow.mixed_hosts`"),
+        "{e}"
+    );
     assert_eq!(
         compare_history(&[], &new, &CompareOptions::default()).unwrap_err(),
         CompareError::NoBaseline

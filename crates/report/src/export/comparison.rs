@@ -218,7 +218,7 @@ pub(super) fn comparison_notes(v: &ComparisonView<'_>) -> (String, Vec<String>) 
     match c.baselines.len() {
         0 | 1 => {
             if c.metrics.iter().any(|m| m.between_source == Some(BetweenSource::Prior)) {
-                notes.push("history: one baseline, so the noise between runs is unknown: each metric's prior between-run CV stands in for it (conservative; give several baselines, or set `between_run`)".into());
+                notes.push("history: one baseline, so the noise between runs is unknown: each metric's prior between-run CV stands in for it (conservative; give several baselines, or set `CompareOptions::between_run`)".into());
             } else if c.metrics.iter().any(|m| m.between_source == Some(BetweenSource::None)) {
                 notes.push("history: one baseline and no between-run CV: only the noise inside the two runs counts, so a machine state that outlasts a run looks like a change".into());
             }
@@ -231,7 +231,7 @@ pub(super) fn comparison_notes(v: &ComparisonView<'_>) -> (String, Vec<String>) 
     }
     for e in &c.excluded {
         notes.push(format!(
-            "left out of the history: {e} (`allow.mixed_hosts` keeps it)"
+            "left out of the history: {e} (`CompareOptions::allow.mixed_hosts` keeps it)"
         ));
     }
     if let Some(k) = &c.confirmation {
@@ -247,7 +247,7 @@ pub(super) fn comparison_notes(v: &ComparisonView<'_>) -> (String, Vec<String>) 
         ));
     } else if c.outcome() == crate::compare::Outcome::Undecided {
         notes.push(if c.rule == GateRule::Paired {
-            "undecided: these interleaved rounds cannot yet tell these changes from the noise; more rounds (`rounds`) would decide them".into()
+            "undecided: these interleaved rounds cannot yet tell these changes from the noise; more rounds (`Builds::rounds`) would decide them".into()
         } else {
             "undecided: the new run alone cannot tell these changes from the noise; measure the two builds side by side (interleaved) to decide them".into()
         });
@@ -261,7 +261,7 @@ pub(super) fn comparison_notes(v: &ComparisonView<'_>) -> (String, Vec<String>) 
     let moved = c.count(Verdict::Regressed) + c.count(Verdict::Improved) > 0;
     if let (Some((q, qm)), false) = (quiet, moved) {
         notes.push(format!(
-            "noise (if these are two runs of the same build): an alarm at any threshold below {} ({} {}); set `threshold` above it",
+            "noise (if these are two runs of the same build): an alarm at any threshold below {} ({} {}); set `CompareOptions::threshold` above it",
             pct_text(q),
             v.key(&qm.key),
             qm.metric,
@@ -269,7 +269,7 @@ pub(super) fn comparison_notes(v: &ComparisonView<'_>) -> (String, Vec<String>) 
     }
     if let (Some((w, wm)), true) = (c.widest_noise(), moved) {
         notes.push(format!(
-            "noise: the widest interval is ±{} ({} {}): smaller real changes cannot be confirmed at these `runs`/`rounds`",
+            "noise: the widest interval is ±{} ({} {}): smaller real changes cannot be confirmed at these `RunConfig::runs`/`RunConfig::rounds`",
             pct_text(w).trim_start_matches('+'),
             v.key(&wm.key),
             wm.metric

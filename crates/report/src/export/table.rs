@@ -1049,11 +1049,11 @@ mod tests {
     #[test]
     fn comparison_table_says_what_differs_between_the_runs() {
         let mut c = fixtures::comparison();
-        c.context_differences = vec!["`quick`: false → true".into()];
+        c.context_differences = vec!["quick: false → true".into()];
         let t = text(|o| write_comparison(&c, &TableOptions::default(), o));
         assert!(
             t.lines()
-                .any(|l| l == "differs between the runs: `quick`: false → true"),
+                .any(|l| l == "differs between the runs: quick: false → true"),
             "{t}"
         );
     }
@@ -1165,7 +1165,7 @@ mod tests {
                 assert!(!t.contains("\ndrift:"), "{t}");
                 assert!(!t.contains("measure the two builds side by side"), "{t}");
                 if c.outcome() == crate::compare::Outcome::Undecided {
-                    assert!(t.contains("more rounds (`rounds`) would"), "{t}");
+                    assert!(t.contains("more rounds (`Builds::rounds`) would"), "{t}");
                 }
             }
             // Metrics that cannot fail the gate: counted, listed with -v.
