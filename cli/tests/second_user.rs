@@ -21,16 +21,38 @@ fn shared_binary(dir: &Path) -> PathBuf {
     exe
 }
 
-/// `args` run as uid/gid 65534 without supplementary groups.
-fn as_nobody(exe: &Path, args: &[&str]) -> Output {
+/// `program` to be run as uid/gid 65534 without supplementary groups.
+fn nobody(program: impl AsRef<std::ffi::OsStr>) -> Command {
     let mut c = Command::new("setpriv");
     c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(exe)
-        .args(args);
+        .arg(program);
     for v in common::LAUNCHER_VARS {
         c.env_remove(v);
     }
-    c.output().unwrap()
+    c
+}
+
+/// `args` of the benchsuite at `exe`, run as uid 65534.
+fn as_nobody(exe: &Path, args: &[&str]) -> Output {
+    nobody(exe).args(args).output().unwrap()
+}
+
+/// A strict one-record `run net.latency` against `peer`, as JSON, with
+/// `extra` arguments.
+fn measure_args<'a>(peer: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
+        "run",
+        "net.latency",
+        "--runs",
+        "2",
+        "--strict",
+        "--format",
+        "json",
+        "--peer",
+        peer,
+    ];
+    a.extend(extra);
+    a
 }
 
 /// Whether this test can act as a second user; says why not.
@@ -102,17 +124,7 @@ fn another_user_cannot_use_a_serve_without_its_token() {
         .and_then(|r| r.split(' ').next().map(str::to_string))
         .expect("serve says where it listens");
     std::thread::spawn(move || for _ in lines {});
-    let run = [
-        "run",
-        "net.latency",
-        "--runs",
-        "2",
-        "--strict",
-        "--format",
-        "json",
-        "--peer",
-        &addr,
-    ];
+    let run = measure_args(&addr, &[]);
 
     // Without the token: refused by the server.
     let o = as_nobody(&exe, &run);
@@ -194,21 +206,7 @@ fn another_user_cannot_use_the_in_process_server() {
         std::thread::sleep(Duration::from_millis(50));
     };
     let peer = format!("127.0.0.1:{port}");
-    let run = |extra: &[&str]| {
-        let mut a = vec![
-            "run",
-            "net.latency",
-            "--runs",
-            "2",
-            "--strict",
-            "--format",
-            "json",
-            "--peer",
-            &peer,
-        ];
-        a.extend(extra);
-        as_nobody(&exe, &a)
-    };
+    let run = |extra: &[&str]| as_nobody(&exe, &measure_args(&peer, extra));
     refused(&run(&[]), "requires a token");
     // Nor with a token of its own.
     let tok = dir.path().join("guess");
@@ -232,14 +230,7 @@ fn a_secret_in_a_rendezvous_directory_is_the_owners_only() {
         .put("token-r1", "a-secret-of-32-characters-long!!", Put::Secret)
         .unwrap();
     store.put("addr-r1", "10.0.0.1:5301", Put::Durable).unwrap();
-    let cat = |name: &str| {
-        Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-            .arg("cat")
-            .arg(dir.path().join(name))
-            .output()
-            .unwrap()
-    };
+    let cat = |name: &str| nobody("cat").arg(dir.path().join(name)).output().unwrap();
     let o = cat("token-r1");
     assert!(!o.status.success() && o.stdout.is_empty(), "{o:?}");
     assert!(
@@ -249,9 +240,8 @@ fn a_secret_in_a_rendezvous_directory_is_the_owners_only() {
     // What is not secret may be read: the addresses of the ranks.
     assert_eq!(cat("addr-r1").stdout, b"10.0.0.1:5301");
     // Another user's link planted in the sticky directory is not followed.
-    let o = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .args(["ln", "-s", "/etc/shadow"])
+    let o = nobody("ln")
+        .args(["-s", "/etc/shadow"])
         .arg(dir.path().join("planted"))
         .output()
         .unwrap();
