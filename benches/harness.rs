@@ -30,8 +30,8 @@ impl Case for Null {
 impl Benchmark for Null {
     fn meta(&self) -> Meta {
         Meta {
-            id: "harness.null",
-            description: "does nothing",
+            id: "harness.null".into(),
+            description: "does nothing".into(),
             params: vec![],
             metrics: vec![MetricSpec::time_per_op("time_per_op")],
         }
@@ -67,8 +67,8 @@ fn stats(c: &mut Criterion) {
 
 fn sweep(c: &mut Criterion) {
     let meta = Meta {
-        id: "x.y",
-        description: "",
+        id: "x.y".into(),
+        description: "".into(),
         params: vec![
             ParamSpec::count("threads", "", 1, 128, 1),
             ParamSpec::size("block", "", 1, 1 << 30, 4096),

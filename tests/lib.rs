@@ -122,7 +122,7 @@ impl Case for FakeCase {
                 inputs: Default::default(),
                 efficiency: None,
             }),
-            resolved: vec![("block", Value::Int(self.block))],
+            resolved: vec![("block".into(), Value::Int(self.block))],
             ..About::default()
         }
         .into()
@@ -139,8 +139,8 @@ impl Benchmark for Fake {
 
     fn meta(&self) -> Meta {
         Meta {
-            id: self.id,
-            description: "a scripted fake",
+            id: self.id.into(),
+            description: "a scripted fake".into(),
             params: vec![
                 ParamSpec::count("factor", "multiplies the work per iteration", 1, 16, 1),
                 ParamSpec::size("block", "bytes per op; 0 = auto (4 KiB)", 0, 1 << 30, 4096)

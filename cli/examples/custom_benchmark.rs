@@ -83,8 +83,8 @@ impl Case for HashCase {
 impl Benchmark for Hash {
     fn meta(&self) -> Meta {
         Meta {
-            id: "myapp.hash",
-            description: "hash a buffer in memory (FNV-1a or SipHash)",
+            id: "myapp.hash".into(),
+            description: "hash a buffer in memory (FNV-1a or SipHash)".into(),
             params: vec![
                 ParamSpec::size("size", "bytes hashed per operation", 1, 1 << 30, 64 << 10)
                     .with_smoke(Value::Int(4 << 10)),

@@ -324,7 +324,7 @@ fn cmd_convert(args: &ConvertArgs) -> Result<i32> {
 
 fn cmd_list(args: &ListArgs, registry: &Registry) -> Result<i32> {
     let mut out = io::stdout().lock();
-    let wanted: Vec<&str> = registry
+    let ids: Vec<_> = registry
         .select(&args.selectors)
         .map(|v| v.iter().map(|b| b.meta().id).collect())
         .or_else(|e| {
@@ -334,6 +334,7 @@ fn cmd_list(args: &ListArgs, registry: &Registry) -> Result<i32> {
                 Err(e)
             }
         })?;
+    let wanted: Vec<&str> = ids.iter().map(|id| id.as_ref()).collect();
     let format = match &args.format {
         Some(f) => config::parse_format("--format", f)?,
         None => Format::Table,

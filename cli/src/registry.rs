@@ -53,7 +53,7 @@ pub fn registry() -> Registry {
         ),
     ];
     let mut r = Registry::new();
-    for (name, description, benchmarks) in builtins {
+    for &(name, description, benchmarks) in builtins {
         r.add_module(name, description, benchmarks())
             .unwrap_or_else(|e| panic!("built-in module {name}: {e}"));
     }

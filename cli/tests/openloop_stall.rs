@@ -138,7 +138,7 @@ fn case(addr: SocketAddr, rate: Value) -> Box<dyn Case> {
     ctx.options.insert("token".into(), TOKEN.into());
     let mut p = Point::default();
     for s in bench.meta().params {
-        p.set(s.name, s.default.clone());
+        p.set(&s.name, s.default.clone());
     }
     p.set("block", Value::Int(64));
     p.set("rate", rate);

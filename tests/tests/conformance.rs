@@ -15,7 +15,7 @@ fn every_declaration_is_sound() {
     for module in registry.modules() {
         for b in &module.benchmarks {
             let meta = b.meta();
-            assert!(ids.insert(meta.id), "duplicate id {}", meta.id);
+            assert!(ids.insert(meta.id.clone()), "duplicate id {}", meta.id);
             assert_eq!(
                 meta.module(),
                 module.name,
@@ -32,16 +32,16 @@ fn every_declaration_is_sound() {
             let mut names = BTreeSet::new();
             for p in &meta.params {
                 assert!(
-                    names.insert(p.name),
+                    names.insert(p.name.as_ref()),
                     "{}: parameter {} declared twice",
                     meta.id,
                     p.name
                 );
                 p.kind
-                    .check(p.name, &p.default)
+                    .check(&p.name, &p.default)
                     .unwrap_or_else(|e| panic!("{}: default: {e}", meta.id));
                 p.kind
-                    .check(p.name, p.smoke_value())
+                    .check(&p.name, p.smoke_value())
                     .unwrap_or_else(|e| panic!("{}: smoke value: {e}", meta.id));
                 assert!(
                     !p.help.is_empty(),

@@ -39,8 +39,8 @@ impl Case for VecSumCase {
 impl Benchmark for VecSum {
     fn meta(&self) -> Meta {
         Meta {
-            id: "myapp.vecsum",
-            description: "sum a vector of u64",
+            id: "myapp.vecsum".into(),
+            description: "sum a vector of u64".into(),
             params: vec![ParamSpec::size("len", "elements", 1, 1 << 24, 1024)],
             metrics: vec![
                 MetricSpec::bytes_per_sec("bandwidth"),
@@ -112,7 +112,7 @@ struct TwoHeadlines;
 impl Benchmark for TwoHeadlines {
     fn meta(&self) -> Meta {
         Meta {
-            id: "myapp.twoheads",
+            id: "myapp.twoheads".into(),
             metrics: vec![
                 MetricSpec::bytes_per_sec("bandwidth"),
                 MetricSpec::time_per_op("time_per_op"),

@@ -6,6 +6,7 @@
 //! itself with the wall clock (it may report device-side time, see
 //! [`Work::elapsed`]) and never computes its own statistics.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -41,19 +42,19 @@ pub enum MetricSource {
     /// batches' values weighted by their time, so it covers the whole
     /// interval: a rate (bits per second) comes out as the interval's total
     /// over its time, a percentage as its time-weighted average.
-    Reported(&'static str),
+    Reported(Cow<'static, str>),
     /// A reported value that is the smallest over its batches (a slowest
     /// stream's rate, a best resolution): an interval keeps the minimum.
-    ReportedMin(&'static str),
+    ReportedMin(Cow<'static, str>),
     /// A reported value that is the largest over its batches (a worst
     /// residual, a fastest stream): an interval keeps the maximum.
-    ReportedMax(&'static str),
+    ReportedMax(Cow<'static, str>),
 }
 
 impl MetricSource {
     /// The [`Work::values`] key of a reported metric (any of the three
     /// `Reported` kinds).
-    pub fn reported_key(&self) -> Option<&'static str> {
+    pub fn reported_key(&self) -> Option<&str> {
         match self {
             MetricSource::Reported(k)
             | MetricSource::ReportedMin(k)
@@ -66,10 +67,11 @@ impl MetricSource {
 /// The declaration of one metric a benchmark produces.
 #[derive(Debug, Clone)]
 pub struct MetricSpec {
-    /// Metric name in results (`time_per_op`, `bandwidth`, `iops`).
-    pub name: &'static str,
+    /// Metric name in results (`time_per_op`, `bandwidth`, `iops`);
+    /// borrowed for a literal, owned for a name made at run time.
+    pub name: Cow<'static, str>,
     /// Unit of the stored value, in base units (`s`, `B/s`, `op/s`, `flop/s`, `%`).
-    pub unit: &'static str,
+    pub unit: Cow<'static, str>,
     /// Which way is better.
     pub direction: Direction,
     /// How it is computed from a batch.
@@ -108,10 +110,10 @@ impl MetricSpec {
     }
 
     /// Seconds per operation (lower is better).
-    pub fn time_per_op(name: &'static str) -> Self {
+    pub fn time_per_op(name: impl Into<Cow<'static, str>>) -> Self {
         MetricSpec {
-            name,
-            unit: "s",
+            name: name.into(),
+            unit: Cow::Borrowed("s"),
             direction: Direction::Lower,
             source: MetricSource::TimePerOp,
             role: MetricRole::Headline,
@@ -119,10 +121,13 @@ impl MetricSpec {
     }
 
     /// Operations per second (higher is better) in the given unit.
-    pub fn ops_per_sec(name: &'static str, unit: &'static str) -> Self {
+    pub fn ops_per_sec(
+        name: impl Into<Cow<'static, str>>,
+        unit: impl Into<Cow<'static, str>>,
+    ) -> Self {
         MetricSpec {
-            name,
-            unit,
+            name: name.into(),
+            unit: unit.into(),
             direction: Direction::Higher,
             source: MetricSource::OpsPerSec,
             role: MetricRole::Headline,
@@ -130,10 +135,10 @@ impl MetricSpec {
     }
 
     /// Bytes per second (higher is better).
-    pub fn bytes_per_sec(name: &'static str) -> Self {
+    pub fn bytes_per_sec(name: impl Into<Cow<'static, str>>) -> Self {
         MetricSpec {
-            name,
-            unit: "B/s",
+            name: name.into(),
+            unit: Cow::Borrowed("B/s"),
             direction: Direction::Higher,
             source: MetricSource::BytesPerSec,
             role: MetricRole::Headline,
@@ -141,10 +146,10 @@ impl MetricSpec {
     }
 
     /// Latency percentiles from the case's histogram (lower is better).
-    pub fn latency(name: &'static str) -> Self {
+    pub fn latency(name: impl Into<Cow<'static, str>>) -> Self {
         MetricSpec {
-            name,
-            unit: "s",
+            name: name.into(),
+            unit: Cow::Borrowed("s"),
             direction: Direction::Lower,
             source: MetricSource::Latency,
             role: MetricRole::Headline,
@@ -153,12 +158,18 @@ impl MetricSpec {
 }
 
 /// What a benchmark is: id, description, parameters and metrics.
+///
+/// Its strings (and those of [`MetricSpec`], [`ParamSpec`] and
+/// [`OptionSpec`]) are `Cow<'static, str>`: a literal is borrowed
+/// (`"disk.io".into()`), a name made at run time (one benchmark per
+/// discovered device, per entry of a config file) is an owned `String`,
+/// with nothing leaked.
 #[derive(Debug, Clone)]
 pub struct Meta {
     /// Dotted id, `module.name` (`os.syscall`, `disk.io`).
-    pub id: &'static str,
+    pub id: Cow<'static, str>,
     /// One-line description for `benchsuite list`.
-    pub description: &'static str,
+    pub description: Cow<'static, str>,
     /// Parameters it accepts; the sweep is validated against these.
     pub params: Vec<ParamSpec>,
     /// Metrics it produces; the first is the headline metric.
@@ -167,8 +178,8 @@ pub struct Meta {
 
 impl Meta {
     /// The module part of the id (`os` for `os.syscall`).
-    pub fn module(&self) -> &'static str {
-        self.id.split('.').next().unwrap_or(self.id)
+    pub fn module(&self) -> &str {
+        self.id.split('.').next().unwrap_or(&self.id)
     }
 
     /// The declaration of a parameter by name.
@@ -211,10 +222,10 @@ impl Meta {
                 first: first.name.to_string(),
             });
         }
-        if let Some(name) = first_repeated(self.metrics.iter().map(|m| m.name)) {
+        if let Some(name) = first_repeated(self.metrics.iter().map(|m| m.name.as_ref())) {
             return refuse(ContractRule::DuplicateMetric { name });
         }
-        if let Some(name) = first_repeated(self.params.iter().map(|p| p.name)) {
+        if let Some(name) = first_repeated(self.params.iter().map(|p| p.name.as_ref())) {
             return refuse(ContractRule::DuplicateParam { name });
         }
         Ok(())
@@ -234,9 +245,9 @@ fn first_repeated<'a>(mut names: impl Iterator<Item = &'a str>) -> Option<String
 #[derive(Debug, Clone)]
 pub struct OptionSpec {
     /// The key (`peer`, `cpu-ghz`, `disk.space-check`).
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     /// One line for `benchsuite list`: what it does and what it takes.
-    pub help: &'static str,
+    pub help: Cow<'static, str>,
     /// Checks a value; the error says what is accepted.
     pub check: fn(&str) -> Result<(), crate::error::ValueError>,
     /// A secret (a token): its value never reaches a report, an export or
@@ -265,10 +276,10 @@ pub enum OptionRole {
 }
 
 /// The name of `bench`'s option with `role`, if it declares one.
-pub fn option_with_role(bench: &dyn Benchmark, role: OptionRole) -> Option<&'static str> {
+pub fn option_with_role(bench: &dyn Benchmark, role: OptionRole) -> Option<Cow<'static, str>> {
     bench
         .options()
-        .iter()
+        .into_iter()
         .find(|o| o.role == role)
         .map(|o| o.name)
 }
@@ -278,10 +289,10 @@ pub const REDACTED: &str = "<redacted>";
 
 impl OptionSpec {
     /// An option taking any text.
-    pub fn text(name: &'static str, help: &'static str) -> Self {
+    pub fn text(name: impl Into<Cow<'static, str>>, help: impl Into<Cow<'static, str>>) -> Self {
         OptionSpec {
-            name,
-            help,
+            name: name.into(),
+            help: help.into(),
             check: |_| Ok(()),
             secret: false,
             role: OptionRole::Plain,
@@ -294,7 +305,7 @@ impl OptionSpec {
     }
 
     /// A secret taking any text (a token): redacted in every report.
-    pub fn secret(name: &'static str, help: &'static str) -> Self {
+    pub fn secret(name: impl Into<Cow<'static, str>>, help: impl Into<Cow<'static, str>>) -> Self {
         OptionSpec {
             secret: true,
             ..OptionSpec::text(name, help)
@@ -302,10 +313,10 @@ impl OptionSpec {
     }
 
     /// An on/off option (`on`, `off`, `true`, `false`, `yes`, `no`, `1`, `0`).
-    pub fn bool(name: &'static str, help: &'static str) -> Self {
+    pub fn bool(name: impl Into<Cow<'static, str>>, help: impl Into<Cow<'static, str>>) -> Self {
         OptionSpec {
-            name,
-            help,
+            name: name.into(),
+            help: help.into(),
             check: |v| parse_bool(v).map(|_| ()),
             secret: false,
             role: OptionRole::Plain,
@@ -313,10 +324,13 @@ impl OptionSpec {
     }
 
     /// A duration option (`500ms`, `5s`).
-    pub fn duration(name: &'static str, help: &'static str) -> Self {
+    pub fn duration(
+        name: impl Into<Cow<'static, str>>,
+        help: impl Into<Cow<'static, str>>,
+    ) -> Self {
         OptionSpec {
-            name,
-            help,
+            name: name.into(),
+            help: help.into(),
             check: |v| crate::units::parse_duration(v).map(|_| ()),
             secret: false,
             role: OptionRole::Plain,
@@ -325,13 +339,13 @@ impl OptionSpec {
 
     /// An option with its own check.
     pub fn with_check(
-        name: &'static str,
-        help: &'static str,
+        name: impl Into<Cow<'static, str>>,
+        help: impl Into<Cow<'static, str>>,
         check: fn(&str) -> Result<(), crate::error::ValueError>,
     ) -> Self {
         OptionSpec {
-            name,
-            help,
+            name: name.into(),
+            help: help.into(),
             check,
             secret: false,
             role: OptionRole::Plain,
@@ -450,8 +464,9 @@ pub struct Work {
     /// Time measured by the device itself (CUDA events), used instead of the
     /// runner's wall clock when present.
     pub elapsed: Option<Duration>,
-    /// Values for [`MetricSource::Reported`] metrics.
-    pub values: BTreeMap<&'static str, f64>,
+    /// Values for [`MetricSource::Reported`] metrics, by their key (a
+    /// literal `"loss".into()`, or a name made at run time).
+    pub values: BTreeMap<Cow<'static, str>, f64>,
 }
 
 impl Work {
@@ -492,7 +507,7 @@ pub struct About {
     /// block size picked from the access pattern). The record shows these
     /// values instead of the placeholder, so a reader and `compare` see what
     /// actually ran.
-    pub resolved: Vec<(&'static str, Value)>,
+    pub resolved: Vec<(Cow<'static, str>, Value)>,
 }
 
 impl About {

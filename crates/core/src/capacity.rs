@@ -104,12 +104,12 @@ pub fn plan_points(
 /// The index of the latency metric a target judges: `name`, else the
 /// benchmark's first latency metric.
 fn latency_metric(meta: &Meta, name: Option<&str>) -> Result<usize, String> {
-    let latency: Vec<(usize, &'static str)> = meta
+    let latency: Vec<(usize, &str)> = meta
         .metrics
         .iter()
         .enumerate()
         .filter(|(_, m)| m.source == MetricSource::Latency)
-        .map(|(i, m)| (i, m.name))
+        .map(|(i, m)| (i, m.name.as_ref()))
         .collect();
     match (name, latency.first()) {
         (_, None) => Err(format!(
@@ -206,12 +206,12 @@ impl Searcher<'_> {
         let rate = rate.round().max(1.0);
         let mut p = self.point.clone();
         p.set(RATE, Value::Int(rate as u64));
-        observer.record_start(self.meta.id, &p);
+        observer.record_start(&self.meta.id, &p);
         let cfg = step_config(self.config, rate, self.need);
         let (mut record, hists) = crate::runner::run_point(
             self.bench,
             &self.meta.metrics,
-            self.meta.id,
+            &self.meta.id,
             &p,
             self.ctx,
             &cfg,
@@ -282,7 +282,7 @@ pub(crate) fn search(
     let slo = config.slo.as_ref();
     let metric_index = match latency_metric(meta, slo.and_then(|s| s.metric.as_deref())) {
         Ok(i) => i,
-        Err(e) => return vec![Record::failed(meta.id, point.clone(), e)],
+        Err(e) => return vec![Record::failed(&meta.id, point.clone(), e)],
     };
     let mut s = Searcher {
         bench,
@@ -458,7 +458,7 @@ fn summarise(
         steps,
         searches: Vec::new(),
     };
-    let mut summary = Record::skipped(meta.id, point.clone(), "");
+    let mut summary = Record::skipped(&meta.id, point.clone(), "");
     summary.reason = None;
     summary.status = if capacity.steps.iter().any(|s| !s.failed) {
         Status::Ok

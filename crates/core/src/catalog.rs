@@ -4,6 +4,7 @@
 //! `benchsuite list --format json` prints it, so wrappers and plan authors
 //! need not scrape `--help`.
 
+use std::borrow::Cow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use serde::Serialize;
@@ -27,20 +28,20 @@ pub struct Catalog {
 #[derive(Debug, Clone, Serialize)]
 pub struct ModuleInfo {
     /// Name (`os`, `disk`), the prefix of its benchmarks' ids.
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     /// One-line description.
-    pub description: &'static str,
+    pub description: Cow<'static, str>,
 }
 
 /// One benchmark.
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchmarkInfo {
     /// Id (`disk.io`).
-    pub id: &'static str,
+    pub id: Cow<'static, str>,
     /// Its module (`disk`).
-    pub module: &'static str,
+    pub module: Cow<'static, str>,
     /// One-line description.
-    pub description: &'static str,
+    pub description: Cow<'static, str>,
     /// Its parameters.
     pub params: Vec<ParamInfo>,
     /// Its metrics.
@@ -56,7 +57,7 @@ pub struct BenchmarkInfo {
 #[derive(Debug, Clone, Serialize)]
 pub struct ParamInfo {
     /// Name (`--param NAME=...`).
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     /// `count`, `size` (bytes), `choice`, `bool` or `text`.
     pub kind: &'static str,
     /// The default, as stored in a report (`1048576`, `"read"`, `true`).
@@ -81,16 +82,16 @@ pub struct ParamInfo {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unit: Option<&'static str>,
     /// One-line description.
-    pub help: &'static str,
+    pub help: Cow<'static, str>,
 }
 
 /// One metric.
 #[derive(Debug, Clone, Serialize)]
 pub struct MetricInfo {
     /// Name (`bandwidth`).
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     /// Base unit (`B/s`, `s`).
-    pub unit: &'static str,
+    pub unit: Cow<'static, str>,
     /// Which way is better.
     pub direction: Direction,
 }
@@ -99,9 +100,9 @@ pub struct MetricInfo {
 #[derive(Debug, Clone, Serialize)]
 pub struct OptionInfo {
     /// Key (`--opt NAME=VALUE`).
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     /// One-line description.
-    pub help: &'static str,
+    pub help: Cow<'static, str>,
     /// Whether its value is a secret (never written to a report).
     pub secret: bool,
 }
@@ -120,14 +121,14 @@ pub struct ProbeInfo {
 /// `None`), with the modules that hold them; with `probe`, asks each one
 /// whether it can run in that context (a panicking probe is a skip).
 pub fn catalog(registry: &Registry, ids: Option<&[&str]>, probe: Option<&Context>) -> Catalog {
-    let wanted = |b: &dyn Benchmark| ids.is_none_or(|ids| ids.contains(&b.meta().id));
+    let wanted = |b: &dyn Benchmark| ids.is_none_or(|ids| ids.contains(&b.meta().id.as_ref()));
     let modules = registry
         .modules()
         .iter()
         .filter(|m| ids.is_none() || m.benchmarks.iter().any(|b| wanted(b.as_ref())))
         .map(|m| ModuleInfo {
-            name: m.name,
-            description: m.description,
+            name: m.name.clone(),
+            description: m.description.clone(),
         })
         .collect();
     let benchmarks = registry
@@ -162,13 +163,13 @@ pub fn describe(bench: &dyn Benchmark, probe: Option<&Context>) -> BenchmarkInfo
         },
     );
     BenchmarkInfo {
+        module: Cow::Owned(meta.module().to_string()),
         id: meta.id,
-        module: meta.module(),
         description: meta.description,
         params: meta.params.iter().map(param).collect(),
         metrics: meta
             .metrics
-            .iter()
+            .into_iter()
             .map(|m| MetricInfo {
                 name: m.name,
                 unit: m.unit,
@@ -177,7 +178,7 @@ pub fn describe(bench: &dyn Benchmark, probe: Option<&Context>) -> BenchmarkInfo
             .collect(),
         options: bench
             .options()
-            .iter()
+            .into_iter()
             .map(|o| OptionInfo {
                 name: o.name,
                 help: o.help,
@@ -198,7 +199,7 @@ fn param(p: &ParamSpec) -> ParamInfo {
         ParamKind::Rate { max } => ("rate", Some(1), Some(*max), None, Some("/s")),
     };
     ParamInfo {
-        name: p.name,
+        name: p.name.clone(),
         kind,
         default: p.default.clone(),
         default_text: p.kind.display(&p.default),
@@ -208,7 +209,7 @@ fn param(p: &ParamSpec) -> ParamInfo {
         max,
         values,
         unit,
-        help: p.help,
+        help: p.help.clone(),
     }
 }
 
@@ -222,8 +223,8 @@ mod tests {
     impl Benchmark for Fake {
         fn meta(&self) -> Meta {
             Meta {
-                id: "fake.io",
-                description: "a fake",
+                id: "fake.io".into(),
+                description: "a fake".into(),
                 params: vec![
                     ParamSpec::size("block", "I/O size", 512, 1 << 20, 4096)
                         .with_smoke(Value::Int(512)),

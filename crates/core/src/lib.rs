@@ -24,7 +24,7 @@
 //! }
 //! impl Benchmark for Add {
 //!     fn meta(&self) -> Meta {
-//!         Meta { id: "demo.add", description: "adds", params: vec![],
+//!         Meta { id: "demo.add".into(), description: "adds".into(), params: vec![],
 //!                metrics: vec![MetricSpec::time_per_op("time_per_op")] }
 //!     }
 //!     fn prepare(&self, _: &Context, _: &Point) -> Result<Box<dyn Case>, BenchError> {

@@ -1,5 +1,6 @@
 //! Typed parameters: what a benchmark accepts and the values of one sweep point.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -89,14 +90,18 @@ pub enum ParamKind {
         /// Largest accepted size.
         max: u64,
     },
-    /// One of a fixed list of names.
+    /// One of a fixed list of names. The list stays `'static` (a
+    /// [`Choice`] enum's [`Choice::NAMES`], or a literal slice) even where
+    /// the parameter's name and help are made at run time: the choices
+    /// are a benchmark's code paths, which are known when it is compiled.
     Choice(&'static [&'static str]),
     /// `on|off` (also `true|false`, `yes|no`, `1|0`).
     Bool,
     /// Free text (a path, a bit rate, `every:100`); the benchmark checks it
     /// in [`crate::Benchmark::validate`]. `hint` describes what is accepted.
     Text {
-        /// What the text may be, for `benchsuite list` (`PATH`, `max|RATE`).
+        /// What the text may be, for `benchsuite list` (`PATH`, `max|RATE`);
+        /// `'static`, like a choice list: it describes what the code accepts.
         hint: &'static str,
     },
     /// An offered load in operations per second, or `off` (closed loop:
@@ -339,10 +344,11 @@ macro_rules! choice_enum {
 /// The declaration of one parameter a benchmark accepts.
 #[derive(Debug, Clone)]
 pub struct ParamSpec {
-    /// Name used on the command line (`--param name=...`) and in results.
-    pub name: &'static str,
+    /// Name used on the command line (`--param name=...`) and in results;
+    /// borrowed for a literal, owned for a name made at run time.
+    pub name: Cow<'static, str>,
     /// One-line description.
-    pub help: &'static str,
+    pub help: Cow<'static, str>,
     /// Type and bounds.
     pub kind: ParamKind,
     /// Value used when the user gives none.
@@ -370,10 +376,16 @@ pub struct CountUnit {
 
 impl ParamSpec {
     /// A count parameter.
-    pub fn count(name: &'static str, help: &'static str, min: u64, max: u64, default: u64) -> Self {
+    pub fn count(
+        name: impl Into<Cow<'static, str>>,
+        help: impl Into<Cow<'static, str>>,
+        min: u64,
+        max: u64,
+        default: u64,
+    ) -> Self {
         ParamSpec {
-            name,
-            help,
+            name: name.into(),
+            help: help.into(),
             kind: ParamKind::Count { min, max },
             default: Value::Int(default),
             smoke: None,
@@ -382,10 +394,16 @@ impl ParamSpec {
     }
 
     /// A size parameter (bytes).
-    pub fn size(name: &'static str, help: &'static str, min: u64, max: u64, default: u64) -> Self {
+    pub fn size(
+        name: impl Into<Cow<'static, str>>,
+        help: impl Into<Cow<'static, str>>,
+        min: u64,
+        max: u64,
+        default: u64,
+    ) -> Self {
         ParamSpec {
-            name,
-            help,
+            name: name.into(),
+            help: help.into(),
             kind: ParamKind::Size { min, max },
             default: Value::Int(default),
             smoke: None,
@@ -395,14 +413,14 @@ impl ParamSpec {
 
     /// A choice parameter; `default` must be one of `choices`.
     pub fn choice(
-        name: &'static str,
-        help: &'static str,
+        name: impl Into<Cow<'static, str>>,
+        help: impl Into<Cow<'static, str>>,
         choices: &'static [&'static str],
         default: &'static str,
     ) -> Self {
         ParamSpec {
-            name,
-            help,
+            name: name.into(),
+            help: help.into(),
             kind: ParamKind::Choice(choices),
             default: Value::Str(default.to_string()),
             smoke: None,
@@ -411,10 +429,14 @@ impl ParamSpec {
     }
 
     /// A choice parameter over a [`Choice`] enum.
-    pub fn choice_of<C: Choice>(name: &'static str, help: &'static str, default: C) -> Self {
+    pub fn choice_of<C: Choice>(
+        name: impl Into<Cow<'static, str>>,
+        help: impl Into<Cow<'static, str>>,
+        default: C,
+    ) -> Self {
         ParamSpec {
-            name,
-            help,
+            name: name.into(),
+            help: help.into(),
             kind: ParamKind::Choice(C::NAMES),
             default: Value::Str(default.name().to_string()),
             smoke: None,
@@ -423,10 +445,15 @@ impl ParamSpec {
     }
 
     /// A free-text parameter, checked by the benchmark's `validate`.
-    pub fn text(name: &'static str, help: &'static str, hint: &'static str, default: &str) -> Self {
+    pub fn text(
+        name: impl Into<Cow<'static, str>>,
+        help: impl Into<Cow<'static, str>>,
+        hint: &'static str,
+        default: &str,
+    ) -> Self {
         ParamSpec {
-            name,
-            help,
+            name: name.into(),
+            help: help.into(),
             kind: ParamKind::Text { hint },
             default: Value::Str(default.to_string()),
             smoke: None,
@@ -436,10 +463,10 @@ impl ParamSpec {
 
     /// The offered-load parameter `rate` (see [`ParamKind::Rate`]):
     /// default `off`, today's closed loop.
-    pub fn rate(name: &'static str, help: &'static str) -> Self {
+    pub fn rate(name: impl Into<Cow<'static, str>>, help: impl Into<Cow<'static, str>>) -> Self {
         ParamSpec {
-            name,
-            help,
+            name: name.into(),
+            help: help.into(),
             kind: ParamKind::Rate { max: 1_000_000_000 },
             default: Value::Str(RATE_OFF.to_string()),
             smoke: None,
@@ -448,10 +475,14 @@ impl ParamSpec {
     }
 
     /// A boolean parameter.
-    pub fn flag(name: &'static str, help: &'static str, default: bool) -> Self {
+    pub fn flag(
+        name: impl Into<Cow<'static, str>>,
+        help: impl Into<Cow<'static, str>>,
+        default: bool,
+    ) -> Self {
         ParamSpec {
-            name,
-            help,
+            name: name.into(),
+            help: help.into(),
             kind: ParamKind::Bool,
             default: Value::Bool(default),
             smoke: None,
@@ -477,10 +508,10 @@ impl ParamSpec {
     pub fn parse_scalar(&self, text: &str) -> Result<Value, ConfigError> {
         let t = text.trim();
         let Some(unit) = self.unit else {
-            return self.kind.parse(self.name, t);
+            return self.kind.parse(&self.name, t);
         };
         let Some(times) = t.strip_suffix(unit.suffix) else {
-            return self.kind.parse(self.name, t);
+            return self.kind.parse(&self.name, t);
         };
         let bad = |reason: String| ConfigError::InvalidValue {
             param: self.name.to_string(),
@@ -505,7 +536,7 @@ impl ParamSpec {
         let v = times
             .checked_mul(each)
             .ok_or_else(|| bad("too large".into()))?;
-        self.kind.parse(self.name, &v.to_string())
+        self.kind.parse(&self.name, &v.to_string())
     }
 
     /// The smoke value, or the default when none is set.

@@ -1,6 +1,7 @@
 //! Planning: select benchmarks and expand and validate every sweep point
 //! before anything runs.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::bench::{Benchmark, Context, OptionSpec};
@@ -70,8 +71,8 @@ pub fn plan_on<'r>(
             let (sel, _) = crate::sweep::scope_of(name);
             let mut valid: Vec<&str> = metas
                 .iter()
-                .filter(|m| sel.is_none_or(|s| crate::sweep::selects(s, m.id)))
-                .flat_map(|m| m.params.iter().map(|p| p.name))
+                .filter(|m| sel.is_none_or(|s| crate::sweep::selects(s, &m.id)))
+                .flat_map(|m| m.params.iter().map(|p| p.name.as_ref()))
                 .collect();
             valid.sort_unstable();
             valid.dedup();
@@ -127,10 +128,10 @@ fn check_options(
                 reason: reason.into(),
             })?,
             None => {
-                let mut valid: Vec<&str> = specs.iter().map(|s| s.name).collect();
+                let mut valid: Vec<&str> = specs.iter().map(|s| s.name.as_ref()).collect();
                 valid.sort_unstable();
                 valid.dedup();
-                let readers: Vec<&str> = registry
+                let readers: Vec<Cow<'static, str>> = registry
                     .benchmarks()
                     .filter(|b| b.options().iter().any(|o| o.name == key.as_str()))
                     .map(|b| b.meta().id)

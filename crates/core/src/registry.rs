@@ -1,5 +1,7 @@
 //! The list of benchmarks, grouped by module, and selector matching.
 
+use std::borrow::Cow;
+
 use crate::bench::{Benchmark, Meta};
 use crate::error::{ConfigError, ContractRule, RegistryError};
 
@@ -7,9 +9,9 @@ use crate::error::{ConfigError, ContractRule, RegistryError};
 #[derive(Debug)]
 pub struct Module {
     /// Module name (`os`, `disk`); benchmark ids start with `name.`.
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     /// One-line description.
-    pub description: &'static str,
+    pub description: Cow<'static, str>,
     /// Its benchmarks, in the order they run.
     pub benchmarks: Vec<Box<dyn Benchmark>>,
 }
@@ -39,11 +41,12 @@ impl Registry {
     /// that breaks a rule, and the rule.
     pub fn add_module(
         &mut self,
-        name: &'static str,
-        description: &'static str,
+        name: impl Into<Cow<'static, str>>,
+        description: impl Into<Cow<'static, str>>,
         benchmarks: Vec<Box<dyn Benchmark>>,
     ) -> Result<(), RegistryError> {
-        let mut ids: Vec<&str> = Vec::with_capacity(benchmarks.len());
+        let name = name.into();
+        let mut ids: Vec<Cow<'static, str>> = Vec::with_capacity(benchmarks.len());
         for b in &benchmarks {
             let meta = b.meta();
             self.check_new(&meta)?;
@@ -56,13 +59,13 @@ impl Registry {
                 });
             }
             if ids.contains(&meta.id) {
-                return Err(duplicate(meta.id));
+                return Err(duplicate(&meta.id));
             }
             ids.push(meta.id);
         }
         self.modules.push(Module {
             name,
-            description,
+            description: description.into(),
             benchmarks,
         });
         Ok(())
@@ -82,7 +85,7 @@ impl Registry {
     /// struct TwoHeadlines;
     /// impl Benchmark for TwoHeadlines {
     ///     fn meta(&self) -> Meta {
-    ///         Meta { id: "myapp.copy", description: "copies", params: vec![],
+    ///         Meta { id: "myapp.copy".into(), description: "copies".into(), params: vec![],
     ///                metrics: vec![MetricSpec::bytes_per_sec("bandwidth"),
     ///                              MetricSpec::time_per_op("time_per_op")] } // not .secondary()
     ///     }
@@ -102,8 +105,8 @@ impl Registry {
         match self.modules.iter_mut().find(|m| m.name == module) {
             Some(m) => m.benchmarks.push(bench),
             None => self.modules.push(Module {
-                name: module,
-                description: "",
+                name: Cow::Owned(module.to_string()),
+                description: Cow::Borrowed(""),
                 benchmarks: vec![bench],
             }),
         }
@@ -114,7 +117,7 @@ impl Registry {
     fn check_new(&self, meta: &Meta) -> Result<(), RegistryError> {
         meta.check()?;
         if self.benchmarks().any(|b| b.meta().id == meta.id) {
-            return Err(duplicate(meta.id));
+            return Err(duplicate(&meta.id));
         }
         Ok(())
     }
@@ -166,14 +169,14 @@ impl Registry {
                 if let Some(m) = self.modules.iter().find(|m| m.name == sel.as_str())
                     && m.benchmarks.is_empty()
                 {
-                    empty_modules.push(m.name);
+                    empty_modules.push(m.name.as_ref());
                     matched = true;
                 }
                 for (i, b) in self.benchmarks().enumerate() {
                     let meta = b.meta();
                     if meta.module() == sel.as_str()
                         || meta.id == sel.as_str()
-                        || glob(sel, meta.id)
+                        || glob(sel, &meta.id)
                     {
                         chosen[i] = true;
                         matched = true;
@@ -185,7 +188,7 @@ impl Registry {
                         modules: self
                             .modules
                             .iter()
-                            .map(|m| m.name)
+                            .map(|m| m.name.as_ref())
                             .collect::<Vec<_>>()
                             .join(", "),
                     });
@@ -246,8 +249,8 @@ mod tests {
     impl Benchmark for Dummy {
         fn meta(&self) -> Meta {
             Meta {
-                id: self.0,
-                description: "",
+                id: self.0.into(),
+                description: "".into(),
                 params: vec![],
                 metrics: vec![MetricSpec::time_per_op("t")],
             }
@@ -271,7 +274,7 @@ mod tests {
         r
     }
 
-    fn ids(r: &Registry, sel: &[&str]) -> Result<Vec<&'static str>, ConfigError> {
+    fn ids(r: &Registry, sel: &[&str]) -> Result<Vec<Cow<'static, str>>, ConfigError> {
         let s: Vec<String> = sel.iter().map(|s| s.to_string()).collect();
         Ok(r.select(&s)?.iter().map(|b| b.meta().id).collect())
     }
@@ -312,8 +315,8 @@ mod tests {
     impl Benchmark for Declared {
         fn meta(&self) -> Meta {
             Meta {
-                id: self.0,
-                description: "declared",
+                id: self.0.into(),
+                description: "declared".into(),
                 params: self.2.clone(),
                 metrics: self.1.clone(),
             }

@@ -22,7 +22,7 @@ pub const MAX_POINTS: usize = 10_000;
 /// (`sm`, `2sm`, `1..2sm:x2`). A value listed twice (`1..sm:x2,sm` where
 /// the SM count is a power of two) runs once, where it first appears.
 pub fn parse_values(spec: &ParamSpec, text: &str) -> Result<Vec<Value>, ConfigError> {
-    let name = spec.name;
+    let name = &spec.name;
     let bad = |value: &str, reason: String| ConfigError::InvalidValue {
         param: name.to_string(),
         value: value.to_string(),
@@ -193,7 +193,7 @@ pub fn selects(selector: &str, id: &str) -> bool {
 /// Whether sweep key `key` gives values to the benchmark of `meta`.
 pub fn key_applies(key: &str, meta: &Meta) -> bool {
     let (sel, name) = scope_of(key);
-    sel.is_none_or(|s| selects(s, meta.id)) && meta.param(name).is_some()
+    sel.is_none_or(|s| selects(s, &meta.id)) && meta.param(name).is_some()
 }
 
 /// The sweep of one benchmark: the keys that apply to it, by parameter
@@ -216,16 +216,16 @@ pub fn expand(
     given: &BTreeMap<String, String>,
     defaults: Defaults,
 ) -> Result<Vec<Point>, ConfigError> {
-    let mut axes: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    let mut axes: Vec<(&str, Vec<Value>)> = Vec::new();
     for spec in &meta.params {
-        let values = match given.get(spec.name) {
+        let values = match given.get(spec.name.as_ref()) {
             Some(text) => parse_values(spec, text)?,
             None => vec![match defaults {
                 Defaults::Default => spec.default.clone(),
                 Defaults::Smoke => spec.smoke_value().clone(),
             }],
         };
-        axes.push((spec.name, values));
+        axes.push((&spec.name, values));
     }
     let total = axes
         .iter()
@@ -370,8 +370,8 @@ mod tests {
     #[test]
     fn cartesian_product_in_declaration_order() {
         let meta = Meta {
-            id: "x.y",
-            description: "",
+            id: "x.y".into(),
+            description: "".into(),
             params: vec![
                 ParamSpec::count("threads", "", 1, 8, 1).with_smoke(Value::Int(2)),
                 size_spec(),

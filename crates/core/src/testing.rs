@@ -186,10 +186,10 @@ impl Conformance {
             for p in &m.params {
                 assert!(!p.help.is_empty(), "{} {}: no help", m.id, p.name);
                 p.kind
-                    .check(p.name, &p.default)
+                    .check(&p.name, &p.default)
                     .unwrap_or_else(|e| panic!("{} default of {}: {e}", m.id, p.name));
                 p.kind
-                    .check(p.name, p.smoke_value())
+                    .check(&p.name, p.smoke_value())
                     .unwrap_or_else(|e| panic!("{} smoke value of {}: {e}", m.id, p.name));
             }
             for o in b.options() {
@@ -228,7 +228,9 @@ impl Conformance {
                 .params
                 .iter()
                 .filter_map(|p| match p.kind {
-                    ParamKind::Choice(names) => Some((p.name, names.join(","), names.len())),
+                    ParamKind::Choice(names) => {
+                        Some((p.name.as_ref(), names.join(","), names.len()))
+                    }
                     _ => None,
                 })
                 .collect();
@@ -245,7 +247,7 @@ impl Conformance {
                     .collect()
             };
             for sweep in sweeps {
-                let report = self.run(meta.id, &sweep);
+                let report = self.run(&meta.id, &sweep);
                 let expected: usize = sweep.iter().map(|(_, v)| v.split(',').count()).product();
                 assert_eq!(report.records.len(), expected, "{} {sweep:?}", meta.id);
                 for r in &report.records {

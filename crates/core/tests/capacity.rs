@@ -37,8 +37,8 @@ struct Queue {
 impl Benchmark for Queue {
     fn meta(&self) -> Meta {
         Meta {
-            id: "queue.sim",
-            description: "a simulated single-server queue",
+            id: "queue.sim".into(),
+            description: "a simulated single-server queue".into(),
             params: vec![ParamSpec::rate("rate", "offered load")],
             metrics: vec![
                 MetricSpec::ops_per_sec("throughput", "op/s"),
@@ -403,8 +403,8 @@ fn bad_targets_and_combinations_are_refused_before_anything_runs() {
     impl Benchmark for Plain {
         fn meta(&self) -> Meta {
             Meta {
-                id: "plain.op",
-                description: "",
+                id: "plain.op".into(),
+                description: "".into(),
                 params: vec![],
                 metrics: vec![MetricSpec::time_per_op("t")],
             }
@@ -449,8 +449,8 @@ fn a_search_of_a_benchmark_that_cannot_run_here_is_skipped_saying_why() {
     impl Benchmark for Absent {
         fn meta(&self) -> Meta {
             Meta {
-                id: "queue.sim",
-                description: "",
+                id: "queue.sim".into(),
+                description: "".into(),
                 params: vec![ParamSpec::rate("rate", "")],
                 metrics: vec![MetricSpec::latency("latency")],
             }

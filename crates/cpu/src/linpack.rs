@@ -146,8 +146,8 @@ impl Benchmark for Linpack {
 
     fn meta(&self) -> Meta {
         Meta {
-            id: "cpu.linpack",
-            description: "dense f64 solve Ax=b by LU with partial pivoting (the system's optimised LAPACK, or faer): HPL GFLOPS (2/3·N³ + 2·N²)/t, residual checked",
+            id: "cpu.linpack".into(),
+            description: "dense f64 solve Ax=b by LU with partial pivoting (the system's optimised LAPACK, or faer): HPL GFLOPS (2/3·N³ + 2·N²)/t, residual checked".into(),
             params: vec![
                 ParamSpec::count(
                     "n",
@@ -171,10 +171,10 @@ impl Benchmark for Linpack {
             metrics: vec![
                 MetricSpec::ops_per_sec("flops", "flop/s"),
                 MetricSpec {
-                    name: "residual",
-                    unit: "",
+                    name: "residual".into(),
+                    unit: "".into(),
                     direction: Direction::Lower,
-                    source: MetricSource::ReportedMax("residual"),
+                    source: MetricSource::ReportedMax("residual".into()),
                     // Checked against a bound (a wrong solve fails the
                     // record); its size is not a speed.
                     role: benchsuite_core::MetricRole::Derived,
@@ -543,7 +543,7 @@ impl Case for LinpackCase {
         }
         let mut w = Work::ops((hpl_flops(self.n as u64) * iters as f64).round() as u64);
         w.elapsed = Some(total);
-        w.values.insert("residual", worst);
+        w.values.insert("residual".into(), worst);
         Ok(w)
     }
 

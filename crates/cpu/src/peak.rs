@@ -538,7 +538,7 @@ fn measure_clock(k: usize) -> Result<f64, BenchError> {
                 best = best.max((window_iters * ADDS_PER_ITER) as f64 / s / 1e9);
             }
             let mut w = Work::ops(1);
-            w.values.insert("ghz", best);
+            w.values.insert("ghz".into(), best);
             Ok(w)
         },
     )?;

@@ -106,8 +106,8 @@ fn reference_count(max_prime: u64) -> u64 {
 impl Benchmark for Prime {
     fn meta(&self) -> Meta {
         Meta {
-            id: "cpu.prime",
-            description: "sysbench cpu: events/s and per-event latency of trial-division prime counting up to max_prime",
+            id: "cpu.prime".into(),
+            description: "sysbench cpu: events/s and per-event latency of trial-division prime counting up to max_prime".into(),
             params: vec![
                 ParamSpec::count(
                     "max_prime",
@@ -226,7 +226,7 @@ mod tests {
     fn sysbench_command_lines() {
         let mut p = Point::default();
         for s in Prime.meta().params {
-            p.set(s.name, s.default.clone());
+            p.set(&s.name, s.default.clone());
         }
         let r = sysbench(&p).unwrap();
         assert_eq!(

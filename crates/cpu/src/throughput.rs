@@ -73,8 +73,8 @@ impl Benchmark for Flops {
 
     fn meta(&self) -> Meta {
         Meta {
-            id: "cpu.flops",
-            description: "floating-point throughput of register-only FMA kernels (f64/f32/f16/bf16) against the derived peak",
+            id: "cpu.flops".into(),
+            description: "floating-point throughput of register-only FMA kernels (f64/f32/f16/bf16) against the derived peak".into(),
             params: {
                 let mut p = params(FloatPrecision::F64);
                 p.insert(
@@ -108,8 +108,8 @@ impl Benchmark for Iops {
 
     fn meta(&self) -> Meta {
         Meta {
-            id: "cpu.iops",
-            description: "integer throughput (i8/i16 dot products, i32/i64 multiplies) of register-only kernels against the derived peak",
+            id: "cpu.iops".into(),
+            description: "integer throughput (i8/i16 dot products, i32/i64 multiplies) of register-only kernels against the derived peak".into(),
             params: params(IntPrecision::I32),
             metrics: vec![MetricSpec::ops_per_sec("iops", "op/s")],
         }

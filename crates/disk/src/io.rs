@@ -20,8 +20,8 @@ impl Benchmark for DiskIo {
                 "off skips the free-space check before files are laid out",
             ),
             benchsuite_core::OptionSpec {
-                name: crate::target::ALLOW_OVERWRITE_OPTION,
-                help: "PATH[,PATH...]: lets write tests overwrite these existing files or block devices in place (--allow-overwrite=PATH); on authorises a single target",
+                name: crate::target::ALLOW_OVERWRITE_OPTION.into(),
+                help: "PATH[,PATH...]: lets write tests overwrite these existing files or block devices in place (--allow-overwrite=PATH); on authorises a single target".into(),
                 check: crate::target::check_allow_overwrite,
                 secret: false,
                 role: benchsuite_core::OptionRole::Plain,
@@ -31,8 +31,8 @@ impl Benchmark for DiskIo {
 
     fn meta(&self) -> Meta {
         Meta {
-            id: "disk.io",
-            description: "file I/O like fio: seq/random read/write, MB/s, IOPS and completion-latency percentiles (O_DIRECT by default)",
+            id: "disk.io".into(),
+            description: "file I/O like fio: seq/random read/write, MB/s, IOPS and completion-latency percentiles (O_DIRECT by default)".into(),
             params: declare(),
             metrics: vec![
                 MetricSpec::bytes_per_sec("bandwidth"),

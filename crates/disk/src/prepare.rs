@@ -111,13 +111,13 @@ pub fn prepare(ctx: &Context, s: &Settings) -> Result<Box<dyn Case>, BenchError>
         |w: &mut Worker, iters| w.batch(iters),
     )?;
     let resolved = vec![
-        ("op", Value::Str(s.op.name().into())),
-        ("block", Value::Int(s.block)),
-        ("rwmix", Value::Int(s.rwmix as u64)),
-        ("fsync", Value::Str(s.fsync.label())),
-        ("engine", Value::Str(engine.name().into())),
-        ("qd", Value::Int(qd as u64)),
-        ("size", Value::Int(sizes.file_len)),
+        ("op".into(), Value::Str(s.op.name().into())),
+        ("block".into(), Value::Int(s.block)),
+        ("rwmix".into(), Value::Int(s.rwmix as u64)),
+        ("fsync".into(), Value::Str(s.fsync.label())),
+        ("engine".into(), Value::Str(engine.name().into())),
+        ("qd".into(), Value::Int(qd as u64)),
+        ("size".into(), Value::Int(sizes.file_len)),
     ];
     Ok(Box::new(DiskCase::new(
         team,
@@ -615,7 +615,7 @@ mod tests {
     fn settings(block: u64, threads: u64) -> Settings {
         let mut p = Point::default();
         for s in declare() {
-            p.set(s.name, s.default.clone());
+            p.set(&s.name, s.default.clone());
         }
         p.set("block", Value::Int(block));
         p.set("threads", Value::Int(threads));

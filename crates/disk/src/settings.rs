@@ -533,7 +533,7 @@ mod tests {
     fn point(over: &[(&str, Value)]) -> Point {
         let mut p = Point::default();
         for s in declare() {
-            p.set(s.name, s.default.clone());
+            p.set(&s.name, s.default.clone());
         }
         for (k, v) in over {
             p.set(k, v.clone());

@@ -702,7 +702,7 @@ mod tests {
     fn settings(dir: &Path, op: &str) -> Settings {
         let mut p = Point::default();
         for s in crate::settings::declare() {
-            p.set(s.name, s.default.clone());
+            p.set(&s.name, s.default.clone());
         }
         p.set("dir", Value::Str(dir.to_str().unwrap().into()));
         p.set("op", Value::Str(op.into()));

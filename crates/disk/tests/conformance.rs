@@ -85,7 +85,7 @@ fn every_choice_runs() {
         .params
         .iter()
         .filter(|p| matches!(p.kind, ParamKind::Choice(_)))
-        .map(|p| p.name)
+        .map(|p| p.name.as_ref())
         .collect();
     assert_eq!(
         choices,

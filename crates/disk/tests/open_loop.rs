@@ -219,7 +219,7 @@ fn rate_auto_reaching_prepare_is_an_error_not_a_panic() {
     ctx.scratch_dir = dir.path().to_path_buf();
     let mut p = Point::default();
     for s in DiskIo.meta().params {
-        p.set(s.name, s.smoke.clone().unwrap_or(s.default));
+        p.set(&s.name, s.smoke.clone().unwrap_or(s.default));
     }
     p.set("rate", Value::Str("auto".into()));
     // `validate` takes it (the capacity search expands it later) ...

@@ -32,8 +32,8 @@ const CHUNK: usize = 64 << 20;
 impl Benchmark for Bandwidth {
     fn meta(&self) -> Meta {
         Meta {
-            id: "gpu.bandwidth",
-            description: "GPU memory copies: device-to-device (copy kernel, cuMemcpy) and host<->device (pinned, pageable), 1 B to GiBs, against the HBM/PCIe peak",
+            id: "gpu.bandwidth".into(),
+            description: "GPU memory copies: device-to-device (copy kernel, cuMemcpy) and host<->device (pinned, pageable), 1 B to GiBs, against the HBM/PCIe peak".into(),
             params: vec![
                 ParamSpec::choice_of(
                     "op",

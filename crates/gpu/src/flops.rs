@@ -72,8 +72,8 @@ fn params(float: bool) -> Vec<ParamSpec> {
 impl Benchmark for Flops {
     fn meta(&self) -> Meta {
         Meta {
-            id: "gpu.flops",
-            description: "GPU floating-point FMA throughput (f64/f32/f16/bf16) on the CUDA cores, against the derived peak",
+            id: "gpu.flops".into(),
+            description: "GPU floating-point FMA throughput (f64/f32/f16/bf16) on the CUDA cores, against the derived peak".into(),
             params: params(true),
             metrics: vec![MetricSpec::ops_per_sec("flops", "FLOP/s")],
         }
@@ -109,8 +109,8 @@ impl Benchmark for Flops {
 impl Benchmark for Iops {
     fn meta(&self) -> Meta {
         Meta {
-            id: "gpu.iops",
-            description: "GPU integer throughput (i32 IMAD, i8 dp4a) on the CUDA cores, against the derived peak",
+            id: "gpu.iops".into(),
+            description: "GPU integer throughput (i32 IMAD, i8 dp4a) on the CUDA cores, against the derived peak".into(),
             params: params(false),
             metrics: vec![MetricSpec::ops_per_sec("iops", "op/s")],
         }
@@ -355,7 +355,7 @@ fn describe(case: &mut ArithCase, float: bool, launch_time: Duration) {
         "the stored results of the first and last thread were checked bit for bit against a host emulation of the same arithmetic",
     );
     // `blocks=0` (auto) resolved to the grid that runs.
-    case.about.resolved = vec![("blocks", Value::Int(case.blocks as u64))];
+    case.about.resolved = vec![("blocks".into(), Value::Int(case.blocks as u64))];
 }
 
 impl ArithCase {

@@ -42,8 +42,8 @@ benchsuite_core::choice_enum! {
 impl Benchmark for Latency {
     fn meta(&self) -> Meta {
         Meta {
-            id: "gpu.latency",
-            description: "GPU round trips seen from the host: empty-kernel launch + synchronise, launch call cost, small copies",
+            id: "gpu.latency".into(),
+            description: "GPU round trips seen from the host: empty-kernel launch + synchronise, launch call cost, small copies".into(),
             params: vec![
                 ParamSpec::choice_of(
                     "op",

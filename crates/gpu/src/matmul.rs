@@ -32,8 +32,8 @@ const CHUNK_ELEMS: usize = 8 << 20;
 impl Benchmark for Matmul {
     fn meta(&self) -> Meta {
         Meta {
-            id: "gpu.matmul",
-            description: "GPU GEMM throughput via cuBLAS (f16/bf16/tf32 tensor cores, f64), C = A·B with N×N matrices",
+            id: "gpu.matmul".into(),
+            description: "GPU GEMM throughput via cuBLAS (f16/bf16/tf32 tensor cores, f64), C = A·B with N×N matrices".into(),
             params: vec![
                 ParamSpec::choice_of(
                     "precision",

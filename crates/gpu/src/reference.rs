@@ -221,7 +221,7 @@ mod tests {
     fn point(b: &dyn Benchmark, set: &[(&str, Value)]) -> Point {
         let mut p = Point::default();
         for s in b.meta().params {
-            p.set(s.name, s.default.clone());
+            p.set(&s.name, s.default.clone());
         }
         for (k, v) in set {
             p.set(k, v.clone());

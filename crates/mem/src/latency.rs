@@ -94,8 +94,8 @@ impl Params {
 impl Benchmark for Latency {
     fn meta(&self) -> Meta {
         Meta {
-            id: "mem.latency",
-            description: "load-to-load latency: a chain of dependent loads through a random cyclic permutation (or a fixed stride) over the working set",
+            id: "mem.latency".into(),
+            description: "load-to-load latency: a chain of dependent loads through a random cyclic permutation (or a fixed stride) over the working set".into(),
             params: vec![
                 ParamSpec::size(
                     "size",
@@ -244,7 +244,7 @@ impl Benchmark for Latency {
             }
         }
         // The working set, after `size=0` (auto) was resolved.
-        about.resolved = vec![("size", Value::Int(size))];
+        about.resolved = vec![("size".into(), Value::Int(size))];
         Ok(TeamCase::boxed(team, about))
     }
 }

@@ -118,7 +118,7 @@ fn meta_is_well_formed() {
     for b in benchmarks() {
         let m = b.meta();
         let head = &m.metrics[0];
-        match m.id {
+        match m.id.as_ref() {
             "mem.bandwidth" => assert_eq!(head.source, MetricSource::BytesPerSec),
             "mem.latency" => assert_eq!(head.source, MetricSource::TimePerOp),
             other => panic!("unexpected benchmark {other}"),

@@ -23,16 +23,16 @@ impl Benchmark for Connect {
 
     fn meta(&self) -> Meta {
         Meta {
-            id: "net.connect",
-            description: "one trial = TCP connect + hello + challenge-response (if the server has a token) + the server's welcome + close; latency per trial",
+            id: "net.connect".into(),
+            description: "one trial = TCP connect + hello + challenge-response (if the server has a token) + the server's welcome + close; latency per trial".into(),
             params: Vec::new(),
             metrics: vec![
                 MetricSpec::latency("connect"),
                 MetricSpec {
-                    name: "trial_stddev",
-                    unit: "s",
+                    name: "trial_stddev".into(),
+                    unit: "s".into(),
                     direction: Direction::Lower,
-                    source: MetricSource::Reported("trial_stddev"),
+                    source: MetricSource::Reported("trial_stddev".into()),
                     role: benchsuite_core::MetricRole::Spread,
                 },
             ],
@@ -83,7 +83,7 @@ impl Case for ConnectCase {
                 .map_err(|e| BenchError::caused("histogram", e))?;
         }
         let mut w = Work::ops(iters);
-        w.values.insert("trial_stddev", hist.stdev() * 1e-9);
+        w.values.insert("trial_stddev".into(), hist.stdev() * 1e-9);
         w.latency = Some(hist);
         Ok(w)
     }

@@ -79,8 +79,8 @@ impl Benchmark for Latency {
 
     fn meta(&self) -> Meta {
         Meta {
-            id: "net.latency",
-            description: "ping-pong round-trip time of block-sized messages over TCP or UDP (sockperf ping-pong --full-rtt), optionally under a bulk TCP load",
+            id: "net.latency".into(),
+            description: "ping-pong round-trip time of block-sized messages over TCP or UDP (sockperf ping-pong --full-rtt), optionally under a bulk TCP load".into(),
             params: vec![
                 ParamSpec::choice_of("proto", "tcp (TCP_NODELAY on both ends) or udp", Proto::Tcp),
                 ParamSpec::size(

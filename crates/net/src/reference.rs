@@ -442,7 +442,7 @@ mod tests {
     fn point(b: &dyn Benchmark, over: &[(&str, Value)]) -> Point {
         let mut p = Point::default();
         for s in b.meta().params {
-            p.set(s.name, s.default.clone());
+            p.set(&s.name, s.default.clone());
         }
         for (k, v) in over {
             p.set(k, v.clone());

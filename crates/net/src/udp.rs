@@ -35,10 +35,10 @@ fn check_udp_block(block: u64) -> Result<(), ConfigError> {
 
 fn reported(name: &'static str, unit: &'static str, direction: Direction) -> MetricSpec {
     MetricSpec {
-        name,
-        unit,
+        name: name.into(),
+        unit: unit.into(),
         direction,
-        source: MetricSource::Reported(name),
+        source: MetricSource::Reported(name.into()),
         role: benchsuite_core::MetricRole::Secondary,
     }
 }
@@ -50,8 +50,8 @@ impl Benchmark for UdpThroughput {
 
     fn meta(&self) -> Meta {
         Meta {
-            id: "net.udp_throughput",
-            description: "UDP datagrams at an offered rate like iperf3 -u: received rate, loss, reordering and RFC 3550 jitter, counted by the receiver",
+            id: "net.udp_throughput".into(),
+            description: "UDP datagrams at an offered rate like iperf3 -u: received rate, loss, reordering and RFC 3550 jitter, counted by the receiver".into(),
             params: vec![
                 ParamSpec::size(
                     "block",
@@ -319,10 +319,10 @@ impl Case for UdpCase {
         };
         let lost = sent.ops.saturating_sub(received);
         w.values
-            .insert("loss", lost as f64 * 100.0 / sent.ops as f64);
-        w.values.insert("jitter", jitter * 1e-9);
+            .insert("loss".into(), lost as f64 * 100.0 / sent.ops as f64);
+        w.values.insert("jitter".into(), jitter * 1e-9);
         w.values.insert(
-            "out_of_order",
+            "out_of_order".into(),
             if received > 0 {
                 ooo as f64 * 100.0 / received as f64
             } else {
@@ -330,7 +330,7 @@ impl Case for UdpCase {
             },
         );
         w.values
-            .insert("offered", (sent.ops * self.block) as f64 / send_secs);
+            .insert("offered".into(), (sent.ops * self.block) as f64 / send_secs);
         if received == 0 {
             return Err(BenchError::Other(format!(
                 "none of the {} datagrams arrived: is UDP blocked between the hosts (the server listens on UDP ports {:?})?",

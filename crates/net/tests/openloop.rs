@@ -84,7 +84,7 @@ fn closed_loop_is_the_default_and_has_no_load() {
 fn point(over: &[(&str, Value)]) -> Point {
     let mut p = Point::default();
     for s in Latency.meta().params {
-        p.set(s.name, s.default.clone());
+        p.set(&s.name, s.default.clone());
     }
     for (k, v) in over {
         p.set(k, v.clone());

@@ -17,8 +17,10 @@ pub struct Call;
 impl Benchmark for Call {
     fn meta(&self) -> Meta {
         Meta {
-            id: "os.call",
-            description: "procedure call and return through a function pointer, with N integer arguments",
+            id: "os.call".into(),
+            description:
+                "procedure call and return through a function pointer, with N integer arguments"
+                    .into(),
             params: vec![ParamSpec::count(
                 "args",
                 "number of u64 arguments passed (0..7; on x86_64 the 7th goes on the stack)",

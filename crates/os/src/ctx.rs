@@ -44,8 +44,8 @@ pub struct ContextSwitch;
 impl Benchmark for ContextSwitch {
     fn meta(&self) -> Meta {
         Meta {
-            id: "os.context_switch",
-            description: "pipe ping-pong between two processes or threads; time per switch = round trip / 2 (perf bench sched pipe reports the round trip)",
+            id: "os.context_switch".into(),
+            description: "pipe ping-pong between two processes or threads; time per switch = round trip / 2 (perf bench sched pipe reports the round trip)".into(),
             params: vec![
                 ParamSpec::choice_of(
                     "mode",

@@ -29,8 +29,9 @@ pub struct ProcessCreate;
 impl Benchmark for ProcessCreate {
     fn meta(&self) -> Meta {
         Meta {
-            id: "os.process_create",
-            description: "fork a child that exits at once (or execs /bin/true), and wait for it",
+            id: "os.process_create".into(),
+            description: "fork a child that exits at once (or execs /bin/true), and wait for it"
+                .into(),
             params: vec![ParamSpec::choice_of(
                 "mode",
                 "fork_exit: fork + _exit(0) + waitpid (lmbench `lat_proc fork`); fork_exec: fork + execve(/bin/true) + waitpid (lmbench `lat_proc exec`)",

@@ -90,7 +90,7 @@ fn usecs_per_op(out: &str) -> Result<f64, benchsuite_core::ValueError> {
 fn point(b: &dyn benchsuite_core::Benchmark, over: &[(&str, &str)]) -> Point {
     let mut p = Point::default();
     for s in b.meta().params {
-        p.set(s.name, s.default.clone());
+        p.set(&s.name, s.default.clone());
     }
     for (k, v) in over {
         p.set(k, benchsuite_core::Value::Str((*v).into()));

@@ -27,8 +27,9 @@ pub struct Syscall;
 impl Benchmark for Syscall {
     fn meta(&self) -> Meta {
         Meta {
-            id: "os.syscall",
-            description: "round trip into the kernel: raw getppid, or a 1-byte write to /dev/null",
+            id: "os.syscall".into(),
+            description: "round trip into the kernel: raw getppid, or a 1-byte write to /dev/null"
+                .into(),
             params: vec![ParamSpec::choice_of(
                 "call",
                 "getppid: syscall(SYS_getppid), the null call (lmbench `lat_syscall null`, `perf bench syscall basic`); write_devnull: write(2) of 1 byte to /dev/null (lmbench `lat_syscall write`)",

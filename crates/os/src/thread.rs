@@ -9,8 +9,10 @@ pub struct ThreadCreate;
 impl Benchmark for ThreadCreate {
     fn meta(&self) -> Meta {
         Meta {
-            id: "os.thread_create",
-            description: "std::thread::spawn of an empty thread, then join (pthread_create + pthread_join)",
+            id: "os.thread_create".into(),
+            description:
+                "std::thread::spawn of an empty thread, then join (pthread_create + pthread_join)"
+                    .into(),
             params: vec![],
             metrics: vec![MetricSpec::time_per_op("time_per_op")],
         }

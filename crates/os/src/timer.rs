@@ -32,8 +32,9 @@ pub struct Timer;
 impl Benchmark for Timer {
     fn meta(&self) -> Meta {
         Meta {
-            id: "os.timer",
-            description: "cost of one clock read, and the smallest step the clock was seen to take",
+            id: "os.timer".into(),
+            description: "cost of one clock read, and the smallest step the clock was seen to take"
+                .into(),
             params: vec![ParamSpec::choice_of(
                 "clock",
                 "clock to read: std Instant, clock_gettime(CLOCK_MONOTONIC / CLOCK_REALTIME), or the x86 time-stamp counter (rdtsc)",
@@ -42,10 +43,10 @@ impl Benchmark for Timer {
             metrics: vec![
                 MetricSpec::time_per_op("time_per_op"),
                 MetricSpec {
-                    name: "resolution",
-                    unit: "s",
+                    name: "resolution".into(),
+                    unit: "s".into(),
                     direction: Direction::Lower,
-                    source: MetricSource::ReportedMin("resolution"),
+                    source: MetricSource::ReportedMin("resolution".into()),
                     role: benchsuite_core::MetricRole::Secondary,
                 },
             ],
@@ -246,7 +247,7 @@ impl Case for TimerCase {
         let mut work = Work::ops(iters);
         match resolution {
             Some(r) => {
-                work.values.insert("resolution", r);
+                work.values.insert("resolution".into(), r);
             }
             // The runner's first warm-up batches are tiny; only a sampled
             // batch (at least --min-sample-time long) must see a step.

@@ -195,7 +195,7 @@ pub fn run_references_until(
             done += 1;
             let id = pb.bench.meta().id;
             let label = point.label();
-            observer.point(done, total, id, &label);
+            observer.point(done, total, &id, &label);
             let reference = pb.bench.reference(&plan.ctx, point);
             // The unit of the metric the tool measures, from the declaration.
             let unit = reference.as_ref().map_or(String::new(), |r| {

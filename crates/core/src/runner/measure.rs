@@ -1,6 +1,7 @@
 //! Measurement of one prepared case: batch sizing during warm-up, the
 //! samples (or a time series), and the metrics built from them.
 
+use std::borrow::Cow;
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
@@ -171,7 +172,7 @@ pub(super) fn measure(
         }
         let summary = Summary::new(&samples)
             .map_err(|e| BenchError::Other(format!("metric {}: {e}", spec.name)))?;
-        warnings.extend(noisy_warning(spec.name, &summary, samples.len()));
+        warnings.extend(noisy_warning(&spec.name, &summary, samples.len()));
         let tails = tails.finish(samples.len());
         metrics.push(Metric {
             name: spec.name.to_string(),
@@ -252,7 +253,7 @@ impl TailsBuilder {
 struct Interval {
     agg: Batch,
     /// Per reported key: (sum of value × time, sum of time, min, max, last).
-    values: std::collections::BTreeMap<&'static str, (f64, f64, f64, f64, f64)>,
+    values: std::collections::BTreeMap<Cow<'static, str>, (f64, f64, f64, f64, f64)>,
 }
 
 impl Interval {
@@ -289,7 +290,7 @@ impl Interval {
             let source = specs
                 .iter()
                 .map(|s| &s.source)
-                .find(|s| s.reported_key() == Some(k));
+                .find(|s| s.reported_key() == Some(&k));
             let v = match source {
                 Some(MetricSource::ReportedMin(_)) => min,
                 Some(MetricSource::ReportedMax(_)) => max,
@@ -514,32 +515,32 @@ mod tests {
     fn an_interval_reports_over_all_its_batches_not_the_last() {
         let specs = [
             MetricSpec {
-                name: "bits",
-                unit: "bit/s",
+                name: "bits".into(),
+                unit: "bit/s".into(),
                 direction: crate::bench::Direction::Higher,
-                source: MetricSource::Reported("bits"),
+                source: MetricSource::Reported("bits".into()),
                 role: crate::bench::MetricRole::Headline,
             },
             MetricSpec {
-                name: "slowest",
-                unit: "B/s",
+                name: "slowest".into(),
+                unit: "B/s".into(),
                 direction: crate::bench::Direction::Higher,
-                source: MetricSource::ReportedMin("slowest"),
+                source: MetricSource::ReportedMin("slowest".into()),
                 role: crate::bench::MetricRole::Secondary,
             },
             MetricSpec {
-                name: "worst",
-                unit: "",
+                name: "worst".into(),
+                unit: "".into(),
                 direction: crate::bench::Direction::Lower,
-                source: MetricSource::ReportedMax("worst"),
+                source: MetricSource::ReportedMax("worst".into()),
                 role: crate::bench::MetricRole::Secondary,
             },
         ];
         let batch = |secs: f64, bits: f64, slowest: f64, worst: f64| {
             let mut w = Work::ops_bytes(1, (bits * secs / 8.0) as u64);
-            w.values.insert("bits", bits);
-            w.values.insert("slowest", slowest);
-            w.values.insert("worst", worst);
+            w.values.insert("bits".into(), bits);
+            w.values.insert("slowest".into(), slowest);
+            w.values.insert("worst".into(), worst);
             Batch { work: w, secs }
         };
         // 0.3 s at 10 Gbit/s then 0.1 s at 2 Gbit/s: 3.2 Gbit in 0.4 s.

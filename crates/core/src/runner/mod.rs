@@ -14,6 +14,7 @@
 //! hypervisor's steal time, `observer.rs` is what the runner tells as it
 //! goes; this file runs the plan.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -144,7 +145,7 @@ pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer
                 if ctx.cancelled() {
                     break 'outer;
                 }
-                observer.record_start(meta.id, point);
+                observer.record_start(&meta.id, point);
                 if *probe == Probe::Ready && crate::capacity::is_search(point, config) {
                     // A capacity search: one record per step, then its
                     // summary (a time series is refused at plan time;
@@ -181,10 +182,12 @@ pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer
                 }
                 let (mut record, hists) = match probe {
                     Probe::Skip(reason) => (
-                        Record::skipped(meta.id, point.clone(), reason.clone()),
+                        Record::skipped(&meta.id, point.clone(), reason.clone()),
                         Vec::new(),
                     ),
-                    Probe::Ready => run_point(pb.bench, &meta.metrics, meta.id, point, ctx, config),
+                    Probe::Ready => {
+                        run_point(pb.bench, &meta.metrics, &meta.id, point, ctx, config)
+                    }
                 };
                 if host.build.is_debug() && record.status == Status::Ok {
                     record.warnings.push(Caveat::DebugBuild);
@@ -292,7 +295,7 @@ pub fn run(
 /// a selected benchmark declares secret (and of `token`, whatever declares
 /// it) replaced by [`crate::bench::REDACTED`].
 fn redacted_options(plan: &Plan<'_>, config: &RunConfig) -> BTreeMap<String, String> {
-    let secret: Vec<&'static str> = plan
+    let secret: Vec<Cow<'static, str>> = plan
         .benches
         .iter()
         .flat_map(|b| b.bench.options())
@@ -303,7 +306,7 @@ fn redacted_options(plan: &Plan<'_>, config: &RunConfig) -> BTreeMap<String, Str
         .options
         .iter()
         .map(|(k, v)| {
-            let hide = crate::bench::is_secret_key(k) || secret.contains(&k.as_str());
+            let hide = crate::bench::is_secret_key(k) || secret.iter().any(|s| s == k);
             (
                 k.clone(),
                 if hide {

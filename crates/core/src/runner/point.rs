@@ -3,6 +3,7 @@
 //! ([`super::run_plan`]) and a capacity search's steps
 //! ([`crate::capacity`]) both run points through [`run_point`].
 
+use std::borrow::Cow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use super::measure::{Hists, Measured, measure, over_peak_warning};
@@ -26,7 +27,7 @@ pub(super) fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
 }
 
 /// `point` with the values the case resolved in `prepare`.
-fn resolved_point(point: &Point, resolved: &[(&'static str, Value)]) -> Point {
+fn resolved_point(point: &Point, resolved: &[(Cow<'static, str>, Value)]) -> Point {
     let mut p = point.clone();
     for (name, value) in resolved {
         if p.get(name).is_some() {

@@ -114,7 +114,7 @@ impl Pairing {
         // redacted), whichever phase took them.
         let options = &mut report.config.options;
         for k in self.filled.borrow().iter() {
-            options.remove(*k);
+            options.remove(k.as_ref());
         }
         for (k, v) in &cfg.options {
             options.entry(k.clone()).or_insert_with(|| {
@@ -312,12 +312,12 @@ impl Pairing {
         for s in steps {
             let id = s.bench.meta().id;
             let mut r = make(
-                id,
+                &id,
                 s.point.clone(),
                 format!("--net-pairs {}: {why}", self.mode.name()),
             );
             r.phase = parts[s.part].phase.as_ref().map(|p| p.name.clone());
-            observer.record_start(id, &s.point);
+            observer.record_start(&id, &s.point);
             observer.record_done(&r);
             acc.records.push(r);
         }

@@ -225,7 +225,7 @@ fn schedule_hash(mode: Mode, steps: &[Step<'_>]) -> String {
     let mut text = mode.name().to_string();
     for s in steps {
         text.push('|');
-        text.push_str(s.bench.meta().id);
+        text.push_str(&s.bench.meta().id);
         text.push_str(&serde_json::to_string(&s.point).unwrap_or_default());
         text.push_str(&format!("x{}", s.rounds));
     }
@@ -302,7 +302,7 @@ pub struct Pairing {
     facts: RefCell<Value>,
     /// The option keys the pairing filled (a peer, a token): not options
     /// given, so not in the report's configuration.
-    filled: RefCell<BTreeSet<&'static str>>,
+    filled: RefCell<BTreeSet<std::borrow::Cow<'static, str>>>,
 }
 
 impl std::fmt::Debug for Pairing {

@@ -50,7 +50,7 @@ impl Pairing {
             registry.select(&c.selectors).is_ok_and(|b| {
                 b.iter().any(|b| {
                     option_with_role(*b, OptionRole::Peer)
-                        .is_some_and(|k| c.options.contains_key(k))
+                        .is_some_and(|k| c.options.contains_key(k.as_ref()))
                 })
             })
         };
@@ -262,7 +262,7 @@ impl Pairing {
                 c.options.retain(|k, _| {
                     benches
                         .iter()
-                        .any(|b| b.options().iter().any(|o| o.name == k))
+                        .any(|b| b.options().iter().any(|o| o.name == k.as_str()))
                 });
                 c
             };
@@ -280,13 +280,13 @@ impl Pairing {
             for b in &net {
                 if let Some(k) = option_with_role(*b, OptionRole::Peer) {
                     c.options.insert(
-                        k.into(),
+                        k.to_string(),
                         format!("{}:{}", self.bind, benchsuite_net::DEFAULT_PORT),
                     );
                     self.filled.borrow_mut().insert(k);
                 }
                 if let Some(k) = option_with_role(*b, OptionRole::Token) {
-                    c.options.insert(k.into(), "stand-in".into());
+                    c.options.insert(k.to_string(), "stand-in".into());
                     self.filled.borrow_mut().insert(k);
                 }
             }

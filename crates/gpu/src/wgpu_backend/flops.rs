@@ -335,7 +335,7 @@ impl FlopsCase {
                 reason.as_deref().unwrap_or("no timestamps")
             ),
         });
-        about.resolved = vec![("blocks", Value::Int(u64::from(self.blocks)))];
+        about.resolved = vec![("blocks".into(), Value::Int(u64::from(self.blocks)))];
         about
     }
 }

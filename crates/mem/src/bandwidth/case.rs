@@ -112,8 +112,8 @@ impl Worker {
     pub(super) fn pages(&self) -> Work {
         let mut w = Work::default();
         if let Some((huge, rss)) = sys::huge_backing(self.buf.as_ptr() as usize) {
-            w.values.insert("huge", huge as f64);
-            w.values.insert("rss", rss as f64);
+            w.values.insert("huge".into(), huge as f64);
+            w.values.insert("rss".into(), rss as f64);
         }
         w
     }

@@ -36,8 +36,8 @@ impl Benchmark for Bandwidth {
 
     fn meta(&self) -> Meta {
         Meta {
-            id: "mem.bandwidth",
-            description: "STREAM-style read/write/copy/scale/add/triad over a per-thread working set, sequential or random blocks; bytes counted as STREAM counts them",
+            id: "mem.bandwidth".into(),
+            description: "STREAM-style read/write/copy/scale/add/triad over a per-thread working set, sequential or random blocks; bytes counted as STREAM counts them".into(),
             params: vec![
                 ParamSpec::choice_of(
                     "op",
@@ -342,9 +342,9 @@ impl Benchmark for Bandwidth {
         }
         about.peak = peak;
         about.resolved = vec![
-            ("size", Value::Int(size)),
-            ("nt", Value::Str(Nt::of(nt).name().into())),
-            ("isa", Value::Str(isa.name().into())),
+            ("size".into(), Value::Int(size)),
+            ("nt".into(), Value::Str(Nt::of(nt).name().into())),
+            ("isa".into(), Value::Str(isa.name().into())),
         ];
         Ok(Box::new(BandwidthCase { team, mode, about }))
     }

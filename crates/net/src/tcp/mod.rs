@@ -55,8 +55,8 @@ impl Benchmark for TcpThroughput {
 
     fn meta(&self) -> Meta {
         Meta {
-            id: "net.tcp_throughput",
-            description: "bulk TCP transfer like iperf3: block-sized writes and reads over N parallel connections, bytes counted by the receiver",
+            id: "net.tcp_throughput".into(),
+            description: "bulk TCP transfer like iperf3: block-sized writes and reads over N parallel connections, bytes counted by the receiver".into(),
             params: vec![
                 ParamSpec::size(
                     "block",
@@ -92,26 +92,26 @@ impl Benchmark for TcpThroughput {
             metrics: vec![
                 MetricSpec::bytes_per_sec("throughput"),
                 MetricSpec {
-                    name: "throughput_bits",
-                    unit: "bit/s",
+                    name: "throughput_bits".into(),
+                    unit: "bit/s".into(),
                     direction: Direction::Higher,
-                    source: MetricSource::Reported("throughput_bits"),
+                    source: MetricSource::Reported("throughput_bits".into()),
                     role: benchsuite_core::MetricRole::Derived,
                 },
                 MetricSpec {
-                    name: "stream_min",
-                    unit: "B/s",
+                    name: "stream_min".into(),
+                    unit: "B/s".into(),
                     direction: Direction::Higher,
-                    source: MetricSource::ReportedMin("stream_min"),
+                    source: MetricSource::ReportedMin("stream_min".into()),
                     // With one stream, the same number as `throughput`:
                     // compare then treats it as derived (same samples).
                     role: benchsuite_core::MetricRole::Secondary,
                 },
                 MetricSpec {
-                    name: "stream_max",
-                    unit: "B/s",
+                    name: "stream_max".into(),
+                    unit: "B/s".into(),
                     direction: Direction::Higher,
-                    source: MetricSource::ReportedMax("stream_max"),
+                    source: MetricSource::ReportedMax("stream_max".into()),
                     role: benchsuite_core::MetricRole::Secondary,
                 },
             ],

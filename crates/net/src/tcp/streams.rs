@@ -703,13 +703,15 @@ impl Streams {
         let rate: f64 = rates.iter().sum();
         let mut w = Work::ops_bytes(iters * n, (rate * time).round() as u64);
         w.elapsed = Some(Duration::from_secs_f64(time));
-        w.values.insert("throughput_bits", rate * 8.0);
+        w.values.insert("throughput_bits".into(), rate * 8.0);
         w.values.insert(
-            "stream_min",
+            "stream_min".into(),
             rates.iter().copied().fold(f64::INFINITY, f64::min),
         );
-        w.values
-            .insert("stream_max", rates.iter().copied().fold(0.0, f64::max));
+        w.values.insert(
+            "stream_max".into(),
+            rates.iter().copied().fold(0.0, f64::max),
+        );
         Ok(w)
     }
 

@@ -19,7 +19,7 @@ pub fn write_list(
         let benches: Vec<_> = m
             .benchmarks
             .iter()
-            .filter(|b| wanted.contains(&b.meta().id))
+            .filter(|b| wanted.contains(&b.meta().id.as_ref()))
             .collect();
         if benches.is_empty() && selected {
             continue;
