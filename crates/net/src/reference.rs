@@ -164,6 +164,8 @@ fn tcp_on(ctx: &Context, point: &Point, ports: &[u16], cpus: &[usize]) -> Option
     }
     if block <= SMALL_MESSAGE {
         notes.push(SMALL_MESSAGE_NOTE.to_string());
+    } else if block < BELOW_DEFAULT {
+        notes.push(BELOW_DEFAULT_NOTE.to_string());
     }
     r.note = (!notes.is_empty()).then(|| notes.join("; "));
     Some(r)
@@ -175,6 +177,14 @@ const SMALL_MESSAGE: u64 = 16 << 10;
 
 /// What was measured about equal work at small messages.
 const SMALL_MESSAGE_NOTE: &str = "same work per byte, different cost per message: both send each message with one write of `block` bytes and receive it with one read of `block` bytes (measured with perf stat -e syscalls:* over 4 s on loopback, 1 KiB: ours 2.38M sendto and 2.38M recvfrom for 2.4 GB; iperf3 1.39M write and 1.39M read for 1.42 GB), but iperf3's server calls pselect6 before every read (1.39M) and its client before every tenth write, so on a 2-vCPU guest, where the receiver's CPU is the limit, iperf3 spends about twice the system calls per message that ours does. By 8 KiB the receiver keeps up and the sending vCPU is the limit: a receiver that has caught up sleeps, and waking a sleeping vCPU is paid by the sender's (sched_switch traces, 8 KiB: ours' receiver slept about 0.08 times per message, iperf3's, slower per message, 0.06), so there iperf3's extra calls cost it nothing and its fewer wake-ups win it up to a fifth, by the host's state (ratios 0.77-1.07 in one afternoon); ours with a receiver that spins 50 µs before sleeping read 1.17-1.30x iperf3 in the same rounds: the receiver's waiting, not the work per byte";
+
+/// Blocks above [`SMALL_MESSAGE`] and below this (iperf3's default,
+/// 128 KiB): iperf3 reads less than a block per call there and is slower
+/// than at its default.
+const BELOW_DEFAULT: u64 = 128 << 10;
+
+/// What was measured about equal work between small messages and 128 KiB.
+const BELOW_DEFAULT_NOTE: &str = "same work per byte: both copy every byte once into the socket and once out of it (perf stat -a -e syscalls:*,sched:* on loopback, 64 KiB, 2-vCPU Zen 5 guest: ours 690k sendto of 64 KiB and 690k recvfrom of 64 KiB for 45 GB; iperf3 200k write of 61 KB, 247k read of 49 KB and 229k pselect6 for 12.2 GB), and the sending CPU is saturated in both (/proc/stat: 98-100% sys + softirq); iperf3's rate at 64 KiB is below its own at 128 KiB (3.2 against 4.2 GB/s in the same rounds) because its event loop calls pselect6 before each read and write and its receiver, reading what is there, sleeps twice as often per byte (sched_switch 9.7k per GB against ours 4.6k), each wake-up paid by the sending CPU";
 
 /// `argv` run under `taskset -c CPU`.
 fn taskset(cpu: usize, mut argv_: Vec<String>) -> Vec<String> {
@@ -545,6 +555,15 @@ mod tests {
         assert!(note.contains("pselect6"));
         let big = tcp_on(&ctx(), &point(&b, &[]), &[5400], &[0]).unwrap();
         assert_eq!(big.note.as_deref(), Some(STREAM_NOTE));
+        // Between small messages and iperf3's default: what equal work was measured.
+        let mid = point(&b, &[("block", Value::Int(64 << 10))]);
+        let mid = tcp_on(&ctx(), &mid, &[5400], &[0]).unwrap();
+        assert!(
+            mid.note
+                .as_deref()
+                .unwrap()
+                .contains("same work per byte: both copy every byte once")
+        );
         let r = tcp_on(
             &ctx(),
             &point(&b, &[("direction", s("bidir"))]),
