@@ -164,6 +164,8 @@ fn tcp_on(ctx: &Context, point: &Point, ports: &[u16], cpus: &[usize]) -> Option
     }
     if block <= SMALL_MESSAGE {
         notes.push(SMALL_MESSAGE_NOTE.to_string());
+    } else if threads > 1 {
+        notes.push(STREAMS_NOTE.to_string());
     } else if block < BELOW_DEFAULT {
         notes.push(BELOW_DEFAULT_NOTE.to_string());
     }
@@ -185,6 +187,9 @@ const BELOW_DEFAULT: u64 = 128 << 10;
 
 /// What was measured about equal work between small messages and 128 KiB.
 const BELOW_DEFAULT_NOTE: &str = "same work per byte: both copy every byte once into the socket and once out of it (perf stat -a -e syscalls:*,sched:* on loopback, 64 KiB, 2-vCPU Zen 5 guest: ours 690k sendto of 64 KiB and 690k recvfrom of 64 KiB for 45 GB; iperf3 200k write of 61 KB, 247k read of 49 KB and 229k pselect6 for 12.2 GB), and the sending CPU is saturated in both (/proc/stat: 98-100% sys + softirq); iperf3's rate at 64 KiB is below its own at 128 KiB (3.2 against 4.2 GB/s in the same rounds) because its event loop calls pselect6 before each read and write and its receiver, reading what is there, sleeps twice as often per byte (sched_switch 9.7k per GB against ours 4.6k), each wake-up paid by the sending CPU";
+
+/// What was measured about equal work with several streams.
+const STREAMS_NOTE: &str = "same work per byte: both write and read whole blocks, every byte copied once into the socket and once out (perf stat -a -e syscalls:*,sched:* on loopback, 128 KiB, 2 streams, 2-vCPU Zen 5 guest, twice: ours 355-366k sendto and 353-367k recvfrom of 128 KiB for 47-48 GB; iperf3's two processes 171-178k write and 172-180k read of 130 KB and 197-201k pselect6 for 22-23 GB), with both CPUs saturated on both sides (/proc/stat: 0% idle); iperf3's event loop adds a pselect6 for about every two reads and writes (24k system calls per GB against ours 15k) and switches tasks 1.4 times as often per byte (2.2-2.7k per GB against 1.5-2.0k), which on saturated CPUs comes out of its rate (ours 6.5-7.6 GB/s against 5.6-5.8 in those runs)";
 
 /// `argv` run under `taskset -c CPU`.
 fn taskset(cpu: usize, mut argv_: Vec<String>) -> Vec<String> {
@@ -553,6 +558,9 @@ mod tests {
         );
         // Small messages: the note says what was measured about equal work.
         assert!(note.contains("pselect6"));
+        let two = point(&b, &[("threads", Value::Int(2))]);
+        let two = tcp_on(&ctx(), &two, &[5400, 5401], &[0]).unwrap();
+        assert!(two.note.as_deref().unwrap().contains("2 streams, 2-vCPU"));
         let big = tcp_on(&ctx(), &point(&b, &[]), &[5400], &[0]).unwrap();
         assert_eq!(big.note.as_deref(), Some(STREAM_NOTE));
         // Between small messages and iperf3's default: what equal work was measured.
