@@ -88,12 +88,13 @@ fn sweep(c: &mut Criterion) {
 fn runner(c: &mut Criterion) {
     let mut registry = Registry::new();
     registry.register(Box::new(Null)).unwrap();
-    let config = RunConfig {
-        runs: 3,
-        min_sample_time: Duration::from_micros(100),
-        warmup: Duration::ZERO,
-        ..RunConfig::default()
-    };
+    let config = RunConfig::default()
+        .to_builder()
+        .runs(3)
+        .min_sample_time(Duration::from_micros(100))
+        .warmup(Duration::ZERO)
+        .build()
+        .unwrap();
     let mut g = c.benchmark_group("runner");
     g.sample_size(20);
     g.bench_function("null_record_3x100us", |b| {

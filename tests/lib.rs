@@ -190,10 +190,11 @@ impl Benchmark for Fake {
 
 /// A fast configuration for tests: 3 runs of ≥ 1 ms, 1 ms warm-up.
 pub fn fast_config() -> RunConfig {
-    RunConfig {
-        runs: 3,
-        min_sample_time: Duration::from_millis(1),
-        warmup: Duration::from_millis(1),
-        ..RunConfig::quick()
-    }
+    RunConfig::quick()
+        .to_builder()
+        .runs(3)
+        .min_sample_time(Duration::from_millis(1))
+        .warmup(Duration::from_millis(1))
+        .build()
+        .unwrap()
 }

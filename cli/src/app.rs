@@ -370,13 +370,15 @@ fn cmd_info(args: &InfoArgs, registry: &Registry) -> Result<i32> {
     let mut host = Host::detect();
     // What the modules report about their hardware (GPU, NIC, the disk
     // under the scratch directory), as a run records it in host.extra.
-    let mut cfg = benchsuite::RunConfig::quick();
-    if let Some(dir) = &args.scratch_dir {
-        if !std::fs::metadata(dir).is_ok_and(|m| m.is_dir()) {
-            anyhow::bail!("--scratch-dir {}: not a directory", dir.display());
-        }
-        cfg.scratch_dir = Some(dir.clone());
+    if let Some(dir) = &args.scratch_dir
+        && !std::fs::metadata(dir).is_ok_and(|m| m.is_dir())
+    {
+        anyhow::bail!("--scratch-dir {}: not a directory", dir.display());
     }
+    let cfg = benchsuite::RunConfig::quick()
+        .to_builder()
+        .scratch_dir(args.scratch_dir.clone())
+        .build()?;
     let ctx = cfg.context(Arc::new(host.clone()));
     host.extra = benchsuite::runner::module_facts(registry, &ctx);
     let mut out = io::stdout().lock();

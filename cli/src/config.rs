@@ -1,4 +1,5 @@
-//! Raw arguments → a validated [`RunConfig`] plus output settings.
+//! Raw arguments → a validated [`RunConfig`] (built in one step through
+//! its builder) plus output settings.
 //!
 //! Every value is checked here or in the core's planner before anything
 //! runs; errors name the flag the user typed.
@@ -141,7 +142,10 @@ pub fn parse_format(flag: &str, text: &str) -> Result<Format> {
     text.parse::<Format>().map_err(|e| anyhow!("{flag}: {e}"))
 }
 
-/// Builds the run configuration from `benchsuite run` arguments.
+/// Builds the run configuration from `benchsuite run` arguments: every
+/// value is parsed here (an error names its flag), then the base
+/// (`--quick`'s preset or the defaults) takes them in one [`RunConfig::to_builder`]
+/// step whose refusal is told with the flags' names.
 pub fn run_config(
     args: &RunArgs,
     registry: &Registry,
@@ -150,26 +154,26 @@ pub fn run_config(
     // With no selector, `benchsuite run` is the safe quick pass over every module.
     let quick =
         args.quick || args.profile.is_some() || (args.selectors.is_empty() && args.plan.is_none());
-    let mut cfg = if quick {
+    let base = if quick {
         RunConfig::quick()
     } else {
         RunConfig::default()
     };
-    cfg.selectors = args.selectors.clone();
     let mut flags = FlagNames::default();
+    let mut sweep = BTreeMap::new();
 
     // First-class flags are syntax-checked here so `--block 1XB` names
     // `--block` whatever the selected benchmarks are.
     if let Some(b) = &args.block {
         let spec = ParamSpec::size("block", "", 1, u64::MAX, 1);
         parse_values(&spec, b).map_err(|e| flags_for("block", "--block").explain(e))?;
-        cfg.sweep.insert("block".into(), b.clone());
+        sweep.insert("block".to_string(), b.clone());
         flags.0.insert("block".into(), "--block".into());
     }
     if let Some(t) = &args.threads {
         let spec = ParamSpec::count("threads", "", 1, u64::MAX, 1);
         parse_values(&spec, t).map_err(|e| flags_for("threads", "--threads").explain(e))?;
-        cfg.sweep.insert("threads".into(), t.clone());
+        sweep.insert("threads".to_string(), t.clone());
         flags.0.insert("threads".into(), "--threads".into());
     }
     for p in &args.params {
@@ -183,88 +187,93 @@ pub fn run_config(
         if let Some(flag) = flags.0.get(name) {
             bail!("--param {name} repeats {flag}; give each parameter once");
         }
-        if cfg
-            .sweep
-            .insert(name.to_string(), value.to_string())
-            .is_some()
-        {
+        if sweep.insert(name.to_string(), value.to_string()).is_some() {
             bail!("--param {name} is given twice; use one list, e.g. --param {name}=a,b");
         }
     }
     if let Some(preset) = &args.preset {
-        if cfg.sweep.contains_key("preset") {
+        if sweep.contains_key("preset") {
             bail!("--preset and --param preset= are both given; use one");
         }
-        cfg.sweep.insert("preset".into(), preset.clone());
+        sweep.insert("preset".to_string(), preset.clone());
         flags.0.insert("preset".into(), "--preset".into());
     }
+    let mut options = BTreeMap::new();
     for o in &args.options {
         let (k, v) = o
             .split_once('=')
             .ok_or_else(|| anyhow!("invalid value `{o}` for --opt: expected KEY=VALUE"))?;
-        cfg.options.insert(k.trim().to_string(), v.to_string());
+        options.insert(k.trim().to_string(), v.to_string());
     }
     let named = [("peer", &args.peer), ("peak-mem-bw", &args.peak_mem_bw)];
     for (key, value) in named {
         if let Some(v) = value {
-            cfg.options.insert(key.to_string(), v.clone());
+            options.insert(key.to_string(), v.clone());
         }
     }
     // `--opt token=T` is `--token T` by another name (warned about alike).
-    let opt_token = cfg.options.remove("token").map(Secret);
+    let opt_token = options.remove("token").map(Secret);
     if opt_token.is_some() && (args.token.is_some() || args.token_file.is_some()) {
         bail!("--opt token= and --token or --token-file are both given; give the token once");
     }
     let flag = args.token.clone().or(opt_token);
     // BENCHSUITE_TOKEN is read only for a run with a benchmark that takes
     // a token: set in the environment, it must not break `run os`.
-    let use_env = registry.select(&cfg.selectors).is_ok_and(|b| {
+    let use_env = registry.select(&args.selectors).is_ok_and(|b| {
         b.iter()
             .any(|b| b.options().iter().any(|o| o.name == "token"))
     });
     if let Some((token, _)) = resolve_token(flag.as_ref(), args.token_file.as_deref(), use_env)? {
-        cfg.options.insert("token".into(), token);
+        options.insert("token".to_string(), token);
     }
     if let Some(v) = &args.allow_overwrite {
-        cfg.options.insert("allow-overwrite".into(), v.clone());
-    }
-    if let Some(r) = args.runs {
-        cfg.runs = r;
-    }
-    if let Some(r) = args.rounds {
-        cfg.rounds = r;
+        options.insert("allow-overwrite".to_string(), v.clone());
     }
     let dur = |flag: &str, v: &Option<String>| -> Result<Option<std::time::Duration>> {
         v.as_deref()
             .map(|t| parse_duration(t).map_err(|e| anyhow!("invalid value `{t}` for {flag}: {e}")))
             .transpose()
     };
-    if args.profile == Some(crate::args::Profile::Health) {
-        cfg.min_sample_time = cfg.min_sample_time.max(crate::args::HEALTH_MIN_SAMPLE);
-    }
-    if let Some(d) = dur("--min-sample-time", &args.min_sample_time)? {
-        cfg.min_sample_time = d;
-    }
-    if let Some(d) = dur("--warmup", &args.warmup)? {
-        cfg.warmup = d;
-    }
-    cfg.duration = dur("--duration", &args.duration)?;
-    if let Some(t) = &args.slo {
-        cfg.slo = Some(
+    let min_sample_time = match dur("--min-sample-time", &args.min_sample_time)? {
+        Some(d) => d,
+        None if args.profile == Some(crate::args::Profile::Health) => {
+            base.min_sample_time().max(crate::args::HEALTH_MIN_SAMPLE)
+        }
+        None => base.min_sample_time(),
+    };
+    let warmup = dur("--warmup", &args.warmup)?.unwrap_or(base.warmup());
+    let duration = dur("--duration", &args.duration)?;
+    let slo = args
+        .slo
+        .as_deref()
+        .map(|t| {
             benchsuite::capacity::Slo::parse(t)
-                .map_err(|e| anyhow!("invalid value `{t}` for --slo: {e}"))?,
-        );
-    }
-    cfg.interval = dur("--interval", &args.interval)?;
+                .map_err(|e| anyhow!("invalid value `{t}` for --slo: {e}"))
+        })
+        .transpose()?;
+    let interval = dur("--interval", &args.interval)?;
     if let Some(dir) = &args.scratch_dir {
         let meta = std::fs::metadata(dir)
             .with_context(|| format!("--scratch-dir {}: cannot use it", dir.display()))?;
         if !meta.is_dir() {
             bail!("--scratch-dir {}: not a directory", dir.display());
         }
-        cfg.scratch_dir = Some(dir.clone());
     }
-    cfg.validate().map_err(|e| flags.explain(e))?;
+    let cfg = base
+        .to_builder()
+        .selectors(args.selectors.iter().cloned())
+        .sweep(sweep)
+        .options(options)
+        .runs(args.runs.unwrap_or(base.runs()))
+        .rounds(args.rounds.unwrap_or(base.rounds()))
+        .min_sample_time(min_sample_time)
+        .warmup(warmup)
+        .duration(duration)
+        .interval(interval)
+        .slo(slo)
+        .scratch_dir(args.scratch_dir.clone())
+        .build()
+        .map_err(|e| flags.explain(e))?;
 
     let format = output_format(args.format.as_deref(), args.output.as_deref(), stdout_tty)?;
     Ok((

@@ -8,8 +8,10 @@
 //!
 //! ```no_run
 //! let registry = benchsuite::registry();
-//! let mut config = benchsuite::RunConfig::default();
-//! config.selectors = vec!["os.syscall".into()];
+//! let config = benchsuite::RunConfig::builder()
+//!     .selectors(["os.syscall"])
+//!     .build()
+//!     .expect("settings that hold together");
 //! let report = benchsuite::run(&registry, &config).expect("valid configuration");
 //! for r in &report.records {
 //!     println!("{} {:?}", r.key(), r.metrics.first().map(|m| m.summary.median));
@@ -78,8 +80,8 @@ pub use benchsuite_core::{
     About, BenchError, Benchmark, Case, Caveat, Choice, ConfigError, Context, ContractRule,
     Direction, Finished, Host, LatencySummary, Meta, Metric, MetricRole, MetricSource, MetricSpec,
     Module, Observer, OptionSpec, ParamKind, ParamSpec, Peak, PeakInput, Point, Probe, Record,
-    Registry, RegistryError, Report, ReportError, RunConfig, SCHEMA_VERSION, Status, Summary,
-    TeamCase, Value, Work, choice_enum, error_chain,
+    Registry, RegistryError, Report, ReportError, RunConfig, RunConfigBuilder, SCHEMA_VERSION,
+    Status, Summary, TeamCase, Value, Work, choice_enum, error_chain,
 };
 pub use benchsuite_core::{
     atomic, bench, capacity, catalog, caveat, cluster, error, host, openloop, param, phase, report,

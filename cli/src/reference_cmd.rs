@@ -60,9 +60,14 @@ pub fn cmd_reference(all: &ReferenceArgs, registry: &Registry) -> Result<i32> {
         );
     }
     let stdout_tty = io::stdout().is_terminal();
-    let (mut cfg, output, flags) = config::run_config(args, registry, stdout_tty)?;
+    let (cfg, output, flags) = config::run_config(args, registry, stdout_tty)?;
     let rounds = args.rounds.unwrap_or(DEFAULT_ROUNDS).max(1);
-    cfg.rounds = 1;
+    // The rounds are this command's, each a run of one round.
+    let cfg = cfg
+        .to_builder()
+        .rounds(1)
+        .build()
+        .map_err(|e| flags.explain(e))?;
     let plan = benchsuite::runner::plan(registry, &cfg).map_err(|e| flags.explain(e))?;
     if plan.host().build.is_debug() {
         eprintln!(
@@ -78,9 +83,9 @@ pub fn cmd_reference(all: &ReferenceArgs, registry: &Registry) -> Result<i32> {
     // A signal (Ctrl-C, SIGTERM, SIGHUP) stops the tool in flight and
     // ends the round (the tool's scratch files are removed after it), then
     // writes what is done and exits 128 + the signal.
-    crate::interrupt::install(&cfg.cancel);
+    crate::interrupt::install(cfg.cancel_flag());
     let Some(report) = run_references_until(&plan, &cfg, rounds, until, &mut Stderr) else {
-        if cfg.cancel.load(std::sync::atomic::Ordering::SeqCst) {
+        if cfg.is_cancelled() {
             eprintln!(
                 "interrupted: {} came before the first record; nothing written",
                 crate::interrupt::name()
@@ -95,7 +100,7 @@ pub fn cmd_reference(all: &ReferenceArgs, registry: &Registry) -> Result<i32> {
         .iter()
         .filter(|r| r.status == Status::Failed)
         .count();
-    let interrupted = cfg.cancel.load(std::sync::atomic::Ordering::SeqCst);
+    let interrupted = cfg.is_cancelled();
     // Decided before writing: a closed stdout keeps a --strict failure.
     let code = if interrupted {
         crate::interrupt::exit_code()

@@ -4,7 +4,6 @@
 //! (`benchsuite::phase`); the pairing is `benchsuite_fleet`'s.
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 
 use anyhow::Result;
 use benchsuite::export::{self, Format};
@@ -84,7 +83,7 @@ pub fn cmd_run(
         return Ok(0);
     }
     check_output(&s.output)?;
-    crate::interrupt::install(&s.cfg.cancel);
+    crate::interrupt::install(s.cfg.cancel_flag());
     let host = plans
         .first()
         .or(net.first().map(|n| &n.plan))
@@ -100,7 +99,7 @@ pub fn cmd_run(
         let plan = s.plan.is_some().then_some(&phase_configs[..]);
         p.finish(&mut report, &s.cfg, plan);
     }
-    finish(&s, &placement, &report, s.cfg.cancel.load(Ordering::SeqCst))
+    finish(&s, &placement, &report, s.cfg.is_cancelled())
 }
 
 /// Keeps the planned points whose record key (`ID PARAM=VALUE ...`, as
@@ -193,11 +192,11 @@ fn phases(
             (Some(p), c)
         })
         .collect();
-    for key in cfg.sweep.keys() {
+    for key in cfg.sweep().keys() {
         let mut taken = false;
         for (phase, c) in &mut phases {
             let takes = registry
-                .select(&c.selectors)
+                .select(c.selectors())
                 .map_err(|e| {
                     phase
                         .as_ref()
@@ -208,7 +207,12 @@ fn phases(
             if takes {
                 taken = true;
             } else {
-                c.sweep.remove(key);
+                // None of the phase's benchmarks takes it: it does not
+                // apply there.
+                *c = c
+                    .to_builder()
+                    .sweep(c.sweep().iter().filter(|(k, _)| *k != key))
+                    .build()?;
             }
         }
         if !taken {
@@ -248,7 +252,7 @@ fn run_all(
         steps_before: 0,
         planned_total: 0,
     };
-    let steps = |p: &Plan<'_>, c: &RunConfig| p.len() * c.rounds.max(1);
+    let steps = |p: &Plan<'_>, c: &RunConfig| p.len() * c.rounds();
     let net_steps: usize = net.iter().map(|n| steps(&n.plan, &n.cfg)).sum();
     let planned: usize = plans
         .iter()
@@ -277,7 +281,7 @@ fn run_all(
         };
         done += r.progress.map_or(all, |p| p.done);
         report = Some(merge_phase(report, r));
-        if cfg.cancel.load(Ordering::SeqCst) {
+        if cfg.is_cancelled() {
             break;
         }
         if done < planned

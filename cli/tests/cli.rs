@@ -173,6 +173,17 @@ fn bad_input_exits_2_naming_the_flag_or_file() {
         &["run", "os", "--rounds", "2", "--duration", "1s"],
         "--rounds",
     );
+    // The configuration's builder refuses these, naming its settings,
+    // which the CLI tells as its flags.
+    let e = assert_usage_error(
+        &["run", "os", "--min-sample-time", "0s"],
+        "--min-sample-time",
+    );
+    assert!(!e.contains("RunConfig"), "{e}");
+    assert_usage_error(
+        &["run", "os", "--duration", "1s", "--interval", "2s"],
+        "is longer than --duration",
+    );
     assert_usage_error(&["run", "os", "--param", "nosuch=1"], "nosuch");
     assert_usage_error(&["run", "os.call", "--param", "args=9"], "--param args");
     let e = assert_usage_error(&["run", "os", "--format", "xml"], "--format");

@@ -66,8 +66,7 @@ fn every_declaration_is_sound() {
 #[test]
 fn every_benchmark_runs_at_its_smoke_point() {
     let registry = benchsuite::registry();
-    let mut cfg = fast_config();
-    cfg.smoke = true;
+    let cfg = fast_config().to_builder().smoke(true).build().unwrap();
     let report = run(&registry, &cfg, &mut Silent).unwrap();
     benchsuite_tests::assert_valid(&report);
     assert_eq!(report.records.len(), registry.benchmarks().count());

@@ -5,7 +5,7 @@
 use benchsuite::export::{Format, write_report};
 use benchsuite::{
     About, BenchError, Benchmark, Case, Context, Finished, Meta, MetricSpec, ParamSpec, Point,
-    RunConfig, Status, Work,
+    Status, Work,
 };
 
 /// Sums a vector of `len` u64 values: a custom benchmark with one parameter.
@@ -61,11 +61,12 @@ impl Benchmark for VecSum {
 fn a_custom_benchmark_runs_like_a_builtin_one() {
     let mut registry = benchsuite::registry();
     registry.register(Box::new(VecSum)).unwrap();
-    let config = RunConfig {
-        selectors: vec!["myapp".into()],
-        sweep: [("len".to_string(), "1K,4K".to_string())].into(),
-        ..benchsuite_tests::fast_config()
-    };
+    let config = benchsuite_tests::fast_config()
+        .to_builder()
+        .selectors(["myapp"])
+        .sweep([("len", "1K,4K")])
+        .build()
+        .unwrap();
     let report = benchsuite::run(&registry, &config).expect("valid configuration");
     benchsuite_tests::assert_valid(&report);
     assert_eq!(report.records.len(), 2);
@@ -146,10 +147,11 @@ fn a_declaration_that_breaks_the_contract_is_refused_at_registration() {
         "{text}"
     );
     assert_eq!(registry.benchmarks().count(), before);
-    let config = RunConfig {
-        selectors: vec!["myapp".into()],
-        ..benchsuite_tests::fast_config()
-    };
+    let config = benchsuite_tests::fast_config()
+        .to_builder()
+        .selectors(["myapp"])
+        .build()
+        .unwrap();
     assert!(benchsuite::run(&registry, &config).is_err());
 }
 

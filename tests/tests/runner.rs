@@ -1,7 +1,6 @@
 //! The runner's contract, exercised with scripted fakes.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use benchsuite_core::runner::{Silent, run};
@@ -19,9 +18,12 @@ fn registry(fakes: &[Fake]) -> Registry {
 #[test]
 fn samples_are_long_enough_and_rates_consistent() {
     let fake = Fake::new("fake.work", Script::Work, 200);
-    let mut cfg = fast_config();
-    cfg.runs = 4;
-    cfg.min_sample_time = Duration::from_millis(2);
+    let cfg = fast_config()
+        .to_builder()
+        .runs(4)
+        .min_sample_time(Duration::from_millis(2))
+        .build()
+        .unwrap();
     let report = run(&registry(std::slice::from_ref(&fake)), &cfg, &mut Silent).unwrap();
     benchsuite_tests::assert_valid(&report);
     let r = &report.records[0];
@@ -210,9 +212,12 @@ fn failed_and_skipped_records_reach_every_export() {
 #[test]
 fn sweep_produces_one_record_per_point() {
     let fake = Fake::new("fake.work", Script::Work, 50);
-    let mut cfg = fast_config();
-    cfg.sweep.insert("factor".into(), "1..4:x2".into());
-    cfg.sweep.insert("block".into(), "4K,8K".into());
+    let cfg = fast_config()
+        .to_builder()
+        .param("factor", "1..4:x2")
+        .param("block", "4K,8K")
+        .build()
+        .unwrap();
     let report = run(&registry(std::slice::from_ref(&fake)), &cfg, &mut Silent).unwrap();
     benchsuite_tests::assert_valid(&report);
     let labels: Vec<String> = report.records.iter().map(|r| r.params.label()).collect();
@@ -248,28 +253,37 @@ fn sweep_produces_one_record_per_point() {
 fn configuration_errors_come_before_anything_runs() {
     let fake = Fake::new("fake.work", Script::Work, 50);
     let reg = registry(std::slice::from_ref(&fake));
-    let mut cfg = fast_config();
-    cfg.sweep.insert("bogus".into(), "1".into());
+    let cfg = fast_config()
+        .to_builder()
+        .param("bogus", "1")
+        .build()
+        .unwrap();
     let e = run(&reg, &cfg, &mut Silent).unwrap_err().to_string();
     assert!(e.contains("bogus") && e.contains("block, factor"), "{e}");
-    let mut cfg = fast_config();
-    cfg.sweep.insert("factor".into(), "1,99".into());
+    let cfg = fast_config()
+        .to_builder()
+        .param("factor", "1,99")
+        .build()
+        .unwrap();
     let e = run(&reg, &cfg, &mut Silent).unwrap_err().to_string();
     assert!(
         e.contains("factor") && e.contains("between 1 and 16"),
         "{e}"
     );
-    let mut cfg = fast_config();
-    cfg.selectors = vec!["nope".into()];
+    let cfg = fast_config()
+        .to_builder()
+        .selectors(["nope"])
+        .build()
+        .unwrap();
     assert!(
         run(&reg, &cfg, &mut Silent)
             .unwrap_err()
             .to_string()
             .contains("nope")
     );
-    let mut cfg = fast_config();
-    cfg.runs = 0;
-    assert!(run(&reg, &cfg, &mut Silent).is_err());
+    // A setting that cannot run is refused before there is a config.
+    let e = fast_config().to_builder().runs(0).build().unwrap_err();
+    assert!(e.to_string().contains("`RunConfig::runs`"), "{e}");
     assert_eq!(
         fake.prepare_count(),
         0,
@@ -282,11 +296,14 @@ fn cancel_finishes_the_current_record_and_stops() {
     let a = Fake::new("fake.a", Script::CancelDuringRun, 10);
     let b = Fake::new("fake.b", Script::Work, 10);
     let reg = registry(&[a.clone(), b.clone()]);
-    let mut cfg = fast_config();
-    cfg.sweep.insert("factor".into(), "1,2".into());
+    let cfg = fast_config()
+        .to_builder()
+        .param("factor", "1,2")
+        .build()
+        .unwrap();
     let report = run(&reg, &cfg, &mut Silent).unwrap();
     benchsuite_tests::assert_valid(&report);
-    assert!(cfg.cancel.load(Ordering::SeqCst));
+    assert!(cfg.is_cancelled());
     // The record in progress is finished and torn down; nothing after it
     // starts.
     assert_eq!(report.records.len(), 1);
@@ -303,9 +320,12 @@ fn cancel_finishes_the_current_record_and_stops() {
 #[test]
 fn time_series_gives_one_sample_per_interval() {
     let fake = Fake::new("fake.work", Script::Work, 100);
-    let mut cfg = fast_config();
-    cfg.duration = Some(Duration::from_millis(300));
-    cfg.interval = Some(Duration::from_millis(50));
+    let cfg = fast_config()
+        .to_builder()
+        .duration(Some(Duration::from_millis(300)))
+        .interval(Some(Duration::from_millis(50)))
+        .build()
+        .unwrap();
     let report = run(&registry(&[fake]), &cfg, &mut Silent).unwrap();
     benchsuite_tests::assert_valid(&report);
     let m = report.records[0].metric("rate").unwrap();
@@ -347,8 +367,14 @@ fn peak_gives_efficiency_and_flags_the_impossible() {
 fn report_round_trips_through_json() {
     let fake = Fake::new("fake.work", Script::Work, 100);
     let skip = Fake::new("fake.skip", Script::Skip, 100);
-    let mut cfg = fast_config();
-    cfg.options = BTreeMap::from([("fake-flag".to_string(), "on".to_string())]);
+    let cfg = fast_config()
+        .to_builder()
+        .options(BTreeMap::from([(
+            "fake-flag".to_string(),
+            "on".to_string(),
+        )]))
+        .build()
+        .unwrap();
     let report = run(&registry(&[fake, skip]), &cfg, &mut Silent).unwrap();
     benchsuite_tests::assert_valid(&report);
     let json = report.to_json();
@@ -364,8 +390,11 @@ fn report_round_trips_through_json() {
 fn records_show_resolved_values_and_modules_add_host_facts() {
     let f = Fake::new("fake.auto", Script::Work, 100);
     let reg = registry(std::slice::from_ref(&f));
-    let mut cfg = fast_config();
-    cfg.sweep.insert("block".into(), "0,512".into());
+    let mut cfg = fast_config()
+        .to_builder()
+        .param("block", "0,512")
+        .build()
+        .unwrap();
     let report = run(&reg, &cfg, &mut Silent).unwrap();
     benchsuite_tests::assert_valid(&report);
     let blocks: Vec<u64> = report
@@ -384,7 +413,7 @@ fn records_show_resolved_values_and_modules_add_host_facts() {
 
     // 0 (auto) resolves to 4 KiB: the second point ran the same thing as
     // the first, and its record says so.
-    cfg.sweep.insert("block".into(), "0,4K,512".into());
+    cfg = cfg.to_builder().param("block", "0,4K,512").build().unwrap();
     let report = run(&reg, &cfg, &mut Silent).unwrap();
     benchsuite_tests::assert_valid(&report);
     let same: Vec<bool> = report.records.iter().map(repeats).collect();
@@ -396,8 +425,7 @@ fn rounds_repeat_the_plan_and_pool_the_samples() {
     let a = Fake::new("fake.a", Script::Work, 1_000);
     let b = Fake::new("fake.b", Script::Work, 1_000);
     let reg = registry(&[a.clone(), b.clone()]);
-    let mut cfg = fast_config();
-    cfg.rounds = 3;
+    let cfg = fast_config().to_builder().rounds(3).build().unwrap();
     let report = run(&reg, &cfg, &mut Silent).unwrap();
     benchsuite_tests::assert_valid(&report);
     assert_eq!(report.config.rounds, 3);
@@ -409,7 +437,7 @@ fn rounds_repeat_the_plan_and_pool_the_samples() {
     for r in &report.records {
         assert_eq!(r.status, Status::Ok, "{:?}", r.reason);
         for m in &r.metrics {
-            assert_eq!(m.samples.len(), 3 * cfg.runs, "{}", m.name);
+            assert_eq!(m.samples.len(), 3 * cfg.runs(), "{}", m.name);
         }
         assert!(
             r.notes.iter().any(|n| n.contains("pooled from 3 rounds")),
@@ -426,8 +454,11 @@ fn rounds_repeat_the_plan_and_pool_the_samples() {
 fn options_must_be_declared_and_well_formed() {
     let reg = registry(&[Fake::new("fake.work", Script::Work, 100)]);
     let with = |key: &str, value: &str| {
-        let mut cfg = fast_config();
-        cfg.options.insert(key.into(), value.into());
+        let cfg = fast_config()
+            .to_builder()
+            .option(key, value)
+            .build()
+            .unwrap();
         benchsuite_core::runner::plan(&reg, &cfg).map(|_| ())
     };
     assert!(with("fake-flag", "off").is_ok());
@@ -459,8 +490,7 @@ fn checkpoints_follow_every_record_and_mark_unfinished_reports() {
         Fake::new("fake.a", Script::Work, 1_000),
         Fake::new("fake.b", Script::Work, 1_000),
     ]);
-    let mut cfg = fast_config();
-    cfg.rounds = 2;
+    let cfg = fast_config().to_builder().rounds(2).build().unwrap();
     let mut keep = Keep::default();
     let plan = benchsuite_core::runner::plan(&reg, &cfg).unwrap();
     let last = benchsuite_core::runner::run_plan(&plan, &cfg, &mut keep);

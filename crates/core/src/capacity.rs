@@ -59,7 +59,7 @@ const Z: f64 = 1.959_963_984_540_054;
 /// Is this benchmark's point a capacity search: `rate=auto`, or a
 /// target given with `--slo`?
 pub fn is_search(point: &Point, config: &RunConfig) -> bool {
-    point.get(RATE).is_some() && (config.slo.is_some() || Rate::of(point) == Rate::Auto)
+    point.get(RATE).is_some() && (config.slo().is_some() || Rate::of(point) == Rate::Auto)
 }
 
 /// Checks a benchmark's points against `--slo` and the search's limits
@@ -73,7 +73,7 @@ pub fn plan_points(
     let rate_param = meta
         .param(RATE)
         .filter(|p| matches!(p.kind, ParamKind::Rate { .. }));
-    if let Some(slo) = &config.slo {
+    if let Some(slo) = config.slo() {
         if rate_param.is_none() {
             return Err(ConfigError::Invalid(format!(
                 "`RunConfig::slo`: {} has no open-loop mode (no `rate` parameter), so it has no capacity to search; select one that has (disk.io, net.latency)",
@@ -93,7 +93,7 @@ pub fn plan_points(
             }
         }
     }
-    if config.duration.is_some() && points.iter().any(|p| is_search(p, config)) {
+    if config.duration().is_some() && points.iter().any(|p| is_search(p, config)) {
         return Err(ConfigError::Invalid(
             "`RunConfig::duration` cannot be combined with a capacity search (rate=auto or `RunConfig::slo`): the search sets each step's length from the rate and the percentile".into(),
         ));
@@ -167,16 +167,17 @@ fn step_seconds(rate: f64, need: u64, quick: bool) -> f64 {
 /// [`step_seconds`], no extra warm-up (sizing the batches already runs the
 /// schedule for about two sample lengths).
 fn step_config(config: &RunConfig, rate: f64, need: u64) -> RunConfig {
-    let secs = step_seconds(rate, need, config.quick);
+    let secs = step_seconds(rate, need, config.is_quick());
     let runs = 5;
-    RunConfig {
-        runs,
-        min_sample_time: Duration::from_secs_f64(secs / runs as f64),
-        warmup: Duration::ZERO,
-        duration: None,
-        interval: None,
-        ..config.clone()
-    }
+    config
+        .to_builder()
+        .runs(runs)
+        .min_sample_time(Duration::from_secs_f64(secs / runs as f64))
+        .warmup(Duration::ZERO)
+        .duration(None)
+        .interval(None)
+        .build()
+        .expect("a step's settings hold: 5 runs of samples of at least 60 ms, no time series")
 }
 
 /// One step: its record and what it says.
@@ -279,7 +280,7 @@ pub(crate) fn search(
     config: &RunConfig,
     observer: &mut dyn Observer,
 ) -> Vec<Record> {
-    let slo = config.slo.as_ref();
+    let slo = config.slo();
     let metric_index = match latency_metric(meta, slo.and_then(|s| s.metric.as_deref())) {
         Ok(i) => i,
         Err(e) => return vec![Record::failed(&meta.id, point.clone(), e)],

@@ -34,8 +34,7 @@
 //!
 //! let mut registry = Registry::new();
 //! registry.register(Box::new(Add)).expect("demo.add keeps the contract");
-//! let mut config = RunConfig::quick();
-//! config.runs = 2;
+//! let config = RunConfig::quick().to_builder().runs(2).build().unwrap();
 //! let report = benchsuite_core::runner::run(&registry, &config, &mut benchsuite_core::runner::Silent).unwrap();
 //! assert_eq!(report.records[0].status, benchsuite_core::Status::Ok);
 //! ```
@@ -74,6 +73,7 @@ pub use bench::{
 };
 pub use caveat::Caveat;
 pub use cluster::Cluster;
+pub use config::RunConfigBuilder;
 pub use error::{
     BenchError, ConfigError, ContractRule, RegistryError, ReportError, ValueError, error_chain,
 };

@@ -30,8 +30,6 @@ use std::path::Path;
 use serde::Deserialize;
 use toml::Spanned;
 
-use std::sync::atomic::Ordering;
-
 use crate::config::RunConfig;
 use crate::error::ConfigError;
 use crate::plan::{Plan, plan};
@@ -205,8 +203,9 @@ pub fn read_plan(path: &Path, args: &Given, base: &RunConfig) -> Result<Vec<Phas
                 p.name
             );
         }
-        let mut cfg = base.clone();
-        cfg.selectors = p.select.get_ref().clone();
+        let mut cfg = base.to_builder();
+        cfg.selectors(p.select.get_ref().clone());
+        let mut sweep = base.sweep().clone();
         let mut param_lines = BTreeMap::new();
         let mut params: BTreeMap<String, (String, usize)> = BTreeMap::new();
         let quick = args.quick;
@@ -227,17 +226,18 @@ pub fn read_plan(path: &Path, args: &Given, base: &RunConfig) -> Result<Vec<Phas
         for (k, (value, l)) in params {
             param_lines.insert(k.clone(), l);
             // The command line's value of the same parameter wins.
-            cfg.sweep.entry(k).or_insert(value);
+            sweep.entry(k).or_insert(value);
         }
+        cfg.sweep(sweep);
         if !args.runs
             && let Some(r) = &p.runs
         {
-            cfg.runs = *r.get_ref();
+            cfg.runs(*r.get_ref());
         }
         if !args.rounds
             && let Some(r) = &p.rounds
         {
-            cfg.rounds = *r.get_ref();
+            cfg.rounds(*r.get_ref());
         }
         let dur = |v: &Option<Spanned<String>>,
                    key: &str|
@@ -257,33 +257,33 @@ pub fn read_plan(path: &Path, args: &Given, base: &RunConfig) -> Result<Vec<Phas
         if !args.duration
             && let Some(d) = dur(&p.duration, "duration")?
         {
-            cfg.duration = Some(d);
+            cfg.duration(d);
         }
         if !args.duration
             && quick
             && let Some(d) = dur(&p.quick_duration, "quick_duration")?
         {
-            cfg.duration = Some(d);
+            cfg.duration(d);
         }
         if !args.interval
             && let Some(d) = dur(&p.interval, "interval")?
         {
-            cfg.interval = Some(d);
+            cfg.interval(d);
         }
         if !args.min_sample_time
             && let Some(d) = dur(&p.min_sample_time, "min_sample_time")?
         {
-            cfg.min_sample_time = d;
+            cfg.min_sample_time(d);
         }
         if !args.warmup
             && let Some(d) = dur(&p.warmup, "warmup")?
         {
-            cfg.warmup = d;
+            cfg.warmup(d);
         }
         if !args.slo
             && let Some(t) = &p.slo
         {
-            cfg.slo = Some(crate::capacity::Slo::parse(t.get_ref()).map_err(|e| {
+            cfg.slo(crate::capacity::Slo::parse(t.get_ref()).map_err(|e| {
                 PhaseError(format!(
                     "{file}:{}: phase `{}`: `slo`: {e}",
                     at(t.span()),
@@ -291,7 +291,8 @@ pub fn read_plan(path: &Path, args: &Given, base: &RunConfig) -> Result<Vec<Phas
                 ))
             })?);
         }
-        cfg.validate()
+        let cfg = cfg
+            .build()
             .map_err(|e| PhaseError(format!("{file}:{line}: phase `{}`: {e}", p.name)))?;
         out.push(Phase {
             name: p.name,
@@ -323,7 +324,7 @@ pub fn run_phases(
     for (phase, plan) in phases.iter().zip(&plans) {
         let r = run_phase(plan, phase, observer);
         report = Some(merge_phase(report, r));
-        if phase.config.cancel.load(Ordering::SeqCst) {
+        if phase.config.is_cancelled() {
             break;
         }
     }

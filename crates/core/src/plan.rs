@@ -62,11 +62,11 @@ pub fn plan_on<'r>(
     config: &RunConfig,
     host: Host,
 ) -> Result<Plan<'r>, ConfigError> {
-    config.validate()?;
+    config.debug_assert_valid();
     let ctx = config.context(Arc::new(host));
-    let selected = registry.select(&config.selectors)?;
+    let selected = registry.select(config.selectors())?;
     let metas: Vec<_> = selected.iter().map(|b| b.meta()).collect();
-    for name in config.sweep.keys() {
+    for name in config.sweep().keys() {
         if !metas.iter().any(|m| crate::sweep::key_applies(name, m)) {
             let (sel, _) = crate::sweep::scope_of(name);
             let mut valid: Vec<&str> = metas
@@ -87,7 +87,7 @@ pub fn plan_on<'r>(
         }
     }
     check_options(registry, &selected, config)?;
-    let defaults = if config.smoke {
+    let defaults = if config.is_smoke() {
         Defaults::Smoke
     } else {
         Defaults::Default
@@ -96,7 +96,7 @@ pub fn plan_on<'r>(
     for (bench, meta) in selected.into_iter().zip(&metas) {
         let mut points = expand(
             meta,
-            &crate::sweep::sweep_for(&config.sweep, meta),
+            &crate::sweep::sweep_for(config.sweep(), meta),
             defaults,
         )?;
         crate::capacity::plan_points(meta, &mut points, config)?;
@@ -116,7 +116,7 @@ fn check_options(
     config: &RunConfig,
 ) -> Result<(), ConfigError> {
     let specs: Vec<OptionSpec> = selected.iter().flat_map(|b| b.options()).collect();
-    for (key, value) in &config.options {
+    for (key, value) in config.options() {
         match specs.iter().find(|s| s.name == key.as_str()) {
             Some(spec) => (spec.check)(value).map_err(|reason| ConfigError::InvalidOption {
                 key: key.clone(),

@@ -153,8 +153,10 @@ impl Conformance {
     /// [`Conformance::run`], returning the plan's refusal (a bad value,
     /// a size beyond memory) instead of panicking.
     pub fn try_run(&self, selector: &str, sweep: &[(&str, &str)]) -> Result<Report, ConfigError> {
-        let mut cfg = RunConfig::smoke_test(selector, sweep);
-        cfg.options = self.options.clone();
+        let cfg = RunConfig::smoke_test(selector, sweep)
+            .to_builder()
+            .options(self.options.clone())
+            .build()?;
         let registry = self.registry();
         let host = self.host.clone().unwrap_or_else(Host::detect);
         let plan = plan_on(&registry, &cfg, host)?;

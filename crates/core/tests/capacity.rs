@@ -137,15 +137,13 @@ fn registry(q: Queue) -> Registry {
 }
 
 fn config(sweep: &[(&str, &str)], slo: Option<&str>) -> RunConfig {
-    RunConfig {
-        selectors: vec!["queue.sim".into()],
-        sweep: sweep
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        slo: slo.map(|s| Slo::parse(s).unwrap()),
-        ..RunConfig::default()
-    }
+    RunConfig::default()
+        .to_builder()
+        .selectors(["queue.sim"])
+        .sweep(sweep.iter().copied())
+        .slo(slo.map(|s| Slo::parse(s).unwrap()))
+        .build()
+        .unwrap()
 }
 
 fn summary(report: &Report) -> &Record {
@@ -267,10 +265,13 @@ fn a_stall_hides_in_a_closed_loop_and_shows_in_an_open_one() {
         service: Service::Constant(20_000.0),
         stall,
     };
-    let mut cfg = config(&[], None);
-    cfg.runs = 10;
-    cfg.min_sample_time = Duration::from_millis(100);
-    cfg.warmup = Duration::ZERO;
+    let cfg = config(&[], None)
+        .to_builder()
+        .runs(10)
+        .min_sample_time(Duration::from_millis(100))
+        .warmup(Duration::ZERO)
+        .build()
+        .unwrap();
     let p99 = |r: &Report| {
         r.records[0]
             .metric("latency")
@@ -281,7 +282,7 @@ fn a_stall_hides_in_a_closed_loop_and_shows_in_an_open_one() {
             .p99
     };
     let closed = run(&registry(q()), &cfg, &mut Silent).unwrap();
-    cfg.sweep.insert("rate".into(), "2000".into());
+    let cfg = cfg.to_builder().param("rate", "2000").build().unwrap();
     let open = run(&registry(q()), &cfg, &mut Silent).unwrap();
     // Closed loop: the stall is one slow sample among ~20 000.
     assert!(p99(&closed) < 1e-3, "closed p99 {}", p99(&closed));
@@ -415,8 +416,11 @@ fn bad_targets_and_combinations_are_refused_before_anything_runs() {
     }
     let mut r = Registry::new();
     r.register(Box::new(Plain)).unwrap();
-    let mut c = config(&[], Some("p99<=1ms"));
-    c.selectors = vec!["plain.op".into()];
+    let c = config(&[], Some("p99<=1ms"))
+        .to_builder()
+        .selectors(["plain.op"])
+        .build()
+        .unwrap();
     let e = run(&r, &c, &mut Silent).unwrap_err().to_string();
     assert!(
         e.contains("`RunConfig::slo`") && e.contains("plain.op"),
@@ -478,8 +482,11 @@ fn rounds_repeat_the_search_and_pool_the_answers() {
         service: Service::Constant(1e4),
         stall: None,
     });
-    let mut c = config(&[("rate", "auto")], Some("p99<=1ms"));
-    c.rounds = 3;
+    let c = config(&[("rate", "auto")], Some("p99<=1ms"))
+        .to_builder()
+        .rounds(3)
+        .build()
+        .unwrap();
     let r = run(&q, &c, &mut Silent).unwrap();
     let summary = r
         .records

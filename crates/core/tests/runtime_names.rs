@@ -125,10 +125,11 @@ fn a_benchmark_named_at_run_time_registers_runs_and_reports_its_names() {
     assert_eq!(registry.modules().len(), 1);
     assert_eq!(registry.modules()[0].name, "devices");
 
-    let mut config = RunConfig::smoke_test("devices", &[]);
-    config
-        .options
-        .insert("dev1-path".into(), "/dev/fake1".into());
+    let config = RunConfig::smoke_test("devices", &[])
+        .to_builder()
+        .option("dev1-path", "/dev/fake1")
+        .build()
+        .unwrap();
     let report = run(&registry, &config, &mut Silent).unwrap();
     assert_eq!(report.records.len(), 2);
     for (index, record) in report.records.iter().enumerate() {

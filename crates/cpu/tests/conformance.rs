@@ -198,8 +198,11 @@ fn linpack_refuses_a_matrix_that_cannot_fit_before_allocating() {
 
 #[test]
 fn a_malformed_clock_override_is_refused_before_running_naming_it() {
-    let mut cfg = RunConfig::smoke_test("cpu.flops", &[]);
-    cfg.options.insert("cpu-ghz".into(), "fast".into());
+    let cfg = RunConfig::smoke_test("cpu.flops", &[])
+        .to_builder()
+        .option("cpu-ghz", "fast")
+        .build()
+        .unwrap();
     let e = plan_error(&cfg);
     assert!(
         e.contains("`fast` for option `cpu-ghz`") && e.contains("a clock in GHz such as 3.1"),

@@ -233,9 +233,12 @@ fn buffered_fsync_and_preset_points_run_and_say_what_they_measured() {
 #[test]
 fn a_time_series_has_one_sample_per_interval() {
     let dir = scratch();
-    let mut cfg = config(dir.path(), &[("op", "randread"), ("threads", "2")]);
-    cfg.duration = Some(Duration::from_millis(300));
-    cfg.interval = Some(Duration::from_millis(100));
+    let cfg = config(dir.path(), &[("op", "randread"), ("threads", "2")])
+        .to_builder()
+        .duration(Some(Duration::from_millis(300)))
+        .interval(Some(Duration::from_millis(100)))
+        .build()
+        .unwrap();
     let report = run(&cfg).unwrap();
     let r = &report.records[0];
     assert_eq!(r.status, Status::Ok, "{:?}", r.reason);

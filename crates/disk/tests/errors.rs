@@ -150,7 +150,11 @@ fn a_full_file_system_fails_the_record_and_leaves_nothing_behind() {
             ("op", "write"),
         ],
     );
-    cfg.options.insert(SPACE_CHECK_OPTION.into(), "off".into());
+    cfg = cfg
+        .to_builder()
+        .option(SPACE_CHECK_OPTION, "off")
+        .build()
+        .unwrap();
     let report = run(&cfg).unwrap();
     let full = &report.records[0];
     assert_eq!(full.status, Status::Failed, "{full:?}");

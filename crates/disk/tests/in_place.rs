@@ -60,10 +60,11 @@ fn dirs(list: &str, scratch: &Path, sweep: &[(&str, &str)]) -> RunConfig {
 }
 
 /// `cfg` with `--allow-overwrite=value`.
-fn allowing(mut cfg: RunConfig, value: &str) -> RunConfig {
-    cfg.options
-        .insert(ALLOW_OVERWRITE_OPTION.into(), value.into());
-    cfg
+fn allowing(cfg: RunConfig, value: &str) -> RunConfig {
+    cfg.to_builder()
+        .option(ALLOW_OVERWRITE_OPTION, value)
+        .build()
+        .unwrap()
 }
 
 /// Plans `cfg`, runs `between`, then runs the plan: the window in which

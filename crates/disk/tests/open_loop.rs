@@ -16,12 +16,13 @@ use common::{config, entries, harness, run, scratch};
 /// is a small part of it, so the achieved rate is within a few tenths of a
 /// percent of the offered one.
 fn open_config(dir: &std::path::Path, sweep: &[(&str, &str)]) -> RunConfig {
-    RunConfig {
-        runs: 3,
-        min_sample_time: Duration::from_millis(100),
-        warmup: Duration::from_millis(1),
-        ..config(dir, sweep)
-    }
+    config(dir, sweep)
+        .to_builder()
+        .runs(3)
+        .min_sample_time(Duration::from_millis(100))
+        .warmup(Duration::from_millis(1))
+        .build()
+        .unwrap()
 }
 
 /// Runs `sweep` on the project's disk with `O_DIRECT`; where that file
@@ -147,9 +148,12 @@ fn a_sustainable_rate_is_achieved_with_latency_from_the_intended_start() {
 fn a_rate_far_above_the_device_is_saturated() {
     let dir = scratch();
     let records = run_on_disk(
-        |s| RunConfig {
-            min_sample_time: Duration::from_millis(30),
-            ..open_config(dir.path(), s)
+        |s| {
+            open_config(dir.path(), s)
+                .to_builder()
+                .min_sample_time(Duration::from_millis(30))
+                .build()
+                .unwrap()
         },
         &[
             ("op", "randread"),

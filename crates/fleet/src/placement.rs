@@ -61,7 +61,7 @@ impl Placement {
         if let (Some(c), Some(id)) = (cluster.as_mut(), &args.job_id) {
             c.job = Some(checked_job_id(id, c.job.as_deref())?);
         }
-        cfg.cluster = cluster.clone();
+        *cfg = cfg.with_cluster(cluster.clone());
         let dir = match &args.output_dir {
             None => None,
             Some(root) => {

@@ -381,8 +381,11 @@ fn without_a_peak_the_record_says_so_and_garbage_fails_naming_the_flag() {
         );
     }
     // A malformed rate is a usage error before anything runs.
-    let mut cfg = RunConfig::smoke_test("mem.bandwidth", &[("op", "read")]);
-    cfg.options.insert("peak-mem-bw".into(), "fast".into());
+    let cfg = RunConfig::smoke_test("mem.bandwidth", &[("op", "read")])
+        .to_builder()
+        .option("peak-mem-bw", "fast")
+        .build()
+        .unwrap();
     let e = runner::plan_on(&harness().registry(), &cfg, tiny_cache_host())
         .expect_err("a malformed --peak-mem-bw is refused")
         .to_string();
@@ -392,9 +395,12 @@ fn without_a_peak_the_record_says_so_and_garbage_fails_naming_the_flag() {
 #[test]
 fn automatic_size_follows_the_last_level_cache() {
     // Not a smoke run (the harness's runs are): the default size, resolved.
-    let mut cfg = RunConfig::smoke_test("mem.bandwidth", &[("op", "read")]);
-    cfg.smoke = false;
-    cfg.quick = true;
+    let cfg = RunConfig::smoke_test("mem.bandwidth", &[("op", "read")])
+        .to_builder()
+        .smoke(false)
+        .quick(true)
+        .build()
+        .unwrap();
     let h = harness();
     let reg = h.registry();
     let plan = runner::plan_on(&reg, &cfg, tiny_cache_host()).unwrap();

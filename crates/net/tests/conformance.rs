@@ -238,8 +238,11 @@ fn bad_parameters_are_usage_errors_naming_the_parameter() {
     let e = plan_error("net.latency", &[("cpus", "1")]);
     assert!(e.contains("`cpus`"), "{e}");
     // Pinning needs the server in this process.
-    let mut cfg = RunConfig::smoke_test("net.latency", &[("cpus", "same")]);
-    cfg.options.insert("peer".into(), "127.0.0.1:9".into());
+    let cfg = RunConfig::smoke_test("net.latency", &[("cpus", "same")])
+        .to_builder()
+        .option("peer", "127.0.0.1:9")
+        .build()
+        .unwrap();
     match runner::plan(&harness().registry(), &cfg) {
         Err(e @ ConfigError::InvalidValue { .. }) => {
             let e = e.to_string();
@@ -258,11 +261,12 @@ fn bad_parameters_are_usage_errors_naming_the_parameter() {
 /// stream bracket the interval's rate.
 #[test]
 fn time_series_intervals_report_over_the_whole_interval() {
-    let cfg = RunConfig {
-        duration: Some(std::time::Duration::from_millis(1500)),
-        interval: Some(std::time::Duration::from_millis(300)),
-        ..RunConfig::smoke_test("net.tcp_throughput", &[("threads", "1")])
-    };
+    let cfg = RunConfig::smoke_test("net.tcp_throughput", &[("threads", "1")])
+        .to_builder()
+        .duration(Some(std::time::Duration::from_millis(1500)))
+        .interval(Some(std::time::Duration::from_millis(300)))
+        .build()
+        .unwrap();
     let report = runner::run(&harness().registry(), &cfg, &mut runner::Silent).unwrap();
     let r = &report.records[0];
     assert_eq!(r.status, Status::Ok, "{:?}", r.reason);

@@ -356,18 +356,19 @@ fn benchsuite(p: &Path, direction: &str) -> Result<(f64, Option<f64>), String> {
         registry
             .add_module(MODULE, DESCRIPTION, benchmarks())
             .expect("the net module keeps the contract");
-        let cfg = RunConfig {
-            selectors: vec!["net.tcp_throughput".into()],
-            sweep: BTreeMap::from([("direction".to_string(), direction)]),
-            warmup: Duration::from_secs(1),
-            duration: Some(Duration::from_secs(SECS)),
-            interval: Some(Duration::from_secs(1)),
-            options: BTreeMap::from([
+        let cfg = RunConfig::default()
+            .to_builder()
+            .selectors(["net.tcp_throughput"])
+            .sweep(BTreeMap::from([("direction".to_string(), direction)]))
+            .warmup(Duration::from_secs(1))
+            .duration(Some(Duration::from_secs(SECS)))
+            .interval(Some(Duration::from_secs(1)))
+            .options(BTreeMap::from([
                 ("peer".to_string(), peer),
                 ("token".to_string(), TOKEN.to_string()),
-            ]),
-            ..RunConfig::default()
-        };
+            ]))
+            .build()
+            .unwrap();
         runner::run(&registry, &cfg, &mut Silent).map(|r| r.records)
     });
     server.shutdown();

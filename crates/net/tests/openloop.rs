@@ -22,12 +22,13 @@ fn registry() -> Registry {
 /// 5000/s), so a batch's drain and a scheduler hiccup of a few ms stay
 /// well inside the 5% the saturation check allows.
 fn run(sweep: &[(&str, &str)]) -> Record {
-    let cfg = RunConfig {
-        runs: 3,
-        min_sample_time: Duration::from_millis(300),
-        warmup: Duration::from_millis(100),
-        ..RunConfig::smoke_test("net.latency", sweep)
-    };
+    let cfg = RunConfig::smoke_test("net.latency", sweep)
+        .to_builder()
+        .runs(3)
+        .min_sample_time(Duration::from_millis(300))
+        .warmup(Duration::from_millis(100))
+        .build()
+        .unwrap();
     let report = runner::run(&registry(), &cfg, &mut Silent).unwrap();
     assert_eq!(report.records.len(), 1);
     report.records.into_iter().next().unwrap()

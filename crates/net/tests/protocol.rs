@@ -31,18 +31,16 @@ fn registry() -> Registry {
 
 /// Runs one benchmark at its smoke point with these options.
 fn run_with(selector: &str, options: &[(&str, &str)]) -> Vec<Record> {
-    let cfg = RunConfig {
-        selectors: vec![selector.into()],
-        smoke: true,
-        runs: 2,
-        min_sample_time: Duration::from_millis(1),
-        warmup: Duration::from_millis(1),
-        options: options
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect::<BTreeMap<_, _>>(),
-        ..RunConfig::quick()
-    };
+    let cfg = RunConfig::quick()
+        .to_builder()
+        .selectors([selector])
+        .smoke(true)
+        .runs(2)
+        .min_sample_time(Duration::from_millis(1))
+        .warmup(Duration::from_millis(1))
+        .options(options.iter().copied())
+        .build()
+        .unwrap();
     runner::run(&registry(), &cfg, &mut Silent).unwrap().records
 }
 
@@ -777,11 +775,15 @@ fn an_unreachable_peer_fails_within_the_connect_timeout() {
     let e = failure("net.connect", &[("peer", "host.invalid:1")]);
     assert!(e.contains("host.invalid"), "{e}");
     // A malformed option is refused when planning, before anything runs.
-    let cfg = RunConfig {
-        selectors: vec!["net.connect".into()],
-        options: BTreeMap::from([("connect-timeout".to_string(), "soon".to_string())]),
-        ..RunConfig::quick()
-    };
+    let cfg = RunConfig::quick()
+        .to_builder()
+        .selectors(["net.connect"])
+        .options(BTreeMap::from([(
+            "connect-timeout".to_string(),
+            "soon".to_string(),
+        )]))
+        .build()
+        .unwrap();
     let e = runner::run(&registry(), &cfg, &mut Silent)
         .unwrap_err()
         .to_string();

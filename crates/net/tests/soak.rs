@@ -209,15 +209,16 @@ fn two_hundred_vanishing_clients_leave_no_trace() {
     registry
         .add_module(MODULE, DESCRIPTION, benchmarks())
         .expect("the net module keeps the contract");
-    let cfg = RunConfig {
-        selectors: vec!["net.tcp_throughput".into(), "net.latency".into()],
-        smoke: true,
-        runs: 2,
-        min_sample_time: Duration::from_millis(1),
-        warmup: Duration::from_millis(1),
-        options: BTreeMap::from([("peer".to_string(), addr.to_string())]),
-        ..RunConfig::quick()
-    };
+    let cfg = RunConfig::quick()
+        .to_builder()
+        .selectors(["net.tcp_throughput", "net.latency"])
+        .smoke(true)
+        .runs(2)
+        .min_sample_time(Duration::from_millis(1))
+        .warmup(Duration::from_millis(1))
+        .options(BTreeMap::from([("peer".to_string(), addr.to_string())]))
+        .build()
+        .unwrap();
     let report = runner::run(&registry, &cfg, &mut Silent).unwrap();
     for r in &report.records {
         assert_eq!(r.status, Status::Ok, "{}: {:?}", r.key(), r.reason);
@@ -252,14 +253,15 @@ fn two_hundred_vanishing_clients_leave_no_trace() {
 
     // Every benchmark with its own in-process server (no peer): each
     // record's finish stops that server, so nothing accumulates either.
-    let cfg = RunConfig {
-        selectors: vec![MODULE.into()],
-        smoke: true,
-        runs: 2,
-        min_sample_time: Duration::from_millis(1),
-        warmup: Duration::from_millis(1),
-        ..RunConfig::quick()
-    };
+    let cfg = RunConfig::quick()
+        .to_builder()
+        .selectors([MODULE])
+        .smoke(true)
+        .runs(2)
+        .min_sample_time(Duration::from_millis(1))
+        .warmup(Duration::from_millis(1))
+        .build()
+        .unwrap();
     let report = runner::run(&registry, &cfg, &mut Silent).unwrap();
     assert_eq!(report.records.len(), benchmarks().len());
     for r in &report.records {

@@ -237,11 +237,8 @@ pub fn run_references_until(
                 };
                 let long;
                 let cfg = match reference.as_ref().and_then(|r| r.sample_time) {
-                    Some(t) if t > cfg.min_sample_time => {
-                        long = RunConfig {
-                            min_sample_time: t,
-                            ..cfg.clone()
-                        };
+                    Some(t) if t > cfg.min_sample_time() => {
+                        long = cfg.with_min_sample_time_at_least(t);
                         &long
                     }
                     _ => cfg,
@@ -346,7 +343,7 @@ pub fn run_references_until(
     let mut report = first?;
     report.records = records;
     report.config.rounds = rounds;
-    report.config.selectors = cfg.selectors.clone();
+    report.config.selectors = cfg.selectors().to_vec();
     report.progress = None;
     Some(report)
 }

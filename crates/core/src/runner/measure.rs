@@ -60,7 +60,7 @@ pub(super) fn measure(
     config: &RunConfig,
     first: u64,
 ) -> Result<Measured, BenchError> {
-    let target = config.min_sample_time.as_secs_f64();
+    let target = config.min_sample_time().as_secs_f64();
     let mut warnings = Vec::new();
     // Warm-up and batch sizing: grow the batch until one lasts `target`,
     // then keep running full batches until the warm-up time has passed.
@@ -75,7 +75,7 @@ pub(super) fn measure(
     // misled that estimate stops growing once calibration has spent its
     // budget (the warm-up, and at least 20 targets).
     let warm_start = Instant::now();
-    let budget = config.warmup.as_secs_f64().max(20.0 * target);
+    let budget = config.warmup().as_secs_f64().max(20.0 * target);
     let mut spent = 0.0;
     let mut fastest = f64::INFINITY;
     let mut iters: u64 = first.max(1);
@@ -116,13 +116,13 @@ pub(super) fn measure(
         }
         iters = next;
     }
-    while warm_start.elapsed() < config.warmup && !ctx.cancelled() {
+    while warm_start.elapsed() < config.warmup() && !ctx.cancelled() {
         timed(case, iters)?;
     }
 
     let mut batches: Vec<Batch> = Vec::new();
     let mut stamps: Option<Vec<f64>> = None;
-    if let Some(duration) = config.duration {
+    if let Some(duration) = config.duration() {
         // Time series: each sample aggregates the batches of one interval.
         let interval = config.interval().as_secs_f64();
         let t0 = Instant::now();
@@ -147,7 +147,7 @@ pub(super) fn measure(
         }
         stamps = Some(ts);
     } else {
-        for _ in 0..config.runs {
+        for _ in 0..config.runs() {
             batches.push(timed(case, iters)?);
         }
     }
@@ -414,12 +414,13 @@ mod tests {
     }
 
     fn config() -> RunConfig {
-        RunConfig {
-            min_sample_time: Duration::from_millis(10),
-            warmup: Duration::ZERO,
-            runs: 5,
-            ..RunConfig::default()
-        }
+        RunConfig::default()
+            .to_builder()
+            .min_sample_time(Duration::from_millis(10))
+            .warmup(Duration::ZERO)
+            .runs(5)
+            .build()
+            .unwrap()
     }
 
     fn run(case: &mut Fake) -> Result<(u64, Vec<Metric>), BenchError> {

@@ -29,7 +29,7 @@ use crate::registry::Registry;
 use crate::report::{Record, Report, RunConfigRecord, RunProgress, SCHEMA_VERSION, Status};
 use crate::stats::latency_histogram;
 
-pub use crate::config::RunConfig;
+pub use crate::config::{RunConfig, RunConfigBuilder};
 pub use crate::plan::{Plan, PlannedBench, plan, plan_on};
 pub use measure::NOISY_CV;
 pub use rounds::{pool_reports, pool_rounds};
@@ -105,7 +105,8 @@ pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer
     let ctx = &plan.ctx;
     let host = &ctx.host;
     let overhead = timer_overhead();
-    let rounds = config.rounds.max(1);
+    config.debug_assert_valid();
+    let rounds = config.rounds();
     let planned = plan.len() * rounds;
     observer.start(planned);
     let (probes, facts) = probe_all(plan.benches.iter().map(|pb| pb.bench), ctx);
@@ -116,20 +117,20 @@ pub fn run_plan(plan: &Plan<'_>, config: &RunConfig, observer: &mut dyn Observer
             h.extra.extend(facts);
             h
         },
-        cluster: config.cluster.clone(),
+        cluster: config.cluster().cloned(),
         config: RunConfigRecord {
-            selectors: config.selectors.clone(),
-            params: config.sweep.clone(),
-            runs: config.runs,
+            selectors: config.selectors().to_vec(),
+            params: config.sweep().clone(),
+            runs: config.runs(),
             rounds,
-            min_sample_time_s: config.min_sample_time.as_secs_f64(),
-            warmup_time_s: config.warmup.as_secs_f64(),
-            duration_s: config.duration.map(|d| d.as_secs_f64()),
-            interval_s: config.duration.map(|_| config.interval().as_secs_f64()),
-            quick: config.quick,
+            min_sample_time_s: config.min_sample_time().as_secs_f64(),
+            warmup_time_s: config.warmup().as_secs_f64(),
+            duration_s: config.duration().map(|d| d.as_secs_f64()),
+            interval_s: config.duration().map(|_| config.interval().as_secs_f64()),
+            quick: config.is_quick(),
             timer_overhead_s: overhead,
             options: redacted_options(plan, config),
-            slo: config.slo.as_ref().map(ToString::to_string),
+            slo: config.slo().map(ToString::to_string),
         },
         planned,
     };
@@ -303,7 +304,7 @@ fn redacted_options(plan: &Plan<'_>, config: &RunConfig) -> BTreeMap<String, Str
         .map(|o| o.name)
         .collect();
     config
-        .options
+        .options()
         .iter()
         .map(|(k, v)| {
             let hide = crate::bench::is_secret_key(k) || secret.iter().any(|s| s == k);

@@ -72,10 +72,7 @@ pub(crate) fn run_point(
     let open_config;
     let (config, first) = match Rate::of(point).fixed() {
         Some(_) => {
-            open_config = RunConfig {
-                min_sample_time: config.min_sample_time.max(OPEN_LOOP_SAMPLE),
-                ..config.clone()
-            };
+            open_config = config.with_min_sample_time_at_least(OPEN_LOOP_SAMPLE);
             (&open_config, 2)
         }
         None => (config, 1),

@@ -63,10 +63,11 @@ pub fn check(r: &Record) {
 /// The conformance configuration (smoke values, 3 runs of ≥ 1 ms) with its
 /// scratch files in `scratch`.
 pub fn config(scratch: &Path, sweep: &[(&str, &str)]) -> RunConfig {
-    RunConfig {
-        scratch_dir: Some(scratch.to_path_buf()),
-        ..RunConfig::smoke_test("disk.io", sweep)
-    }
+    RunConfig::smoke_test("disk.io", sweep)
+        .to_builder()
+        .scratch_dir(Some(scratch.to_path_buf()))
+        .build()
+        .unwrap()
 }
 
 /// Plans and runs `cfg`; a refused plan is the `Err`.

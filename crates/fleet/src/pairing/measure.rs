@@ -18,7 +18,7 @@ impl Pairing {
                         bench: pb.bench,
                         point: p.clone(),
                         part: i,
-                        rounds: n.cfg.rounds.max(1),
+                        rounds: n.cfg.rounds(),
                     })
                 })
             })
@@ -66,7 +66,7 @@ impl Pairing {
         let done = weight(&steps[..acc.records.len().min(steps.len())]);
         report.records = acc.records;
         report.config.selectors = Vec::new();
-        for s in parts.iter().flat_map(|n| &n.cfg.selectors) {
+        for s in parts.iter().flat_map(|n| n.cfg.selectors()) {
             if !report.config.selectors.contains(s) {
                 report.config.selectors.push(s.clone());
             }
@@ -85,8 +85,8 @@ impl Pairing {
     pub fn finish(&self, report: &mut Report, cfg: &RunConfig, plan: Option<&[RunConfig]>) {
         match plan.and_then(|p| p.first().map(|first| (p, first))) {
             None => {
-                report.config.selectors = cfg.selectors.clone();
-                report.config.params = cfg.sweep.clone();
+                report.config.selectors = cfg.selectors().to_vec();
+                report.config.params = cfg.sweep().clone();
             }
             // As without pairing: the first phase's settings, and every
             // phase's selectors (the first unit run may be a later phase's,
@@ -94,19 +94,19 @@ impl Pairing {
             Some((phases, first)) => {
                 let c = &mut report.config;
                 c.selectors.clear();
-                for s in phases.iter().flat_map(|p| &p.selectors) {
+                for s in phases.iter().flat_map(|p| p.selectors()) {
                     if !c.selectors.contains(s) {
                         c.selectors.push(s.clone());
                     }
                 }
-                c.params = first.sweep.clone();
-                c.runs = first.runs;
-                c.rounds = first.rounds.max(1);
-                c.min_sample_time_s = first.min_sample_time.as_secs_f64();
-                c.warmup_time_s = first.warmup.as_secs_f64();
-                c.duration_s = first.duration.map(|d| d.as_secs_f64());
-                c.interval_s = first.duration.map(|_| first.interval().as_secs_f64());
-                c.quick = first.quick;
+                c.params = first.sweep().clone();
+                c.runs = first.runs();
+                c.rounds = first.rounds();
+                c.min_sample_time_s = first.min_sample_time().as_secs_f64();
+                c.warmup_time_s = first.warmup().as_secs_f64();
+                c.duration_s = first.duration().map(|d| d.as_secs_f64());
+                c.interval_s = first.duration().map(|_| first.interval().as_secs_f64());
+                c.quick = first.is_quick();
             }
         }
         // The partner's address and token were the pairing's, not
@@ -116,7 +116,7 @@ impl Pairing {
         for k in self.filled.borrow().iter() {
             options.remove(k.as_ref());
         }
-        for (k, v) in &cfg.options {
+        for (k, v) in cfg.options() {
             options.entry(k.clone()).or_insert_with(|| {
                 if benchsuite_core::bench::is_secret_key(k) {
                     benchsuite_core::bench::REDACTED.to_string()

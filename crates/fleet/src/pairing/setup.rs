@@ -42,15 +42,15 @@ impl Pairing {
         let net_selected = configs.is_empty()
             || configs.iter().any(|c| {
                 registry
-                    .select(&c.selectors)
+                    .select(c.selectors())
                     .is_ok_and(|b| b.iter().any(|b| needs_peer(*b)))
             });
         let cluster = placement.cluster();
         let peer_given = |c: &RunConfig| {
-            registry.select(&c.selectors).is_ok_and(|b| {
+            registry.select(c.selectors()).is_ok_and(|b| {
                 b.iter().any(|b| {
                     option_with_role(*b, OptionRole::Peer)
-                        .is_some_and(|k| c.options.contains_key(k.as_ref()))
+                        .is_some_and(|k| c.options().contains_key(k.as_ref()))
                 })
             })
         };
@@ -119,7 +119,7 @@ impl Pairing {
             let Some(rdv) = flags.rendezvous.clone() else {
                 return Ok(None); // given, so parsed
             };
-            let Some(token) = cfg.options.get("token") else {
+            let Some(token) = cfg.options().get("token") else {
                 usage!(
                     "--rendezvous needs a token shared by every rank (it proves each connection to the meeting point and guards each rank's server; it never crosses the network): set {} or give --token-file PATH, the same on every rank",
                     crate::TOKEN_ENV
@@ -152,7 +152,13 @@ impl Pairing {
                 );
                 (mp.store(), Some(token), Some(mp), Ok(flags))
             } else {
-                let remote = Remote::new(rdv, &token, job, flags.timeout, cfg.cancel.clone());
+                let remote = Remote::new(
+                    rdv,
+                    &token,
+                    job,
+                    flags.timeout,
+                    Arc::clone(cfg.cancel_flag()),
+                );
                 (Arc::new(remote), Some(token), None, Ok(flags))
             }
         } else {
@@ -192,7 +198,7 @@ impl Pairing {
             bind_from: "",
             timeout: Duration::MAX,
             started_ms: now_ms(),
-            cancel: cfg.cancel.clone(),
+            cancel: Arc::clone(cfg.cancel_flag()),
             completed: Cell::new(false),
             failed_early: Cell::new(false),
             heartbeat: None,
@@ -248,26 +254,28 @@ impl Pairing {
                 Some(p) => FleetError::Plan(p.explain(e).to_string()),
                 None => FleetError::Plan(e.to_string()),
             };
-            let selected = registry.select(&cfg.selectors).map_err(explain)?;
+            let selected = registry.select(cfg.selectors()).map_err(explain)?;
             let (net, other): (Vec<&dyn Benchmark>, Vec<&dyn Benchmark>) =
                 selected.into_iter().partition(|b| needs_peer(*b));
+            // The phase's configuration narrowed to `benches`: their ids,
+            // and the parameters and options they take.
             let part = |benches: &[&dyn Benchmark]| {
-                let mut c = cfg.clone();
-                c.selectors = benches.iter().map(|b| b.meta().id.to_string()).collect();
-                c.sweep.retain(|k, _| {
-                    benches
-                        .iter()
-                        .any(|b| benchsuite_core::sweep::key_applies(k, &b.meta()))
-                });
-                c.options.retain(|k, _| {
-                    benches
-                        .iter()
-                        .any(|b| b.options().iter().any(|o| o.name == k.as_str()))
-                });
+                let mut c = cfg.to_builder();
+                c.selectors(benches.iter().map(|b| b.meta().id))
+                    .sweep(cfg.sweep().iter().filter(|(k, _)| {
+                        benches
+                            .iter()
+                            .any(|b| benchsuite_core::sweep::key_applies(k, &b.meta()))
+                    }))
+                    .options(cfg.options().iter().filter(|(k, _)| {
+                        benches
+                            .iter()
+                            .any(|b| b.options().iter().any(|o| o.name == k.as_str()))
+                    }));
                 c
             };
             if !other.is_empty() {
-                let c = part(&other);
+                let c = part(&other).build().map_err(explain)?;
                 let plan = benchsuite_core::runner::plan_on(registry, &c, host.clone())
                     .map_err(explain)?;
                 others.0.push((phase.clone(), c));
@@ -279,17 +287,18 @@ impl Pairing {
             let mut c = part(&net);
             for b in &net {
                 if let Some(k) = option_with_role(*b, OptionRole::Peer) {
-                    c.options.insert(
+                    c.option(
                         k.to_string(),
                         format!("{}:{}", self.bind, benchsuite_net::DEFAULT_PORT),
                     );
                     self.filled.borrow_mut().insert(k);
                 }
                 if let Some(k) = option_with_role(*b, OptionRole::Token) {
-                    c.options.insert(k.to_string(), "stand-in".into());
+                    c.option(k.to_string(), "stand-in");
                     self.filled.borrow_mut().insert(k);
                 }
             }
+            let c = c.build().map_err(explain)?;
             match benchsuite_core::runner::plan_on(registry, &c, host.clone()) {
                 Ok(plan) => net_parts.push(NetPart {
                     phase: phase.clone(),
