@@ -10,7 +10,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use benchsuite_core::report::Report;
+use benchsuite_core::results::Report;
 use benchsuite_report::compare::{
     Baseline, CompareOptions, Comparison, ThresholdRule, compare_history,
 };

@@ -23,7 +23,7 @@
 
 use benchsuite_core::host::Host;
 use benchsuite_core::param::Point;
-use benchsuite_core::report::{Record, Report, RunConfigRecord, Status};
+use benchsuite_core::results::{Record, Report, RunConfigRecord, Status};
 use benchsuite_core::{Direction, Metric, Summary};
 use benchsuite_report::compare::{BetweenRun, CompareOptions, Verdict, compare};
 

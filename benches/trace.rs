@@ -23,7 +23,7 @@
 use std::io::Read as _;
 use std::path::Path;
 
-use benchsuite_core::report::MetricRole;
+use benchsuite_core::results::MetricRole;
 use benchsuite_core::{Direction, Report, Status};
 use benchsuite_report::compare::{Baseline, CompareOptions, Verdict, compare_history};
 

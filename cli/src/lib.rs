@@ -84,8 +84,8 @@ pub use benchsuite_core::{
     Status, Summary, TeamCase, Value, Work, choice_enum, error_chain,
 };
 pub use benchsuite_core::{
-    atomic, bench, capacity, catalog, caveat, cluster, error, host, openloop, param, phase, report,
-    runner, schema, scratch, stats, sweep, team, text, units,
+    atomic, bench, capacity, catalog, caveat, cluster, error, host, openloop, param, phase,
+    results, runner, schema, scratch, stats, sweep, team, text, units,
 };
 #[cfg(feature = "fleet")]
 pub use benchsuite_fleet::launcher;

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use benchsuite::export::{self, Format};
 use benchsuite::phase::{Phase, merge_phase, run_phase};
-use benchsuite::report::RunProgress;
+use benchsuite::results::RunProgress;
 use benchsuite::runner::{Observer as _, Plan};
 use benchsuite::{Registry, Report, RunConfig, Status};
 use benchsuite_fleet::pairing::NetPart;
@@ -397,7 +397,7 @@ impl benchsuite::runner::Observer for Checkpoints {
             Some(b) => {
                 let mut r = b.clone();
                 r.records.extend(report.records.iter().cloned());
-                r.progress = report.progress.map(|p| benchsuite::report::RunProgress {
+                r.progress = report.progress.map(|p| benchsuite::results::RunProgress {
                     done: p.done + self.steps_before,
                     planned: self.planned_total.max(p.planned + self.steps_before),
                 });

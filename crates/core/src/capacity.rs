@@ -24,7 +24,7 @@ use crate::config::RunConfig;
 use crate::error::ConfigError;
 use crate::openloop::{RATE, Rate};
 use crate::param::{ParamKind, Point, RATE_AUTO, RATE_OFF, Value};
-use crate::report::{Metric, Record, Status};
+use crate::results::{Metric, Record, Status};
 use crate::runner::Observer;
 use crate::stats::Summary;
 use crate::units::format_seconds;

@@ -293,7 +293,9 @@ pub enum ContractRule {
     DuplicateId,
 }
 
-/// Errors reading or comparing result files.
+/// Errors reading a result file (a JSON report): it cannot be read, does
+/// not parse, is too large or has a newer schema. Comparing two reports
+/// fails with `benchsuite_report::compare::CompareError`.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     /// The file could not be read.
@@ -314,7 +316,7 @@ pub enum ReportError {
         #[source]
         source: serde_json::Error,
     },
-    /// The file is larger than a report may be ([`crate::report::MAX_REPORT_BYTES`]).
+    /// The file is larger than a report may be ([`crate::results::MAX_REPORT_BYTES`]).
     #[error(
         "{path} is {size}, over the {limit} a report file may have; benchsuite does not read it (write fewer records or samples per report, or one report per host)"
     )]

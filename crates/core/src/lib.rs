@@ -55,7 +55,7 @@ pub mod phase;
 pub mod plan;
 pub mod reference;
 pub mod registry;
-pub mod report;
+pub mod results;
 pub mod runner;
 pub mod schema;
 pub mod scratch;
@@ -81,7 +81,7 @@ pub use host::Host;
 pub use param::{Choice, CountUnit, ParamKind, ParamSpec, Point, Value};
 pub use reference::{Reference, ReferenceResult};
 pub use registry::{Module, Registry};
-pub use report::{
+pub use results::{
     Metric, MetricRole, Peak, PeakInput, Record, Report, SCHEMA_VERSION, SampleTails, Status,
 };
 pub use runner::{Observer, RunConfig};

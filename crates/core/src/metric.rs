@@ -2,7 +2,7 @@
 //! better?), its [`MetricRole`] (what `compare`'s gate does with it) and
 //! the theoretical [`Peak`] it is measured against. Plain data below both
 //! the plugin contract ([`crate::bench`]) and the result model
-//! ([`crate::report`]), which re-export them.
+//! ([`crate::results`]), which re-export them.
 
 use std::collections::BTreeMap;
 

@@ -34,7 +34,7 @@ use crate::config::RunConfig;
 use crate::error::ConfigError;
 use crate::plan::{Plan, plan};
 use crate::registry::Registry;
-use crate::report::Report;
+use crate::results::Report;
 use crate::runner::{Observer, run_plan};
 use crate::units::parse_duration;
 

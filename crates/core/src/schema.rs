@@ -9,7 +9,7 @@
 
 use schemars::generate::SchemaSettings;
 
-use crate::report::{Report, SCHEMA_VERSION};
+use crate::results::{Report, SCHEMA_VERSION};
 
 /// The JSON Schema (draft 2020-12) of [`Report`], as `benchsuite schema`
 /// prints it.
@@ -31,7 +31,7 @@ mod tests {
 
     use super::*;
     use crate::param::Point;
-    use crate::report::{Record, SampleTails};
+    use crate::results::{Record, SampleTails};
     use crate::testing as fixtures;
 
     fn errors(schema: &Value, report: &Value) -> Vec<String> {

@@ -54,7 +54,7 @@ use crate::host::Host;
 use crate::param::ParamKind;
 use crate::plan::plan_on;
 use crate::registry::Registry;
-use crate::report::{Record, Report, Status};
+use crate::results::{Record, Report, Status};
 use crate::runner::{Silent, run_plan};
 
 /// Above this many points, choice parameters are swept one at a time.
@@ -316,7 +316,7 @@ impl Conformance {
 
 use crate::bench::Direction;
 use crate::param::{Point, Value};
-use crate::report::{Metric, Peak, RunConfigRecord};
+use crate::results::{Metric, Peak, RunConfigRecord};
 use crate::stats::LatencySummary;
 
 fn metric(name: &str, unit: &str, direction: Direction, samples: &[f64]) -> Metric {

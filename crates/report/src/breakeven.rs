@@ -15,7 +15,7 @@
 
 use serde::Serialize;
 
-use benchsuite_core::report::{Record, Report, Status};
+use benchsuite_core::results::{Record, Report, Status};
 
 /// One number of the model and where it came from.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use benchsuite_core::bench::Direction;
 use benchsuite_core::error::ReportError;
-use benchsuite_core::report::{
+use benchsuite_core::results::{
     Report, SCHEMA_MAJOR, SCHEMA_VERSION, Status, read_report_text, schema_major,
 };
 use benchsuite_core::units::format_value;
@@ -171,7 +171,7 @@ impl Fleet {
 
     /// What the JSON file at `path` holds: one report, or a fleet report's
     /// host reports (a document with `hosts`). The file is read once, at
-    /// most [`MAX_REPORT_BYTES`](benchsuite_core::report::MAX_REPORT_BYTES), and a report is parsed once (a fleet
+    /// most [`MAX_REPORT_BYTES`](benchsuite_core::results::MAX_REPORT_BYTES), and a report is parsed once (a fleet
     /// report: once as a report, which it is not, and once as a fleet).
     pub fn read_file(path: &Path) -> Result<ReportFile, ReportError> {
         let text = read_report_text(path)?;

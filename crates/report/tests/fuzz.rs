@@ -139,7 +139,7 @@ fn with_samples(xs: &[f64], rounds: bool, at: &str) -> Report {
     m.samples = xs.to_vec();
     if rounds {
         m.rounds = Some(vec![1; xs.len()]);
-        m.tails = Some(benchsuite_core::report::SampleTails {
+        m.tails = Some(benchsuite_core::results::SampleTails {
             p99: Some(xs.iter().rev().copied().collect()),
             p99_9: None,
         });

@@ -19,7 +19,7 @@ use super::{PipeTail, Reference, ReferenceResult, Stopped, ToolProcess};
 use crate::config::RunConfig;
 use crate::metric::Direction;
 use crate::plan::{Plan, PlannedBench};
-use crate::report::{Record, Report, Status};
+use crate::results::{Record, Report, Status};
 use crate::runner::Silent;
 use crate::units::format_value;
 

@@ -10,7 +10,7 @@ use crate::bench::{Case, Context, MetricSource, MetricSpec, Work};
 use crate::caveat::Caveat;
 use crate::config::RunConfig;
 use crate::error::BenchError;
-use crate::report::{Metric, SampleTails};
+use crate::results::{Metric, SampleTails};
 use crate::stats::{LatencySummary, Summary};
 
 /// Coefficient of variation above which a record gets a "noisy" warning.

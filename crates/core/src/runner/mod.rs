@@ -26,7 +26,7 @@ use crate::bench::{Benchmark, Context, Meta, Probe};
 use crate::caveat::Caveat;
 use crate::error::ConfigError;
 use crate::registry::Registry;
-use crate::report::{Record, Report, RunConfigRecord, RunProgress, SCHEMA_VERSION, Status};
+use crate::results::{Record, Report, RunConfigRecord, RunProgress, SCHEMA_VERSION, Status};
 use crate::stats::latency_histogram;
 
 pub use crate::config::{RunConfig, RunConfigBuilder};

@@ -3,7 +3,7 @@
 //! and [`Silent`], which ignores everything.
 
 use crate::param::Point;
-use crate::report::{Record, Report};
+use crate::results::{Record, Report};
 
 /// Receives progress events; the CLI draws a progress bar from them.
 pub trait Observer {

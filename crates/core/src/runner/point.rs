@@ -14,7 +14,7 @@ use crate::config::RunConfig;
 use crate::error::{BenchError, error_chain};
 use crate::openloop::{OpenLoad, Rate};
 use crate::param::{Point, Value};
-use crate::report::{Record, Status};
+use crate::results::{Record, Status};
 
 /// The shortest sample of an open-loop point (`rate=N`): 100 ms.
 pub const OPEN_LOOP_SAMPLE: std::time::Duration = std::time::Duration::from_millis(100);

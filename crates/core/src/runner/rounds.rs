@@ -1,7 +1,7 @@
 //! `--rounds`: each later round of a record is pooled into the first.
 
 use crate::caveat::Caveat;
-use crate::report::{Record, Report, SampleTails, Status};
+use crate::results::{Record, Report, SampleTails, Status};
 use crate::stats::{LatencySummary, Summary};
 
 use super::measure::{Hists, noisy_warning, over_peak_warning};
@@ -119,7 +119,7 @@ pub fn pool_rounds(records: impl IntoIterator<Item = Record>) -> Option<Record> 
 /// [`crate::stats::two_states`]), judged on the round medians where there
 /// are four rounds or more, else on the samples; a headline-or-secondary
 /// metric only once (a derived one repeats it).
-fn states_warning(m: &crate::report::Metric) -> Option<Caveat> {
+fn states_warning(m: &crate::results::Metric) -> Option<Caveat> {
     if m.role.is_some_and(|r| !r.gated_by_default()) {
         return None;
     }

@@ -107,7 +107,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use benchsuite_core::bench::option_with_role;
 use benchsuite_core::cluster::Launcher;
 use benchsuite_core::phase::Phase as PlannedPhase;
-use benchsuite_core::report::RunProgress;
+use benchsuite_core::results::RunProgress;
 use benchsuite_core::runner::{Observer, Plan, PlannedBench};
 use benchsuite_core::{
     Benchmark, ConfigError, Host, OptionRole, Point, Record, Registry, Report, RunConfig,

@@ -84,7 +84,7 @@ impl Store for DirStore {
 
 /// The most a store file may hold: a rank's report is the largest text
 /// (the limit of a report file).
-pub const MAX_STORE_TEXT: u64 = benchsuite_core::report::MAX_REPORT_BYTES;
+pub const MAX_STORE_TEXT: u64 = benchsuite_core::results::MAX_REPORT_BYTES;
 
 /// Reads a file of the store: a regular file only, at most
 /// [`MAX_STORE_TEXT`]. Another user able to write in a shared directory

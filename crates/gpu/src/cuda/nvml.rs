@@ -627,7 +627,7 @@ mod tests {
         p.inputs.clear();
         p.inputs.insert(
             "clock".into(),
-            benchsuite_core::report::PeakInput {
+            benchsuite_core::results::PeakInput {
                 value: 1.98,
                 unit: "GHz".into(),
                 source: "driver".into(),

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use benchsuite_core::bench::Direction;
-use benchsuite_core::report::{MetricRole, Report, Status};
+use benchsuite_core::results::{MetricRole, Report, Status};
 use benchsuite_core::stats::percentile_sorted;
 
 use super::model::{AcceptanceError, BASELINE_FORMAT, Severity};

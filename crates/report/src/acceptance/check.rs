@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use benchsuite_core::report::{Metric, Record, Report, Status, schema_major};
+use benchsuite_core::results::{Metric, Record, Report, Status, schema_major};
 use benchsuite_core::text::printable_line;
 
 use super::baseline::{Band, Baseline, Bound, MachineBaseline, MachineType, Requirement, Rule};

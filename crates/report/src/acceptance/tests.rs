@@ -1,7 +1,7 @@
 use benchsuite_core::bench::Direction;
 use benchsuite_core::host::Host;
 use benchsuite_core::param::{Point, Value};
-use benchsuite_core::report::{Metric, Record, Report, RunConfigRecord, Status};
+use benchsuite_core::results::{Metric, Record, Report, RunConfigRecord, Status};
 
 use super::*;
 

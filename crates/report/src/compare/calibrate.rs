@@ -33,7 +33,7 @@
 //! unchanged.
 
 use benchsuite_core::bench::Direction;
-use benchsuite_core::report::Report;
+use benchsuite_core::results::Report;
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
 use super::confirm::looks;

@@ -29,7 +29,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use benchsuite_core::report::Report;
+use benchsuite_core::results::Report;
 
 use super::interleave::{InterleaveError, Interleaver};
 use super::*;

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use benchsuite_core::report::Report;
+use benchsuite_core::results::Report;
 
 /// The facts of the two reports' hosts, builds and run settings that can
 /// move a number on their own, where they differ. Unknown (null) on either

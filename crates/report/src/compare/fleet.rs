@@ -35,7 +35,7 @@ use super::{
 };
 use crate::export::{Format, escape_markdown, write_comparison};
 use crate::fleet::host_label;
-use benchsuite_core::report::{Record, Report};
+use benchsuite_core::results::{Record, Report};
 
 /// The result of [`compare_fleets`]: plain data, serialised as JSON by
 /// `benchsuite compare --format json` on two fleet reports.

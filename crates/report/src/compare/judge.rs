@@ -6,7 +6,7 @@
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use benchsuite_core::bench::Direction;
-use benchsuite_core::report::{Metric, MetricRole, Record, SampleTails};
+use benchsuite_core::results::{Metric, MetricRole, Record, SampleTails};
 use benchsuite_core::stats::median;
 
 use super::interval;

@@ -92,7 +92,7 @@
 //!
 //! ```
 //! use benchsuite_report::compare::{compare, CompareOptions};
-//! # use benchsuite_core::{Report, host::Host, report::RunConfigRecord};
+//! # use benchsuite_core::{Report, host::Host, results::RunConfigRecord};
 //! # let report = Report { schema_version: "1.2".into(), tool_version: "0.1.0".into(),
 //! #     started_at: String::new(), host: Host::default(), cluster: None,
 //! #     config: RunConfigRecord::default(), progress: None, records: vec![] };
@@ -102,7 +102,7 @@
 //! ```
 
 use benchsuite_core::param::Point;
-use benchsuite_core::report::{Metric, MetricRole, Record, Report, Status, schema_major};
+use benchsuite_core::results::{Metric, MetricRole, Record, Report, Status, schema_major};
 
 pub mod calibrate;
 pub mod confirm;

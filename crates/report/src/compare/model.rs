@@ -7,13 +7,13 @@ use serde::{Deserialize, Serialize};
 
 use benchsuite_core::bench::Direction;
 use benchsuite_core::param::Point;
-use benchsuite_core::report::MetricRole;
+use benchsuite_core::results::MetricRole;
 
 use super::outcome::{Confirmation, Outcome, Stage, Verdict};
 use super::prior::prior_between_cv;
 
 use super::rules::{ThresholdRule, Tolerance};
-use benchsuite_core::report::Status;
+use benchsuite_core::results::Status;
 
 /// The default threshold of latency tails (p99, p99.9) as a fraction:
 /// derived from the A/A traces in `benches/data/noise/` (see

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use benchsuite_core::param::{Point, Value};
-use benchsuite_core::report::{Record, Report};
+use benchsuite_core::results::{Record, Report};
 
 /// The records of one report, indexed for [`RecordIndex::pair`].
 pub(super) struct RecordIndex<'a> {
@@ -204,7 +204,7 @@ fn hash_value(v: &Value, h: &mut DefaultHasher) {
 mod tests {
     use super::*;
     use benchsuite_core::host::Host;
-    use benchsuite_core::report::{RunConfigRecord, Status};
+    use benchsuite_core::results::{RunConfigRecord, Status};
 
     fn record(id: &str, params: &[(&str, Value)]) -> Record {
         let mut p = Point::default();

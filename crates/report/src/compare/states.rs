@@ -1,6 +1,6 @@
 //! The machine states a metric was seen in, named in its note.
 
-use benchsuite_core::report::Metric;
+use benchsuite_core::results::Metric;
 
 /// The machine states a metric was seen in: in the baselines' run
 /// medians (four runs or more), or among the new run's samples.

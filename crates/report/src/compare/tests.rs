@@ -2,7 +2,7 @@ use super::*;
 use benchsuite_core::bench::Direction;
 use benchsuite_core::host::Host;
 use benchsuite_core::param::Value;
-use benchsuite_core::report::{RunConfigRecord, SampleTails};
+use benchsuite_core::results::{RunConfigRecord, SampleTails};
 
 /// Options judging the noise inside the runs alone (no prior between-run
 /// CV): what these tests check is that machinery; the history and the

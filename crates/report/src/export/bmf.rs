@@ -33,7 +33,7 @@ use std::io::{self, Write};
 
 use serde_json::{Map, Value, json};
 
-use benchsuite_core::report::{Record, Report, Status};
+use benchsuite_core::results::{Record, Report, Status};
 
 /// Writes the report's `ok` records as one BMF object.
 pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<()> {

@@ -40,7 +40,7 @@ use std::io::{self, Write};
 
 use crate::compare::{Comparison, ProblemKind, Verdict};
 use benchsuite_core::param::{Point, Value};
-use benchsuite_core::report::{Record, Report, Status};
+use benchsuite_core::results::{Record, Report, Status};
 
 use super::layout::status_name;
 

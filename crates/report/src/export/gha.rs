@@ -44,7 +44,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use benchsuite_core::bench::Direction;
-use benchsuite_core::report::{Metric, Record, Report, Status};
+use benchsuite_core::results::{Metric, Record, Report, Status};
 
 /// Why the gha format cannot be written to one stream.
 pub(super) const NEEDS_FILES: &str = "the gha format writes two files, one per github-action-benchmark tool: \

@@ -31,7 +31,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use crate::compare::{CompareOptions, Tolerance, Verdict, compare};
-use benchsuite_core::report::{Report, Status};
+use benchsuite_core::results::{Report, Status};
 use benchsuite_core::units::format_value;
 
 mod charts;

@@ -1,11 +1,11 @@
 //! JSON: the full document, pretty-printed, with a trailing newline. A JSON
 //! report is the baseline format `compare` reads back; its layout is
-//! documented on [`Report`](benchsuite_core::report).
+//! documented on [`Report`](benchsuite_core::results).
 
 use std::io::{self, Write};
 
 use crate::compare::Comparison;
-use benchsuite_core::report::Report;
+use benchsuite_core::results::Report;
 
 /// Writes the full report.
 pub(super) fn write_report(report: &Report, out: &mut dyn Write) -> io::Result<()> {

@@ -5,7 +5,7 @@
 
 use std::io::{self, Write};
 
-use benchsuite_core::report::Report;
+use benchsuite_core::results::Report;
 use benchsuite_core::units::{format_seconds, format_value};
 
 /// Writes every search of `report` (nothing when it has none), each

@@ -2,7 +2,7 @@
 //! headline columns, the warning and note lines, a status's name): shared
 //! by `table`, `markdown` and `csv`, below all three.
 
-use benchsuite_core::report::{Metric, Record, Report, Status};
+use benchsuite_core::results::{Metric, Record, Report, Status};
 use benchsuite_core::units::format_value;
 
 /// Header of the headline columns of a report.

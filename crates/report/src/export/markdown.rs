@@ -6,7 +6,7 @@
 use std::io::{self, Write};
 
 use crate::compare::Comparison;
-use benchsuite_core::report::Report;
+use benchsuite_core::results::Report;
 
 use super::comparison::{
     COMPARISON_HEADER, COMPARISON_RIGHT, ComparisonView, comparison_notes, comparison_rows,

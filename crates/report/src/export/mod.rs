@@ -24,7 +24,7 @@
 use std::io::{self, Write};
 
 use crate::compare::Comparison;
-use benchsuite_core::report::Report;
+use benchsuite_core::results::Report;
 
 mod bmf;
 mod comparison;
@@ -134,7 +134,7 @@ pub fn write_comparison_with(
 pub(crate) mod fixtures {
     //! A small report and comparison shared by the exporters' tests.
 
-    use benchsuite_core::report::Report;
+    use benchsuite_core::results::Report;
     use benchsuite_core::stats::Summary;
 
     use crate::compare::{CompareOptions, Comparison, compare};
@@ -151,7 +151,7 @@ pub(crate) mod fixtures {
         use benchsuite_core::capacity::{Capacity, SearchOutcome, Step};
         use benchsuite_core::openloop::OpenLoad;
         use benchsuite_core::param::{Point, Value};
-        use benchsuite_core::report::{Record, Status};
+        use benchsuite_core::results::{Record, Status};
         let mut r = report();
         r.records.clear();
         r.config.slo = Some("p99<=1ms".into());

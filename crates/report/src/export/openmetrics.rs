@@ -47,7 +47,7 @@
 use std::io::{self, Write};
 
 use benchsuite_core::bench::Direction;
-use benchsuite_core::report::{Metric, Record, Report, Status};
+use benchsuite_core::results::{Metric, Record, Report, Status};
 
 /// One gauge family: its name, unit, help text, the factor from the
 /// stored unit into its unit, and its samples (labels, value).

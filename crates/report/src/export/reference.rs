@@ -2,7 +2,7 @@
 //! against the tool.
 
 use benchsuite_core::reference::run::headline;
-use benchsuite_core::report::{Report, Status};
+use benchsuite_core::results::{Report, Status};
 use benchsuite_core::units::format_value;
 
 /// The widest line of the summary (the tool's command and notes wrap).

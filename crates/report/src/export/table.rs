@@ -27,7 +27,7 @@ use std::io::{self, Write};
 use crate::compare::{BetweenSource, Comparison};
 use benchsuite_core::param::Point;
 use benchsuite_core::reference::ReferenceResult;
-use benchsuite_core::report::{Record, Report, Status};
+use benchsuite_core::results::{Record, Report, Status};
 
 use super::TableOptions;
 use super::comparison::{

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use benchsuite_core::bench::Direction;
 use benchsuite_core::param::Point;
-use benchsuite_core::report::{Metric, MetricRole, Report, Status};
+use benchsuite_core::results::{Metric, MetricRole, Report, Status};
 
 use crate::compare::rules::tolerance_for;
 use crate::compare::{ThresholdRule, Tolerance};

@@ -1,6 +1,6 @@
 use benchsuite_core::host::Host;
 use benchsuite_core::param::{Point, Value};
-use benchsuite_core::report::{Metric, MetricRole, Record, RunConfigRecord};
+use benchsuite_core::results::{Metric, MetricRole, Record, RunConfigRecord};
 
 use super::*;
 

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::common::*;
 use super::svg;
 use super::svg::{Axis, Chart, Line, Pt, color};
-use benchsuite_core::report::{Metric, Record, Report, Status};
+use benchsuite_core::results::{Metric, Record, Report, Status};
 use benchsuite_core::units::{format_size, format_value};
 
 /// At most this many series (combinations of two or more other

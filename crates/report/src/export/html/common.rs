@@ -2,7 +2,7 @@
 //! a sweep and small helpers over records. A leaf below `html.rs` and the
 //! chart files.
 
-use benchsuite_core::report::{Metric, Record};
+use benchsuite_core::results::{Metric, Record};
 
 /// The `id` of the `<script>` element holding the embedded reports.
 pub const DATA_ID: &str = "benchsuite-reports";

@@ -5,7 +5,7 @@
 
 use super::charts::titled;
 use super::svg::{Axis, Chart, Line, Pt, color};
-use benchsuite_core::report::Record;
+use benchsuite_core::results::Record;
 use benchsuite_core::units::format_value;
 
 /// The curve of the search whose summary is `r`, if it has two steps or

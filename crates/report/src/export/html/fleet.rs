@@ -18,7 +18,7 @@ use crate::fleet::{
     Fleet, FleetRow, MIN_GAP, MIN_HOSTS, MIN_RELATIVE_SPREAD, OUTLIER_MADS, host_label,
 };
 use benchsuite_core::bench::Direction;
-use benchsuite_core::report::Status;
+use benchsuite_core::results::Status;
 use benchsuite_core::units::format_value;
 
 /// Rows per strip chart, so that one chart stays readable.

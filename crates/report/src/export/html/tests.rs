@@ -1,6 +1,6 @@
 use super::*;
 use benchsuite_core::param::{Point, Value};
-use benchsuite_core::report::{Metric, Peak, Record};
+use benchsuite_core::results::{Metric, Peak, Record};
 use benchsuite_core::stats::{LatencySummary, Summary};
 
 fn base() -> Report {
@@ -546,7 +546,7 @@ fn a_link_speed_peak_is_named_with_its_rate() {
         let mut inputs = std::collections::BTreeMap::new();
         inputs.insert(
             "link_speed".to_string(),
-            benchsuite_core::report::PeakInput {
+            benchsuite_core::results::PeakInput {
                 value: 10000.0,
                 unit: "Mb/s".into(),
                 source: "sysfs /sys/class/net/eth0/speed".into(),
@@ -598,7 +598,7 @@ fn fleet_pages_of_odd_fleets_are_well_formed() {
     for hosts in fleets {
         let n = hosts.len();
         let fleet = crate::fleet::Fleet {
-            schema_version: benchsuite_core::report::SCHEMA_VERSION.into(),
+            schema_version: benchsuite_core::results::SCHEMA_VERSION.into(),
             tool_version: "test".into(),
             hosts,
         };
