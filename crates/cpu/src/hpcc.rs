@@ -50,10 +50,12 @@ pub fn hpcc(point: &Point, blas: Option<&Path>) -> Option<Reference> {
     let package = "hpcc libopenblas0-pthread";
     let mut r = Reference::new("hpcc", package, argv(["hpcc"]), "flops", parse);
     // hpcc has no --version; running it writes files where it runs.
+    // dpkg-query exits 1 when any package named is not installed (one
+    // OpenBLAS flavour of three is the rule), after listing those that are.
     r.version_argv = argv([
         "sh",
         "-c",
-        "dpkg-query -W -f '${Package}=${Version} ' hpcc libopenblas0-pthread libopenblas0-openmp libopenblas0-serial 2>/dev/null",
+        "dpkg-query -W -f '${Package}=${Version} ' hpcc libopenblas0-pthread libopenblas0-openmp libopenblas0-serial 2>/dev/null; true",
     ]);
     r.env = vec![
         ("OPENBLAS_NUM_THREADS".into(), threads.to_string()),
@@ -79,11 +81,18 @@ pub fn hpcc(point: &Point, blas: Option<&Path>) -> Option<Reference> {
                 multiarch()
             ));
         }
-        Some(kind) => note.push_str(&format!(
-            "; BLAS: {} ({})",
-            kind.name(),
-            blas.map(|p| p.display().to_string()).unwrap_or_default()
-        )),
+        Some(kind) => {
+            note.push_str(&format!(
+                "; BLAS: {} ({})",
+                kind.name(),
+                blas.map(|p| p.display().to_string()).unwrap_or_default()
+            ));
+            if kind == BlasKind::OpenBlas {
+                note.push_str(&coretype_note(
+                    std::env::var("OPENBLAS_CORETYPE").ok().as_deref(),
+                ));
+            }
+        }
         None => note.push_str("; BLAS: libblas.so.3 not found where Debian puts it"),
     }
     // Ours' solver as it runs (`Linpack::reference` resolves `auto`).
@@ -103,6 +112,20 @@ pub fn hpcc(point: &Point, blas: Option<&Path>) -> Option<Reference> {
     }
     r.note = Some(note);
     Some(r)
+}
+
+/// What hpcc's OpenBLAS runs where the environment pins its kernels
+/// (`OPENBLAS_CORETYPE`, which hpcc inherits): images that pin Haswell's
+/// on AVX-512 CPUs make hpcc measure AVX2 kernels, and a ratio against
+/// ours (faer there, by `solver=auto`) is about that choice, not the CPU.
+fn coretype_note(coretype: Option<&str>) -> String {
+    match coretype.map(str::trim).filter(|c| !c.is_empty()) {
+        Some(c) => format!(
+            "; hpcc's OpenBLAS ran the kernels OPENBLAS_CORETYPE={} names (set in this environment, which hpcc inherits): unset it for the kernels OpenBLAS picks for this CPU",
+            benchsuite_core::text::printable_line(c)
+        ),
+        None => String::new(),
+    }
 }
 
 /// hpcc's input for one HPL problem of order `n` with block `nb` on one
@@ -306,6 +329,10 @@ mod tests {
         let lines: Vec<String> = r.inputs[0].1.lines().map(String::from).collect();
         assert!(lines[7].starts_with("96 "), "{}", lines[7]);
         assert!(hpcc(&Point::default(), None).is_none());
+        // A pinned kernel set is named; none, nothing.
+        assert!(coretype_note(Some("Haswell")).contains("OPENBLAS_CORETYPE=Haswell names"));
+        assert_eq!(coretype_note(None), "");
+        assert_eq!(coretype_note(Some(" ")), "");
     }
 
     #[test]
