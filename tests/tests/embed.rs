@@ -107,6 +107,48 @@ fn a_custom_benchmark_passes_the_conformance_harness_from_the_facade() {
     assert_eq!(report.records[0].status, Status::Ok);
 }
 
+/// `VecSum` under an id made at run time (one benchmark per thing the
+/// embedder discovers).
+struct Named(String);
+
+impl Benchmark for Named {
+    fn meta(&self) -> Meta {
+        Meta {
+            id: self.0.clone().into(),
+            ..VecSum.meta()
+        }
+    }
+
+    fn prepare(&self, ctx: &Context, point: &Point) -> Result<Box<dyn Case>, BenchError> {
+        VecSum.prepare(ctx, point)
+    }
+}
+
+/// The harness takes names built at run time and a closure that captures
+/// what it needs.
+#[test]
+fn the_conformance_harness_takes_benchmarks_built_at_run_time() {
+    use benchsuite::testing::Conformance;
+    let module = format!("dev{}", 7);
+    let ids: Vec<String> = (0..2).map(|i| format!("{module}.sum{i}")).collect();
+    let made = ids.clone();
+    let harness = Conformance::new(module.clone(), format!("devices of {module}"), move || {
+        made.iter()
+            .map(|id| Box::new(Named(id.clone())) as Box<dyn Benchmark>)
+            .collect()
+    })
+    .bounds(|_, metric| match metric {
+        "bandwidth" => 1.0..1e13,
+        "time_per_op" => 0.0..1.0,
+        _ => panic!("no physical bound for {metric}"),
+    });
+    harness.check_meta();
+    let report = harness.check_smoke();
+    let got: Vec<&str> = report.records.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(got, ids);
+    assert!(report.records.iter().all(|r| r.status == Status::Ok));
+}
+
 /// `VecSum` as a first draft might declare it: both metrics headlines.
 struct TwoHeadlines;
 

@@ -44,8 +44,10 @@ mod skip;
 
 pub use skip::{Capability, skip};
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::Range;
+use std::sync::Arc;
 
 use crate::bench::Benchmark;
 use crate::config::RunConfig;
@@ -60,12 +62,15 @@ use crate::runner::{Silent, run_plan};
 /// Above this many points, choice parameters are swept one at a time.
 const MAX_PRODUCT: usize = 48;
 
+/// What makes a module's benchmarks for [`Conformance`].
+pub type MakeFn = dyn Fn() -> Vec<Box<dyn Benchmark>> + Send + Sync;
+
 /// A module under test; see the module docs.
 #[derive(Clone)]
 pub struct Conformance {
-    module: &'static str,
-    description: &'static str,
-    make: fn() -> Vec<Box<dyn Benchmark>>,
+    module: Cow<'static, str>,
+    description: Cow<'static, str>,
+    make: Arc<MakeFn>,
     bound: fn(&str, &str) -> Range<f64>,
     may_skip: fn(&Record) -> bool,
     extra: Option<fn(&Record)>,
@@ -85,15 +90,18 @@ impl Conformance {
     /// The module's name and description (as registered) and its
     /// benchmarks. Until [`Conformance::bounds`] is given, every median
     /// must be finite and positive.
+    /// The names may be built at run time and `make` may capture what
+    /// it needs (a benchmark per discovered device): a closure or a
+    /// module's `benchmarks` function.
     pub fn new(
-        module: &'static str,
-        description: &'static str,
-        make: fn() -> Vec<Box<dyn Benchmark>>,
+        module: impl Into<Cow<'static, str>>,
+        description: impl Into<Cow<'static, str>>,
+        make: impl Fn() -> Vec<Box<dyn Benchmark>> + Send + Sync + 'static,
     ) -> Self {
         Conformance {
-            module,
-            description,
-            make,
+            module: module.into(),
+            description: description.into(),
+            make: Arc::new(make),
             bound: |_, _| f64::MIN_POSITIVE..f64::INFINITY,
             may_skip: |_| false,
             extra: None,
@@ -138,7 +146,7 @@ impl Conformance {
     /// The module's benchmarks in a registry of their own.
     pub fn registry(&self) -> Registry {
         let mut r = Registry::new();
-        r.add_module(self.module, self.description, (self.make)())
+        r.add_module(self.module.clone(), self.description.clone(), (self.make)())
             .unwrap_or_else(|e| panic!("{}: {e}", self.module));
         r
     }
@@ -207,7 +215,7 @@ impl Conformance {
 
     /// Runs every benchmark at its smoke point; see the module docs.
     pub fn check_smoke(&self) -> Report {
-        let report = self.run(self.module, &[]);
+        let report = self.run(&self.module, &[]);
         assert_eq!(
             report.records.len(),
             (self.make)().len(),
